@@ -1,0 +1,112 @@
+"""The error hierarchy. Every error nsightlab raises on purpose carries its exit code.
+
+The CLI catches `NsightlabError` once, prints `line()` on stderr and exits with
+`exit_code`. Anything else is a bug (exit 1).
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+from pathlib import Path
+
+
+class ExitCode(IntEnum):
+    OK = 0
+    BUG = 1
+    USAGE = 2
+    SAFETY = 3
+    CLUSTER = 4
+    NOT_READY = 5
+    REMOTE = 6
+    COUNTERS = 7
+    INTERRUPTED = 130
+
+
+class NsightlabError(Exception):
+    """Base class: a message saying what failed and a hint saying what to do."""
+
+    exit_code: ExitCode = ExitCode.BUG
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def line(self) -> str:
+        """The one line printed on stderr."""
+        text = self.message.rstrip(".")
+        if self.hint:
+            return f"error: {text}. {self.hint}"
+        return f"error: {text}."
+
+
+class UsageError(NsightlabError):
+    """Bad input on the command line or in a file the user gave us."""
+
+    exit_code = ExitCode.USAGE
+
+
+class ConfigError(UsageError):
+    """config.yaml (or another user file) is malformed."""
+
+
+class ParseError(UsageError):
+    """A parser could not read a file; names the file and the line."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        source: str | Path | None = None,
+        line: int | None = None,
+        hint: str | None = None,
+    ) -> None:
+        where = ""
+        if source is not None:
+            where = f"{source}"
+            if line is not None:
+                where += f":{line}"
+            where += ": "
+        super().__init__(f"{where}{message}", hint=hint)
+        self.source = str(source) if source is not None else None
+        self.lineno = line
+
+
+class SafetyError(NsightlabError):
+    """Refused by the safety guard: no explicit context, or a protected one."""
+
+    exit_code = ExitCode.SAFETY
+
+
+class ClusterError(NsightlabError):
+    """The cluster or its API: unreachable, unauthorised, not found, bad kubeconfig."""
+
+    exit_code = ExitCode.CLUSTER
+
+
+class PodNotReadyError(NsightlabError):
+    """The lab pod did not become Ready (unschedulable, image pull, timeout...)."""
+
+    exit_code = ExitCode.NOT_READY
+
+
+class RemoteCommandError(NsightlabError):
+    """A command on the target failed (script, nsys, missing tool)."""
+
+    exit_code = ExitCode.REMOTE
+
+    def __init__(self, message: str, *, returncode: int | None = None, hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.returncode = returncode
+
+
+class CountersNotPermittedError(NsightlabError):
+    """ncu could not read GPU performance counters (ERR_NVGPUCTRPERM)."""
+
+    exit_code = ExitCode.COUNTERS
+
+
+class Interrupted(NsightlabError):
+    """Ctrl-C; the message says what state things were left in."""
+
+    exit_code = ExitCode.INTERRUPTED
