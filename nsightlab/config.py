@@ -1,0 +1,300 @@
+"""User configuration (config.yaml) and lab session state (session.json).
+
+Both live in `NSIGHTLAB_HOME` (default: the platform's app dir for "nsightlab").
+The config is validated by pydantic; unknown keys are errors that name the file, the key
+and the line.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from nsightlab.errors import ConfigError
+
+DEFAULT_PROTECTED = ("prd", "prod", "production")
+
+# Kubernetes resource quantities as the tutorial writes them ("4", "500m", "24Gi").
+_QUANTITY_SUFFIXES = ("Ki", "Mi", "Gi", "Ti", "Pi", "Ei", "k", "M", "G", "T", "P", "E", "m", "")
+
+
+def _check_quantity(value: str) -> str:
+    text = str(value).strip()
+    for suffix in _QUANTITY_SUFFIXES:
+        if suffix and not text.endswith(suffix):
+            continue
+        number = text[: len(text) - len(suffix)] if suffix else text
+        try:
+            if float(number) >= 0:
+                return text
+        except ValueError:
+            continue
+    raise ValueError(f"{value!r} is not a Kubernetes quantity (e.g. 4, 500m, 24Gi)")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class ClusterAlias(_Strict):
+    """An alias usable as `--context NAME`."""
+
+    context: str
+    namespace: str | None = None
+    protected: bool = False
+
+
+class LabConfig(_Strict):
+    """The lab pod's settings; defaults are the tutorial's values."""
+
+    pod_name: str = "nsight-lab-{user}"
+    image: str | None = None
+    instance_type: str = "g7e.8xlarge"
+    node_selector: dict[str, str] = Field(default_factory=dict)
+    cpu: str = "4"
+    memory: str = "24Gi"
+    gpus: int = Field(default=1, ge=0, le=16)
+    deadline_seconds: int = Field(default=14400, gt=0)
+    owner: str | None = None
+
+    @field_validator("cpu", "memory", mode="before")
+    @classmethod
+    def _quantity(cls, value: object) -> str:
+        return _check_quantity(str(value))
+
+
+class Config(_Strict):
+    """The whole config file."""
+
+    protected_contexts: list[str] = Field(default_factory=list)
+    clusters: dict[str, ClusterAlias] = Field(default_factory=dict)
+    lab: LabConfig = Field(default_factory=LabConfig)
+
+    def all_protected_patterns(self) -> list[str]:
+        """The default tokens plus the user's patterns (the defaults always apply)."""
+        out = list(DEFAULT_PROTECTED)
+        out.extend(p for p in self.protected_contexts if p not in out)
+        return out
+
+    def owner(self) -> str:
+        return self.lab.owner or current_user()
+
+    def pod_name(self) -> str:
+        return self.lab.pod_name.replace("{user}", _dns_label(self.owner()))
+
+
+def current_user() -> str:
+    for var in ("USER", "LOGNAME", "USERNAME"):
+        value = os.environ.get(var)
+        if value:
+            return value
+    try:
+        import pwd
+
+        return pwd.getpwuid(os.getuid()).pw_name
+    except (ImportError, KeyError):
+        return "user"
+
+
+def _dns_label(text: str) -> str:
+    """Lowercase alphanumerics and '-', as pod names and label values need."""
+    cleaned = "".join(c if c.isalnum() else "-" for c in text.lower()).strip("-")
+    return cleaned[:40] or "user"
+
+
+def home() -> Path:
+    """`NSIGHTLAB_HOME`, else the platform's application directory."""
+    env = os.environ.get("NSIGHTLAB_HOME")
+    if env:
+        return Path(env).expanduser()
+    import typer
+
+    return Path(typer.get_app_dir("nsightlab"))
+
+
+def default_config_path() -> Path:
+    return home() / "config.yaml"
+
+
+class LoadedConfig(BaseModel):
+    """The effective config and where each leaf came from ("default" or "file:line")."""
+
+    config: Config
+    path: Path
+    exists: bool
+    sources: dict[str, str]
+
+
+def load_config(path: Path | None = None) -> LoadedConfig:
+    """Read and validate config.yaml; a missing file means all defaults.
+
+    An explicit `path` that does not exist is an error (the user asked for it).
+    """
+    explicit = path is not None
+    cfg_path = Path(path).expanduser() if path is not None else default_config_path()
+    if not cfg_path.exists():
+        if explicit:
+            raise ConfigError(
+                f"config file {cfg_path} does not exist",
+                hint="Create one with `nsightlab init`, or drop --config.",
+            )
+        config = Config()
+        return LoadedConfig(config=config, path=cfg_path, exists=False, sources=_sources(config, {}, cfg_path))
+    try:
+        text = cfg_path.read_text(encoding="utf-8")
+    except OSError as e:
+        raise ConfigError(f"cannot read config file {cfg_path}: {e.strerror}") from e
+    data, lines = _parse_yaml(text, cfg_path)
+    try:
+        config = Config.model_validate(data)
+    except ValidationError as e:
+        raise _config_error(e, cfg_path, lines) from None
+    return LoadedConfig(config=config, path=cfg_path, exists=True, sources=_sources(config, lines, cfg_path))
+
+
+def _parse_yaml(text: str, path: Path) -> tuple[dict[str, Any], dict[tuple[str, ...], int]]:
+    """Parse YAML and remember the line of every mapping key (1-based)."""
+    import yaml
+
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
+        problem = getattr(e, "problem", None) or str(e).splitlines()[0]
+        raise ConfigError(f"{where}: not valid YAML ({problem})", hint="Fix the file or re-create it with `nsightlab init --force`.") from None
+    if data is None:
+        return {}, {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}:1: the config must be a mapping of keys to values")
+    lines: dict[tuple[str, ...], int] = {}
+
+    def walk(n: Any, prefix: tuple[str, ...]) -> None:
+        if isinstance(n, yaml.MappingNode):
+            for key_node, value_node in n.value:
+                key = (*prefix, str(key_node.value))
+                lines[key] = key_node.start_mark.line + 1
+                walk(value_node, key)
+
+    walk(node, ())
+    return data, lines
+
+
+def _config_error(e: ValidationError, path: Path, lines: dict[tuple[str, ...], int]) -> ConfigError:
+    err = e.errors()[0]
+    loc = tuple(str(p) for p in err["loc"])
+    key = ".".join(loc) or "(top level)"
+    line = None
+    for n in range(len(loc), 0, -1):
+        if loc[:n] in lines:
+            line = lines[loc[:n]]
+            break
+    where = f"{path}:{line}" if line else str(path)
+    if err["type"] == "extra_forbidden":
+        msg = f"{where}: unknown key '{key}'"
+        hint = "Check the spelling; `nsightlab init` writes a commented example of every key."
+    else:
+        msg = f"{where}: bad value for '{key}': {err['msg']}"
+        hint = "See `nsightlab config` for the expected shape."
+    return ConfigError(msg, hint=hint)
+
+
+def _sources(config: Config, lines: dict[tuple[str, ...], int], path: Path) -> dict[str, str]:
+    out: dict[str, str] = {}
+
+    def walk(value: Any, prefix: tuple[str, ...]) -> None:
+        if isinstance(value, BaseModel):
+            for name in type(value).model_fields:
+                walk(getattr(value, name), (*prefix, name))
+            return
+        if isinstance(value, dict) and value and prefix and prefix[0] == "clusters" and len(prefix) == 1:
+            for k, v in value.items():
+                walk(v, (*prefix, k))
+            return
+        key = ".".join(prefix)
+        line = lines.get(prefix)
+        out[key] = f"{path}:{line}" if line else "default"
+
+    walk(config, ())
+    return out
+
+
+# ---------------------------------------------------------------- session state
+
+
+class Session(BaseModel):
+    """The lab pod created by `create`, and the context it lives in."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    context: str
+    alias: str | None = None
+    kubeconfig: str | None = None
+    server: str
+    namespace: str
+    pod: str
+    uid: str
+    node: str | None = None
+    instance_type: str | None = None
+    gpu_product: str | None = None
+    owner: str
+    created: datetime
+    deadline: datetime | None = None
+
+
+def session_path() -> Path:
+    return home() / "session.json"
+
+
+def load_session() -> Session | None:
+    path = session_path()
+    if not path.exists():
+        return None
+    try:
+        return Session.model_validate_json(path.read_text(encoding="utf-8"))
+    except (OSError, ValidationError, ValueError):
+        # A damaged session file must not block commands that do not need it.
+        return None
+
+
+def save_session(session: Session) -> Path:
+    path = session_path()
+    atomic_write_text(path, session.model_dump_json(indent=2) + "\n")
+    return path
+
+
+def clear_session() -> None:
+    with contextlib.suppress(FileNotFoundError):
+        session_path().unlink()
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """Write via a temporary file in the same folder, then rename."""
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+def atomic_write_json(path: Path, data: Any) -> None:
+    atomic_write_text(path, json.dumps(data, indent=2, sort_keys=False, default=str) + "\n")

@@ -1,0 +1,424 @@
+"""`explore`: the tutorial's read-only tour of a cluster, as typed results.
+
+`build_*` functions are pure (raw objects in, models out); `explore_*` functions fetch
+through a `Kube` and call them. Works on protected contexts: nothing here changes
+anything.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel
+
+from nsightlab import resources as r
+from nsightlab.errors import ClusterError
+
+if TYPE_CHECKING:
+    from nsightlab.kube import Kube
+
+NON_TERMINAL = "status.phase!=Succeeded,status.phase!=Failed"
+
+
+class NodeRow(BaseModel):
+    name: str
+    instance_type: str | None
+    gpu: bool
+    gpu_product: str | None
+    gpu_allocatable: int
+    gpu_requested: int
+    gpu_free: int
+    status: str
+    zone: str | None
+    age: str
+
+
+class InstanceTypeRow(BaseModel):
+    instance_type: str
+    nodes: int
+    gpu_product: str | None
+    gpu_allocatable: int
+    gpu_requested: int
+    gpu_free: int
+
+
+class NodesReport(BaseModel):
+    context: str
+    server: str | None
+    nodes: list[NodeRow]
+    instance_types: list[InstanceTypeRow]
+    gpu_nodes: int
+    lab_instance_type: str
+    lab_nodes: int
+    lab_gpus_free: int
+
+
+class PodRow(BaseModel):
+    namespace: str
+    name: str
+    ready: str
+    status: str
+    restarts: int
+    age: str
+    node: str | None
+    gpus: int
+
+
+class PodsReport(BaseModel):
+    context: str
+    namespace: str | None
+    match: str | None
+    pods: list[PodRow]
+
+
+class ContainerInfo(BaseModel):
+    name: str
+    kind: str  # "init", "sidecar" or "app"
+    image: str | None
+    restart_policy: str | None
+    requests: dict[str, str]
+    limits: dict[str, str]
+    gpus: int
+    holds_gpu: bool
+
+
+class PodDetail(BaseModel):
+    context: str
+    namespace: str
+    name: str
+    status: str
+    ready: str
+    node: str | None
+    instance_type: str | None
+    gpu_product: str | None
+    gpus: int
+    init_containers: list[ContainerInfo]
+    containers: list[ContainerInfo]
+    tolerations: list[str]
+    node_selector: dict[str, str]
+    notes: list[str]
+
+
+class NodeDetail(BaseModel):
+    context: str
+    name: str
+    instance_type: str | None
+    status: str
+    gpu_product: str | None
+    gpu_labels: dict[str, str]
+    capacity: dict[str, str]
+    allocatable: dict[str, str]
+    taints: list[str]
+    gpu_allocatable: int
+    gpu_requested: int
+    gpu_free: int
+    pods: list[PodRow]
+    notes: list[str]
+
+
+# ---------------------------------------------------------------------------- nodes
+
+
+def gpu_product(node: dict[str, Any]) -> str | None:
+    """The GPU's product name: from the spec table by instance type, else the labels."""
+    from nsightlab import gpus
+
+    itype = r.instance_type(node)
+    if itype:
+        spec = gpus.for_instance_type(itype)
+        if spec is not None:
+            return spec.name
+    label = r.node_gpu_label(node)
+    if label:
+        spec = gpus.lookup(label)
+        return spec.name if spec is not None else label
+    return None
+
+
+def requested_by_node(pods: list[dict[str, Any]]) -> dict[str, int]:
+    out: dict[str, int] = defaultdict(int)
+    for pod in pods:
+        node = (pod.get("spec") or {}).get("nodeName")
+        if node and not r.is_terminal(pod):
+            out[node] += r.pod_gpus(pod)
+    return out
+
+
+def build_nodes(
+    nodes: list[dict[str, Any]],
+    pods: list[dict[str, Any]],
+    *,
+    context: str,
+    server: str | None,
+    lab_instance_type: str,
+    now: datetime | None = None,
+) -> NodesReport:
+    now = now or datetime.now(timezone.utc)
+    used = requested_by_node(pods)
+    rows: list[NodeRow] = []
+    for node in nodes:
+        name = str((node.get("metadata") or {}).get("name"))
+        is_gpu = r.node_is_gpu(node)
+        alloc = r.node_gpu_allocatable(node)
+        req = used.get(name, 0)
+        rows.append(
+            NodeRow(
+                name=name,
+                instance_type=r.instance_type(node),
+                gpu=is_gpu,
+                gpu_product=gpu_product(node) if is_gpu else None,
+                gpu_allocatable=alloc,
+                gpu_requested=req,
+                gpu_free=max(0, alloc - req) if r.node_ready(node) and not (node.get("spec") or {}).get("unschedulable") else 0,
+                status=r.node_status(node),
+                zone=r.labels(node).get("topology.kubernetes.io/zone"),
+                age=r.age(node, now),
+            )
+        )
+    rows.sort(key=lambda n: (not n.gpu, n.instance_type or "", n.name))
+    by_type: dict[str, InstanceTypeRow] = {}
+    for n in rows:
+        key = n.instance_type or "<none>"
+        t = by_type.get(key)
+        if t is None:
+            t = by_type[key] = InstanceTypeRow(instance_type=key, nodes=0, gpu_product=n.gpu_product, gpu_allocatable=0, gpu_requested=0, gpu_free=0)
+        t.nodes += 1
+        t.gpu_allocatable += n.gpu_allocatable
+        t.gpu_requested += n.gpu_requested
+        t.gpu_free += n.gpu_free
+        t.gpu_product = t.gpu_product or n.gpu_product
+    types = sorted(by_type.values(), key=lambda t: (-t.nodes, t.instance_type))
+    lab = by_type.get(lab_instance_type)
+    return NodesReport(
+        context=context,
+        server=server,
+        nodes=rows,
+        instance_types=types,
+        gpu_nodes=sum(1 for n in rows if n.gpu),
+        lab_instance_type=lab_instance_type,
+        lab_nodes=lab.nodes if lab else 0,
+        lab_gpus_free=lab.gpu_free if lab else 0,
+    )
+
+
+def fetch_nodes_and_pods(kube: Kube) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Nodes and every non-terminated pod, fetched side by side (paged lists)."""
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        nodes_f = pool.submit(kube.list_nodes)
+        pods_f = pool.submit(kube.list_pods, None, field_selector=NON_TERMINAL)
+        return nodes_f.result(), pods_f.result()[0]
+
+
+def explore_nodes(kube: Kube, *, lab_instance_type: str, gpu_only: bool = False) -> NodesReport:
+    nodes, pods = fetch_nodes_and_pods(kube)
+    report = build_nodes(nodes, pods, context=kube.ctx.name, server=kube.server, lab_instance_type=lab_instance_type)
+    if gpu_only:
+        report.nodes = [n for n in report.nodes if n.gpu]
+    return report
+
+
+# ---------------------------------------------------------------------------- pods
+
+
+def pod_row(pod: dict[str, Any], now: datetime | None = None) -> PodRow:
+    meta = pod.get("metadata") or {}
+    return PodRow(
+        namespace=str(meta.get("namespace") or ""),
+        name=str(meta.get("name")),
+        ready=r.pod_ready(pod),
+        status=r.pod_status(pod),
+        restarts=r.pod_restarts(pod),
+        age=r.age(pod, now),
+        node=(pod.get("spec") or {}).get("nodeName"),
+        gpus=r.pod_gpus(pod),
+    )
+
+
+def build_pods(pods: list[dict[str, Any]], *, context: str, namespace: str | None, match: str | None, now: datetime | None = None) -> PodsReport:
+    now = now or datetime.now(timezone.utc)
+    needle = (match or "").lower()
+    rows = [pod_row(p, now) for p in pods if needle in str((p.get("metadata") or {}).get("name", "")).lower()]
+    rows.sort(key=lambda p: (p.namespace, p.name))
+    return PodsReport(context=context, namespace=namespace, match=match, pods=rows)
+
+
+def explore_pods(kube: Kube, *, namespace: str | None, match: str | None = None) -> PodsReport:
+    if namespace is not None:
+        kube.require_namespace(namespace)
+    pods, _ = kube.list_pods(namespace)
+    return build_pods(pods, context=kube.ctx.name, namespace=namespace, match=match)
+
+
+def _container_info(c: dict[str, Any], kind: str) -> ContainerInfo:
+    res = c.get("resources") or {}
+    gpus = int(r.container_request(c, r.GPU))
+    return ContainerInfo(
+        name=str(c.get("name")),
+        kind=kind,
+        image=c.get("image"),
+        restart_policy=c.get("restartPolicy"),
+        requests={k: str(v) for k, v in (res.get("requests") or {}).items()},
+        limits={k: str(v) for k, v in (res.get("limits") or {}).items()},
+        gpus=gpus,
+        holds_gpu=gpus > 0,
+    )
+
+
+def _tolerations(spec: dict[str, Any]) -> list[str]:
+    out = []
+    for t in spec.get("tolerations") or []:
+        key = t.get("key", "*")
+        op = t.get("operator", "Equal")
+        text = f"{key} {op}" + (f" {t['value']}" if t.get("value") else "")
+        if t.get("effect"):
+            text += f" ({t['effect']})"
+        out.append(text)
+    return out
+
+
+def build_pod_detail(pod: dict[str, Any], node: dict[str, Any] | None, *, context: str) -> PodDetail:
+    meta = pod.get("metadata") or {}
+    spec = pod.get("spec") or {}
+    inits = [_container_info(c, "sidecar" if r.is_sidecar(c) else "init") for c in spec.get("initContainers") or []]
+    apps = [_container_info(c, "app") for c in spec.get("containers") or []]
+    itype = r.instance_type(node) if node else None
+    product = gpu_product(node) if node else None
+    gpus = r.pod_gpus(pod)
+    notes: list[str] = []
+    sidecars = [c for c in inits if c.kind == "sidecar"]
+    for c in sidecars:
+        held = f" and holds the pod's GPU ({r.GPU}: {c.limits.get(r.GPU) or c.requests.get(r.GPU)} in its limits)" if c.holds_gpu else ""
+        notes.append(
+            f"{c.name} is a native sidecar: an init container with restartPolicy: Always, so it starts before the app containers and keeps running beside them{held}."
+        )
+    for c in inits:
+        if c.kind == "init":
+            notes.append(f"{c.name} is a one-shot init container: it runs to completion before the app starts.")
+    gpu_apps = [c.name for c in apps if c.holds_gpu]
+    if gpu_apps:
+        notes.append(f"App container(s) {', '.join(gpu_apps)} ask for GPUs directly.")
+    if gpus:
+        notes.append(
+            f"The pod holds {gpus} whole GPU{'s' if gpus != 1 else ''}: GPUs are whole numbers, so it holds the entire card even if it uses a fraction of it."
+        )
+    else:
+        notes.append("The pod asks for no GPU.")
+    for c in inits + apps:
+        if c.requests and c.requests == c.limits:
+            notes.append(f"{c.name}: requests equal limits ({', '.join(f'{k}={v}' for k, v in c.limits.items())}): the scheduler reserves exactly what it may use.")
+    if node is not None:
+        where = f"{meta.get('name')} runs on node {spec.get('nodeName')}"
+        if itype:
+            where += f", a {itype}"
+        if product:
+            where += f" with {r.node_gpu_allocatable(node)} x {product}"
+        notes.append(where + ".")
+    elif spec.get("nodeName"):
+        notes.append(f"It is bound to node {spec.get('nodeName')}, which no longer exists.")
+    else:
+        notes.append("It is not scheduled on any node yet.")
+    tol = _tolerations(spec)
+    if any(t.startswith(r.GPU) for t in tol):
+        notes.append(f"It tolerates the {r.GPU} taint, which keeps ordinary pods off GPU nodes.")
+    sel = {str(k): str(v) for k, v in (spec.get("nodeSelector") or {}).items()}
+    if sel:
+        notes.append("Its nodeSelector pins it to nodes labelled " + ", ".join(f"{k}={v}" for k, v in sel.items()) + ".")
+    return PodDetail(
+        context=context,
+        namespace=str(meta.get("namespace") or ""),
+        name=str(meta.get("name")),
+        status=r.pod_status(pod),
+        ready=r.pod_ready(pod),
+        node=spec.get("nodeName"),
+        instance_type=itype,
+        gpu_product=product,
+        gpus=gpus,
+        init_containers=inits,
+        containers=apps,
+        tolerations=tol,
+        node_selector=sel,
+        notes=notes,
+    )
+
+
+def find_pod(pods: list[dict[str, Any]], text: str) -> dict[str, Any] | None:
+    """The pod named `text`, else the first (by name) whose name contains it."""
+    names = sorted(pods, key=lambda p: str((p.get("metadata") or {}).get("name")))
+    for p in names:
+        if (p.get("metadata") or {}).get("name") == text:
+            return p
+    for p in names:
+        if text in str((p.get("metadata") or {}).get("name")):
+            return p
+    return None
+
+
+def explore_pod(kube: Kube, text: str, *, namespace: str) -> PodDetail:
+    pod = kube.get_pod(namespace, text)
+    if pod is None:
+        kube.require_namespace(namespace)
+        pods, _ = kube.list_pods(namespace)
+        pod = find_pod(pods, text)
+    if pod is None:
+        raise ClusterError(f"no pod matching '{text}' in namespace {namespace}", hint="List them with `nsightlab explore pods`.")
+    node_name = (pod.get("spec") or {}).get("nodeName")
+    node = kube.get_node(node_name) if node_name else None
+    return build_pod_detail(pod, node, context=kube.ctx.name)
+
+
+# ---------------------------------------------------------------------------- node
+
+_GPU_LABEL_PREFIXES = ("nvidia.com/", "karpenter.k8s.aws/instance-gpu", "node.kubernetes.io/instance-type", "karpenter.sh/nodepool", "eks.amazonaws.com/nodegroup")
+
+
+def build_node_detail(node: dict[str, Any], pods: list[dict[str, Any]], *, context: str, now: datetime | None = None) -> NodeDetail:
+    meta = node.get("metadata") or {}
+    status = node.get("status") or {}
+    name = str(meta.get("name"))
+    on_node = [p for p in pods if (p.get("spec") or {}).get("nodeName") == name and not r.is_terminal(p)]
+    rows = sorted((pod_row(p, now) for p in on_node), key=lambda p: (-p.gpus, p.namespace, p.name))
+    alloc = r.node_gpu_allocatable(node)
+    req = sum(p.gpus for p in rows)
+    gpu_labels = {k: v for k, v in r.labels(node).items() if k.startswith(_GPU_LABEL_PREFIXES)}
+    product = gpu_product(node)
+    notes: list[str] = []
+    if alloc:
+        notes.append(
+            f"The NVIDIA device plugin advertises {r.GPU}: {alloc} (Allocatable); pods on it request {req}, so {max(0, alloc - req)} free."
+        )
+    else:
+        notes.append("This node advertises no nvidia.com/gpu: it is a CPU node (or the device plugin is not running).")
+    if any(t.startswith(r.GPU) for t in r.taints(node)):
+        notes.append(f"It is tainted {r.GPU}: only pods that tolerate it (GPU pods) are scheduled here.")
+    holders = [p for p in on_node if r.pod_gpus(p)]
+    for p in holders:
+        hs = r.gpu_holders(p)
+        if hs:
+            notes.append(f"{(p.get('metadata') or {}).get('name')} holds {r.pod_gpus(p)} GPU(s) through {', '.join(hs)}.")
+    return NodeDetail(
+        context=context,
+        name=name,
+        instance_type=r.instance_type(node),
+        status=r.node_status(node),
+        gpu_product=product,
+        gpu_labels=gpu_labels,
+        capacity={k: str(v) for k, v in (status.get("capacity") or {}).items()},
+        allocatable={k: str(v) for k, v in (status.get("allocatable") or {}).items()},
+        taints=r.taints(node),
+        gpu_allocatable=alloc,
+        gpu_requested=req,
+        gpu_free=max(0, alloc - req),
+        pods=rows,
+        notes=notes,
+    )
+
+
+def explore_node(kube: Kube, name: str) -> NodeDetail:
+    node = kube.get_node(name)
+    if node is None:
+        raise ClusterError(f"no node named '{name}' on context '{kube.ctx.name}'", hint="List them with `nsightlab explore nodes`.")
+    pods, _ = kube.list_pods(None, field_selector=f"spec.nodeName={name},{NON_TERMINAL}")
+    return build_node_detail(node, pods, context=kube.ctx.name)

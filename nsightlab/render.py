@@ -1,0 +1,192 @@
+"""Drawing typed results for people. Rich on a terminal; plain, stable columns otherwise.
+
+Every function takes the `Env` and a result model; none computes anything.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from nsightlab.console import Env
+    from nsightlab.explore import NodeDetail, NodesReport, PodDetail, PodsReport
+
+
+class Column:
+    def __init__(self, header: str, *, justify: str = "left", style: str | None = None, max_width: int | None = None) -> None:
+        self.header = header
+        self.justify = justify
+        self.style = style
+        self.max_width = max_width
+
+
+def table(env: Env, columns: Sequence[Column], rows: Sequence[Sequence[Any]], *, title: str | None = None) -> None:
+    """A table on stdout: a Rich table on a terminal, aligned plain text otherwise."""
+    cells = [["" if v is None else str(v) for v in row] for row in rows]
+    if env.out_tty:
+        from rich.table import Table
+
+        t = Table(title=title, title_justify="left", header_style="bold", box=None, pad_edge=False)
+        for c in columns:
+            t.add_column(c.header, justify=c.justify, style=c.style, max_width=c.max_width, overflow="fold")  # type: ignore[arg-type]
+        for row in cells:
+            t.add_row(*row)
+        env.out.print(t)
+        return
+    env.write(plain_table(columns, cells, title=title))
+
+
+def plain_table(columns: Sequence[Column], cells: Sequence[Sequence[str]], *, title: str | None = None) -> str:
+    widths = [len(c.header) for c in columns]
+    for row in cells:
+        for i, v in enumerate(row):
+            widths[i] = max(widths[i], len(v))
+    lines = []
+    if title:
+        lines.append(title)
+
+    def fmt(values: Sequence[str]) -> str:
+        parts = []
+        for i, (c, v) in enumerate(zip(columns, values, strict=False)):
+            last = i == len(columns) - 1
+            if c.justify == "right":
+                parts.append(v.rjust(widths[i]))
+            else:
+                parts.append(v if last else v.ljust(widths[i]))
+        return "  ".join(parts).rstrip()
+
+    lines.append(fmt([c.header for c in columns]))
+    lines.extend(fmt(row) for row in cells)
+    return "\n".join(lines) + "\n"
+
+
+def heading(env: Env, text: str) -> None:
+    if env.out_tty:
+        env.out.print(f"[bold]{text}[/bold]")
+    else:
+        env.write(text + "\n")
+
+
+def lines(env: Env, items: Sequence[str], *, bullet: str = "- ") -> None:
+    for item in items:
+        if env.out_tty:
+            env.out.print(bullet + item, markup=False, highlight=False)
+        else:
+            env.write(bullet + item + "\n")
+
+
+def blank(env: Env) -> None:
+    env.write("\n")
+
+
+# ---------------------------------------------------------------------------- explore
+
+
+def nodes(env: Env, report: NodesReport) -> None:
+    cols = [
+        Column("NAME"),
+        Column("INSTANCE-TYPE"),
+        Column("GPU"),
+        Column("PRODUCT"),
+        Column("ALLOC", justify="right"),
+        Column("USED", justify="right"),
+        Column("FREE", justify="right"),
+        Column("STATUS"),
+        Column("AGE", justify="right"),
+    ]
+    rows = [
+        [
+            n.name,
+            n.instance_type or "<none>",
+            "yes" if n.gpu else "",
+            n.gpu_product or "",
+            n.gpu_allocatable if n.gpu else "",
+            n.gpu_requested if n.gpu else "",
+            n.gpu_free if n.gpu else "",
+            n.status,
+            n.age,
+        ]
+        for n in report.nodes
+    ]
+    table(env, cols, rows)
+    blank(env)
+    type_cols = [
+        Column("NODES", justify="right"),
+        Column("INSTANCE-TYPE"),
+        Column("GPU PRODUCT"),
+        Column("GPUS", justify="right"),
+        Column("USED", justify="right"),
+        Column("FREE", justify="right"),
+    ]
+    type_rows = [
+        [t.nodes, t.instance_type, t.gpu_product or "", t.gpu_allocatable or "", t.gpu_requested if t.gpu_allocatable else "", t.gpu_free if t.gpu_allocatable else ""]
+        for t in report.instance_types
+    ]
+    table(env, type_cols, type_rows, title="Nodes per instance type")
+    blank(env)
+    total = len(report.nodes)
+    summary = f"{total} nodes, {report.gpu_nodes} with GPUs. "
+    if report.lab_nodes:
+        summary += (
+            f"{report.lab_gpus_free} GPU{'s' if report.lab_gpus_free != 1 else ''} of the lab's instance type "
+            f"{report.lab_instance_type} free right now (on {report.lab_nodes} node{'s' if report.lab_nodes != 1 else ''})."
+        )
+    else:
+        summary += f"No node of the lab's instance type {report.lab_instance_type} in this cluster (set lab.instance_type in config.yaml)."
+    lines(env, [summary], bullet="")
+
+
+def pods(env: Env, report: PodsReport) -> None:
+    cols = [Column("NAMESPACE"), Column("NAME"), Column("READY"), Column("STATUS"), Column("RESTARTS", justify="right"), Column("AGE", justify="right"), Column("NODE"), Column("GPUS", justify="right")]
+    rows = [[p.namespace, p.name, p.ready, p.status, p.restarts, p.age, p.node or "<none>", p.gpus or ""] for p in report.pods]
+    if report.namespace is not None:
+        cols = cols[1:]
+        rows = [row[1:] for row in rows]
+    table(env, cols, rows)
+    if not report.pods:
+        where = f"namespace {report.namespace}" if report.namespace else "any namespace"
+        what = f" matching '{report.match}'" if report.match else ""
+        env.note(f"No pods{what} in {where}.")
+
+
+def _resources(d: dict[str, str]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in d.items()) or "-"
+
+
+def pod_detail(env: Env, d: PodDetail) -> None:
+    heading(env, f"Pod {d.namespace}/{d.name}: {d.status}, ready {d.ready}")
+    where = d.node or "<not scheduled>"
+    if d.instance_type:
+        where += f" ({d.instance_type}{', ' + d.gpu_product if d.gpu_product else ''})"
+    lines(env, [f"node: {where}", f"GPUs held: {d.gpus}"])
+    blank(env)
+    cols = [Column("CONTAINER"), Column("KIND"), Column("RESTART-POLICY"), Column("GPU", justify="right"), Column("LIMITS"), Column("REQUESTS")]
+    rows = [
+        [c.name + (" *" if c.holds_gpu else ""), c.kind, c.restart_policy or "", c.gpus or "", _resources(c.limits), _resources(c.requests)]
+        for c in d.init_containers + d.containers
+    ]
+    table(env, cols, rows)
+    if any(c.holds_gpu for c in d.init_containers + d.containers):
+        lines(env, ["* holds a GPU"], bullet="")
+    blank(env)
+    heading(env, "What to notice")
+    lines(env, d.notes)
+
+
+def node_detail(env: Env, d: NodeDetail) -> None:
+    heading(env, f"Node {d.name}: {d.instance_type or '<no instance type>'}, {d.status}")
+    facts = [f"GPU: {d.gpu_product or 'none'}; allocatable {d.gpu_allocatable}, requested {d.gpu_requested}, free {d.gpu_free}"]
+    facts.append("taints: " + (", ".join(d.taints) or "none"))
+    facts.append("allocatable: " + _resources(d.allocatable))
+    lines(env, facts)
+    if d.gpu_labels:
+        blank(env)
+        heading(env, "GPU labels")
+        lines(env, [f"{k}={v}" for k, v in sorted(d.gpu_labels.items())])
+    blank(env)
+    cols = [Column("NAMESPACE"), Column("POD"), Column("READY"), Column("STATUS"), Column("GPUS", justify="right"), Column("AGE", justify="right")]
+    table(env, cols, [[p.namespace, p.name, p.ready, p.status, p.gpus or "", p.age] for p in d.pods], title=f"Pods on {d.name}")
+    blank(env)
+    heading(env, "What to notice")
+    lines(env, d.notes)

@@ -1,0 +1,171 @@
+"""Context resolution and the protected-context guard.
+
+The one promise nsightlab makes above all: it never acts on a cluster by accident.
+- The kubeconfig's current-context is never used.
+- A context is named explicitly (`--context NAME|ALIAS`), or, for commands acting on an
+  existing lab pod, taken from the lab session that `create` recorded.
+- A protected context (name tokens prd/prod/production, a configured pattern, an alias
+  flagged `protected: true`) is refused for every command that changes something,
+  before any request is sent.
+Every cluster command goes through `resolve_context()`; every change goes through
+`confirm_change()`.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from dataclasses import dataclass
+from enum import Enum
+from typing import TYPE_CHECKING
+
+from nsightlab.errors import ClusterError, SafetyError
+
+if TYPE_CHECKING:
+    from nsightlab.config import Config, Session
+    from nsightlab.console import Env
+    from nsightlab.kubeconfig import Kubeconfig
+
+_TOKEN_SPLIT = re.compile(r"[-_.:/@]+")
+_GLOB_CHARS = set("*?[")
+
+
+class Intent(Enum):
+    READ = "read"  # explore, doctor, status: allowed on protected contexts
+    CHANGE = "change"  # create, exec, copy, delete: refused there
+
+
+@dataclass(frozen=True)
+class ResolvedContext:
+    """An explicit, checked choice of cluster: what every cluster command works on."""
+
+    name: str  # the kubeconfig context
+    alias: str | None
+    namespace: str
+    server: str | None
+    kubeconfig: Kubeconfig
+    protected_reason: str | None
+    from_session: bool = False
+
+    @property
+    def label(self) -> str:
+        return f"{self.alias} ({self.name})" if self.alias and self.alias != self.name else self.name
+
+
+def name_tokens(name: str) -> list[str]:
+    return [t for t in _TOKEN_SPLIT.split(name.lower()) if t]
+
+
+def protection_reason(name: str, patterns: list[str], *, alias: str | None = None, alias_flag: bool = False) -> str | None:
+    """Why a context is protected, or None.
+
+    A pattern without glob characters matches a whole token of the name (split on
+    -_.:/@); a pattern with `*`, `?` or `[` matches the whole name as a glob.
+    """
+    if alias_flag:
+        return f"its alias '{alias}' sets protected: true"
+    for candidate in (name, alias):
+        if not candidate:
+            continue
+        tokens = name_tokens(candidate)
+        for pattern in patterns:
+            p = pattern.lower()
+            if _GLOB_CHARS & set(p):
+                if fnmatch.fnmatchcase(candidate.lower(), p):
+                    return f"'{candidate}' matches the protected pattern '{pattern}'"
+            elif p in tokens:
+                return f"'{candidate}' contains the protected token '{pattern}'"
+    return None
+
+
+def _known_list(kubeconfig: Kubeconfig, config: Config) -> str:
+    names = kubeconfig.context_names()
+    aliases = sorted(config.clusters)
+    parts = []
+    if aliases:
+        parts.append("aliases: " + ", ".join(aliases))
+    parts.append("contexts: " + (", ".join(names) if names else "(none)"))
+    return "; ".join(parts)
+
+
+def resolve_context(
+    requested: str | None,
+    *,
+    config: Config,
+    kubeconfig: Kubeconfig,
+    intent: Intent,
+    session: Session | None = None,
+    namespace: str | None = None,
+    action: str = "change the cluster",
+) -> ResolvedContext:
+    """Turn `--context` (or the lab session) into a ResolvedContext, or refuse.
+
+    Raises SafetyError (exit 3) when no context is given (and no session may stand in),
+    or when `intent` is CHANGE and the context is protected; ClusterError (exit 4) for
+    a context the kubeconfig does not have. Sends no request.
+    """
+    from_session = False
+    alias: str | None = None
+    alias_ns: str | None = None
+    alias_flag = False
+    if requested is None:
+        if session is None:
+            raise SafetyError(
+                "no context given; nsightlab never uses the kubeconfig's current-context",
+                hint=f"Pass --context NAME ({_known_list(kubeconfig, config)}).",
+            )
+        requested = session.alias or session.context
+        from_session = True
+    if requested in config.clusters:
+        entry = config.clusters[requested]
+        alias, name, alias_ns, alias_flag = requested, entry.context, entry.namespace, entry.protected
+    else:
+        name = requested
+    if name not in kubeconfig.contexts:
+        where = f" (alias '{alias}')" if alias else ""
+        raise ClusterError(
+            f"unknown context '{name}'{where} in {kubeconfig.path_arg()}",
+            hint=f"Known {_known_list(kubeconfig, config)}.",
+        )
+    reason = protection_reason(name, config.all_protected_patterns(), alias=alias, alias_flag=alias_flag)
+    if reason and intent is Intent.CHANGE:
+        raise SafetyError(
+            f"refusing to {action} on protected context '{name}': {reason}",
+            hint="nsightlab only changes non-production clusters; use a staging context (e.g. --context stg).",
+        )
+    ns = namespace or alias_ns
+    if ns is None and from_session and session is not None:
+        ns = session.namespace
+    ns = ns or kubeconfig.namespace(name) or "default"
+    return ResolvedContext(
+        name=name,
+        alias=alias,
+        namespace=ns,
+        server=kubeconfig.server(name),
+        kubeconfig=kubeconfig,
+        protected_reason=reason,
+        from_session=from_session,
+    )
+
+
+def announce(env: Env, ctx: ResolvedContext, what: str) -> None:
+    """The one line naming context, API server and namespace, before any change."""
+    via = " (from the lab session)" if ctx.from_session else ""
+    env.note(f"{what}: context {ctx.label}{via}, server {ctx.server or '?'}, namespace {ctx.namespace}")
+
+
+def confirm_change(env: Env, ctx: ResolvedContext, what: str, *, yes: bool) -> None:
+    """Announce the change; on a TTY ask for confirmation unless --yes."""
+    from nsightlab.errors import Interrupted
+
+    announce(env, ctx, what)
+    if yes or not env.stdin_tty:
+        return
+    import typer
+
+    try:
+        ok = typer.confirm("Proceed?", default=False, err=True)
+    except (EOFError, KeyboardInterrupt, typer.Abort):
+        ok = False
+    if not ok:
+        raise Interrupted("cancelled; nothing was changed")

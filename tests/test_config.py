@@ -1,0 +1,136 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+from clirun import run_cli
+
+from nsightlab.config import Config, Session, load_config, load_session, save_session
+from nsightlab.errors import ConfigError
+
+
+@pytest.fixture(autouse=True)
+def _home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    home = tmp_path / "home"
+    monkeypatch.setenv("NSIGHTLAB_HOME", str(home))
+    monkeypatch.delenv("NSIGHTLAB_CONFIG", raising=False)
+    monkeypatch.setenv("COLUMNS", "200")
+    return home
+
+
+def test_missing_default_config_means_defaults() -> None:
+    loaded = load_config()
+    assert not loaded.exists
+    assert loaded.config.lab.instance_type == "g7e.8xlarge"
+    assert loaded.config.lab.cpu == "4" and loaded.config.lab.memory == "24Gi"
+    assert loaded.config.lab.gpus == 1 and loaded.config.lab.deadline_seconds == 14400
+    assert set(loaded.sources.values()) == {"default"}
+
+
+def test_explicit_missing_config_is_an_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="does not exist"):
+        load_config(tmp_path / "nope.yaml")
+
+
+def test_unknown_key_names_file_key_and_line(tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text("lab:\n  image: x\n  instance_typ: g7e.8xlarge\n")
+    with pytest.raises(ConfigError) as err:
+        load_config(path)
+    assert f"{path}:3" in err.value.message
+    assert "lab.instance_typ" in err.value.message
+    assert err.value.exit_code == 2
+
+
+def test_mistyped_value_names_key_and_line(tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text("protected_contexts: []\nlab:\n  gpus: lots\n")
+    with pytest.raises(ConfigError) as err:
+        load_config(path)
+    assert f"{path}:3" in err.value.message and "lab.gpus" in err.value.message
+
+
+def test_bad_quantity_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text("lab:\n  memory: twenty\n")
+    with pytest.raises(ConfigError, match=r"lab\.memory"):
+        load_config(path)
+
+
+def test_invalid_yaml_names_line(tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text("lab:\n  image: [unclosed\n  cpu: 4\n")
+    with pytest.raises(ConfigError) as err:
+        load_config(path)
+    assert str(path) in err.value.message and "not valid YAML" in err.value.message
+
+
+def test_alias_and_sources(tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text("clusters:\n  stg:\n    context: stg-online-use1\n    namespace: serving\nlab:\n  cpu: '8'\n")
+    loaded = load_config(path)
+    assert loaded.config.clusters["stg"].context == "stg-online-use1"
+    assert loaded.sources["clusters.stg.context"] == f"{path}:3"
+    assert loaded.sources["lab.cpu"] == f"{path}:6"
+    assert loaded.sources["lab.memory"] == "default"
+
+
+def test_pod_name_uses_owner(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("USER", "Sean.B")
+    cfg = Config()
+    assert cfg.owner() == "Sean.B"
+    assert cfg.pod_name() == "nsight-lab-sean-b"
+
+
+def test_session_roundtrip_and_damage(_home: Path) -> None:
+    from datetime import datetime, timezone
+
+    assert load_session() is None
+    s = Session(context="stg", server="https://x", namespace="ml", pod="p", uid="u", owner="me", created=datetime.now(timezone.utc))
+    path = save_session(s)
+    assert load_session() == s
+    path.write_text("{not json")
+    assert load_session() is None
+
+
+def test_init_writes_valid_commented_config(capsys: pytest.CaptureFixture[str], _home: Path) -> None:
+    r = run_cli(capsys, "init", "--context", "stg-online-use1", "--namespace", "ml-lab")
+    assert r.code == 0, r
+    path = _home / "config.yaml"
+    text = path.read_text()
+    assert "# " in text and "CHANGE-ME" in text  # comments and placeholders for blanks
+    data = yaml.safe_load(text)
+    assert data["clusters"]["stg"] == {"context": "stg-online-use1", "namespace": "ml-lab", "protected": False}
+    lab = load_config(path).config.lab
+    assert (lab.instance_type, lab.cpu, lab.memory, lab.gpus, lab.deadline_seconds) == ("g7e.8xlarge", "4", "24Gi", 1, 14400)
+    again = run_cli(capsys, "init")
+    assert again.code == 2 and "already exists" in again.err and "--force" in again.err
+    assert path.read_text() == text
+    forced = run_cli(capsys, "init", "--force", "--image", "reg.example.com/lab:1")
+    assert forced.code == 0 and load_config(path).config.lab.image == "reg.example.com/lab:1"
+
+
+def test_config_command_json_and_text(capsys: pytest.CaptureFixture[str], _home: Path) -> None:
+    import json
+
+    assert run_cli(capsys, "init", "--context", "stg-online-use1").code == 0
+    r = run_cli(capsys, "config", "--json")
+    assert r.code == 0, r
+    data = json.loads(r.out)
+    by_key = {v["key"]: v for v in data["values"]}
+    assert by_key["clusters.stg.context"]["value"] == "stg-online-use1"
+    assert by_key["clusters.stg.context"]["source"].endswith("config.yaml:14")
+    assert "clusters.stg.namespace" in data["placeholders"]
+    assert data["protected_patterns"][:3] == ["prd", "prod", "production"]
+    text = run_cli(capsys, "config")
+    assert text.code == 0 and "lab.instance_type" in text.out and "g7e.8xlarge" in text.out
+
+
+def test_config_command_reports_bad_file(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text("lab:\n  colour: blue\n")
+    r = run_cli(capsys, "--config", str(path), "config")
+    assert r.code == 2
+    assert r.err.count("\n") == 1 and f"{path}:2" in r.err and "lab.colour" in r.err
+    assert "Traceback" not in r.err

@@ -1,0 +1,90 @@
+"""The codebase's own checks: lint, types, fast start-up, help on every command."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _tool(name: str) -> str:
+    path = shutil.which(name, path=str(Path(sys.executable).parent)) or shutil.which(name)
+    if path is None:
+        pytest.skip(f"{name} is not installed (pip install -e '.[dev]')")
+    return path
+
+
+def test_ruff_clean() -> None:
+    proc = subprocess.run([_tool("ruff"), "check", "nsightlab", "tests", "lab_scripts", "bench"], cwd=ROOT, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+@pytest.mark.slow
+def test_mypy_clean() -> None:
+    proc = subprocess.run([_tool("mypy")], cwd=ROOT, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_help_imports_nothing_heavy() -> None:
+    code = (
+        "import sys, json\n"
+        "from nsightlab.cli import main\n"
+        "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+        "heavy = [m for m in ('kubernetes', 'torch', 'matplotlib', 'numpy', 'urllib3') if m in sys.modules]\n"
+        "sys.stderr.write(json.dumps(heavy))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert json.loads(proc.stderr.strip().splitlines()[-1]) == []
+    assert "Usage: nsightlab" in proc.stdout
+
+
+def _all_commands() -> list[list[str]]:
+    import typer.main
+
+    from nsightlab.cli import app
+
+    root = typer.main.get_command(app)
+    out: list[list[str]] = []
+
+    def walk(cmd: object, path: list[str]) -> None:
+        subs = getattr(cmd, "commands", None)
+        if subs:
+            for name, sub in subs.items():
+                walk(sub, [*path, name])
+        else:
+            out.append(path)
+
+    walk(root, [])
+    return out
+
+
+def test_every_command_has_help_with_an_example(capsys: pytest.CaptureFixture[str]) -> None:
+    from clirun import run_cli
+
+    commands = _all_commands()
+    assert ["explore", "nodes"] in commands and ["init"] in commands
+    for path in commands:
+        r = run_cli(capsys, *path, "--help")
+        assert r.code == 0, (path, r)
+        assert "Example" in r.out, f"`nsightlab {' '.join(path)} --help` has no example"
+        assert f"nsightlab {path[0]}" in r.out.split("Example", 1)[1], path
+
+
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    from clirun import run_cli
+
+    from nsightlab import __version__
+
+    r = run_cli(capsys, "--version")
+    assert r.code == 0 and r.out.strip() == f"nsightlab {__version__}"
+
+
+def test_python_dash_m_works() -> None:
+    proc = subprocess.run([sys.executable, "-m", "nsightlab", "--version"], capture_output=True, text=True, cwd=ROOT)
+    assert proc.returncode == 0 and proc.stdout.startswith("nsightlab ")
