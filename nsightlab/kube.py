@@ -10,11 +10,12 @@ translated here into a `ClusterError` (exit 4) whose message names what was bein
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from nsightlab.errors import ClusterError
+from nsightlab.errors import ClusterError, NsightlabError
 
 if TYPE_CHECKING:
     from nsightlab.safety import ResolvedContext
@@ -355,8 +356,86 @@ class Kube:
 
     # ------------------------------------------------------------------ exec
 
+    def exec(
+        self,
+        namespace: str,
+        pod: str,
+        argv: list[str],
+        *,
+        container: str | None = None,
+        stdin: bool = False,
+        tty: bool = False,
+    ) -> ExecSession:
+        """Open an exec websocket (v5, else v4 channel protocol) into a pod.
+
+        The handshake's refusals are translated: 404 (no such pod), 400 (not running),
+        401/403. The socket is our own (websocket-client, which the kubernetes client
+        uses too) so that frames stream through without being buffered in memory.
+        """
+        import ssl
+        from urllib.parse import urlencode
+
+        import websocket
+
+        cfg = self.api_client.configuration
+        query: list[tuple[str, str]] = [("command", a) for a in argv]
+        query += [("stdin", _bool(stdin)), ("stdout", "true"), ("stderr", _bool(not tty)), ("tty", _bool(tty))]
+        if container:
+            query.append(("container", container))
+        base = cfg.host.rstrip("/")
+        if base.startswith("https://"):
+            url = "wss://" + base[len("https://") :]
+        elif base.startswith("http://"):
+            url = "ws://" + base[len("http://") :]
+        else:
+            url = base
+        url += f"/api/v1/namespaces/{namespace}/pods/{pod}/exec?" + urlencode(query)
+        headers = []
+        auth = cfg.auth_settings().get("BearerToken")  # runs the exec plugin's refresh hook
+        if auth and auth.get("value"):
+            headers.append(f"Authorization: {auth['value']}")
+        sslopt: dict[str, Any]
+        if url.startswith("wss://") and cfg.verify_ssl:
+            sslopt = {"cert_reqs": ssl.CERT_REQUIRED}
+            if cfg.ssl_ca_cert:
+                sslopt["ca_certs"] = cfg.ssl_ca_cert
+            if cfg.assert_hostname is not None:
+                sslopt["check_hostname"] = cfg.assert_hostname
+        else:
+            sslopt = {"cert_reqs": ssl.CERT_NONE, "check_hostname": False}
+        if cfg.cert_file:
+            sslopt["certfile"] = cfg.cert_file
+        if cfg.key_file:
+            sslopt["keyfile"] = cfg.key_file
+        if getattr(cfg, "tls_server_name", None):
+            sslopt["server_hostname"] = cfg.tls_server_name
+        what = f"exec into pod {pod} in namespace {namespace}"
+        ws = websocket.WebSocket(sslopt=sslopt, skip_utf8_validation=True, enable_multithread=True)
+        try:
+            ws.connect(url, header=headers, subprotocols=[V5, V4], timeout=self.timeout[0])
+        except websocket.WebSocketBadStatusException as e:
+            raise self._exec_refused(what, e.status_code, e.resp_body) from None
+        except (websocket.WebSocketException, OSError) as e:
+            raise self._unreachable(what, e) from None
+        ws.settimeout(None)
+        return ExecSession(ws, ws.subprotocol or V4, what)
+
+    def _exec_refused(self, what: str, status: int, body: Any) -> NsightlabError:
+        from nsightlab.errors import PodNotReadyError
+
+        message = _message_of(body)
+        if status == 400:
+            return PodNotReadyError(f"cannot {what}: {message or 'the pod is not running'}", hint="Check it with `nsightlab status`.")
+        if status == 404:
+            return NotFound(f"cannot {what}: {message or 'no such pod'}", hint="The pod is gone; create a new one with `nsightlab create`.")
+        if status == 401:
+            return self._translate(what, _Status(401, message))
+        if status == 403:
+            return self._translate(what, _Status(403, message))
+        return ClusterError(f"cannot {what}: the API server answered {status}: {message}")
+
     def exec_client(self) -> Any:
-        """A separate ApiClient for exec: `stream()` rewires the client it is given."""
+        """A separate ApiClient for `kubernetes.stream.stream`, which rewires the client it is given."""
         from kubernetes.config import new_client_from_config
 
         configuration = self._client_mod.Configuration()
@@ -367,3 +446,144 @@ class Kube:
             persist_config=False,
             client_configuration=configuration,
         )
+
+
+V5 = "v5.channel.k8s.io"
+V4 = "v4.channel.k8s.io"
+STDIN, STDOUT, STDERR, ERROR, RESIZE, CLOSE = 0, 1, 2, 3, 4, 255
+
+
+def _bool(value: bool) -> str:
+    return "true" if value else "false"
+
+
+class _Status:
+    """Enough of an ApiException for `_translate`."""
+
+    def __init__(self, status: int, body: str) -> None:
+        self.status = status
+        self.body = body
+        self.reason = ""
+
+
+class ExecSession:
+    """One exec: write stdin, read (channel, bytes) frames, resize, get the exit code."""
+
+    def __init__(self, ws: Any, protocol: str, what: str) -> None:
+        self._ws = ws
+        self.protocol = protocol
+        self.what = what
+        self._status: dict[str, Any] | None = None
+        self._open = True
+
+    @property
+    def can_close_stdin(self) -> bool:
+        """v5 can signal end of stdin; v4 cannot (the caller must bound its input)."""
+        return self.protocol == V5
+
+    def write_stdin(self, data: bytes) -> None:
+        import websocket
+
+        try:
+            self._ws.send_bytes(bytes([STDIN]) + data)
+        except (websocket.WebSocketException, OSError) as e:
+            self._open = False
+            raise ClusterError(f"the exec stream closed while sending data ({self.what}): {e}") from None
+
+    def close_stdin(self) -> None:
+        if self.can_close_stdin and self._open:
+            self.write_raw(bytes([CLOSE, STDIN]))
+
+    def write_raw(self, payload: bytes) -> None:
+        import websocket
+
+        try:
+            self._ws.send_bytes(payload)
+        except (websocket.WebSocketException, OSError) as e:
+            self._open = False
+            raise ClusterError(f"the exec stream closed ({self.what}): {e}") from None
+
+    def resize(self, width: int, height: int) -> None:
+        self.write_raw(bytes([RESIZE]) + json.dumps({"Width": width, "Height": height}).encode())
+
+    def fileno(self) -> int:
+        return int(self._ws.sock.fileno())
+
+    def pending(self) -> bool:
+        """Bytes already decrypted and buffered (TLS) that select() would not see."""
+        import ssl
+
+        sock = self._ws.sock
+        return isinstance(sock, ssl.SSLSocket) and sock.pending() > 0
+
+    def read(self, timeout: float | None = None) -> tuple[int, bytes] | None:
+        """The next data frame as (channel, payload); None at the end of the stream.
+
+        Raises TimeoutError when `timeout` passes without a frame. Status frames
+        (channel 3) are kept for `returncode` and not returned.
+        """
+        import websocket
+
+        while self._open:
+            self._ws.settimeout(timeout)
+            try:
+                opcode, frame = self._ws.recv_data_frame(True)
+            except websocket.WebSocketTimeoutException:
+                raise TimeoutError(self.what) from None
+            except (websocket.WebSocketConnectionClosedException, OSError):
+                self._open = False
+                return None
+            except websocket.WebSocketException:
+                self._open = False
+                return None
+            if opcode == websocket.ABNF.OPCODE_CLOSE:
+                self._open = False
+                return None
+            if opcode not in (websocket.ABNF.OPCODE_BINARY, websocket.ABNF.OPCODE_TEXT):
+                continue
+            data = frame.data if isinstance(frame.data, bytes) else str(frame.data).encode()
+            if not data:
+                continue
+            channel, payload = data[0], data[1:]
+            if channel == ERROR:
+                try:
+                    self._status = json.loads(payload.decode("utf-8", "replace"))
+                except ValueError:
+                    self._status = {"status": "Failure", "message": payload.decode("utf-8", "replace")}
+                continue
+            if channel == CLOSE:
+                continue
+            if payload:
+                return channel, payload
+        return None
+
+    @property
+    def status(self) -> dict[str, Any] | None:
+        return self._status
+
+    def returncode(self) -> int | None:
+        """The remote exit code from the status channel; None if none was sent."""
+        st = self._status
+        if st is None:
+            return None
+        if st.get("status") == "Success":
+            return 0
+        for cause in (st.get("details") or {}).get("causes") or []:
+            if cause.get("reason") == "ExitCode":
+                try:
+                    return int(cause.get("message"))
+                except (TypeError, ValueError):
+                    break
+        return None
+
+    def failure_message(self) -> str | None:
+        st = self._status
+        if not st or st.get("status") == "Success" or self.returncode() is not None:
+            return None
+        return str(st.get("message") or st)
+
+    def close(self) -> None:
+        self._open = False
+        # closing a broken socket must not raise
+        with contextlib.suppress(Exception):
+            self._ws.close(timeout=1)

@@ -10,7 +10,10 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from nsightlab.console import Env
+    from nsightlab.doctor import DoctorReport
     from nsightlab.explore import NodeDetail, NodesReport, PodDetail, PodsReport
+    from nsightlab.lab import CleanupReport, LabPod, StatusReport
+    from nsightlab.transfer import CopyResult
 
 
 class Column:
@@ -190,3 +193,68 @@ def node_detail(env: Env, d: NodeDetail) -> None:
     blank(env)
     heading(env, "What to notice")
     lines(env, d.notes)
+
+
+# ---------------------------------------------------------------------------- lab pod
+
+
+def _left(seconds: int | None) -> str:
+    if seconds is None:
+        return "?"
+    from nsightlab.resources import human_duration
+
+    return human_duration(seconds)
+
+
+def lab_pod(env: Env, lab: LabPod, *, title: str) -> None:
+    heading(env, title)
+    facts = [
+        f"context: {lab.context} ({lab.server or '?'}), namespace {lab.namespace}",
+        f"pod: {lab.pod}: {lab.status}{', ready' if lab.ready else ''}",
+        f"node: {lab.node or '<not scheduled>'}" + (f", {lab.instance_type}" if lab.instance_type else ""),
+        f"GPU: {lab.gpu_product or '?'}",
+    ]
+    if lab.deadline:
+        facts.append(f"deletes itself in {_left(lab.seconds_left)} (activeDeadlineSeconds, at {lab.deadline:%H:%M} UTC)")
+    lines(env, facts)
+    if lab.next_steps:
+        blank(env)
+        heading(env, "Next")
+        lines(env, lab.next_steps, bullet="  ")
+
+
+def status(env: Env, report: StatusReport) -> None:
+    if report.gone or report.lab is None:
+        lines(env, [f"lab pod {report.pod} is gone (context {report.context}, namespace {report.namespace}); the session was cleared."], bullet="")
+        return
+    lab_pod(env, report.lab, title="Lab pod")
+
+
+def cleanup(env: Env, report: CleanupReport) -> None:
+    out = [f"deleted {name}" for name in report.deleted]
+    out += [f"{name} was already gone" for name in report.already_gone]
+    out += [f"left {name} alone (not yours)" for name in report.skipped]
+    lines(env, out or ["nothing to delete"], bullet="")
+
+
+def doctor(env: Env, report: DoctorReport) -> None:
+    heading(env, f"doctor: context {report.context}, server {report.server or '?'}, namespace {report.namespace}")
+    for c in report.checks:
+        mark = {True: "pass", False: "FAIL", None: "info"}[c.ok]
+        style = {True: "green", False: "bold red", None: "dim"}[c.ok]
+        text = f"{mark:4}  {c.name}: {c.detail}"
+        if env.out_tty:
+            env.out.print(f"[{style}]{mark:4}[/]  {c.name}: {c.detail}", highlight=False)
+        else:
+            env.write(text + "\n")
+        if c.fix and c.ok is not True:
+            lines(env, [f"fix: {c.fix}"], bullet="      ")
+
+
+def copy_result(env: Env, result: CopyResult) -> None:
+    rate = result.bytes / result.seconds / 2**20 if result.seconds > 0 else 0.0
+    lines(
+        env,
+        [f"copied {result.files} file{'s' if result.files != 1 else ''}, {result.bytes / 2**20:.1f} MiB to {result.destination} in {result.seconds:.2f} s ({rate:.0f} MiB/s), sha256 verified"],
+        bullet="",
+    )

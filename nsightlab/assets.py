@@ -1,0 +1,26 @@
+"""Where the lab scripts and the pod template are, in a checkout and when installed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+_PACKAGE = Path(__file__).resolve().parent
+
+
+def _folder(name: str) -> Path:
+    installed = _PACKAGE / name  # a wheel installs them inside the package
+    if installed.is_dir():
+        return installed
+    return _PACKAGE.parent / name  # a source checkout or an editable install
+
+
+def lab_script(name: str) -> Path:
+    return _folder("lab_scripts") / name
+
+
+def lab_scripts_dir() -> Path:
+    return _folder("lab_scripts")
+
+
+def pod_template() -> Path:
+    return _folder("manifests") / "pod.yaml"

@@ -1,0 +1,588 @@
+"""The lab pod: build its manifest, create it and wait until Ready, status, cleanup.
+
+Every pod nsightlab creates carries `app.kubernetes.io/managed-by: nsightlab` and
+`nsightlab/owner: <owner>`; cleanup touches nothing without both.
+"""
+
+from __future__ import annotations
+
+import copy
+import queue
+import re
+import threading
+import time
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from nsightlab import resources as r
+from nsightlab.config import Config, Session, clear_session, save_session
+from nsightlab.errors import ClusterError, Interrupted, PodNotReadyError, UsageError
+
+if TYPE_CHECKING:
+    from nsightlab.console import Env
+    from nsightlab.kube import Kube
+    from nsightlab.safety import ResolvedContext
+
+MANAGED_BY = "app.kubernetes.io/managed-by"
+OWNER = "nsightlab/owner"
+PLACEHOLDER = "CHANGE-ME"
+# Waiting reasons that will not fix themselves: stop waiting at once.
+FATAL_WAITING = {"ErrImagePull", "ImagePullBackOff", "InvalidImageName", "CrashLoopBackOff", "CreateContainerConfigError", "CreateContainerError", "RunContainerError"}
+
+
+def owner_label(owner: str) -> str:
+    """A valid label value for the owner (<= 63 chars of [A-Za-z0-9_.-])."""
+    value = re.sub(r"[^A-Za-z0-9_.-]", "-", owner).strip("-_.")[:63].strip("-_.")
+    return value or "unknown"
+
+
+def selector(owner: str) -> str:
+    return f"{MANAGED_BY}=nsightlab,{OWNER}={owner_label(owner)}"
+
+
+def is_ours(pod: dict[str, Any], owner: str) -> bool:
+    labels = r.labels(pod)
+    return labels.get(MANAGED_BY) == "nsightlab" and labels.get(OWNER) == owner_label(owner)
+
+
+# ---------------------------------------------------------------------------- manifest
+
+
+class _K8s(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+class _Container(_K8s):
+    name: str
+    image: str | None = None
+
+
+class _Spec(_K8s):
+    containers: list[_Container] = Field(min_length=1)
+
+
+class _Meta(_K8s):
+    name: str | None = None
+
+
+class PodTemplate(_K8s):
+    """The minimum a pod template must be; everything else is passed through."""
+
+    apiVersion: str
+    kind: str
+    metadata: _Meta = Field(default_factory=_Meta)
+    spec: _Spec
+
+
+def load_template(path: Path) -> dict[str, Any]:
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise UsageError(f"manifest {path} does not exist") from None
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
+        raise UsageError(f"{where}: not valid YAML") from None
+    if not isinstance(data, dict):
+        raise UsageError(f"{path}: a pod manifest must be a mapping")
+    try:
+        PodTemplate.model_validate(data)
+    except ValidationError as e:
+        err = e.errors()[0]
+        key = ".".join(str(p) for p in err["loc"])
+        raise UsageError(f"{path}: bad pod template at '{key}': {err['msg']}") from None
+    if data.get("apiVersion") != "v1" or data.get("kind") != "Pod":
+        raise UsageError(f"{path}: the template must be apiVersion v1, kind Pod (got {data.get('apiVersion')}/{data.get('kind')})")
+    return data
+
+
+def build_manifest(template: dict[str, Any], config: Config, *, namespace: str, profiling_caps: bool = False) -> dict[str, Any]:
+    """Fill the template from the config; pure."""
+    lab = config.lab
+    if not lab.image or PLACEHOLDER in lab.image:
+        raise UsageError(
+            "lab.image is not set in config.yaml",
+            hint="Set it to the image with nsys, ncu and PyTorch (the serving sidecar's image), e.g. `nsightlab init --force --image REGISTRY/triton-vllm-container:1.0-1`.",
+        )
+    for key, value in lab.node_selector.items():
+        if PLACEHOLDER in key or PLACEHOLDER in value:
+            raise UsageError(f"lab.node_selector still holds a placeholder ({key}: {value})", hint="Fill it in config.yaml or remove it.")
+    m = copy.deepcopy(template)
+    meta = m.setdefault("metadata", {})
+    meta["name"] = config.pod_name()
+    meta["namespace"] = namespace
+    labels = dict(meta.get("labels") or {})
+    labels.pop("owner", None)
+    labels.update({MANAGED_BY: "nsightlab", OWNER: owner_label(config.owner()), "app.kubernetes.io/name": "nsight-lab"})
+    meta["labels"] = labels
+    spec = m["spec"]
+    spec["restartPolicy"] = "Never"
+    spec["activeDeadlineSeconds"] = lab.deadline_seconds
+    selector_labels = dict(spec.get("nodeSelector") or {})
+    selector_labels["node.kubernetes.io/instance-type"] = lab.instance_type
+    selector_labels.update(lab.node_selector)
+    spec["nodeSelector"] = selector_labels
+    tolerations = list(spec.get("tolerations") or [])
+    if not any(t.get("key") == r.GPU for t in tolerations):
+        tolerations.append({"key": r.GPU, "operator": "Exists"})
+    spec["tolerations"] = tolerations
+    main = spec["containers"][0]
+    main["image"] = lab.image
+    amounts = {"cpu": lab.cpu, "memory": lab.memory}
+    if lab.gpus:
+        amounts[r.GPU] = str(lab.gpus)
+    main["resources"] = {"limits": dict(amounts), "requests": dict(amounts)}
+    sc = main.setdefault("securityContext", {})
+    sc.setdefault("allowPrivilegeEscalation", False)
+    caps = sc.setdefault("capabilities", {})
+    caps.setdefault("drop", ["ALL"])
+    sc.setdefault("seccompProfile", {"type": "RuntimeDefault"})
+    if profiling_caps:
+        added = list(caps.get("add") or [])
+        if "SYS_ADMIN" not in added:
+            added.append("SYS_ADMIN")
+        caps["add"] = added
+    return m
+
+
+def manifest_yaml(manifest: dict[str, Any]) -> str:
+    return yaml.safe_dump(manifest, sort_keys=False, default_flow_style=False)
+
+
+# ---------------------------------------------------------------------------- results
+
+
+class GpuFree(BaseModel):
+    instance_type: str
+    nodes: int
+    gpu_allocatable: int
+    gpu_free: int
+
+
+class LabPod(BaseModel):
+    context: str
+    server: str | None
+    namespace: str
+    pod: str
+    uid: str | None
+    phase: str
+    status: str
+    ready: bool
+    node: str | None
+    instance_type: str | None
+    gpu_product: str | None
+    created: datetime | None
+    started: datetime | None
+    deadline: datetime | None
+    seconds_left: int | None
+    reused: bool = False
+    next_steps: list[str] = Field(default_factory=list)
+
+
+class StatusReport(BaseModel):
+    context: str
+    namespace: str
+    pod: str
+    gone: bool
+    lab: LabPod | None
+
+
+class CleanupReport(BaseModel):
+    context: str
+    namespace: str
+    deleted: list[str]
+    already_gone: list[str]
+    skipped: list[str]  # pods that are not ours (never touched)
+
+
+# ---------------------------------------------------------------------------- helpers
+
+
+def free_gpus(kube: Kube, instance_type: str | None = None) -> list[GpuFree]:
+    """Free GPUs per instance type (one type, or all), counting native sidecars."""
+    from nsightlab.explore import requested_by_node
+
+    if instance_type:
+        nodes = kube.list_nodes(label_selector=f"node.kubernetes.io/instance-type={instance_type}")
+    else:
+        nodes = [n for n in kube.list_nodes() if r.node_is_gpu(n)]
+    pods: list[dict[str, Any]] = []
+    if 0 < len(nodes) <= 10:
+        for n in nodes:
+            name = n["metadata"]["name"]
+            pods += kube.list_pods(None, field_selector=f"spec.nodeName={name},status.phase!=Succeeded,status.phase!=Failed")[0]
+    elif nodes:
+        pods = kube.list_pods(None, field_selector="status.phase!=Succeeded,status.phase!=Failed")[0]
+    used = requested_by_node(pods)
+    out: dict[str, GpuFree] = {}
+    for n in nodes:
+        itype = r.instance_type(n) or "<none>"
+        g = out.setdefault(itype, GpuFree(instance_type=itype, nodes=0, gpu_allocatable=0, gpu_free=0))
+        alloc = r.node_gpu_allocatable(n)
+        g.nodes += 1
+        g.gpu_allocatable += alloc
+        if r.node_ready(n) and not (n.get("spec") or {}).get("unschedulable"):
+            g.gpu_free += max(0, alloc - used.get(n["metadata"]["name"], 0))
+    return sorted(out.values(), key=lambda g: g.instance_type)
+
+
+def _deadline(pod: dict[str, Any]) -> datetime | None:
+    ads = (pod.get("spec") or {}).get("activeDeadlineSeconds")
+    start = r.parse_time((pod.get("status") or {}).get("startTime")) or r.parse_time((pod.get("metadata") or {}).get("creationTimestamp"))
+    if ads is None or start is None:
+        return None
+    return start + timedelta(seconds=int(ads))
+
+
+def lab_pod(pod: dict[str, Any], ctx: ResolvedContext, node: dict[str, Any] | None, *, reused: bool = False) -> LabPod:
+    from nsightlab.explore import gpu_product
+
+    meta = pod.get("metadata") or {}
+    status = pod.get("status") or {}
+    deadline = _deadline(pod)
+    left = int((deadline - datetime.now(timezone.utc)).total_seconds()) if deadline else None
+    return LabPod(
+        context=ctx.name,
+        server=ctx.server,
+        namespace=str(meta.get("namespace") or ctx.namespace),
+        pod=str(meta.get("name")),
+        uid=meta.get("uid"),
+        phase=str(status.get("phase") or "Unknown"),
+        status=r.pod_status(pod),
+        ready=r.pod_is_ready(pod),
+        node=(pod.get("spec") or {}).get("nodeName"),
+        instance_type=r.instance_type(node) if node else None,
+        gpu_product=gpu_product(node) if node else None,
+        created=r.parse_time(meta.get("creationTimestamp")),
+        started=r.parse_time(status.get("startTime")),
+        deadline=deadline,
+        seconds_left=max(0, left) if left is not None else None,
+        reused=reused,
+    )
+
+
+def next_steps(ctx: ResolvedContext) -> list[str]:
+    return [
+        "nsightlab shell                      # a shell in the pod (try nvidia-smi)",
+        "nsightlab profile lesson1            # nsys: kernel table, TB/s and TFLOPS",
+        "nsightlab sweep                      # bandwidth sweep: launch / cache / DRAM",
+        "nsightlab cleanup                    # give the GPU back when done",
+    ]
+
+
+def cleanup_command(ctx: ResolvedContext) -> str:
+    return f"nsightlab cleanup --context {ctx.alias or ctx.name} --namespace {ctx.namespace}"
+
+
+def record_session(ctx: ResolvedContext, pod: dict[str, Any], lab: LabPod, owner: str) -> Session:
+    session = Session(
+        context=ctx.name,
+        alias=ctx.alias,
+        kubeconfig=ctx.kubeconfig.path_arg(),
+        server=ctx.server or "",
+        namespace=lab.namespace,
+        pod=lab.pod,
+        uid=lab.uid or "",
+        node=lab.node,
+        instance_type=lab.instance_type,
+        gpu_product=lab.gpu_product,
+        owner=owner,
+        created=lab.created or datetime.now(timezone.utc),
+        deadline=lab.deadline,
+    )
+    save_session(session)
+    return session
+
+
+# ---------------------------------------------------------------------------- create
+
+
+def find_existing(kube: Kube, namespace: str, name: str, owner: str) -> dict[str, Any] | None:
+    """This owner's lab pod, by name or by labels; a foreign pod with our name is an error."""
+    pod = kube.get_pod(namespace, name)
+    if pod is not None:
+        if not is_ours(pod, owner):
+            raise ClusterError(
+                f"a pod named {name} already exists in namespace {namespace} and is not an nsightlab lab pod of {owner}",
+                hint="Set lab.pod_name in config.yaml to another name.",
+            )
+        return pod
+    mine, _ = kube.list_pods(namespace, label_selector=selector(owner))
+    live = [p for p in mine if not r.is_terminal(p) and not (p.get("metadata") or {}).get("deletionTimestamp")]
+    return live[0] if live else None
+
+
+class _Waiter:
+    """Follows one pod with a watch (resuming after drops) and its events, until Ready."""
+
+    def __init__(self, kube: Kube, env: Env, namespace: str, name: str, uid: str, resource_version: str) -> None:
+        self.kube = kube
+        self.env = env
+        self.namespace = namespace
+        self.name = name
+        self.uid = uid
+        self.rv = resource_version
+        self.pod: dict[str, Any] | None = None
+        self.events: queue.Queue[dict[str, Any]] = queue.Queue()
+        self.seen_events: list[dict[str, Any]] = []
+        self._stop = threading.Event()
+
+    def _event_thread(self) -> None:
+        field = f"involvedObject.name={self.name},involvedObject.kind=Pod"
+        rv: str | None = None
+        while not self._stop.is_set():
+            try:
+                for etype, ev in self.kube.watch_events(self.namespace, field_selector=field, resource_version=rv, timeout_seconds=30):
+                    rv = (ev.get("metadata") or {}).get("resourceVersion") or rv
+                    if etype in ("ADDED", "MODIFIED") and (ev.get("involvedObject") or {}).get("uid") in (None, "", self.uid):
+                        self.events.put(ev)
+                    if self._stop.is_set():
+                        return
+            except ClusterError:
+                if self._stop.wait(1.0):
+                    return
+                rv = None
+
+    def wait(self, timeout: float) -> dict[str, Any]:
+        from nsightlab.kube import Gone
+
+        deadline = time.monotonic() + timeout
+        threading.Thread(target=self._event_thread, daemon=True, name="nsightlab-events").start()
+        failures = 0
+        try:
+            with self.env.status(f"waiting for pod {self.name}") as spinner:
+                while True:
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        raise TimeoutError
+                    try:
+                        for etype, obj in self.kube.watch_pods(
+                            self.namespace, field_selector=f"metadata.name={self.name}", resource_version=self.rv, timeout_seconds=max(1, min(60, int(left) + 1))
+                        ):
+                            failures = 0
+                            self.rv = (obj.get("metadata") or {}).get("resourceVersion") or self.rv
+                            if etype == "BOOKMARK":
+                                continue
+                            if (obj.get("metadata") or {}).get("uid") != self.uid:
+                                continue
+                            if etype == "DELETED":
+                                raise PodNotReadyError(f"pod {self.name} was deleted while waiting for it", hint="Create it again with `nsightlab create`.")
+                            self.pod = obj
+                            self._drain_events()
+                            spinner.update(self._describe())
+                            done = self._verdict()
+                            if done is not None:
+                                return done
+                            if time.monotonic() >= deadline:
+                                raise TimeoutError
+                    except Gone:
+                        fresh = self.kube.get_pod(self.namespace, self.name)
+                        if fresh is None or (fresh.get("metadata") or {}).get("uid") != self.uid:
+                            raise PodNotReadyError(f"pod {self.name} was deleted while waiting for it") from None
+                        self.pod = fresh
+                        self.rv = fresh["metadata"].get("resourceVersion", "")
+                        done = self._verdict()
+                        if done is not None:
+                            return done
+                    except ClusterError as e:
+                        if isinstance(e, PodNotReadyError):
+                            raise
+                        failures += 1
+                        if failures > 3:
+                            raise
+                        time.sleep(min(2.0, 0.5 * failures))
+                    self._drain_events()
+        finally:
+            self._stop.set()
+
+    def _drain_events(self) -> None:
+        while True:
+            try:
+                ev = self.events.get_nowait()
+            except queue.Empty:
+                return
+            key = (ev.get("reason"), ev.get("message"))
+            if any((e.get("reason"), e.get("message")) == key for e in self.seen_events):
+                continue
+            self.seen_events.append(ev)
+            kind = ev.get("type", "Normal")
+            self.env.note(f"  event {kind}/{ev.get('reason')}: {ev.get('message', '')}", style="yellow" if kind == "Warning" else None)
+
+    def _describe(self) -> str:
+        pod = self.pod or {}
+        conds = ", ".join(f"{c.get('type')}={c.get('status')}" for c in (pod.get("status") or {}).get("conditions") or [])
+        return f"pod {self.name}: {r.pod_status(pod)}" + (f" ({conds})" if conds else "")
+
+    def _verdict(self) -> dict[str, Any] | None:
+        pod = self.pod or {}
+        phase = (pod.get("status") or {}).get("phase")
+        if r.pod_is_ready(pod):
+            return pod
+        if phase in ("Failed", "Succeeded"):
+            reason = (pod.get("status") or {}).get("reason") or r.pod_status(pod)
+            message = (pod.get("status") or {}).get("message") or ""
+            raise PodNotReadyError(f"pod {self.name} ended ({phase}: {reason}) while waiting for it. {message}".strip())
+        for cs in ((pod.get("status") or {}).get("containerStatuses") or []) + ((pod.get("status") or {}).get("initContainerStatuses") or []):
+            waiting = (cs.get("state") or {}).get("waiting") or {}
+            if waiting.get("reason") in FATAL_WAITING:
+                raise PodNotReadyError(
+                    f"pod {self.name}: container {cs.get('name')} is in {waiting['reason']}: {waiting.get('message', '').strip()}".rstrip(": "),
+                    hint="Check lab.image in config.yaml (name, tag, registry access)." if "Image" in waiting["reason"] else "The container keeps failing; check the template's command and the image.",
+                )
+        return None
+
+
+def create(
+    env: Env,
+    kube: Kube,
+    ctx: ResolvedContext,
+    config: Config,
+    manifest: dict[str, Any],
+    *,
+    timeout: float,
+) -> LabPod:
+    """Create (or reuse) this owner's lab pod and wait until it is Ready."""
+    owner = config.owner()
+    name = manifest["metadata"]["name"]
+    ns = ctx.namespace
+    kube.require_namespace(ns)
+    existing = find_existing(kube, ns, name, owner)
+    reused = existing is not None
+    if existing is not None and r.is_terminal(existing):
+        env.note(f"your previous lab pod {name} has ended ({existing['status'].get('phase')}); replacing it")
+        kube.delete_pod(ns, name, uid=existing["metadata"]["uid"], grace_seconds=0)
+        _wait_gone(kube, ns, name, existing["metadata"]["uid"], timeout=60)
+        existing, reused = None, False
+    if existing is None:
+        itype = config.lab.instance_type
+        free = free_gpus(kube, itype)
+        total_free = sum(g.gpu_free for g in free)
+        if not free:
+            env.warn(f"no node of instance type {itype} exists right now; the pod will wait for one (an autoscaler may add it).")
+        elif total_free < config.lab.gpus:
+            env.warn(f"0 GPUs of {itype} are free right now ({free[0].nodes} nodes, {free[0].gpu_allocatable} GPUs, all in use); the pod may stay Pending.")
+        else:
+            env.note(f"{total_free} GPU{'s' if total_free != 1 else ''} of {itype} free right now")
+        pod = kube.create_pod(ns, manifest)
+        env.note(f"created pod {name} in {ns}")
+    else:
+        pod = existing
+        env.note(f"reusing your lab pod {name} ({r.pod_status(pod)})")
+    uid = pod["metadata"]["uid"]
+    if not r.pod_is_ready(pod):
+        waiter = _Waiter(kube, env, ns, name, uid, pod["metadata"].get("resourceVersion", ""))
+        try:
+            pod = waiter.wait(timeout)
+        except TimeoutError:
+            raise _not_ready(kube, ctx, config, waiter, timeout) from None
+        except KeyboardInterrupt:
+            state = r.pod_status(waiter.pod or pod)
+            raise Interrupted(
+                f"interrupted while waiting; pod {name} is {state} and stays in place",
+                hint=f"Delete it with `{cleanup_command(ctx)}`, or run `nsightlab create` again to keep waiting.",
+            ) from None
+    node_name = (pod.get("spec") or {}).get("nodeName")
+    node = kube.get_node(node_name) if node_name else None
+    result = lab_pod(pod, ctx, node, reused=reused)
+    record_session(ctx, pod, result, owner)
+    result.next_steps = next_steps(ctx)
+    return result
+
+
+def _not_ready(kube: Kube, ctx: ResolvedContext, config: Config, waiter: _Waiter, timeout: float) -> PodNotReadyError:
+    pod = waiter.pod or kube.get_pod(ctx.namespace, waiter.name) or {}
+    sched = r.condition(pod, "PodScheduled")
+    parts = [f"pod {waiter.name} is not Ready after {int(timeout)} s ({r.pod_status(pod)})"]
+    if sched and sched.get("status") == "False":
+        parts.append(f"scheduler: {sched.get('message') or sched.get('reason')}")
+        try:
+            free = free_gpus(kube)
+        except ClusterError:
+            free = []
+        if free:
+            parts.append("free GPUs: " + ", ".join(f"{g.instance_type} {g.gpu_free}/{g.gpu_allocatable}" for g in free))
+    failed = [e for e in waiter.seen_events if e.get("reason") == "FailedScheduling"]
+    if failed and not sched:
+        parts.append(f"FailedScheduling: {failed[-1].get('message')}")
+    return PodNotReadyError("; ".join(parts), hint=f"The pod is left in place; delete it with `{cleanup_command(ctx)}`.")
+
+
+def _wait_gone(kube: Kube, namespace: str, name: str, uid: str | None, *, timeout: float) -> bool:
+    """Watch until the pod (with that uid) is gone; True if it went."""
+    end = time.monotonic() + timeout
+    rv: str | None = None
+    while time.monotonic() < end:
+        pod = kube.get_pod(namespace, name)
+        if pod is None or (uid and pod["metadata"].get("uid") != uid):
+            return True
+        rv = pod["metadata"].get("resourceVersion")
+        try:
+            for etype, obj in kube.watch_pods(namespace, field_selector=f"metadata.name={name}", resource_version=rv, timeout_seconds=max(1, int(end - time.monotonic()))):
+                if etype == "DELETED" and (not uid or obj["metadata"].get("uid") == uid):
+                    return True
+        except ClusterError:
+            time.sleep(0.2)
+    return False
+
+
+# ---------------------------------------------------------------------------- status / cleanup
+
+
+def status(kube: Kube, ctx: ResolvedContext, name: str) -> StatusReport:
+    pod = kube.get_pod(ctx.namespace, name)
+    if pod is None:
+        forget_session(ctx, [name])
+        return StatusReport(context=ctx.name, namespace=ctx.namespace, pod=name, gone=True, lab=None)
+    node_name = (pod.get("spec") or {}).get("nodeName")
+    node = kube.get_node(node_name) if node_name else None
+    return StatusReport(context=ctx.name, namespace=ctx.namespace, pod=name, gone=False, lab=lab_pod(pod, ctx, node))
+
+
+def cleanup(env: Env, kube: Kube, ctx: ResolvedContext, *, owner: str, names: list[str], all_mine: bool, wait: float = 120) -> CleanupReport:
+    """Delete this owner's lab pod(s); never a pod without both nsightlab labels."""
+    ns = ctx.namespace
+    report = CleanupReport(context=ctx.name, namespace=ns, deleted=[], already_gone=[], skipped=[])
+    targets: dict[str, dict[str, Any]] = {}
+    if all_mine:
+        mine, _ = kube.list_pods(ns, label_selector=selector(owner))
+        targets.update({p["metadata"]["name"]: p for p in mine})
+    for name in names:
+        if name in targets:
+            continue
+        pod = kube.get_pod(ns, name)
+        if pod is None:
+            report.already_gone.append(name)
+        else:
+            targets[name] = pod
+    pending: list[tuple[str, str]] = []
+    for name, pod in sorted(targets.items()):
+        if not is_ours(pod, owner):
+            report.skipped.append(name)
+            env.warn(f"not deleting pod {name}: it is not an nsightlab lab pod of {owner}")
+            continue
+        uid = pod["metadata"]["uid"]
+        if kube.delete_pod(ns, name, uid=uid):
+            pending.append((name, uid))
+        else:
+            report.already_gone.append(name)
+    with env.status(f"waiting for {len(pending)} pod(s) to go"):
+        for name, uid in pending:
+            if _wait_gone(kube, ns, name, uid, timeout=wait):
+                report.deleted.append(name)
+            else:
+                raise ClusterError(f"pod {name} is still terminating after {int(wait)} s", hint="It will go on its own; check with `nsightlab status`.")
+    forget_session(ctx, report.deleted + report.already_gone)
+    return report
+
+
+def forget_session(ctx: ResolvedContext, pods: list[str]) -> None:
+    """Clear the lab session if it is about one of these pods in this context."""
+    from nsightlab.config import load_session
+
+    session = load_session()
+    if session and session.context == ctx.name and session.namespace == ctx.namespace and session.pod in pods:
+        clear_session()

@@ -1,0 +1,123 @@
+"""`shell`: an interactive terminal in the lab pod, or one command with its output streamed.
+
+Interactive mode puts the local terminal in raw mode (so Ctrl-C travels to the remote
+process as a byte), sends the window size at start and on every SIGWINCH over the
+resize channel, and returns the remote exit code.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import select
+import signal
+import sys
+from typing import TYPE_CHECKING, BinaryIO
+
+from nsightlab.errors import ClusterError, RemoteCommandError
+
+if TYPE_CHECKING:
+    from nsightlab.kube import ExecSession, Kube
+
+# bash if the image has it, else sh.
+SHELL_ARGV = ["sh", "-c", "if command -v bash >/dev/null 2>&1; then exec bash -l; else exec sh -l; fi"]
+
+
+def _exit_code(session: ExecSession) -> int:
+    code = session.returncode()
+    if code is not None:
+        return code
+    failure = session.failure_message()
+    if failure:
+        raise RemoteCommandError(f"the command could not run: {failure}", returncode=127)
+    raise ClusterError(f"the connection dropped ({session.what})", hint="Check the pod with `nsightlab status`.")
+
+
+def run_command(kube: Kube, namespace: str, pod: str, argv: list[str], *, forward_stdin: bool = False, stdout: BinaryIO | None = None, stderr: BinaryIO | None = None) -> int:
+    """Run one command, streaming its output as it comes; returns its exit code."""
+    out = stdout or sys.stdout.buffer
+    err = stderr or sys.stderr.buffer
+    session = kube.exec(namespace, pod, argv, stdin=forward_stdin)
+    try:
+        if forward_stdin:
+            _pump_stdin_then_read(session, out, err)
+        else:
+            while (frame := session.read()) is not None:
+                stream = out if frame[0] == 1 else err
+                stream.write(frame[1])
+                stream.flush()
+    finally:
+        session.close()
+    return _exit_code(session)
+
+
+def _pump_stdin_then_read(session: ExecSession, out: BinaryIO, err: BinaryIO) -> None:
+    fd = sys.stdin.fileno()
+    stdin_open = True
+    while True:
+        watch = [session.fileno()] + ([fd] if stdin_open else [])
+        ready = [session.fileno()] if session.pending() else select.select(watch, [], [])[0]
+        if stdin_open and fd in ready:
+            data = os.read(fd, 65536)
+            if data:
+                session.write_stdin(data)
+            else:
+                stdin_open = False
+                session.close_stdin()
+        if session.fileno() in ready:
+            frame = session.read()
+            if frame is None:
+                return
+            stream = out if frame[0] == 1 else err
+            stream.write(frame[1])
+            stream.flush()
+
+
+def interactive(kube: Kube, namespace: str, pod: str, argv: list[str] | None = None) -> int:
+    """A TTY session in the pod; returns the remote shell's exit code."""
+    import termios
+    import tty
+
+    if not sys.stdin.isatty():
+        raise RemoteCommandError("an interactive shell needs a terminal", hint="Run one command instead: `nsightlab shell -- CMD ARGS`.")
+    session = kube.exec(namespace, pod, argv or SHELL_ARGV, stdin=True, tty=True)
+    fd_in = sys.stdin.fileno()
+    fd_out = sys.stdout.fileno()
+    saved = termios.tcgetattr(fd_in)
+    resized = [True]
+
+    def on_winch(signum: int, frame: object) -> None:
+        resized[0] = True
+
+    previous = signal.signal(signal.SIGWINCH, on_winch)
+    try:
+        tty.setraw(fd_in)
+        stdin_open = True
+        while True:
+            if resized[0]:
+                resized[0] = False
+                with contextlib.suppress(OSError):
+                    size = os.get_terminal_size(fd_out if os.isatty(fd_out) else fd_in)
+                    session.resize(size.columns, size.lines)
+            watch = [session.fileno()] + ([fd_in] if stdin_open else [])
+            try:
+                ready = [session.fileno()] if session.pending() else select.select(watch, [], [], 0.5)[0]
+            except InterruptedError:
+                continue
+            if stdin_open and fd_in in ready:
+                data = os.read(fd_in, 4096)
+                if data:
+                    session.write_stdin(data)
+                else:
+                    stdin_open = False
+                    session.close_stdin()
+            if session.fileno() in ready:
+                frame = session.read()
+                if frame is None:
+                    break
+                os.write(fd_out, frame[1])
+    finally:
+        termios.tcsetattr(fd_in, termios.TCSADRAIN, saved)
+        signal.signal(signal.SIGWINCH, previous)
+        session.close()
+    return _exit_code(session)

@@ -1,0 +1,210 @@
+"""Where lab work runs: the lab pod (exec + tar over the API) or this machine.
+
+profile, ncu and sweep are written against the `Target` protocol, so everything they do
+also works on a GPU workstation with no cluster (`--local`).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+from nsightlab.errors import ClusterError, RemoteCommandError
+
+if TYPE_CHECKING:
+    from nsightlab.kube import Kube
+
+Sink = Callable[[bytes], None]
+
+
+@dataclass
+class Completed:
+    """What a finished command gave back (like subprocess.CompletedProcess)."""
+
+    argv: list[str]
+    returncode: int
+    stdout: bytes
+    stderr: bytes
+
+    @property
+    def out(self) -> str:
+        return self.stdout.decode("utf-8", "replace")
+
+    @property
+    def err(self) -> str:
+        return self.stderr.decode("utf-8", "replace")
+
+
+def _failed(target: str, argv: Sequence[str], code: int, stderr: bytes, what: str | None = None) -> RemoteCommandError:
+    tail = stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or [""]
+    label = what or " ".join(argv[:3])
+    detail = f": {tail[0][:300]}" if tail[0] else ""
+    return RemoteCommandError(f"{label} failed on {target} (exit {code}){detail}", returncode=code)
+
+
+class Target(Protocol):
+    label: str  # "pod ml-lab/nsight-lab-me" or "this machine"
+    python: str  # the interpreter to run lab scripts with
+
+    def run(self, argv: Sequence[str], *, check: bool = True, what: str | None = None) -> Completed: ...
+
+    def stream(self, argv: Sequence[str], *, on_stdout: Sink, on_stderr: Sink, env: dict[str, str] | None = None) -> int: ...
+
+    def which(self, name: str) -> str | None: ...
+
+    def workdir(self) -> str: ...
+
+    def put(self, local: Path, remote: str) -> None: ...
+
+    def get(self, remote: str, local: Path) -> None: ...
+
+
+class LocalTarget:
+    """This machine: subprocesses and file copies."""
+
+    label = "this machine"
+
+    def __init__(self, python: str | None = None) -> None:
+        self.python = python or sys.executable
+        self._workdir: str | None = None
+
+    def run(self, argv: Sequence[str], *, check: bool = True, what: str | None = None) -> Completed:
+        try:
+            proc = subprocess.run(list(argv), capture_output=True, check=False)
+        except FileNotFoundError:
+            raise RemoteCommandError(f"{argv[0]} is not installed on {self.label}", returncode=127) from None
+        done = Completed(list(argv), proc.returncode, proc.stdout, proc.stderr)
+        if check and proc.returncode != 0:
+            raise _failed(self.label, argv, proc.returncode, proc.stderr, what)
+        return done
+
+    def stream(self, argv: Sequence[str], *, on_stdout: Sink, on_stderr: Sink, env: dict[str, str] | None = None) -> int:
+        import selectors
+
+        try:
+            proc = subprocess.Popen(
+                list(argv), stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**os.environ, **(env or {})}
+            )
+        except FileNotFoundError:
+            raise RemoteCommandError(f"{argv[0]} is not installed on {self.label}", returncode=127) from None
+        assert proc.stdout is not None and proc.stderr is not None
+        sel = selectors.DefaultSelector()
+        sel.register(proc.stdout, selectors.EVENT_READ, on_stdout)
+        sel.register(proc.stderr, selectors.EVENT_READ, on_stderr)
+        try:
+            open_streams = 2
+            while open_streams:
+                for key, _ in sel.select():
+                    data = os.read(key.fd, 65536)
+                    if not data:
+                        sel.unregister(key.fileobj)
+                        open_streams -= 1
+                    else:
+                        key.data(data)
+            return proc.wait()
+        except BaseException:
+            proc.kill()
+            proc.wait()
+            raise
+        finally:
+            sel.close()
+
+    def which(self, name: str) -> str | None:
+        return shutil.which(name)
+
+    def workdir(self) -> str:
+        if self._workdir is None:
+            self._workdir = tempfile.mkdtemp(prefix="nsightlab-")
+        return self._workdir
+
+    def put(self, local: Path, remote: str) -> None:
+        dest = Path(remote)
+        if local.is_dir():
+            shutil.copytree(local, dest, dirs_exist_ok=True)
+        else:
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(local, dest)
+
+    def get(self, remote: str, local: Path) -> None:
+        src = Path(remote)
+        if not src.exists():
+            raise RemoteCommandError(f"{remote} does not exist on {self.label}")
+        if src.is_dir():
+            shutil.copytree(src, local, dirs_exist_ok=True)
+        else:
+            local.parent.mkdir(parents=True, exist_ok=True)
+            tmp = local.with_name(f".{local.name}.part")
+            shutil.copy2(src, tmp)
+            os.replace(tmp, local)
+
+
+class PodTarget:
+    """The lab pod: commands over exec, files over tar (verified)."""
+
+    python = "python3"
+
+    def __init__(self, kube: Kube, namespace: str, pod: str, *, container: str | None = None) -> None:
+        self.kube = kube
+        self.namespace = namespace
+        self.pod = pod
+        self.container = container
+        self.label = f"pod {namespace}/{pod}"
+        self._workdir: str | None = None
+
+    def stream(self, argv: Sequence[str], *, on_stdout: Sink, on_stderr: Sink, env: dict[str, str] | None = None) -> int:
+        full = list(argv)
+        if env:
+            full = ["env", *(f"{k}={v}" for k, v in env.items()), *full]
+        session = self.kube.exec(self.namespace, self.pod, full, container=self.container)
+        try:
+            while (frame := session.read()) is not None:
+                (on_stdout if frame[0] == 1 else on_stderr)(frame[1])
+        finally:
+            session.close()
+        code = session.returncode()
+        if code is None:
+            failure = session.failure_message()
+            if failure and ("executable file not found" in failure or "no such file" in failure.lower()):
+                return 127
+            if failure:
+                raise RemoteCommandError(f"{argv[0]} could not run in {self.label}: {failure}")
+            raise ClusterError(f"the connection to {self.label} dropped while running {argv[0]}", hint="Check the pod with `nsightlab status`.")
+        return code
+
+    def run(self, argv: Sequence[str], *, check: bool = True, what: str | None = None) -> Completed:
+        out, err = bytearray(), bytearray()
+        code = self.stream(argv, on_stdout=out.extend, on_stderr=err.extend)
+        done = Completed(list(argv), code, bytes(out), bytes(err))
+        if check and code != 0:
+            if code == 127:
+                raise RemoteCommandError(f"{argv[0]} is not installed in {self.label}", returncode=127)
+            raise _failed(self.label, argv, code, bytes(err), what)
+        return done
+
+    def which(self, name: str) -> str | None:
+        done = self.run(["sh", "-c", 'command -v "$1"', "which", name], check=False)
+        path = done.out.strip()
+        return path or None
+
+    def workdir(self) -> str:
+        if self._workdir is None:
+            done = self.run(["sh", "-c", "d=/tmp/nsightlab && mkdir -p $d && mktemp -d $d/run.XXXXXX"], what="making a work folder")
+            self._workdir = done.out.strip()
+        return self._workdir
+
+    def put(self, local: Path, remote: str) -> None:
+        from nsightlab.transfer import copy_in
+
+        copy_in(self.kube, self.namespace, self.pod, local, remote, container=self.container)
+
+    def get(self, remote: str, local: Path) -> None:
+        from nsightlab.transfer import copy_out
+
+        copy_out(self.kube, self.namespace, self.pod, remote, local, container=self.container)
