@@ -361,7 +361,7 @@ def _inside(root: str, member_parts: list[str], link: str) -> bool:
         return False
     base = posixpath.join(*member_parts[:-1]) if len(member_parts) > 1 else ""
     target = posixpath.normpath(posixpath.join(base, link))
-    return not (target == ".." or target.startswith("../") or target.startswith("/"))
+    return target == root or target.startswith(root + "/")
 
 
 def _no_symlink_on_path(root: Path, parts: list[str]) -> Path:

@@ -1,0 +1,118 @@
+"""The tar extractor against crafted archives: nothing may land outside the destination."""
+
+from __future__ import annotations
+
+import io
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from nsightlab.transfer import UnsafeArchiveError, _inside, extract_stream
+
+
+def _archive(members: list[tuple[tarfile.TarInfo, bytes | None]]) -> io.BytesIO:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w", format=tarfile.GNU_FORMAT) as tar:
+        for info, data in members:
+            if data is not None:
+                info.size = len(data)
+                tar.addfile(info, io.BytesIO(data))
+            else:
+                tar.addfile(info)
+    buf.seek(0)
+    return buf
+
+
+def _file(name: str, data: bytes = b"x") -> tuple[tarfile.TarInfo, bytes]:
+    return tarfile.TarInfo(name), data
+
+
+def _entry(name: str, kind: bytes, link: str = "") -> tuple[tarfile.TarInfo, None]:
+    info = tarfile.TarInfo(name)
+    info.type = kind
+    info.linkname = link
+    return info, None
+
+
+@pytest.fixture
+def staging(tmp_path: Path) -> Path:
+    d = tmp_path / "dest" / ".staging"
+    d.mkdir(parents=True)
+    return d
+
+
+def _outside(tmp_path: Path) -> list[Path]:
+    return [p for p in tmp_path.rglob("*") if "dest" not in p.parts]
+
+
+def test_regular_tree_extracts_with_digests(staging: Path) -> None:
+    import hashlib
+
+    arc = _archive([_entry("run", tarfile.DIRTYPE), _file("run/a.csv", b"1,2\n"), _file("run/sub/b.json", b"{}"), _entry("run/link", tarfile.SYMTYPE, "a.csv")])
+    digests = extract_stream(arc, staging, "run")
+    assert (staging / "run/a.csv").read_bytes() == b"1,2\n"
+    assert (staging / "run/sub/b.json").read_bytes() == b"{}"
+    assert (staging / "run/link").is_symlink()
+    assert digests["run/a.csv"].size == 4
+    assert digests["run/a.csv"].sha256 == hashlib.sha256(b"1,2\n").hexdigest()
+    assert set(digests) == {"run/a.csv", "run/sub/b.json"}
+
+
+@pytest.mark.parametrize(
+    ("members", "message"),
+    [
+        ([_file("/etc/evil")], "absolute path"),
+        ([_file("run/../../evil")], "'..'"),
+        ([_file("../evil")], "'..'"),
+        ([_file("other/evil")], "outside"),
+        ([_entry("run/l", tarfile.SYMTYPE, "/etc/passwd")], "points outside"),
+        ([_entry("run/l", tarfile.SYMTYPE, "../../../etc")], "points outside"),
+        ([_entry("run/sub", tarfile.DIRTYPE), _entry("run/sub/l", tarfile.SYMTYPE, "../../x")], "points outside"),
+        ([_entry("run/dev", tarfile.CHRTYPE)], "device"),
+        ([_entry("run/blk", tarfile.BLKTYPE)], "device"),
+        ([_entry("run/fifo", tarfile.FIFOTYPE)], "FIFO"),
+        ([_entry("run/h", tarfile.LNKTYPE, "/etc/shadow")], "absolute path"),
+        ([_entry("run/h", tarfile.LNKTYPE, "run/not-there")], "hard link"),
+    ],
+)
+def test_unsafe_members_are_refused(tmp_path: Path, staging: Path, members: list[tuple[tarfile.TarInfo, bytes | None]], message: str) -> None:
+    with pytest.raises(UnsafeArchiveError, match=message):
+        extract_stream(_archive(members), staging, "run")
+    assert _outside(tmp_path) == []
+
+
+def test_no_write_through_a_symlink(tmp_path: Path, staging: Path) -> None:
+    # a symlink inside the tree that later members try to write through
+    arc = _archive([_entry("run", tarfile.DIRTYPE), _entry("run/d", tarfile.SYMTYPE, "."), _file("run/d/x", b"through")])
+    with pytest.raises(UnsafeArchiveError, match="symlink"):
+        extract_stream(arc, staging, "run")
+    other = tmp_path / "dest" / ".staging2"
+    other.mkdir()
+    arc = _archive([_entry("run", tarfile.DIRTYPE), _entry("run/f", tarfile.SYMTYPE, "g"), _file("run/f", b"over")])
+    with pytest.raises(UnsafeArchiveError, match="symlink"):
+        extract_stream(arc, other, "run")
+    assert _outside(tmp_path) == []
+
+
+def test_hard_link_to_earlier_member_is_a_copy(staging: Path) -> None:
+    arc = _archive([_file("run/a", b"data"), _entry("run/b", tarfile.LNKTYPE, "run/a")])
+    digests = extract_stream(arc, staging, "run")
+    assert (staging / "run/b").read_bytes() == b"data"
+    assert digests["run/b"].sha256 == digests["run/a"].sha256
+
+
+def test_truncated_archive_is_an_error(staging: Path) -> None:
+    from nsightlab.errors import RemoteCommandError
+
+    whole = _archive([_file("run/big", b"z" * 10000)]).getvalue()
+    with pytest.raises(RemoteCommandError, match="damaged or incomplete"):
+        extract_stream(io.BytesIO(whole[:3000]), staging, "run")
+
+
+def test_symlink_rule() -> None:
+    assert _inside("run", ["run", "a"], "b")
+    assert _inside("run", ["run", "sub", "a"], "../b")
+    assert not _inside("run", ["run", "a"], "../b")
+    assert not _inside("run", ["run", "a"], "../../b")
+    assert not _inside("run", ["run", "a"], "/b")
