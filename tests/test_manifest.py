@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from clirun import run_cli
+
 from nsightlab import assets
 from nsightlab.config import Config, LabConfig
 from nsightlab.errors import UsageError
