@@ -1,0 +1,1 @@
+"""Expected parses of the fixtures in tests/fixtures (see regen.py)."""
