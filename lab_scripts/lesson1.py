@@ -1,0 +1,402 @@
+#!/usr/bin/env python3
+"""Lesson 1: one memory-bound kernel and one compute-bound kernel, side by side.
+
+The experiment of the tutorial's section 10: an in-place scale of a 2^28-element fp16
+tensor (`x.mul_(1.0001)`: reads and writes every element, almost no math) and an
+8192 x 8192 x 8192 fp16 matrix multiply (`a @ w`: 2 * 8192^3 FLOP). Three warm-up calls,
+then 20 timed calls of each inside the NVTX ranges `memory_bound_scale` and
+`compute_bound_gemm`, so that `nsys stats -r nvtx_gpu_proj_sum` can pick out the timed
+calls from the warm-ups.
+
+The script also times each range itself (CUDA events on a GPU, `time.perf_counter` on a
+CPU, where torch runs operations synchronously), so a run without any profiler still
+yields rates. It writes a JSON document describing the work done (bytes and FLOPs per
+call, computed from the real tensors) and the time per call.
+
+On a machine without a GPU it runs on the CPU, scaled down so that it finishes in a couple
+of seconds, and says so on stderr. The same ranges are visible to `torch.profiler` on both.
+
+Runs in the lab pod's own Python (3.8 or later) with only the standard library and torch.
+
+    python3 lesson1.py                      # GPU if there is one, JSON to ./lesson1.json
+    python3 lesson1.py --device cpu --json /tmp/l1.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+SCHEMA = 1
+SCALE_RANGE = "memory_bound_scale"
+GEMM_RANGE = "compute_bound_gemm"
+SCALE_FACTOR = 1.0001
+
+# The tutorial's experiment (a GPU), and the scaled-down one used on a CPU:
+# (log2 of the scale's elements, GEMM size, dtype).
+GPU_DEFAULTS = (28, 8192, "float16")
+CPU_DEFAULTS = (22, 512, "float32")
+DTYPES = ("float16", "bfloat16", "float32", "float64")
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="lesson1.py",
+        description=(
+            "Time a memory-bound in-place scale (x.mul_) and a compute-bound GEMM (a @ w) "
+            "inside the NVTX ranges memory_bound_scale and compute_bound_gemm, and write "
+            "the work done and the time per call as JSON."
+        ),
+        epilog=(
+            "GPU defaults: 2^28 elements, 8192^3 GEMM, float16. CPU defaults (no GPU, or "
+            "--device cpu): 2^22 elements, 512^3 GEMM, float32."
+        ),
+    )
+    parser.add_argument(
+        "--json",
+        default="lesson1.json",
+        metavar="PATH",
+        help="where to write the JSON result (default: lesson1.json in the current directory)",
+    )
+    parser.add_argument(
+        "--device", choices=("cuda", "cpu"), default=None, help="default: cuda if available"
+    )
+    parser.add_argument(
+        "--scale-log2", type=int, default=None, help="scale tensor has 2^N elements"
+    )
+    parser.add_argument("--gemm-n", type=int, default=None, help="GEMM is N x N x N")
+    parser.add_argument("--warmup", type=int, default=3, help="warm-up calls (default 3)")
+    parser.add_argument("--iters", type=int, default=20, help="timed calls (default 20)")
+    parser.add_argument("--dtype", choices=DTYPES, default=None, help="element type")
+    args = parser.parse_args(argv)
+    if args.warmup < 0:
+        parser.error("--warmup must be 0 or more")
+    if args.iters < 1:
+        parser.error("--iters must be at least 1")
+    if args.scale_log2 is not None and not 0 <= args.scale_log2 <= 40:
+        parser.error("--scale-log2 must be between 0 and 40")
+    if args.gemm_n is not None and args.gemm_n < 1:
+        parser.error("--gemm-n must be at least 1")
+    return args
+
+
+def note(message: str) -> None:
+    print("lesson1: " + message, file=sys.stderr, flush=True)
+
+
+# --- device description (kept in step with sweep.py, which describes it the same way) ---
+
+
+def _parse_cache_size(text: str) -> int | None:
+    text = text.strip().upper()
+    multipliers = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+    try:
+        if text and text[-1] in multipliers:
+            return int(text[:-1]) * multipliers[text[-1]]
+        return int(text)
+    except ValueError:
+        return None
+
+
+def cpu_last_level_cache() -> tuple[int | None, int | None]:
+    """(bytes, level) of cpu0's largest data/unified cache from sysfs; (None, None) if unknown."""
+    base = "/sys/devices/system/cpu/cpu0/cache"
+    best: tuple[int, int] | None = None
+    try:
+        entries = sorted(os.listdir(base))
+    except OSError:
+        return None, None
+    for entry in entries:
+        if not entry.startswith("index"):
+            continue
+        try:
+            with open(os.path.join(base, entry, "level")) as f:
+                level = int(f.read().strip())
+            with open(os.path.join(base, entry, "type")) as f:
+                kind = f.read().strip()
+            with open(os.path.join(base, entry, "size")) as f:
+                size = _parse_cache_size(f.read())
+        except (OSError, ValueError):
+            continue
+        if kind == "Instruction" or size is None:
+            continue
+        if best is None or (level, size) > best:
+            best = (level, size)
+    if best is None:
+        return None, None
+    return best[1], best[0]
+
+
+def _meminfo_bytes(key: str) -> int | None:
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith(key + ":"):
+                    parts = line.split()
+                    return int(parts[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def cpu_memory_total() -> int | None:
+    total = _meminfo_bytes("MemTotal")
+    if total is not None:
+        return total
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def cpu_name() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "cpu"
+
+
+def nvidia_driver_version() -> str | None:
+    try:
+        out = subprocess.run(
+            ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    lines = out.stdout.strip().splitlines()
+    return lines[0].strip() if out.returncode == 0 and lines else None
+
+
+def describe_device(torch: Any, device: str) -> dict[str, Any]:
+    """What the device reports about itself: preferred over any spec table."""
+    info: dict[str, Any] = {
+        "type": device,
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+        "python": platform.python_version(),
+    }
+    if device == "cuda":
+        props = torch.cuda.get_device_properties(0)
+        l2 = getattr(props, "L2_cache_size", None)
+        info.update(
+            {
+                "name": props.name,
+                "memory_bytes": int(props.total_memory),
+                "l2_bytes": int(l2) if l2 else None,
+                "l2_source": "device" if l2 else None,
+                "sm_count": int(props.multi_processor_count),
+                "cc": f"{props.major}.{props.minor}",
+                "driver": nvidia_driver_version(),
+            }
+        )
+    else:
+        llc, level = cpu_last_level_cache()
+        info.update(
+            {
+                "name": cpu_name(),
+                "memory_bytes": cpu_memory_total(),
+                "l2_bytes": llc,
+                "l2_source": f"sysfs L{level} (last-level cache)" if llc else None,
+                "sm_count": None,
+                "cc": None,
+                "driver": None,
+                "cpu_count": os.cpu_count(),
+                "threads": torch.get_num_threads(),
+            }
+        )
+    return info
+
+
+def write_json_atomic(path: str, document: dict[str, Any]) -> None:
+    """Write to a temporary file beside `path`, then rename it into place."""
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".lesson1-", suffix=".json.tmp", dir=directory)
+    try:
+        os.chmod(tmp, 0o644)  # mkstemp makes it private; the result is meant to be shared
+        with os.fdopen(fd, "w") as f:
+            json.dump(document, f, indent=2)
+            f.write("\n")
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+# --- the experiment ---
+
+
+@contextlib.contextmanager
+def labelled_range(torch: Any, name: str, cuda: bool) -> Iterator[None]:
+    """An NVTX range on a GPU (for nsys), and a record_function range for torch.profiler."""
+    with torch.autograd.profiler.record_function(name):
+        if cuda:
+            torch.cuda.nvtx.range_push(name)
+        try:
+            yield
+        finally:
+            if cuda:
+                torch.cuda.nvtx.range_pop()
+
+
+def time_range(torch: Any, name: str, cuda: bool, calls: int, fn: Callable[[], None]) -> float:
+    """Run `fn` `calls` times inside the labelled range; return seconds per call."""
+    if cuda:
+        start = torch.cuda.Event(enable_timing=True)
+        end = torch.cuda.Event(enable_timing=True)
+        with labelled_range(torch, name, cuda):
+            start.record()
+            for _ in range(calls):
+                fn()
+            end.record()
+        torch.cuda.synchronize()
+        return float(start.elapsed_time(end)) / 1e3 / calls
+    # CPU operations return when done, so the wall clock around the loop is the time.
+    with labelled_range(torch, name, cuda):
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        t1 = time.perf_counter()
+    return (t1 - t0) / calls
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    import torch
+
+    device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
+    if device == "cuda" and not torch.cuda.is_available():
+        raise SystemExit("lesson1: --device cuda given but torch sees no CUDA device")
+    cuda = device == "cuda"
+    default_log2, default_n, default_dtype = GPU_DEFAULTS if cuda else CPU_DEFAULTS
+    scale_log2: int = args.scale_log2 if args.scale_log2 is not None else default_log2
+    gemm_n: int = args.gemm_n if args.gemm_n is not None else default_n
+    dtype_name: str = args.dtype or default_dtype
+    if not cuda:
+        chosen = []
+        if args.scale_log2 is None:
+            chosen.append(f"2^{scale_log2} elements (GPU: 2^28)")
+        if args.gemm_n is None:
+            chosen.append(f"a {gemm_n}^3 GEMM (GPU: 8192^3)")
+        if args.dtype is None:
+            chosen.append(f"{dtype_name} (fp16 matmul is very slow on CPUs)")
+        if chosen:
+            note("no GPU: running on the CPU, scaled down to " + ", ".join(chosen))
+        if dtype_name == "float16" and gemm_n > 1024:
+            note("warning: float16 matmul on a CPU runs at a few GFLOP/s; this will be slow")
+    dtype = getattr(torch, dtype_name)
+
+    x = torch.randn(1 << scale_log2, device=device, dtype=dtype)
+    w = torch.randn(gemm_n, gemm_n, device=device, dtype=dtype)
+    a = torch.randn(gemm_n, gemm_n, device=device, dtype=dtype)
+
+    def scale() -> None:
+        x.mul_(SCALE_FACTOR)
+
+    def gemm() -> None:
+        a @ w
+
+    for _ in range(args.warmup):
+        scale()
+        gemm()
+    if cuda:
+        torch.cuda.synchronize()
+
+    scale_s = time_range(torch, SCALE_RANGE, cuda, args.iters, scale)
+    gemm_s = time_range(torch, GEMM_RANGE, cuda, args.iters, gemm)
+
+    es = x.element_size()
+    m, k = a.shape
+    n = w.shape[1]
+    ranges = [
+        {
+            "name": SCALE_RANGE,
+            "op": "scale",
+            "kernel_kind": "elementwise",
+            "calls": args.iters,
+            "warmup": args.warmup,
+            "dtype": dtype_name,
+            "element_size": es,
+            "elements": x.numel(),
+            # read every element once and write it back once
+            "bytes_per_call": 2 * x.numel() * es,
+            "flops_per_call": x.numel(),
+            "seconds_per_call": scale_s,
+            "timer": "cuda_events" if cuda else "perf_counter",
+        },
+        {
+            "name": GEMM_RANGE,
+            "op": "gemm",
+            "kernel_kind": "gemm",
+            "calls": args.iters,
+            "warmup": args.warmup,
+            "dtype": dtype_name,
+            "element_size": a.element_size(),
+            "m": int(m),
+            "n": int(n),
+            "k": int(k),
+            "flops_per_call": 2 * int(m) * int(n) * int(k),
+            # the least traffic a GEMM can do: read A and B once, write C once
+            "bytes_per_call": (a.numel() + w.numel() + int(m) * int(n)) * a.element_size(),
+            "seconds_per_call": gemm_s,
+            "timer": "cuda_events" if cuda else "perf_counter",
+        },
+    ]
+    return {
+        "kind": "lesson1",
+        "schema": SCHEMA,
+        "device": describe_device(torch, device),
+        "scaled_down": scale_log2 < GPU_DEFAULTS[0] or gemm_n < GPU_DEFAULTS[1],
+        "matches_tutorial": (scale_log2, gemm_n, dtype_name) == GPU_DEFAULTS,
+        "ranges": ranges,
+    }
+
+
+def summary_lines(document: dict[str, Any]) -> list[str]:
+    lines = []
+    for r in document["ranges"]:
+        t = r["seconds_per_call"]
+        if r["op"] == "gemm":
+            work = "{}x{}x{} {}".format(r["m"], r["n"], r["k"], r["dtype"])
+            rate = "{:8.2f} TFLOP/s".format(r["flops_per_call"] / t / 1e12)
+        else:
+            work = "{} elems {}".format(r["elements"], r["dtype"])
+            rate = "{:8.3f} TB/s".format(r["bytes_per_call"] / t / 1e12)
+        lines.append(
+            "{:<20} {:<28} {:>3} calls {:>11.1f} us/call {}".format(
+                r["name"], work, r["calls"], t * 1e6, rate
+            )
+        )
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    document = run(args)
+    for line in summary_lines(document):
+        print(line, flush=True)
+    write_json_atomic(args.json, document)
+    note("wrote " + args.json)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
