@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from nsightlab.console import Env
     from nsightlab.kube import Kube
     from nsightlab.safety import Intent, ResolvedContext
+    from nsightlab.targets import Target
 
 app = typer.Typer(
     name="nsightlab",
@@ -573,6 +574,61 @@ def doctor(
         render.doctor(env, report)
     if report.failed:
         raise ClusterError(f"{len(report.failed)} doctor check(s) failed", hint="See the fixes above.")
+
+
+# ---------------------------------------------------------------------------- targets for lab work
+
+LocalOpt = Annotated[bool, typer.Option("--local", help="Run on this machine (its GPU, or the CPU) instead of the lab pod.")]
+
+
+@dataclass
+class Where:
+    """Where lab work runs, and what a run's meta.json should say about it."""
+
+    target: Target
+    meta: dict[str, object]
+
+
+@contextmanager
+def _where(
+    env: Env,
+    *,
+    local: bool,
+    context: str | None,
+    kubeconfig: Path | None,
+    namespace: str | None,
+    action: str,
+) -> Iterator[Where]:
+    """The lab pod (from the session or --context) or, with --local, this machine."""
+    if local:
+        from nsightlab.targets import LocalTarget
+
+        yield Where(LocalTarget(), {"target": "this machine"})
+        return
+    from nsightlab import resources as r
+    from nsightlab.explore import gpu_product
+    from nsightlab.safety import Intent
+    from nsightlab.targets import PodTarget
+
+    with _cluster(context, kubeconfig, intent=Intent.CHANGE, namespace=namespace, use_session=True, action=action) as c:
+        _note_session(env, c)
+        pod_name = _lab_pod(c)
+        pod = c.kube.get_pod(c.ctx.namespace, pod_name) or {}
+        node_name = (pod.get("spec") or {}).get("nodeName")
+        node = c.kube.get_node(node_name) if node_name else None
+        containers = (pod.get("spec") or {}).get("containers") or [{}]
+        meta: dict[str, object] = {
+            "target": f"pod {c.ctx.namespace}/{pod_name}",
+            "context": c.ctx.name,
+            "namespace": c.ctx.namespace,
+            "pod": pod_name,
+            "node": node_name,
+            "instance_type": r.instance_type(node) if node else None,
+            "gpu": gpu_product(node) if node else None,
+            "image": containers[0].get("image"),
+            "session_uid": (pod.get("metadata") or {}).get("uid"),
+        }
+        yield Where(PodTarget(c.kube, c.ctx.namespace, pod_name), meta)
 
 
 # ---------------------------------------------------------------------------- entry point
