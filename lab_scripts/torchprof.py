@@ -137,10 +137,17 @@ def main(argv=None):
     range_names = {r for r in opts.ranges.split(",") if r}
     sys.argv = [opts.script, *opts.args]
     sys.path.insert(0, os.path.dirname(os.path.abspath(opts.script)))
+    status = 0
     with profile(activities=activities) as prof:
-        runpy.run_path(opts.script, run_name="__main__")
+        try:
+            runpy.run_path(opts.script, run_name="__main__")
+        except SystemExit as e:  # the script's own sys.exit(): keep its status
+            status = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
         if on_gpu:
             torch.cuda.synchronize()
+    if status:
+        print(f"torchprof: the script exited with status {status}", file=sys.stderr)
+        return status
     kernels, ranges, nvtx_kernels = collect(prof.events(), range_names, on_gpu)
     doc = {
         "profiler": "torch",

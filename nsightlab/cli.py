@@ -12,6 +12,7 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Optional
 
@@ -629,6 +630,128 @@ def _where(
             "session_uid": (pod.get("metadata") or {}).get("uid"),
         }
         yield Where(PodTarget(c.kube, c.ctx.namespace, pod_name), meta)
+
+
+# ---------------------------------------------------------------------------- profiling
+
+
+class ProfilerChoice(str, Enum):
+    nsys = "nsys"
+    torch = "torch"
+
+
+@app.command(context_settings={"allow_interspersed_args": True})
+def profile(
+    script: Annotated[str, typer.Argument(help="a built-in lab script (lesson1) or a path to your .py file.")],
+    script_args: Annotated[Optional[list[str]], typer.Argument(help="arguments for the script (after --).", show_default=False)] = None,  # noqa: UP045
+    profiler: Annotated[ProfilerChoice, typer.Option("--profiler", help="nsys, or torch (torch.profiler: for targets without Nsight).")] = ProfilerChoice.nsys,
+    nsys_args: Annotated[str, typer.Option("--nsys-args", help="extra options for `nsys profile`, e.g. '--sample=none'.")] = "",
+    local: LocalOpt = False,
+    context: ContextOpt = None,
+    kubeconfig: KubeconfigOpt = None,
+    namespace: NamespaceOpt = None,
+    top: Annotated[int, typer.Option("--top", help="kernels to show (all of them are in --json).", min=1)] = 15,
+    json_out: JsonOpt = False,
+) -> None:
+    """Profile a script under Nsight Systems: kernel table, then TB/s and TFLOPS per range.
+
+    Runs the tutorial's `nsys profile -o BASE -f true -t cuda,nvtx python3 SCRIPT` on
+    the lab pod (or this machine with --local), exports the reports with
+    `nsys stats --force-export=true`, stores everything (CSVs, the script's JSON and
+    the .nsys-rep) as a run, then shows the kernels, the rates of the timed ranges
+    against the GPU's spec, and what they mean.
+
+    \b
+    Example:
+      nsightlab profile lesson1
+      nsightlab profile lesson1 --local --profiler torch
+      nsightlab profile my_model.py -- --batch 8
+    """
+    import shlex
+
+    from nsightlab import render
+    from nsightlab.profile import run_profile
+
+    env = _env(json_out)
+    with _where(env, local=local, context=context, kubeconfig=kubeconfig, namespace=namespace, action="profile in a pod") as w:
+        result = run_profile(
+            env,
+            w.target,
+            w.meta,
+            script=script,
+            script_args=list(script_args or []),
+            profiler=profiler.value,
+            nsys_args=shlex.split(nsys_args),
+        )
+    if env.json:
+        env.print_json(result)
+    else:
+        render.profile(env, result, top=top)
+
+
+@app.command(context_settings={"allow_interspersed_args": True})
+def ncu(
+    script: Annotated[str, typer.Argument(help="a built-in lab script (lesson1) or a path to your .py file.")] = "lesson1",
+    script_args: Annotated[Optional[list[str]], typer.Argument(help="arguments for the script (after --).", show_default=False)] = None,  # noqa: UP045
+    kernel: Annotated[str, typer.Option("--kernel", "-k", help="regex of the kernel to profile (default: lesson1's scale kernel).")] = "vectorized_elementwise",
+    section: Annotated[Optional[list[str]], typer.Option("--section", help="ncu section(s) to collect.", show_default=False)] = None,  # noqa: UP045
+    count: Annotated[int, typer.Option("--count", "-c", help="kernel launches to profile.", min=1)] = 1,
+    local: LocalOpt = False,
+    context: ContextOpt = None,
+    kubeconfig: KubeconfigOpt = None,
+    namespace: NamespaceOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Nsight Compute on one kernel: DRAM, memory, L2 and SM throughput, with a verdict.
+
+    Runs the tutorial's `ncu -k regex:vectorized_elementwise -c 1 --section SpeedOfLight`.
+    If the GPU's counters are locked (ERR_NVGPUCTRPERM) it exits 7 and says what to do.
+
+    \b
+    Example:
+      nsightlab ncu
+      nsightlab ncu lesson1 --kernel gemm --section SpeedOfLight --section MemoryWorkloadAnalysis
+    """
+    from nsightlab import render
+    from nsightlab.ncu import run_ncu
+
+    env = _env(json_out)
+    with _where(env, local=local, context=context, kubeconfig=kubeconfig, namespace=namespace, action="run ncu in a pod") as w:
+        result = run_ncu(env, w.target, w.meta, script=script, script_args=list(script_args or []), kernel=kernel, sections=list(section or ["SpeedOfLight"]), count=count)
+    if env.json:
+        env.print_json(result)
+    else:
+        render.ncu(env, result)
+
+
+@app.command()
+def analyze(
+    path: Annotated[Path, typer.Argument(help="a run folder, nsys CSV exports (folder), nsys console output, an ncu CSV, or a lesson1/sweep JSON.")],
+    json_out: JsonOpt = False,
+) -> None:
+    """Offline: the same tables as the live commands, from files you already have.
+
+    \b
+    Example:
+      nsightlab analyze l1_stats.txt
+      nsightlab analyze ./exports/ --json
+      nsightlab analyze ncu_speedoflight.csv
+    """
+    from nsightlab import render
+    from nsightlab.analyze import analyze_path
+    from nsightlab.ncu import NcuResult
+    from nsightlab.profile import ProfileResult
+
+    env = _env(json_out)
+    result = analyze_path(path)
+    if env.json:
+        env.print_json(result)
+    elif isinstance(result, ProfileResult):
+        render.profile(env, result)
+    elif isinstance(result, NcuResult):
+        render.ncu(env, result)
+    else:
+        render.sweep(env, result)  # type: ignore[arg-type]
 
 
 # ---------------------------------------------------------------------------- entry point

@@ -9,10 +9,13 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from nsightlab.analysis import Rates
     from nsightlab.console import Env
     from nsightlab.doctor import DoctorReport
     from nsightlab.explore import NodeDetail, NodesReport, PodDetail, PodsReport
     from nsightlab.lab import CleanupReport, LabPod, StatusReport
+    from nsightlab.ncu import NcuResult
+    from nsightlab.profile import KernelLine, ProfileResult
     from nsightlab.transfer import CopyResult
 
 
@@ -258,3 +261,108 @@ def copy_result(env: Env, result: CopyResult) -> None:
         [f"copied {result.files} file{'s' if result.files != 1 else ''}, {result.bytes / 2**20:.1f} MiB to {result.destination} in {result.seconds:.2f} s ({rate:.0f} MiB/s), sha256 verified"],
         bullet="",
     )
+
+
+# ---------------------------------------------------------------------------- profile
+
+
+def _ns(value: float | None) -> str:
+    return "" if value is None else f"{value:,.0f}"
+
+
+def _work(r: Rates, kind: str) -> str:
+    if kind == "gemm" or (r.intensity is not None and r.intensity > 10):
+        f = r.flops_per_call
+        return f"{f / 1e12:.3g} TFLOP" if f >= 1e11 else f"{f / 1e9:.3g} GFLOP"
+    b = r.bytes_per_call
+    return f"{b / 1e9:.3g} GB" if b >= 1e8 else f"{b / 1e6:.3g} MB"
+
+
+def _rate(r: Rates, kind: str) -> str:
+    if kind == "gemm" or (r.intensity is not None and r.intensity > 10):
+        return f"{r.tflops:.1f} TFLOPS" if r.tflops >= 1 else f"{r.flops_per_s / 1e9:.1f} GFLOP/s"
+    return f"{r.tbps:.2f} TB/s" if r.tbps >= 0.1 else f"{r.bytes_per_s / 1e9:.1f} GB/s"
+
+
+def _pct(r: Rates, kind: str) -> str:
+    compute = kind == "gemm" or (r.intensity is not None and r.intensity > 10)
+    pct, label = (r.pct_of_flops_peak, r.flops_label) if compute else (r.pct_of_bw_peak, r.bw_label)
+    return f"{pct:.0f}% of {label}" if pct is not None and label else "-"
+
+
+def kernel_table(env: Env, kernels: Sequence[KernelLine], *, top: int, title: str) -> None:
+    cols = [Column("Time (%)", justify="right"), Column("Total (ns)", justify="right"), Column("Instances", justify="right"), Column("Avg (ns)", justify="right"), Column("Name")]
+    shown = list(kernels)[:top]
+    rows = [[f"{k.time_pct:.1f}" if k.time_pct is not None else "", _ns(k.total_ns), k.instances, _ns(k.avg_ns), k.short_name] for k in shown]
+    table(env, cols, rows, title=title)
+    if len(kernels) > top:
+        lines(env, [f"... and {len(kernels) - top} more kernels (all of them, with full names, in --json)"], bullet="")
+
+
+def profile(env: Env, result: ProfileResult, *, top: int = 15) -> None:
+    how = "Nsight Systems" if result.profiler == "nsys" else "torch.profiler (no nsys: the same tables, from PyTorch's profiler)"
+    where = f"{result.device_name or 'unknown device'}" + (f" (spec: {result.spec_name})" if result.spec_name and result.spec_name != result.device_name else "")
+    heading(env, f"{result.script} under {how} on {result.target}: {where}")
+    blank(env)
+    unit = "GPU kernels" if result.device_type != "cpu" else "CPU ops"
+    kernel_table(env, result.kernels, top=top, title=f"{unit}, by total time")
+    blank(env)
+    timed = [r for r in result.ranges if r.rates is not None]
+    if timed:
+        cols = [Column("Range"), Column("Kernel"), Column("Work/call", justify="right"), Column("us/call", justify="right"), Column("Rate", justify="right"), Column("% of spec peak"), Column("FLOP/B", justify="right"), Column("Roof")]
+        rows = []
+        for r in timed:
+            assert r.rates is not None
+            kind = "gemm" if "gemm" in r.name else "elementwise"
+            roof = r.rates.roofline.bound if r.rates.roofline else "-"
+            rows.append([r.name, r.kernel or "", _work(r.rates, kind), f"{r.rates.us:,.1f}", _rate(r.rates, kind), _pct(r.rates, kind), f"{r.rates.intensity:.3g}" if r.rates.intensity else "", roof])
+        table(env, cols, rows, title=f"Timed ranges (times: {result.timing_source})")
+        blank(env)
+    elif result.ranges:
+        cols = [Column("Range"), Column("Kernel"), Column("Launches", justify="right"), Column("GPU time (ns)", justify="right")]
+        table(env, cols, [[r.name, r.kernel or "", r.kernel_instances or "", _ns(r.gpu_ns)] for r in result.ranges], title="NVTX ranges")
+        blank(env)
+    if result.lesson:
+        heading(env, "The lesson")
+        lines(env, result.lesson)
+    if result.notes:
+        blank(env)
+        lines(env, [f"note: {n}" for n in result.notes], bullet="")
+    if result.run_id:
+        blank(env)
+        lines(env, [f"run {result.run_id} stored" + (f": {', '.join(result.files)}" if result.files else "")], bullet="")
+
+
+# ---------------------------------------------------------------------------- ncu
+
+
+def ncu(env: Env, result: NcuResult) -> None:
+    heading(env, f"Nsight Compute on {result.source}")
+    cols = [
+        Column("Kernel"),
+        Column("Duration", justify="right"),
+        Column("DRAM %", justify="right"),
+        Column("Memory %", justify="right"),
+        Column("L2 %", justify="right"),
+        Column("L2 hit %", justify="right"),
+        Column("SM %", justify="right"),
+        Column("Bound"),
+    ]
+
+    def pct(v: float | None) -> str:
+        return "" if v is None else f"{v:.1f}"
+
+    rows = [
+        [k.short_name, f"{k.duration_ns / 1000:.2f} us" if k.duration_ns is not None else "", pct(k.dram_throughput_pct), pct(k.memory_throughput_pct), pct(k.l2_throughput_pct), pct(k.l2_hit_rate_pct), pct(k.sm_throughput_pct), k.bound]
+        for k in result.kernels
+    ]
+    table(env, cols, rows)
+    blank(env)
+    heading(env, "Verdict")
+    lines(env, [f"{k.short_name}: {k.verdict}" for k in result.kernels])
+    if result.notes:
+        blank(env)
+        lines(env, [f"note: {n}" for n in result.notes], bullet="")
+    if result.run_id:
+        blank(env)
+        lines(env, [f"run {result.run_id} stored"], bullet="")

@@ -1,0 +1,132 @@
+"""`analyze`: the live commands' tables from files, offline.
+
+PATH may be: a run folder (its stored result), a folder of `nsys stats` CSV exports
+(with the script's JSON beside them, if any), a saved console output of `nsys stats` or
+`nsys profile --stats=true`, an ncu CSV (`--section SpeedOfLight` or `--page details`), a
+lesson1 / torchprof / sweep JSON. A file that cannot be parsed is exit 2 naming the file
+and the line.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from nsightlab import ncu_parse, nsys
+from nsightlab.errors import ParseError, UsageError
+from nsightlab.ncu import NcuResult, from_report
+from nsightlab.profile import ProfileResult, build_profile, load_record, report_from_torch
+
+_NCU_HEADER = '"ID","Process ID"'
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8", errors="replace")
+    except OSError as e:
+        raise UsageError(f"cannot read {path}: {e.strerror}") from None
+
+
+def _is_ncu(text: str) -> bool:
+    return _NCU_HEADER in text[:20000]
+
+
+def analyze_path(path: Path) -> BaseModel:
+    """Parse and analyse whatever PATH is; see the module docstring."""
+    if not path.exists():
+        raise UsageError(f"{path} does not exist")
+    if path.is_dir():
+        return _folder(path)
+    if path.suffix == ".json":
+        return _json_file(path)
+    text = _read(path)
+    if _is_ncu(text):
+        return from_report(ncu_parse.parse_ncu_csv(text, source=str(path)), str(path))
+    if path.suffix == ".csv":
+        report = nsys.parse_stats_csv(text, source=str(path))
+    else:
+        nsys.check_stats_output(text, source=str(path))
+        report = nsys.parse_stats_console(text, source=str(path))
+    return _nsys_result(report, None, path)
+
+
+def _nsys_result(report: nsys.NsysReport, record_path: Path | None, source: Path) -> ProfileResult:
+    if not report.kernels and not report.nvtx and not report.nvtx_kernels:
+        raise ParseError("no nsys tables found (kernel summary or NVTX) in this file", source=source, hint="Give an `nsys stats` output, its CSV exports, or an ncu CSV.")
+    record = load_record(record_path) if record_path else None
+    result = build_profile(report, record, script=source.stem, profiler="nsys", target=str(source), versions={"nsys": report.nsys_version})
+    if report.skipped:
+        result.notes.extend(report.skipped)
+    return result
+
+
+def _folder(path: Path) -> BaseModel:
+    if (path / "meta.json").is_file() and (path / "result.json").is_file():
+        return stored_result(path)
+    csvs = sorted(path.glob("*.csv"))
+    if not csvs:
+        raise UsageError(f"{path} holds no CSV exports and is not a run folder")
+    texts = {p: _read(p) for p in csvs}
+    ncu_files = [p for p, t in texts.items() if _is_ncu(t)]
+    if ncu_files and len(ncu_files) == len(csvs):
+        kernels = []
+        for p in ncu_files:
+            kernels.extend(ncu_parse.parse_ncu_csv(texts[p], source=str(p)).kernels)
+        return from_report(ncu_parse.NcuReport(kernels=kernels), str(path))
+    report = nsys.merge_reports(nsys.parse_stats_csv(t, source=str(p)) for p, t in texts.items() if p not in ncu_files)
+    record = next((j for j in sorted(path.glob("*.json")) if _json_kind(j) == "lesson1"), None)
+    return _nsys_result(report, record, path)
+
+
+def _json_kind(path: Path) -> str | None:
+    try:
+        data = json.loads(_read(path))
+    except ValueError:
+        return None
+    if isinstance(data, dict):
+        return str(data.get("kind") or ("torchprof" if data.get("profiler") == "torch" else "")) or None
+    return None
+
+
+def _json_file(path: Path) -> BaseModel:
+    try:
+        data: Any = json.loads(_read(path))
+    except json.JSONDecodeError as e:
+        raise ParseError(f"not valid JSON ({e.msg})", source=path, line=e.lineno) from None
+    if not isinstance(data, dict):
+        raise ParseError("expected a JSON object", source=path, line=1)
+    kind = data.get("kind")
+    if kind == "sweep":
+        from nsightlab.sweep import analyze_record_file
+
+        return analyze_record_file(path)
+    if kind == "lesson1":
+        return build_profile(nsys.NsysReport(), load_record(path), script=path.stem, profiler="nsys", target=str(path))
+    if data.get("profiler") == "torch":
+        report = report_from_torch(data, str(path))
+        record = next((j for j in sorted(path.parent.glob("*.json")) if _json_kind(j) == "lesson1"), None)
+        result = build_profile(report, load_record(record) if record else None, script=path.stem, profiler="torch", target=str(path))
+        return result
+    if kind in ("profile", "ncu") or (kind == "sweep" and "analysis" in data):
+        return _stored(kind, data, path)
+    raise ParseError("not a file nsightlab knows (lesson1, sweep or torchprof JSON)", source=path, line=1)
+
+
+def stored_result(folder: Path) -> BaseModel:
+    data = json.loads(_read(folder / "result.json"))
+    return _stored(str(data.get("kind")), data, folder / "result.json")
+
+
+def _stored(kind: str, data: dict[str, Any], path: Path) -> BaseModel:
+    if kind == "profile":
+        return ProfileResult.model_validate(data)
+    if kind == "ncu":
+        return NcuResult.model_validate(data)
+    if kind == "sweep":
+        from nsightlab.sweep import SweepResult
+
+        return SweepResult.model_validate(data)
+    raise ParseError(f"unknown result kind {kind!r}", source=path)
