@@ -8,7 +8,6 @@ import shutil
 from pathlib import Path
 
 import pytest
-
 from clirun import run_cli
 
 HERE = Path(__file__).resolve().parent

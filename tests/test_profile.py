@@ -8,7 +8,6 @@ import os
 from pathlib import Path
 
 import pytest
-
 from clirun import run_cli
 
 pytest.importorskip("torch")
