@@ -1,0 +1,45 @@
+"""Shared fixtures: a Kubernetes API server on loopback (kubesim) and kubeconfigs for it."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+# Tests import the emulator as `kubesim`.
+_TESTS = str(Path(__file__).resolve().parent)
+if _TESTS not in sys.path:
+    sys.path.insert(0, _TESTS)
+
+from kubesim import KubeSim, realistic_cluster  # noqa: E402
+
+# Contexts of the default kubeconfig. The CURRENT context is the production one on purpose:
+# nsightlab must never use current-context, and a test can prove it did not.
+STG_CONTEXT = "stg-online-use1"
+DEV_CONTEXT = "dev-ml-use1"
+PRD_CONTEXT = "prd-online-use1"
+CONTEXTS: dict[str, dict[str, str]] = {
+    STG_CONTEXT: {"namespace": "serving"},
+    DEV_CONTEXT: {"namespace": "ml-lab"},
+    PRD_CONTEXT: {"namespace": "serving"},
+}
+
+
+@pytest.fixture
+def sim() -> Iterator[KubeSim]:
+    """A started KubeSim (HTTPS, bearer token) loaded with ``realistic_cluster()``.
+
+    Function-scoped: a fresh server costs about 10 ms, so every test gets its own.
+    """
+    with KubeSim(tls=True) as server:
+        server.load(realistic_cluster())
+        yield server
+
+
+@pytest.fixture
+def kubeconfig(sim: KubeSim, tmp_path: Path) -> Path:
+    """A kubeconfig for ``sim``: contexts stg-online-use1 (serving), dev-ml-use1 (ml-lab) and
+    prd-online-use1, which is the current context."""
+    return sim.write_kubeconfig(tmp_path / "kubeconfig", CONTEXTS, current=PRD_CONTEXT)
