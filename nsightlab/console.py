@@ -79,12 +79,11 @@ class Env:
 
     @contextmanager
     def status(self, message: str) -> Iterator[Any]:
-        """A spinner on stderr while something slow runs (a no-op when stderr is no TTY)."""
+        """A spinner on stderr while something slow runs (nothing when stderr is no TTY)."""
         if self.err.is_terminal:
             with self.err.status(message) as st:
                 yield st
         else:
-            self.note(message)
             yield _NullStatus()
 
 
