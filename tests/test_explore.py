@@ -12,10 +12,9 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from clirun import Result, run_cli
 from conftest import CONTEXTS, PRD_CONTEXT, STG_CONTEXT
 from kubesim import KubeSim, generate_cluster, kubectl, realistic_cluster
-
-from clirun import Result, run_cli
 
 needs_kubectl = pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed")
 
@@ -226,8 +225,9 @@ def test_unreachable_server_fails_fast(capsys: pytest.CaptureFixture[str], tmp_p
         port = s.getsockname()[1]
     kc = tmp_path / "down"
     kc.write_text(
-        "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: 'https://127.0.0.1:%d'}}]\n"
-        "users: [{name: u, user: {token: t}}]\ncontexts: [{name: stg-down, context: {cluster: c, user: u}}]\n" % port
+        "apiVersion: v1\nkind: Config\n"
+        f"clusters: [{{name: c, cluster: {{server: 'https://127.0.0.1:{port}'}}}}]\n"
+        "users: [{name: u, user: {token: t}}]\ncontexts: [{name: stg-down, context: {cluster: c, user: u}}]\n"
     )
     start = time.monotonic()
     r = nsl(capsys, "explore", "nodes", "--context", "stg-down", "--kubeconfig", str(kc))
