@@ -7,8 +7,9 @@ anything.
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
@@ -139,45 +140,84 @@ def gpu_product(node: dict[str, Any]) -> str | None:
 
 
 def requested_by_node(pods: list[dict[str, Any]]) -> dict[str, int]:
-    out: dict[str, int] = defaultdict(int)
+    used: dict[str, int] = {}
+    add_gpu_use(used, pods)
+    return used
+
+
+@dataclass(slots=True)
+class _NodeFacts:
+    """What explore needs of one node (the rest of the object is dropped at once)."""
+
+    name: str
+    instance_type: str | None
+    gpu: bool
+    gpu_product: str | None
+    gpu_allocatable: int
+    schedulable: bool
+    status: str
+    zone: str | None
+    age: str
+
+
+def node_facts(node: dict[str, Any], now: datetime) -> _NodeFacts:
+    meta = node.get("metadata") or {}
+    labels = meta.get("labels") or {}
+    status = node.get("status") or {}
+    alloc_raw = (status.get("allocatable") or {}).get(r.GPU)
+    alloc = int(r.parse_quantity(alloc_raw)) if alloc_raw is not None else 0
+    cap_raw = (status.get("capacity") or {}).get(r.GPU)
+    is_gpu = alloc > 0 or (cap_raw is not None and int(r.parse_quantity(cap_raw)) > 0) or labels.get("nvidia.com/gpu.present") == "true"
+    ready = r.node_ready(node)
+    unschedulable = bool((node.get("spec") or {}).get("unschedulable"))
+    return _NodeFacts(
+        name=str(meta.get("name")),
+        instance_type=r.instance_type(node),
+        gpu=is_gpu,
+        gpu_product=gpu_product(node) if is_gpu else None,
+        gpu_allocatable=alloc,
+        schedulable=ready and not unschedulable,
+        status=("Ready" if ready else "NotReady") + (",SchedulingDisabled" if unschedulable else ""),
+        zone=labels.get("topology.kubernetes.io/zone"),
+        age=r.age(node, now),
+    )
+
+
+def add_gpu_use(used: dict[str, int], pods: Iterable[dict[str, Any]]) -> None:
+    """Add each running pod's effective GPU request to its node's total."""
     for pod in pods:
-        node = (pod.get("spec") or {}).get("nodeName")
-        if node and not r.is_terminal(pod):
-            out[node] += r.pod_gpus(pod)
-    return out
+        spec = pod.get("spec") or {}
+        node = spec.get("nodeName")
+        if not node or not r.asks_for(spec, r.GPU) or r.is_terminal(pod):
+            continue
+        gpus = r.pod_gpus(pod)
+        if gpus:
+            used[node] = used.get(node, 0) + gpus
 
 
-def build_nodes(
-    nodes: list[dict[str, Any]],
-    pods: list[dict[str, Any]],
+def nodes_report(
+    facts: list[_NodeFacts],
+    used: dict[str, int],
     *,
     context: str,
     server: str | None,
     lab_instance_type: str,
-    now: datetime | None = None,
 ) -> NodesReport:
-    now = now or datetime.now(timezone.utc)
-    used = requested_by_node(pods)
-    rows: list[NodeRow] = []
-    for node in nodes:
-        name = str((node.get("metadata") or {}).get("name"))
-        is_gpu = r.node_is_gpu(node)
-        alloc = r.node_gpu_allocatable(node)
-        req = used.get(name, 0)
-        rows.append(
-            NodeRow(
-                name=name,
-                instance_type=r.instance_type(node),
-                gpu=is_gpu,
-                gpu_product=gpu_product(node) if is_gpu else None,
-                gpu_allocatable=alloc,
-                gpu_requested=req,
-                gpu_free=max(0, alloc - req) if r.node_ready(node) and not (node.get("spec") or {}).get("unschedulable") else 0,
-                status=r.node_status(node),
-                zone=r.labels(node).get("topology.kubernetes.io/zone"),
-                age=r.age(node, now),
-            )
+    rows = [
+        NodeRow.model_construct(  # the facts are already typed: skip re-validation
+            name=f.name,
+            instance_type=f.instance_type,
+            gpu=f.gpu,
+            gpu_product=f.gpu_product,
+            gpu_allocatable=f.gpu_allocatable,
+            gpu_requested=used.get(f.name, 0),
+            gpu_free=max(0, f.gpu_allocatable - used.get(f.name, 0)) if f.schedulable else 0,
+            status=f.status,
+            zone=f.zone,
+            age=f.age,
         )
+        for f in facts
+    ]
     rows.sort(key=lambda n: (not n.gpu, n.instance_type or "", n.name))
     by_type: dict[str, InstanceTypeRow] = {}
     for n in rows:
@@ -204,17 +244,53 @@ def build_nodes(
     )
 
 
-def fetch_nodes_and_pods(kube: Kube) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Nodes and every non-terminated pod, fetched side by side (paged lists)."""
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        nodes_f = pool.submit(kube.list_nodes)
-        pods_f = pool.submit(kube.list_pods, None, field_selector=NON_TERMINAL)
-        return nodes_f.result(), pods_f.result()[0]
+def build_nodes(
+    nodes: list[dict[str, Any]],
+    pods: list[dict[str, Any]],
+    *,
+    context: str,
+    server: str | None,
+    lab_instance_type: str,
+    now: datetime | None = None,
+) -> NodesReport:
+    """The nodes report from whole lists of nodes and pods. Pure."""
+    now = now or datetime.now(timezone.utc)
+    used: dict[str, int] = {}
+    add_gpu_use(used, pods)
+    return nodes_report([node_facts(n, now) for n in nodes], used, context=context, server=server, lab_instance_type=lab_instance_type)
+
+
+def gpu_use(kube: Kube) -> dict[str, int]:
+    """GPUs requested per node, from every non-terminated pod (paged; each page reduced
+    at once, so memory stays flat)."""
+    from nsightlab.kube import gc_paused
+
+    used: dict[str, int] = {}
+    with gc_paused():
+        for page in kube.pages("/api/v1/pods", what="list pods in all namespaces", query={"fieldSelector": NON_TERMINAL}):
+            add_gpu_use(used, page.get("items") or [])
+    return used
+
+
+def node_facts_list(kube: Kube, now: datetime) -> list[_NodeFacts]:
+    from nsightlab.kube import gc_paused
+
+    out: list[_NodeFacts] = []
+    with gc_paused():
+        for page in kube.pages("/api/v1/nodes", what="list nodes"):
+            out.extend(node_facts(n, now) for n in page.get("items") or [])
+    return out
 
 
 def explore_nodes(kube: Kube, *, lab_instance_type: str, gpu_only: bool = False) -> NodesReport:
-    nodes, pods = fetch_nodes_and_pods(kube)
-    report = build_nodes(nodes, pods, context=kube.ctx.name, server=kube.server, lab_instance_type=lab_instance_type)
+    """Nodes and every non-terminated pod, as paged lists fetched side by side; each page
+    is reduced to what the report needs as soon as it arrives (memory stays flat)."""
+    now = datetime.now(timezone.utc)
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        used_f = pool.submit(gpu_use, kube)
+        facts = node_facts_list(kube, now)
+        used = used_f.result()
+    report = nodes_report(facts, used, context=kube.ctx.name, server=kube.server, lab_instance_type=lab_instance_type)
     if gpu_only:
         report.nodes = [n for n in report.nodes if n.gpu]
     return report

@@ -2,18 +2,24 @@
 
 This is the ONLY module that imports `kubernetes`. A `Kube` is built for one explicit,
 already-checked context (see safety.py) with its own ApiClient (never the client's
-global default configuration, never the kubeconfig's current-context). Responses are
-decoded from JSON into plain dicts (`_preload_content=False`): no model objects, which
-is several times faster on large lists. Every `ApiException` and transport error is
-translated here into a `ClusterError` (exit 4) whose message names what was being done.
+global default configuration, never the kubeconfig's current-context): the client's
+kubeconfig loader (exec credential plugins, CAs, client certificates) and connection
+pool, but every request goes through `Kube.request()` and responses are decoded from
+JSON into plain dicts, never into the generated model classes (importing those alone
+costs most of a second). Every HTTP error and transport failure is translated here into
+a `ClusterError` (exit 4) whose message names what was being done.
 """
 
 from __future__ import annotations
 
 import contextlib
+import gc
 import json
-from collections.abc import Callable, Iterator
+import re
+import threading
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlencode
 
 from nsightlab.errors import ClusterError, NsightlabError
 
@@ -37,6 +43,65 @@ class Gone(ClusterError):
     """410: a watch's resourceVersion is too old; list again."""
 
 
+_CONTINUE = re.compile(rb'"continue"\s*:\s*"([^"]*)"')
+
+
+def _continue_token(raw: bytes) -> str | None:
+    """The continue token from a list's metadata, read off the raw bytes.
+
+    The API server writes `metadata` before `items`, so it is in the first bytes; an
+    item's own field cannot match there. None when absent (then the decoded page decides).
+    """
+    head = raw[: raw.find(b'"items"')] if b'"items"' in raw[:4096] else b""
+    m = _CONTINUE.search(head)
+    return m.group(1).decode() if m and m.group(1) else None
+
+
+_gc_lock = threading.Lock()
+_gc_holders = 0
+
+
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector while a large list is decoded and reduced.
+
+    Decoding tens of thousands of objects allocates millions of dicts and lists with no
+    cycles; the collector's repeated full passes over the growing heap cost about as
+    much as the decoding itself. Reentrant and safe across threads.
+    """
+    global _gc_holders
+    with _gc_lock:
+        if _gc_holders == 0:
+            was_enabled = gc.isenabled()
+            gc.disable()
+            _gc_state[0] = was_enabled
+        _gc_holders += 1
+    try:
+        yield
+    finally:
+        with _gc_lock:
+            _gc_holders -= 1
+            if _gc_holders == 0 and _gc_state[0]:
+                gc.enable()
+
+
+_gc_state = [True]
+
+
+def _loads(raw: bytes) -> Any:
+    from pydantic_core import from_json
+
+    return from_json(raw)
+
+
+def _decode(resp: Any) -> Any:
+    try:
+        data = resp.data
+    finally:
+        resp.release_conn()
+    return _loads(data)
+
+
 def _message_of(body: Any) -> str:
     if isinstance(body, (bytes, bytearray)):
         body = body.decode("utf-8", "replace")
@@ -55,13 +120,13 @@ class Kube:
     """A client for one context. Methods return plain JSON dicts."""
 
     def __init__(self, ctx: ResolvedContext, *, connect_timeout: float = CONNECT_TIMEOUT, read_timeout: float = READ_TIMEOUT) -> None:
-        from kubernetes import client
+        from kubernetes.client import Configuration
         from kubernetes.config import ConfigException, new_client_from_config
 
         self.ctx = ctx
         self.namespace = ctx.namespace
         self.timeout = (connect_timeout, read_timeout)
-        configuration = client.Configuration()
+        configuration = Configuration()
         # One quick retry for a refused connection, then a clear error: never hang.
         configuration.retries = 1
         try:
@@ -81,9 +146,7 @@ class Kube:
                 f"cannot load context '{ctx.name}' from {ctx.kubeconfig.path_arg()}: {e}",
                 hint="Check the kubeconfig for that context.",
             ) from None
-        self.server: str = self.api_client.configuration.host
-        self.core = client.CoreV1Api(self.api_client)
-        self._client_mod = client
+        self.server: str = self.api_client.configuration.host.rstrip("/")
 
     def close(self) -> None:
         self.api_client.close()
@@ -96,19 +159,53 @@ class Kube:
 
     # ------------------------------------------------------------------ the seam
 
-    def _call(self, what: str, fn: Callable[..., Any], *args: Any, stream: bool = False, timeout: Any = None, **kwargs: Any) -> Any:
-        """Call one API method with raw content; translate every failure."""
-        import urllib3
-        from kubernetes.client.exceptions import ApiException
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        what: str,
+        query: dict[str, Any] | None = None,
+        body: Any = None,
+        content_type: str = "application/json",
+        timeout: Any = None,
+    ) -> Any:
+        """Every HTTP call goes through here. Returns the raw urllib3 response (2xx only).
 
+        Uses the client's configured connection pool (CA, client certificates) and its
+        auth settings (which run an exec credential plugin's refresh when needed), but
+        not the generated API classes: importing those costs most of a second, and
+        decoding into their model objects is several times slower than plain JSON.
+        """
+        import urllib3
+
+        cfg = self.api_client.configuration
+        headers = {"Accept": "application/json", "User-Agent": "nsightlab"}
+        auth = cfg.auth_settings().get("BearerToken")
+        if auth and auth.get("value"):
+            headers["Authorization"] = str(auth["value"])
+        url = self.server + path
+        if query:
+            url += "?" + urlencode({k: ("true" if v is True else "false" if v is False else v) for k, v in query.items() if v is not None})
+        data: bytes | None = None
+        if body is not None:
+            data = json.dumps(body).encode()
+            headers["Content-Type"] = content_type
         try:
-            return fn(*args, _preload_content=False, _request_timeout=timeout or self.timeout, **kwargs)
-        except ApiException as e:
-            raise self._translate(what, e) from None
+            resp = self.api_client.rest_client.pool_manager.request(
+                method, url, body=data, headers=headers, timeout=urllib3.Timeout(*(timeout or self.timeout)), preload_content=False
+            )
         except urllib3.exceptions.MaxRetryError as e:
             raise self._unreachable(what, e.reason) from None
         except (urllib3.exceptions.HTTPError, OSError) as e:
             raise self._unreachable(what, e) from None
+        if not 200 <= resp.status < 300:
+            try:
+                payload = resp.data
+            finally:
+                resp.release_conn()
+            raise self._translate(what, resp.status, payload)
+        return resp
 
     def _unreachable(self, what: str, reason: object) -> ClusterError:
         text = str(reason)
@@ -128,11 +225,8 @@ class Kube:
             hint="Check your network/VPN and that the cluster is up.",
         )
 
-    def _translate(self, what: str, e: Any) -> ClusterError:
-        status = int(getattr(e, "status", 0) or 0)
-        message = _message_of(getattr(e, "body", None)) or str(getattr(e, "reason", "") or "")
-        if status == 0:
-            return self._unreachable(what, message or e)
+    def _translate(self, what: str, status: int, body: Any) -> ClusterError:
+        message = _message_of(body)
         if status == 401:
             return ClusterError(
                 f"the API server rejected our credentials (401 Unauthorized) while trying to {what} on context '{self.ctx.name}'",
@@ -151,38 +245,62 @@ class Kube:
             return Gone(f"{what}: {message or 'resource version too old'}")
         return ClusterError(f"the API server answered {status} while trying to {what}: {message}")
 
-    @staticmethod
-    def _decode(resp: Any) -> Any:
-        try:
-            data = resp.data
-        finally:
-            resp.release_conn()
-        return json.loads(data)
+    def get_json(self, path: str, *, what: str, query: dict[str, Any] | None = None) -> Any:
+        return _decode(self.request("GET", path, what=what, query=query))
 
     # ------------------------------------------------------------------ reads
 
     def version(self) -> dict[str, Any]:
-        api = self._client_mod.VersionApi(self.api_client)
-        result: dict[str, Any] = self._decode(self._call("read the server version", api.get_code))
+        result: dict[str, Any] = self.get_json("/version", what="read the server version")
         return result
 
-    def _list(self, what: str, fn: Callable[..., Any], *args: Any, page_size: int = PAGE_SIZE, **kwargs: Any) -> tuple[list[dict[str, Any]], str]:
+    def pages(self, path: str, *, what: str, query: dict[str, Any] | None = None, page_size: int = PAGE_SIZE) -> Iterator[dict[str, Any]]:
+        """Every page of a list (limit/continue), decoded, one at a time.
+
+        The next page is fetched on a second thread while this one is decoded and
+        used, so the network and the JSON decoding overlap.
+        """
+        from concurrent.futures import ThreadPoolExecutor
+
+        base = dict(query or {})
+        base["limit"] = page_size
+
+        def fetch(cont: str | None) -> bytes:
+            q = dict(base)
+            if cont:
+                q["continue"] = cont
+            resp = self.request("GET", path, what=what, query=q)
+            try:
+                return bytes(resp.data)
+            finally:
+                resp.release_conn()
+
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            raw = fetch(None)
+            while True:
+                cont = _continue_token(raw)
+                ahead = pool.submit(fetch, cont) if cont else None
+                page = _loads(raw)
+                if cont is None:
+                    cont = (page.get("metadata") or {}).get("continue")
+                    if cont:  # the token was not where we looked: fetch now
+                        ahead = pool.submit(fetch, cont)
+                yield page
+                if ahead is None:
+                    return
+                raw = ahead.result()
+
+    def _list(self, path: str, *, what: str, query: dict[str, Any] | None = None) -> tuple[list[dict[str, Any]], str]:
         items: list[dict[str, Any]] = []
-        cont: str | None = None
         rv = ""
-        while True:
-            extra: dict[str, Any] = {"_continue": cont} if cont else {}
-            page = self._decode(self._call(what, fn, *args, limit=page_size, **extra, **kwargs))
-            items.extend(page.get("items") or [])
-            meta = page.get("metadata") or {}
-            rv = str(meta.get("resourceVersion") or rv)
-            cont = meta.get("continue")
-            if not cont:
-                return items, rv
+        with gc_paused():
+            for page in self.pages(path, what=what, query=query):
+                items.extend(page.get("items") or [])
+                rv = str((page.get("metadata") or {}).get("resourceVersion") or rv)
+        return items, rv
 
     def list_nodes(self, *, label_selector: str | None = None) -> list[dict[str, Any]]:
-        kw: dict[str, Any] = {"label_selector": label_selector} if label_selector else {}
-        return self._list("list nodes", self.core.list_node, **kw)[0]
+        return self._list("/api/v1/nodes", what="list nodes", query={"labelSelector": label_selector})[0]
 
     def list_pods(
         self,
@@ -192,32 +310,28 @@ class Kube:
         field_selector: str | None = None,
     ) -> tuple[list[dict[str, Any]], str]:
         """Pods of one namespace (or all, when namespace is None), and the list's resourceVersion."""
-        kw: dict[str, Any] = {}
-        if label_selector:
-            kw["label_selector"] = label_selector
-        if field_selector:
-            kw["field_selector"] = field_selector
+        query = {"labelSelector": label_selector, "fieldSelector": field_selector}
         if namespace is None:
-            return self._list("list pods in all namespaces", self.core.list_pod_for_all_namespaces, **kw)
-        return self._list(f"list pods in namespace {namespace}", self.core.list_namespaced_pod, namespace, **kw)
+            return self._list("/api/v1/pods", what="list pods in all namespaces", query=query)
+        return self._list(f"/api/v1/namespaces/{namespace}/pods", what=f"list pods in namespace {namespace}", query=query)
 
     def get_pod(self, namespace: str, name: str) -> dict[str, Any] | None:
         try:
-            result: dict[str, Any] = self._decode(self._call(f"get pod {name} in namespace {namespace}", self.core.read_namespaced_pod, name, namespace))
+            result: dict[str, Any] = self.get_json(f"/api/v1/namespaces/{namespace}/pods/{name}", what=f"get pod {name} in namespace {namespace}")
         except NotFound:
             return None
         return result
 
     def get_node(self, name: str) -> dict[str, Any] | None:
         try:
-            result: dict[str, Any] = self._decode(self._call(f"get node {name}", self.core.read_node, name))
+            result: dict[str, Any] = self.get_json(f"/api/v1/nodes/{name}", what=f"get node {name}")
         except NotFound:
             return None
         return result
 
     def namespace_exists(self, name: str) -> bool:
         try:
-            self._decode(self._call(f"get namespace {name}", self.core.read_namespace, name))
+            self.get_json(f"/api/v1/namespaces/{name}", what=f"get namespace {name}")
         except NotFound:
             return False
         return True
@@ -230,16 +344,13 @@ class Kube:
             )
 
     def list_events(self, namespace: str, *, field_selector: str | None = None) -> list[dict[str, Any]]:
-        kw: dict[str, Any] = {"field_selector": field_selector} if field_selector else {}
-        return self._list(f"list events in namespace {namespace}", self.core.list_namespaced_event, namespace, **kw)[0]
+        return self._list(f"/api/v1/namespaces/{namespace}/events", what=f"list events in namespace {namespace}", query={"fieldSelector": field_selector})[0]
 
     # ------------------------------------------------------------------ changes
 
     def create_pod(self, namespace: str, manifest: dict[str, Any]) -> dict[str, Any]:
         name = manifest.get("metadata", {}).get("name", "?")
-        result: dict[str, Any] = self._decode(
-            self._call(f"create pod {name} in namespace {namespace}", self.core.create_namespaced_pod, namespace, manifest)
-        )
+        result: dict[str, Any] = _decode(self.request("POST", f"/api/v1/namespaces/{namespace}/pods", what=f"create pod {name} in namespace {namespace}", body=manifest))
         return result
 
     def delete_pod(self, namespace: str, name: str, *, uid: str | None = None, grace_seconds: int | None = None) -> bool:
@@ -250,14 +361,13 @@ class Kube:
         if grace_seconds is not None:
             body["gracePeriodSeconds"] = grace_seconds
         try:
-            self._decode(self._call(f"delete pod {name} in namespace {namespace}", self.core.delete_namespaced_pod, name, namespace, body=body))
+            _decode(self.request("DELETE", f"/api/v1/namespaces/{namespace}/pods/{name}", what=f"delete pod {name} in namespace {namespace}", body=body))
         except NotFound:
             return False
         return True
 
     def access_review(self, verb: str, resource: str, namespace: str | None, *, subresource: str | None = None, group: str = "") -> tuple[bool, str]:
         """SelfSubjectAccessReview: may the current user do this? (allowed, reason)."""
-        api = self._client_mod.AuthorizationV1Api(self.api_client)
         attrs: dict[str, Any] = {"verb": verb, "resource": resource, "group": group}
         if namespace:
             attrs["namespace"] = namespace
@@ -269,11 +379,16 @@ class Kube:
             "spec": {"resourceAttributes": attrs},
         }
         what = f"review access to {verb} {resource}{'/' + subresource if subresource else ''}"
-        data = self._decode(self._call(what, api.create_self_subject_access_review, body))
+        data = _decode(self.request("POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", what=what, body=body))
         status = data.get("status") or {}
         return bool(status.get("allowed")), str(status.get("reason") or status.get("evaluationError") or "")
 
     # ------------------------------------------------------------------ watch
+
+    def _watch(self, path: str, what: str, query: dict[str, Any], timeout_seconds: int) -> Iterator[tuple[str, dict[str, Any]]]:
+        q = {**query, "watch": True, "timeoutSeconds": timeout_seconds}
+        resp = self.request("GET", path, what=what, query=q, timeout=(self.timeout[0], timeout_seconds + 15))
+        yield from self._events(resp, what)
 
     def watch_pods(
         self,
@@ -285,21 +400,8 @@ class Kube:
         timeout_seconds: int = 60,
     ) -> Iterator[tuple[str, dict[str, Any]]]:
         """Yield (event type, object) from one watch request until the server ends it."""
-        kw: dict[str, Any] = {"watch": True, "timeout_seconds": timeout_seconds, "allow_watch_bookmarks": True}
-        if field_selector:
-            kw["field_selector"] = field_selector
-        if label_selector:
-            kw["label_selector"] = label_selector
-        if resource_version:
-            kw["resource_version"] = resource_version
-        resp = self._call(
-            f"watch pods in namespace {namespace}",
-            self.core.list_namespaced_pod,
-            namespace,
-            timeout=(self.timeout[0], timeout_seconds + 15),
-            **kw,
-        )
-        yield from self._events(resp, f"watch pods in namespace {namespace}")
+        query = {"fieldSelector": field_selector, "labelSelector": label_selector, "resourceVersion": resource_version, "allowWatchBookmarks": True}
+        yield from self._watch(f"/api/v1/namespaces/{namespace}/pods", f"watch pods in namespace {namespace}", query, timeout_seconds)
 
     def watch_events(
         self,
@@ -309,19 +411,8 @@ class Kube:
         resource_version: str | None = None,
         timeout_seconds: int = 60,
     ) -> Iterator[tuple[str, dict[str, Any]]]:
-        kw: dict[str, Any] = {"watch": True, "timeout_seconds": timeout_seconds}
-        if field_selector:
-            kw["field_selector"] = field_selector
-        if resource_version:
-            kw["resource_version"] = resource_version
-        resp = self._call(
-            f"watch events in namespace {namespace}",
-            self.core.list_namespaced_event,
-            namespace,
-            timeout=(self.timeout[0], timeout_seconds + 15),
-            **kw,
-        )
-        yield from self._events(resp, f"watch events in namespace {namespace}")
+        query = {"fieldSelector": field_selector, "resourceVersion": resource_version}
+        yield from self._watch(f"/api/v1/namespaces/{namespace}/events", f"watch events in namespace {namespace}", query, timeout_seconds)
 
     def _events(self, resp: Any, what: str) -> Iterator[tuple[str, dict[str, Any]]]:
         import urllib3
@@ -428,24 +519,9 @@ class Kube:
             return PodNotReadyError(f"cannot {what}: {message or 'the pod is not running'}", hint="Check it with `nsightlab status`.")
         if status == 404:
             return NotFound(f"cannot {what}: {message or 'no such pod'}", hint="The pod is gone; create a new one with `nsightlab create`.")
-        if status == 401:
-            return self._translate(what, _Status(401, message))
-        if status == 403:
-            return self._translate(what, _Status(403, message))
+        if status in (401, 403):
+            return self._translate(what, status, body)
         return ClusterError(f"cannot {what}: the API server answered {status}: {message}")
-
-    def exec_client(self) -> Any:
-        """A separate ApiClient for `kubernetes.stream.stream`, which rewires the client it is given."""
-        from kubernetes.config import new_client_from_config
-
-        configuration = self._client_mod.Configuration()
-        configuration.retries = 1
-        return new_client_from_config(
-            config_file=self.ctx.kubeconfig.path_arg(),
-            context=self.ctx.name,
-            persist_config=False,
-            client_configuration=configuration,
-        )
 
 
 V5 = "v5.channel.k8s.io"
@@ -455,15 +531,6 @@ STDIN, STDOUT, STDERR, ERROR, RESIZE, CLOSE = 0, 1, 2, 3, 4, 255
 
 def _bool(value: bool) -> str:
     return "true" if value else "false"
-
-
-class _Status:
-    """Enough of an ApiException for `_translate`."""
-
-    def __init__(self, status: int, body: str) -> None:
-        self.status = status
-        self.body = body
-        self.reason = ""
 
 
 class ExecSession:

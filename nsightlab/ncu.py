@@ -33,6 +33,9 @@ COUNTERS_HINT = (
 )
 
 
+Bound = Literal["memory", "cache", "compute", "latency", "unknown"]
+
+
 class NcuLine(BaseModel):
     name: str
     short_name: str
@@ -42,7 +45,7 @@ class NcuLine(BaseModel):
     l2_throughput_pct: float | None
     sm_throughput_pct: float | None
     l2_hit_rate_pct: float | None
-    bound: Literal["memory", "cache", "compute", "latency", "unknown"]
+    bound: Bound
     verdict: str
     rules: list[str] = Field(default_factory=list)
 
@@ -60,7 +63,7 @@ def _p(value: float | None) -> str:
     return f"{value:.0f}%" if value is not None else "n/a"
 
 
-def verdict(k: ncu_parse.NcuKernel) -> tuple[str, str]:
+def verdict(k: ncu_parse.NcuKernel) -> tuple[Bound, str]:
     """(bound, a plain sentence) from the Speed Of Light figures. Pure."""
     dram, mem, sm = k.dram_throughput_pct, k.memory_throughput_pct, k.sm_throughput_pct
     l2, hit = k.l2_throughput_pct, k.l2_hit_rate_pct

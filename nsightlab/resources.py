@@ -46,6 +46,16 @@ def container_request(container: dict[str, Any], resource: str = GPU) -> Decimal
     return parse_quantity((res.get("limits") or {}).get(resource))
 
 
+def asks_for(spec: dict[str, Any], resource: str) -> bool:
+    """Does any container of this pod spec name `resource` in its requests or limits?"""
+    for key in ("containers", "initContainers"):
+        for c in spec.get(key) or ():
+            res = c.get("resources")
+            if res and (resource in (res.get("limits") or ()) or resource in (res.get("requests") or ())):
+                return True
+    return resource in (spec.get("overhead") or ())
+
+
 def is_sidecar(container: dict[str, Any]) -> bool:
     return container.get("restartPolicy") == "Always"
 

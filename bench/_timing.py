@@ -1,0 +1,55 @@
+"""Side-by-side timing of whole commands: alternate them, report medians and peak RSS."""
+
+from __future__ import annotations
+
+import os
+import statistics
+import subprocess
+import time
+from collections.abc import Mapping, Sequence
+
+
+def run_once(argv: Sequence[str], env: Mapping[str, str] | None = None) -> tuple[float, int, int]:
+    """(wall seconds, peak RSS in KiB, exit code) of one run, output discarded."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(list(argv), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=dict(env) if env else None)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - start
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return wall, usage.ru_maxrss, proc.returncode
+
+
+def side_by_side(commands: Mapping[str, Sequence[str]], *, repeat: int, warmup: int = 1, env: Mapping[str, str] | None = None) -> dict[str, dict[str, float]]:
+    """Run each command `repeat` times, interleaved, after `warmup` untimed rounds."""
+    for _ in range(warmup):
+        for argv in commands.values():
+            run_once(argv, env)
+    walls: dict[str, list[float]] = {name: [] for name in commands}
+    rss: dict[str, list[int]] = {name: [] for name in commands}
+    for _ in range(repeat):
+        for name, argv in commands.items():
+            wall, peak, code = run_once(argv, env)
+            if code != 0:
+                raise SystemExit(f"{name} failed (exit {code}): {' '.join(argv)}")
+            walls[name].append(wall)
+            rss[name].append(peak)
+    return {
+        name: {
+            "median_s": statistics.median(walls[name]),
+            "min_s": min(walls[name]),
+            "max_s": max(walls[name]),
+            "peak_rss_mib": max(rss[name]) / 1024,
+        }
+        for name in commands
+    }
+
+
+def table(results: Mapping[str, Mapping[str, float]], baseline: str) -> str:
+    base = results[baseline]["median_s"]
+    lines = [f"{'command':<34} {'median':>9} {'min':>9} {'max':>9} {'peak RSS':>10} {'vs ' + baseline:>14}"]
+    for name, r in results.items():
+        lines.append(
+            f"{name:<34} {r['median_s'] * 1000:>7.0f}ms {r['min_s'] * 1000:>7.0f}ms {r['max_s'] * 1000:>7.0f}ms "
+            f"{r['peak_rss_mib']:>7.0f}MiB {r['median_s'] / base:>13.2f}x"
+        )
+    return "\n".join(lines)
