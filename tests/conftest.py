@@ -29,11 +29,12 @@ CONTEXTS: dict[str, dict[str, str]] = {
 
 @pytest.fixture
 def sim() -> Iterator[KubeSim]:
-    """A started KubeSim (HTTPS, bearer token) loaded with ``realistic_cluster()``.
+    """A started KubeSim (HTTPS, bearer token, scheduler and kubelet with 50 ms steps)
+    loaded with ``realistic_cluster()``.
 
     Function-scoped: a fresh server costs about 10 ms, so every test gets its own.
     """
-    with KubeSim(tls=True) as server:
+    with KubeSim(tls=True, kubelet_delay=0.05) as server:
         server.load(realistic_cluster())
         yield server
 

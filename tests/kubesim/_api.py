@@ -175,6 +175,7 @@ class SimEmulator(kmock.KubernetesEmulator):
         self.pod_termination_hook: Callable[[Obj], None] | None = None
         self._timers: set[asyncio.TimerHandle] = set()
         self._bodies: dict[int, bytes] = {}
+        self._records: dict[int, Recorded] = {}
 
     # kmock registers its own catch-all reactions here; the emulated API answers instead.
     def __attrs_post_init__(self) -> None:
@@ -226,6 +227,7 @@ class SimEmulator(kmock.KubernetesEmulator):
         )
         self.recorded.append(rec)
         self._bodies[id(raw)] = request.body
+        self._records[id(raw)] = rec
         try:
             user = self._authenticate(raw.path, token)
             if self._payloads:
@@ -240,6 +242,7 @@ class SimEmulator(kmock.KubernetesEmulator):
             response = e.response()
         finally:
             self._bodies.pop(id(raw), None)
+            self._records.pop(id(raw), None)
         rec.status = response.status
         return response
 
@@ -628,6 +631,10 @@ class SimEmulator(kmock.KubernetesEmulator):
             return _json_response(obj, 201)
         entry = self.store.put(rt, obj)
         return _json_response(entry.raw, 201)
+
+    def record_for(self, raw: web.BaseRequest) -> Recorded | None:
+        """The record of a request still being served (exec sets 101 when it upgrades)."""
+        return self._records.get(id(raw))
 
     def _raw_body(self, raw: web.BaseRequest) -> bytes:
         return self._bodies.get(id(raw), b"")
