@@ -61,6 +61,13 @@ def test_get_nodes_with_instance_type_column(sim: KubeSim, kubeconfig: Path) -> 
     assert len(gets) == 1 and "as=Table" in gets[0].headers["Accept"]
 
 
+def test_requests_tell_which_context_was_used(sim: KubeSim, kubeconfig: Path) -> None:
+    ok(kubeconfig, "get", "nodes", context="dev-ml-use1")
+    assert {r.user for r in sim.requests} == {"dev-user"}
+    config = yaml.safe_load(kubeconfig.read_text())
+    assert config["current-context"] == "prd-online-use1"
+
+
 def test_count_nodes_per_instance_type(kubeconfig: Path) -> None:
     out = ok(kubeconfig, "get", "nodes", "-L", "node.kubernetes.io/instance-type", "--no-headers")
     counts: dict[str, int] = {}
@@ -192,7 +199,7 @@ def test_auth_can_i_follows_deny_rules(sim: KubeSim, kubeconfig: Path) -> None:
     result = kubectl(kubeconfig, STG, "get", "pod", LLM_POD)
     assert result.returncode == 1
     assert result.stderr.strip() == (
-        f'Error from server (Forbidden): pods "{LLM_POD}" is forbidden: User "sim-user" cannot get '
+        f'Error from server (Forbidden): pods "{LLM_POD}" is forbidden: User "stg-user" cannot get '
         'resource "pods" in API group "" in the namespace "serving"')
 
 

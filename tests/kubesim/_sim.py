@@ -306,9 +306,11 @@ class KubeSim:
         """Write a kubeconfig whose contexts all point at this server.
 
         ``contexts`` maps a context name to options: ``namespace``, and optionally ``token``
-        (a per-context bearer token). ``auth="exec"`` makes the user run an exec credential
-        plugin (by default ``exec_credential.py`` with this server's exec token, logging each
-        run to ``exec_log``).
+        and ``user``: a per-context bearer token, registered with the server for that user
+        name (so ``sim.requests`` tell which context a request came from). ``auth="exec"``
+        makes the user run an exec credential plugin (by default ``exec_credential.py``,
+        printing the context's token or the server's exec token, logging each run to
+        ``exec_log``). ``current`` is the kubeconfig's current-context (None: unset).
         """
         clusters = []
         users = []
@@ -320,12 +322,15 @@ class KubeSim:
             clusters.append({"name": name, "cluster": cluster})
             user_name = f"{name}-user"
             user: Obj
+            if opts.get("token"):
+                self.add_token(str(opts["token"]), str(opts.get("user", user_name)))
             if auth == "token":
                 token = opts.get("token", self.token or "sim-token")
                 user = {"token": token}
             elif auth == "exec":
-                cmd: builtins.list[str] = exec_command or [sys.executable, str(EXEC_PLUGIN), "--token", self.exec_token,
-                                       "--log", str(self.exec_log), "--cluster-name", name]
+                cmd: builtins.list[str] = exec_command or [
+                    sys.executable, str(EXEC_PLUGIN), "--token", str(opts.get("token", self.exec_token)),
+                    "--log", str(self.exec_log), "--cluster-name", name]
                 user = {"exec": {
                     "apiVersion": "client.authentication.k8s.io/v1beta1",
                     "command": cmd[0],
@@ -519,7 +524,8 @@ class KubeSim:
         return list(errors[-1]) if errors else []
 
     def add_token(self, token: str, user: str) -> None:
-        self.emulator.tokens[token] = user
+        """Accept another bearer token, authenticated as ``user``."""
+        self._call(self.emulator.tokens.__setitem__, token, user)
 
     def deny(self, verb: str, resource: str, namespace: str | None = None,
              subresource: str | None = None) -> None:
