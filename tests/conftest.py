@@ -15,25 +15,28 @@ if _TESTS not in sys.path:
 
 from kubesim import KubeSim, realistic_cluster  # noqa: E402
 
-# Contexts of the default kubeconfig. The CURRENT context is the production one on purpose:
-# nsightlab must never use current-context, and a test can prove it did not.
+# Contexts of the default kubeconfig, all pointing at the same server. The CURRENT context
+# is the production one on purpose: nsightlab must never use current-context. Each context
+# has its own token and user, so `sim.requests[i].user` tells which context a request
+# used (e.g. assert {r.user for r in sim.requests} == {"stg-user"}).
 STG_CONTEXT = "stg-online-use1"
 DEV_CONTEXT = "dev-ml-use1"
 PRD_CONTEXT = "prd-online-use1"
 CONTEXTS: dict[str, dict[str, str]] = {
-    STG_CONTEXT: {"namespace": "serving"},
-    DEV_CONTEXT: {"namespace": "ml-lab"},
-    PRD_CONTEXT: {"namespace": "serving"},
+    STG_CONTEXT: {"namespace": "serving", "token": "stg-token", "user": "stg-user"},
+    DEV_CONTEXT: {"namespace": "ml-lab", "token": "dev-token", "user": "dev-user"},
+    PRD_CONTEXT: {"namespace": "serving", "token": "prd-token", "user": "prd-user"},
 }
 
 
 @pytest.fixture
 def sim() -> Iterator[KubeSim]:
-    """A started KubeSim (HTTPS, bearer token) loaded with ``realistic_cluster()``.
+    """A started KubeSim (HTTPS, bearer token, scheduler and kubelet with 50 ms steps)
+    loaded with ``realistic_cluster()``.
 
     Function-scoped: a fresh server costs about 10 ms, so every test gets its own.
     """
-    with KubeSim(tls=True) as server:
+    with KubeSim(tls=True, kubelet_delay=0.05) as server:
         server.load(realistic_cluster())
         yield server
 
@@ -41,5 +44,5 @@ def sim() -> Iterator[KubeSim]:
 @pytest.fixture
 def kubeconfig(sim: KubeSim, tmp_path: Path) -> Path:
     """A kubeconfig for ``sim``: contexts stg-online-use1 (serving), dev-ml-use1 (ml-lab) and
-    prd-online-use1, which is the current context."""
+    prd-online-use1, which is the current context; one token and user per context."""
     return sim.write_kubeconfig(tmp_path / "kubeconfig", CONTEXTS, current=PRD_CONTEXT)

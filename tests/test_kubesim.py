@@ -13,6 +13,7 @@ from typing import Any
 
 import kmock
 import pytest
+import urllib3
 from kubernetes import client, config, watch
 from kubernetes.client.exceptions import ApiException
 from kubesim import (
@@ -37,6 +38,14 @@ def new_watch() -> Any:
 
 def client_from(kubeconfig: Path, context: str) -> Any:
     return config.new_client_from_config(str(kubeconfig), context=context)  # type: ignore[no-untyped-call]
+
+
+@pytest.fixture
+def sim() -> Iterator[KubeSim]:
+    """These API-level tests run without the scheduler and kubelet, so pods stay as created."""
+    with KubeSim(tls=True, scheduler=False) as server:
+        server.load(realistic_cluster())
+        yield server
 
 
 @pytest.fixture
@@ -433,6 +442,19 @@ def watch_until(fn: Any, *args: Any, last: str = "zz-end", **kwargs: Any) -> lis
     return seen
 
 
+def test_watch_path_form_for_one_object(sim: KubeSim, api: Any) -> None:
+    rv = api.list_namespaced_pod("ml-lab").metadata.resource_version
+    api.create_namespaced_pod("ml-lab", lab_pod("other"))
+    api.create_namespaced_pod("ml-lab", lab_pod())
+    http = urllib3.PoolManager(ca_certs=sim.ca_file)
+    resp = http.request("GET", f"{sim.url}/api/v1/watch/namespaces/ml-lab/pods/nsight-lab"
+                        f"?resourceVersion={rv}&timeoutSeconds=10",
+                        headers={"Authorization": f"Bearer {sim.token}"}, preload_content=False)
+    events = read_events(resp, 1)
+    resp.release_conn()
+    assert [(e["type"], e["object"]["metadata"]["name"]) for e in events] == [("ADDED", "nsight-lab")]
+
+
 def test_watch_resumes_after_a_resource_version(sim: KubeSim, api: Any) -> None:
     rv = api.list_namespaced_pod("ml-lab").metadata.resource_version
     api.create_namespaced_pod("ml-lab", lab_pod())
@@ -708,3 +730,15 @@ def test_big_cluster_pages(many_pods_sim: KubeSim) -> None:
         if not token:
             break
     assert total == 2000
+
+
+def test_reset_forgets_everything_but_the_server(sim: KubeSim, api: Any) -> None:
+    url = sim.url
+    api.create_namespaced_pod("ml-lab", lab_pod())
+    sim.deny("list", "nodes")
+    sim.append_log("ml-lab", "gpu-smoke-test", "x\n")
+    sim.reset(realistic_cluster())
+    assert sim.url == url and sim.requests == []
+    assert sim.get("pods", "ml-lab", "nsight-lab") is None
+    assert len(api.list_node().items) == 10
+    assert api.read_namespaced_pod_log("gpu-smoke-test", "ml-lab") == ""

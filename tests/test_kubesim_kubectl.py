@@ -61,6 +61,13 @@ def test_get_nodes_with_instance_type_column(sim: KubeSim, kubeconfig: Path) -> 
     assert len(gets) == 1 and "as=Table" in gets[0].headers["Accept"]
 
 
+def test_requests_tell_which_context_was_used(sim: KubeSim, kubeconfig: Path) -> None:
+    ok(kubeconfig, "get", "nodes", context="dev-ml-use1")
+    assert {r.user for r in sim.requests} == {"dev-user"}
+    config = yaml.safe_load(kubeconfig.read_text())
+    assert config["current-context"] == "prd-online-use1"
+
+
 def test_count_nodes_per_instance_type(kubeconfig: Path) -> None:
     out = ok(kubeconfig, "get", "nodes", "-L", "node.kubernetes.io/instance-type", "--no-headers")
     counts: dict[str, int] = {}
@@ -192,7 +199,7 @@ def test_auth_can_i_follows_deny_rules(sim: KubeSim, kubeconfig: Path) -> None:
     result = kubectl(kubeconfig, STG, "get", "pod", LLM_POD)
     assert result.returncode == 1
     assert result.stderr.strip() == (
-        f'Error from server (Forbidden): pods "{LLM_POD}" is forbidden: User "sim-user" cannot get '
+        f'Error from server (Forbidden): pods "{LLM_POD}" is forbidden: User "stg-user" cannot get '
         'resource "pods" in API group "" in the namespace "serving"')
 
 
@@ -203,3 +210,37 @@ def test_events_and_namespaces_tables(kubeconfig: Path) -> None:
     namespaces = ok(kubeconfig, "get", "namespaces").splitlines()
     assert namespaces[0].split() == ["NAME", "STATUS", "AGE"]
     assert {line.split()[0] for line in namespaces[1:]} >= {"serving", "ml-lab", "kube-system"}
+
+
+def test_exec_passes_exit_code_and_stdin(kubeconfig: Path) -> None:
+    result = kubectl(kubeconfig, "dev-ml-use1", "exec", "gpu-smoke-test", "--", "sh", "-c", "echo hi; echo err >&2; exit 3")
+    assert (result.returncode, result.stdout) == (3, "hi\n")
+    assert result.stderr == "err\ncommand terminated with exit code 3\n"
+    result = kubectl(kubeconfig, "dev-ml-use1", "exec", "-i", "gpu-smoke-test", "--", "cat", input="from stdin\n")
+    assert (result.returncode, result.stdout) == (0, "from stdin\n")
+
+
+def test_cp_in_and_out(sim: KubeSim, kubeconfig: Path, tmp_path: Path) -> None:
+    local = tmp_path / "lesson1.py"
+    local.write_text('print("lesson 1")\n')
+    ok(kubeconfig, "cp", str(local), "gpu-smoke-test:/tmp/lesson1.py", context="dev-ml-use1")
+    assert sim.pod_path("ml-lab", "gpu-smoke-test", "/tmp/lesson1.py").read_text() == 'print("lesson 1")\n'
+    assert ok(kubeconfig, "exec", "gpu-smoke-test", "--", "python3", "/tmp/lesson1.py", context="dev-ml-use1") == "lesson 1\n"
+    back = tmp_path / "back.py"
+    ok(kubeconfig, "cp", "gpu-smoke-test:/tmp/lesson1.py", str(back), context="dev-ml-use1")
+    assert back.read_text() == 'print("lesson 1")\n'
+
+
+def test_apply_lab_pod_runs_or_says_why_not(sim: KubeSim, kubeconfig: Path, tmp_path: Path) -> None:
+    for name in ("nsight-lab", "lab-2", "lab-3"):
+        manifest = tmp_path / f"{name}.yaml"
+        manifest.write_text(POD_YAML.replace("name: nsight-lab", f"name: {name}"))
+        ok(kubeconfig, "apply", "-f", str(manifest))
+    sim.wait_for("pods", "serving", "nsight-lab", lambda p: p is not None and p["status"]["phase"] == "Running")
+    sim.wait_for("pods", "serving", "lab-2", lambda p: p is not None and p["status"]["phase"] == "Running")
+    sim.wait_for("pods", "serving", "lab-3", lambda p: p is not None and bool(p["status"].get("conditions")))
+    row = ok(kubeconfig, "get", "pod", "nsight-lab", "--no-headers").split()
+    assert row[1:3] == ["1/1", "Running"]
+    described = ok(kubeconfig, "describe", "pod", "lab-3")
+    assert "Warning  FailedScheduling" in described
+    assert "0/10 nodes are available: 4 Insufficient nvidia.com/gpu" in described

@@ -15,6 +15,7 @@ import contextlib
 import copy
 import datetime as dt
 import json
+import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -25,11 +26,11 @@ import yaml
 from aiohttp import web
 
 from . import _discovery, _errors, _patch, _selectors, _tables
-from ._defaults import fill_seed, now_rfc3339, prepare_new, rfc3339
+from ._defaults import fill_seed, prepare_new, rfc3339
 from ._errors import ApiError
-from ._resources import VIRTUAL_PLURALS, ResourceType, by_path, lookup
+from ._resources import RESOURCES, VIRTUAL_PLURALS, ResourceType, by_path, for_object, lookup
 from ._resources import groups as _resources_groups
-from ._store import Entry, Event, Store, Watcher, decode_continue, dumps, encode_continue, is_close
+from ._store import Entry, Store, Watcher, decode_continue, dumps, encode_continue, is_close
 
 Obj = dict[str, Any]
 
@@ -154,7 +155,7 @@ class SimEmulator(kmock.KubernetesEmulator):
                  require_auth: bool = True, pod_deletion_delay: float = 0.1) -> None:
         super().__init__()
         self.store = Store(self.objects)
-        for rt_obj in _all_resource_types():
+        for rt_obj in RESOURCES:
             self.resources[rt_obj.kmock_resource] = kmock.ResourceInfo(
                 namespaced=rt_obj.namespaced, kind=rt_obj.kind, singular=rt_obj.singular,
                 verbs=set(rt_obj.verbs), shortnames=set(rt_obj.short_names),
@@ -175,6 +176,7 @@ class SimEmulator(kmock.KubernetesEmulator):
         self.pod_termination_hook: Callable[[Obj], None] | None = None
         self._timers: set[asyncio.TimerHandle] = set()
         self._bodies: dict[int, bytes] = {}
+        self._records: dict[int, Recorded] = {}
 
     # kmock registers its own catch-all reactions here; the emulated API answers instead.
     def __attrs_post_init__(self) -> None:
@@ -226,6 +228,7 @@ class SimEmulator(kmock.KubernetesEmulator):
         )
         self.recorded.append(rec)
         self._bodies[id(raw)] = request.body
+        self._records[id(raw)] = rec
         try:
             user = self._authenticate(raw.path, token)
             if self._payloads:
@@ -240,6 +243,7 @@ class SimEmulator(kmock.KubernetesEmulator):
             response = e.response()
         finally:
             self._bodies.pop(id(raw), None)
+            self._records.pop(id(raw), None)
         rec.status = response.status
         return response
 
@@ -629,6 +633,10 @@ class SimEmulator(kmock.KubernetesEmulator):
         entry = self.store.put(rt, obj)
         return _json_response(entry.raw, 201)
 
+    def record_for(self, raw: web.BaseRequest) -> Recorded | None:
+        """The record of a request still being served (exec sets 101 when it upgrades)."""
+        return self._records.get(id(raw))
+
     def _raw_body(self, raw: web.BaseRequest) -> bytes:
         return self._bodies.get(id(raw), b"")
 
@@ -815,7 +823,7 @@ class SimEmulator(kmock.KubernetesEmulator):
             self.store.remove(_PODS, ns, name)
 
     def _finish_namespace(self, name: str) -> None:
-        for rt in _all_resource_types():
+        for rt in RESOURCES:
             if rt.namespaced:
                 for item in self.store.select(rt, name, None):
                     self.store.remove(rt, name, item.obj["metadata"]["name"])
@@ -1016,8 +1024,7 @@ class SimEmulator(kmock.KubernetesEmulator):
 
     # ---- seeding helpers (called on the loop thread) ------------------------------------------------
     def seed(self, objs: list[Obj]) -> int:
-        import random as _random
-        rng = _random.Random(len(objs))
+        rng = random.Random(len(objs))
         items = []
         for obj in objs:
             rt = _rt_of(obj)
@@ -1038,13 +1045,7 @@ def _guess_action(method: str, route: Route, query: Any) -> kmock.action | None:
             "DELETE": kmock.action.DELETE}.get(method)
 
 
-def _all_resource_types() -> tuple[ResourceType, ...]:
-    from ._resources import RESOURCES
-    return RESOURCES
-
-
 def _rt_of(obj: Obj) -> ResourceType:
-    from ._resources import for_object
     if "kind" not in obj:
         raise ValueError(f"object without kind: {obj!r:.200}")
     return for_object(obj)
@@ -1054,8 +1055,4 @@ _PODS = lookup("pods")
 _NAMESPACES = lookup("namespaces")
 
 
-def event_object(event: Event) -> Obj:
-    return event.new
-
-
-__all__ = ["DenyRule", "Recorded", "Route", "SimEmulator", "now_rfc3339", "parse_route"]
+__all__ = ["DenyRule", "Recorded", "Route", "SimEmulator", "parse_route"]

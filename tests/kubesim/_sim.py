@@ -28,7 +28,10 @@ from aiohttp.web_request import BaseRequest
 
 from . import _defaults
 from ._api import DenyRule, Recorded, SimEmulator
+from ._exec import DropRule, ExecServer
+from ._kubelet import Kubelet
 from ._resources import ResourceType, lookup
+from ._sandbox import SANDBOX_ROOTS, Sandbox
 
 Obj = dict[str, Any]
 T = TypeVar("T")
@@ -49,6 +52,18 @@ class Faults:
     def expire_continue_tokens(self) -> None:
         """Forget list snapshots: the next ``continue`` gets 410 Expired."""
         self._sim._call(self._sim.emulator.store.expire_snapshots)
+
+    def drop_exec(self) -> int:
+        """Drop every open exec connection now (no status, no close frame); kill the commands."""
+        return self._sim._call(self._sim.exec_server.drop_all)
+
+    def drop_exec_after(self, after_bytes: int, *, nth: int = 1, direction: str = "out") -> None:
+        """Make the ``nth`` exec from now drop its socket after ``after_bytes`` of output
+        (``direction="out"``: stdout and stderr sent) or of input (``"in"``: stdin received)."""
+        if direction not in ("out", "in"):
+            raise ValueError("direction must be 'out' or 'in'")
+        rule = DropRule(after=after_bytes, nth=nth, direction=direction)
+        self._sim._call(self._sim.exec_server.drop_rules.append, rule)
 
     def compact(self) -> int:
         """Drop the watch history: resuming from any older resourceVersion gets 410 Expired."""
@@ -111,6 +126,19 @@ class KubeSim:
             self._make_tls()
         self._on_start: list[Callable[[], None]] = []
         self._on_stop: list[Callable[[], None]] = []
+        self.sandbox_roots: tuple[str, ...] = SANDBOX_ROOTS
+        self._sandboxes: dict[tuple[str, str], Sandbox] = {}
+        self.exec_server = ExecServer(self.emulator, self._sandbox)
+        self.emulator.exec_handler = self.exec_server
+        self.emulator.store.listeners.append(self._on_store_event)
+        self.kubelet: Kubelet | None = None
+        if scheduler:
+            self.kubelet = Kubelet(
+                self.emulator, delay=kubelet_delay,
+                record_event=lambda obj, reason, message, type="Normal", source="kubelet", host=None, field_path=None:
+                    record_event(self.emulator, obj, reason, message, type, source, host, field_path),
+                kill_pod=self.exec_server.kill_pod)
+            self.kubelet.attach()
 
     # ---- lifecycle --------------------------------------------------------------------------
     def _make_tls(self) -> None:
@@ -207,6 +235,9 @@ class KubeSim:
 
     async def _astop(self) -> None:
         handler = self.emulator
+        self.exec_server.drop_all()
+        if self.kubelet is not None:
+            self.kubelet.cancel_all()
         handler.store.close_watches()
         handler.cancel_timers()
         handler.wake_log_followers()
@@ -275,9 +306,11 @@ class KubeSim:
         """Write a kubeconfig whose contexts all point at this server.
 
         ``contexts`` maps a context name to options: ``namespace``, and optionally ``token``
-        (a per-context bearer token). ``auth="exec"`` makes the user run an exec credential
-        plugin (by default ``exec_credential.py`` with this server's exec token, logging each
-        run to ``exec_log``).
+        and ``user``: a per-context bearer token, registered with the server for that user
+        name (so ``sim.requests`` tell which context a request came from). ``auth="exec"``
+        makes the user run an exec credential plugin (by default ``exec_credential.py``,
+        printing the context's token or the server's exec token, logging each run to
+        ``exec_log``). ``current`` is the kubeconfig's current-context (None: unset).
         """
         clusters = []
         users = []
@@ -289,12 +322,15 @@ class KubeSim:
             clusters.append({"name": name, "cluster": cluster})
             user_name = f"{name}-user"
             user: Obj
+            if opts.get("token"):
+                self.add_token(str(opts["token"]), str(opts.get("user", user_name)))
             if auth == "token":
                 token = opts.get("token", self.token or "sim-token")
                 user = {"token": token}
             elif auth == "exec":
-                cmd: builtins.list[str] = exec_command or [sys.executable, str(EXEC_PLUGIN), "--token", self.exec_token,
-                                       "--log", str(self.exec_log), "--cluster-name", name]
+                cmd: builtins.list[str] = exec_command or [
+                    sys.executable, str(EXEC_PLUGIN), "--token", str(opts.get("token", self.exec_token)),
+                    "--log", str(self.exec_log), "--cluster-name", name]
                 user = {"exec": {
                     "apiVersion": "client.authentication.k8s.io/v1beta1",
                     "command": cmd[0],
@@ -341,6 +377,43 @@ class KubeSim:
         if bearer:
             cfg.api_key = {"authorization": f"Bearer {bearer}"}
         return client.ApiClient(cfg)
+
+    # ---- sandboxes (exec) -------------------------------------------------------------------------
+    def _sandbox(self, namespace: str, pod: str) -> Sandbox:
+        key = (namespace, pod)
+        box = self._sandboxes.get(key)
+        if box is None:
+            box = Sandbox(self._tmp / "pods" / namespace / pod, pod, self.sandbox_roots)
+            self._sandboxes[key] = box
+        else:
+            box.ensure()
+        return box
+
+    def sandbox(self, namespace: str, pod: str) -> Path:
+        """The folder standing for the pod's ``/`` (created if needed); see ``_sandbox``."""
+        return self._call(self._sandbox, namespace, pod).path
+
+    def put_tool(self, namespace: str, pod: str, name: str, script_text: str | bytes) -> Path:
+        """Install an executable ``name`` in the pod's ``bin/`` (first on its PATH)."""
+        return self._call(lambda: self._sandbox(namespace, pod).put_tool(name, script_text))
+
+    def pod_path(self, namespace: str, pod: str, path: str) -> Path:
+        """Where a path inside the pod (``/tmp/lesson1.py``) lives on this machine."""
+        return self._call(lambda: self._sandbox(namespace, pod).host_path(path))
+
+    @property
+    def exec_count(self) -> int:
+        """How many exec connections were upgraded so far."""
+        return self.exec_server.count
+
+    def _on_store_event(self, event: Any) -> None:
+        if event.type == "DELETED" and event.rt.plural == "pods":
+            meta = event.new["metadata"]
+            key = (meta.get("namespace", ""), meta["name"])
+            self.exec_server.kill_pod(*key)
+            box = self._sandboxes.pop(key, None)
+            if box is not None:
+                box.remove()
 
     # ---- objects --------------------------------------------------------------------------------
     @property
@@ -408,6 +481,10 @@ class KubeSim:
 
         def reset() -> None:
             em = self.emulator
+            self.exec_server.drop_all()
+            self.exec_server.drop_rules.clear()
+            if self.kubelet is not None:
+                self.kubelet.cancel_all()
             em.cancel_timers()
             em.store.close_watches()
             em.store.clear()
@@ -417,6 +494,9 @@ class KubeSim:
             em.logs.clear()
             em.recorded.clear()
             em._requests.clear()
+            for sandbox in self._sandboxes.values():
+                sandbox.remove()
+            self._sandboxes.clear()
             em.seed(objs)
 
         self._call(reset)
@@ -444,7 +524,8 @@ class KubeSim:
         return list(errors[-1]) if errors else []
 
     def add_token(self, token: str, user: str) -> None:
-        self.emulator.tokens[token] = user
+        """Accept another bearer token, authenticated as ``user``."""
+        self._call(self.emulator.tokens.__setitem__, token, user)
 
     def deny(self, verb: str, resource: str, namespace: str | None = None,
              subresource: str | None = None) -> None:
@@ -476,9 +557,9 @@ class KubeSim:
         self._call(append)
 
     def record_event(self, involved: Obj, reason: str, message: str, *, type: str = "Normal",
-                     source: str = "kubelet", host: str | None = None) -> Obj:
+                     source: str = "kubelet", host: str | None = None, field_path: str | None = None) -> Obj:
         """Record a core/v1 Event about ``involved`` (repeats bump ``count``), as components do."""
-        return self._call(record_event, self.emulator, involved, reason, message, type, source, host)
+        return self._call(record_event, self.emulator, involved, reason, message, type, source, host, field_path)
 
     def events_for(self, namespace: str, name: str) -> builtins.list[Obj]:
         return [e for e in self.list("events", namespace)
@@ -532,7 +613,7 @@ def kubectl(kubeconfig: str | os.PathLike[str], context: str, *args: str, timeou
 
 
 def record_event(em: SimEmulator, involved: Obj, reason: str, message: str, type_: str,
-                 source: str, host: str | None) -> Obj:
+                 source: str, host: str | None, field_path: str | None = None) -> Obj:
     """Create or bump a core/v1 Event (must run on the server loop)."""
     rt = lookup("events")
     meta = involved.get("metadata") or {}
@@ -547,11 +628,14 @@ def record_event(em: SimEmulator, involved: Obj, reason: str, message: str, type
     }
     if kind != "Node":
         inv["namespace"] = ns
+    if field_path:
+        inv["fieldPath"] = field_path
     now = _defaults.now_rfc3339()
     for entry in em.store.select(rt, ns, None):
         e = entry.obj
         if ((e.get("involvedObject") or {}).get("uid") == inv["uid"] and e.get("reason") == reason
-                and e.get("message") == message and e.get("type") == type_):
+                and e.get("message") == message and e.get("type") == type_
+                and (e.get("involvedObject") or {}).get("fieldPath") == inv.get("fieldPath")):
             bumped = dict(e)
             bumped["count"] = int(e.get("count") or 1) + 1
             bumped["lastTimestamp"] = now
