@@ -19,8 +19,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from _timing import side_by_side, table  # noqa: E402
-from kubesim import KubeSim, generate_cluster  # noqa: E402
+from _timing import side_by_side, table
+from kubesim import KubeSim, generate_cluster
 
 CONTEXT = "bench-stg"
 

@@ -202,7 +202,8 @@ def test_kubeconfig_list_merged_from_env(capsys: pytest.CaptureFixture[str], sim
 
 
 def test_wrong_token_is_401_exit_4(capsys: pytest.CaptureFixture[str], sim: KubeSim, tmp_path: Path) -> None:
-    kc = sim.write_kubeconfig(tmp_path / "bad", {STG_CONTEXT: {"namespace": "serving", "token": "expired"}})
+    kc = sim.write_kubeconfig(tmp_path / "bad", {STG_CONTEXT: {"namespace": "serving", "token": "good-token"}})
+    kc.write_text(kc.read_text().replace("good-token", "expired-token"))  # a token the server does not know
     r = nsl(capsys, "explore", "nodes", "--context", STG_CONTEXT, "--kubeconfig", str(kc))
     assert r.code == 4 and "401 Unauthorized" in r.err and r.err.count("\n") == 1
 
