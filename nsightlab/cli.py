@@ -647,10 +647,10 @@ class _Device(str, Enum):
 @app.command()
 def sweep(
     dtype: Annotated[Optional[_Dtype], typer.Option("--dtype", help="element type (default float16; with --compare, the other element size).", show_default=False)] = None,  # noqa: UP045
-    sizes: Annotated[Optional[str], typer.Option("--sizes", help="log2 of the element counts, 10..34, e.g. 16,20,24 (default: 16..30 on a GPU, 12..26 on a CPU).", show_default=False)] = None,  # noqa: UP045
+    sizes: Annotated[Optional[str], typer.Option("--sizes", metavar="N,N,...", help="log2 of the element counts, 10..34, e.g. 16,20,24 (default: 16..30 on a GPU, 12..26 on a CPU).", show_default=False)] = None,  # noqa: UP045
     iters: Annotated[Optional[int], typer.Option("--iters", help="timed calls per size (default 50).", min=1, show_default=False)] = None,  # noqa: UP045
     warmup: Annotated[Optional[int], typer.Option("--warmup", help="warm-up calls per size (default 5).", min=0, show_default=False)] = None,  # noqa: UP045
-    compare: Annotated[Optional[list[str]], typer.Option("--compare", help="a stored sweep (id, prefix or 'latest') to check against; give it twice to compare two stored runs without running anything.", show_default=False)] = None,  # noqa: UP045
+    compare: Annotated[Optional[list[str]], typer.Option("--compare", metavar="RUN", help="a stored sweep (id, prefix or 'latest') to check against; give it twice to compare two stored runs without running anything.", show_default=False)] = None,  # noqa: UP045
     local: LocalOpt = False,
     device: Annotated[Optional[_Device], typer.Option("--device", help="cuda or cpu (default: cuda if the target has one).", show_default=False)] = None,  # noqa: UP045
     context: ContextOpt = None,

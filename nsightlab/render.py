@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from nsightlab.doctor import DoctorReport
     from nsightlab.explore import NodeDetail, NodesReport, PodDetail, PodsReport
     from nsightlab.lab import CleanupReport, LabPod, StatusReport
-    from nsightlab.sweep import SweepCompare, SweepResult
+    from nsightlab.sweep_result import SweepCompare, SweepResult
     from nsightlab.transfer import CopyResult
 
 

@@ -1,47 +1,98 @@
-"""The bandwidth sweep: run `lab_scripts/sweep.py` on a target, store and analyse the result.
+"""The bandwidth sweep: run `lab_scripts/sweep.py` on a target, store and show the result.
 
-`run_sweep` copies the script into the target's work folder, runs it with the rows
-forwarded live to stderr, fetches its JSON into the run's `raw/`, analyses it (regimes,
-launch floor, cache peak, DRAM plateau against the GPU's spec) and writes `meta.json` and
-then `result.json`: a run folder is complete, or it is removed.
+`run_sweep` copies the script into the target's work folder and runs it, forwarding its
+rows live to stderr; then it fetches the script's JSON into a new run's `raw/`, analyses
+it (`nsightlab.sweep_result`) and writes `meta.json` and, last, `result.json`: a run
+folder is complete, or it is removed.
 
-Also here, all pure over stored JSON:
+Also here: `analyze_record_file` (a sweep JSON on disk, for `nsightlab analyze`) and
+`compare_runs` (two stored sweeps, nothing run).
 
-- `analyze_record_file`: the same result from a sweep JSON on disk (the script's, or a
-  stored `result.json`), for `nsightlab analyze`.
-- `compare_results` / `compare_runs`: the tutorial's "predict, then measure" check. Going
-  from float16 to float32 doubles the bytes per element; where the op is bandwidth-bound
-  (DRAM) the time per call should double and the TB/s stay the same. The tolerances of
-  that verdict are the named constants below.
-- The reference curve: the tutorial's own sweep (RTX PRO 6000), shown beside a run on the
-  same GPU, or summed up in one line for any other device.
-
-Nothing here prints except progress through `env.note`; `render.sweep` draws the result.
+This module imports only the standard library at the top. The models and the analysis
+(pydantic) load in a background thread while the script runs on the target, so on this
+machine `nsightlab sweep --local` costs little more than running the script by hand
+(bench/sweep_overhead.py). Their names are re-exported here lazily.
 """
 
 from __future__ import annotations
 
 import contextlib
+import importlib
 import json
 import shutil
-import statistics
+import threading
 from collections import deque
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
-
-from pydantic import BaseModel, ValidationError
+from typing import TYPE_CHECKING, Any
 
 from nsightlab import __version__
-from nsightlab.analysis import SweepAnalysis, SweepPoint, SweepRecord, SweepSummary, analyze_sweep
 from nsightlab.errors import ParseError, RemoteCommandError, UsageError
-from nsightlab.gpus import REFERENCE_SWEEPS, lookup
 
 if TYPE_CHECKING:
+    from nsightlab.analysis import SweepRecord
     from nsightlab.cli import Where
     from nsightlab.console import Env
-    from nsightlab.store import Run
+    from nsightlab.sweep_result import (
+        COMPARE_LAUNCH_TOLERANCE,
+        COMPARE_TBPS_TOLERANCE,
+        COMPARE_TIME_TOLERANCE,
+        ComparePair,
+        CompareSide,
+        ReferenceCurve,
+        SweepCompare,
+        SweepResult,
+        SweepResultRow,
+        build_result,
+        compare_results,
+        headline,
+    )
+    from nsightlab.targets import Target
+
+__all__ = [
+    "COMPARE_LAUNCH_TOLERANCE",
+    "COMPARE_TBPS_TOLERANCE",
+    "COMPARE_TIME_TOLERANCE",
+    "DTYPES",
+    "ComparePair",
+    "CompareSide",
+    "ReferenceCurve",
+    "SweepCompare",
+    "SweepPlan",
+    "SweepResult",
+    "SweepResultRow",
+    "analyze_record_file",
+    "build_result",
+    "compare_results",
+    "compare_runs",
+    "headline",
+    "load_record",
+    "load_sweep_run",
+    "parse_sizes",
+    "plan_sweep",
+    "run_sweep",
+]
+
+_RESULT_MODULE = "nsightlab.sweep_result"
+#: Names that live in nsightlab.sweep_result, served from here on first use.
+_LAZY = frozenset(
+    {
+        "COMPARE_LAUNCH_TOLERANCE",
+        "COMPARE_TBPS_TOLERANCE",
+        "COMPARE_TIME_TOLERANCE",
+        "ComparePair",
+        "CompareSide",
+        "ReferenceCurve",
+        "SweepCompare",
+        "SweepResult",
+        "SweepResultRow",
+        "build_result",
+        "compare_results",
+        "headline",
+    }
+)
 
 #: Element sizes of the dtypes the script accepts.
 DTYPES: dict[str, int] = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8}
@@ -59,132 +110,15 @@ COUNTERPART_DTYPE: dict[str, str] = {
     "float64": "float32",
 }
 
-#: The check agrees when the DRAM-regime time ratio is within this fraction of the
-#: element-size ratio (x2 for float16 -> float32) ...
-COMPARE_TIME_TOLERANCE = 0.15
-#: ... and the DRAM-regime TB/s ratio within this fraction of 1.
-COMPARE_TBPS_TOLERANCE = 0.15
-#: At the launch floor the time should not follow the bytes: within this fraction of 1.
-COMPARE_LAUNCH_TOLERANCE = 0.25
-
-#: The published sweep shown beside a run on the same GPU.
-REFERENCE_KEY = "tutorial-rtx-pro-6000"
-
 SCRIPT = "sweep.py"
 RAW_JSON = "sweep.json"
 RAW_LOG = "sweep.log"
 
 
-# ---------------------------------------------------------------------------- models
-
-
-class SweepResultRow(SweepPoint):
-    """A measured size, with the reference curve's TB/s at the same size when it applies."""
-
-    reference_tbps: float | None = None
-
-
-class ReferenceRow(BaseModel):
-    log2: int
-    mib: float
-    us: float
-    tbps: float
-    regime: str
-
-
-class ReferenceCurve(BaseModel):
-    """A published sweep, analysed like a measured one."""
-
-    key: str
-    source: str
-    gpu: str
-    dtype: str
-    element_size: int
-    matches_device: bool  # the run was on this very GPU: its rows sit beside the measured ones
-    launch_floor_us: float | None
-    cache_peak_tbps: float | None
-    cache_peak_log2: int | None
-    dram_tbps: float | None
-    dram_pct_of_spec: float | None
-    spec_label: str | None
-    rows: list[ReferenceRow]
-
-
-class CompareSide(BaseModel):
-    run_id: str | None
-    dtype: str
-    element_size: int
-    device: str | None
-    device_type: str
-    target: str
-    launch_floor_us: float | None
-    dram_tbps: float | None
-
-
-class ComparePair(BaseModel):
-    """One size measured in both runs. Ratios are b / a (a has the smaller elements)."""
-
-    log2: int
-    elements: int
-    regime_a: str
-    regime_b: str
-    us_a: float
-    us_b: float
-    tbps_a: float
-    tbps_b: float
-    time_ratio: float
-    tbps_ratio: float
-    expected_time_ratio: float | None  # only where the prediction is sharp: launch, dram
-    agrees: bool | None
-
-
-class SweepCompare(BaseModel):
-    """Predict, then measure: the same sizes in two dtypes."""
-
-    a: CompareSide
-    b: CompareSide
-    element_ratio: float  # b's element size / a's
-    same_device: bool
-    pairs: list[ComparePair]
-    dram_sizes: list[int]  # log2 of the sizes DRAM-bound in both runs
-    launch_sizes: list[int]
-    time_ratio: float | None  # median over dram_sizes
-    tbps_ratio: float | None  # median over dram_sizes, else the ratio of the plateaus
-    launch_time_ratio: float | None
-    plateau_ratio: float | None
-    expected_time_ratio: float
-    expected_tbps_ratio: float
-    time_tolerance: float
-    tbps_tolerance: float
-    verdict: Literal["agrees", "disagrees", "inconclusive"]
-    prediction: str
-    lines: list[str]
-    notes: list[str]
-
-
-class SweepResult(BaseModel):
-    """One analysed sweep: what `nsightlab sweep --json` prints and `result.json` holds."""
-
-    kind: Literal["sweep"] = "sweep"
-    run_id: str | None = None
-    run_dir: str | None = None
-    created: datetime | None = None
-    source: str | None = None  # the file it was read from (`analyze`), if not a fresh run
-    target: str
-    where: dict[str, Any] = {}
-    command: list[str] = []
-    script_argv: list[str] = []
-    dtype: str
-    element_size: int
-    iters: int
-    warmup: int
-    device: dict[str, Any]
-    headline: str
-    rows: list[SweepResultRow]
-    summary: SweepSummary
-    reference: ReferenceCurve | None = None
-    compare: SweepCompare | None = None
-    record: SweepRecord
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(_RESULT_MODULE), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 # ---------------------------------------------------------------------------- inputs
@@ -209,7 +143,8 @@ def parse_sizes(text: str) -> list[int]:
     return sorted(set(sizes))
 
 
-class SweepPlan(BaseModel):
+@dataclass
+class SweepPlan:
     """What to run, with the gaps filled (from the run to compare with, else the defaults)."""
 
     dtype: str
@@ -218,7 +153,7 @@ class SweepPlan(BaseModel):
     warmup: int
     device: str | None
     against: SweepResult | None = None
-    notes: list[str] = []
+    notes: list[str] = field(default_factory=list)
 
 
 def plan_sweep(
@@ -245,7 +180,7 @@ def plan_sweep(
             size_list = sorted({r.log2 for r in theirs.rows} | {s.log2 for s in theirs.skipped}) or None
         if device is None and theirs.device.type in ("cpu", "cuda"):
             device = theirs.device.type
-        what = f"{dtype}" + (f" at 2^{size_list[0]}..2^{size_list[-1]}" if size_list else "")
+        what = f"{dtype}" + (f" at 2^{size_list[0]}..2^{size_list[-1]}" if size_list else "") + (f" on {device}" if device else "")
         notes.append(f"comparing with run {against.run_id} ({theirs.dtype} on {theirs.device.name or theirs.device.type}): this run measures {what}")
     return SweepPlan(
         dtype=dtype or DEFAULT_DTYPE,
@@ -258,7 +193,7 @@ def plan_sweep(
     )
 
 
-# ---------------------------------------------------------------------------- records and results
+# ---------------------------------------------------------------------------- files and stored runs
 
 
 def load_record(path: Path) -> SweepRecord:
@@ -271,132 +206,33 @@ def load_record(path: Path) -> SweepRecord:
         raise UsageError(f"cannot read {path}: {e.strerror}") from None
     except ValueError as e:
         raise ParseError(f"not valid JSON ({e})", source=path) from None
+    from nsightlab.sweep_result import record_from_json
+
     return record_from_json(data, source=path)
-
-
-def record_from_json(data: Any, *, source: str | Path) -> SweepRecord:
-    if isinstance(data, dict) and data.get("kind") == "sweep" and isinstance(data.get("record"), dict):
-        data = data["record"]  # a stored result.json
-    if not isinstance(data, dict) or data.get("kind") != "sweep":
-        kind = data.get("kind") if isinstance(data, dict) else type(data).__name__
-        raise ParseError(f"not a sweep JSON (kind: {kind})", source=source, hint="Give the file `lab_scripts/sweep.py --json` wrote.")
-    try:
-        return SweepRecord.model_validate(data)
-    except ValidationError as e:
-        err = e.errors()[0]
-        where = ".".join(str(x) for x in err["loc"])
-        raise ParseError(f"bad sweep JSON: {where + ': ' if where else ''}{err['msg']}", source=source) from None
-
-
-def _fmt_tbps(tbps: float) -> str:
-    return f"{tbps:.2f} TB/s" if tbps >= 0.1 else f"{tbps * 1e3:.1f} GB/s"
-
-
-def headline(summary: SweepSummary) -> str:
-    """One line for run lists: 'DRAM 1.46 TB/s (91% of 1.597 TB/s)'."""
-    if summary.dram_tbps is not None:
-        text = f"DRAM {'~' if summary.dram_is_estimate else ''}{_fmt_tbps(summary.dram_tbps)}"
-        if summary.dram_pct_of_spec is not None and summary.spec_dram_tbps is not None:
-            text += f" ({summary.dram_pct_of_spec:.0f}% of {summary.spec_dram_tbps:.4g} TB/s)"
-        return text
-    if summary.cache_peak_tbps is not None:
-        return f"cache peak {_fmt_tbps(summary.cache_peak_tbps)}, no DRAM plateau"
-    if summary.launch_floor_us is not None:
-        return f"launch floor {summary.launch_floor_us:.1f} us, no DRAM plateau"
-    return "no DRAM plateau"
-
-
-def reference_curve(analysis: SweepAnalysis) -> ReferenceCurve | None:
-    """The tutorial's sweep, analysed; `matches_device` when the run was on its GPU."""
-    ref = REFERENCE_SWEEPS.get(REFERENCE_KEY)
-    if ref is None:
-        return None
-    ra = analyze_sweep(SweepRecord.model_validate(ref.as_sweep_json()))
-    s = ra.summary
-    mine = analysis.summary
-    measured_spec = lookup(mine.device_name) if mine.device_type == "cuda" else None
-    return ReferenceCurve(
-        key=ref.key,
-        source=ref.source,
-        gpu=s.spec_name or s.device_name or ref.gpu_key,
-        dtype=ref.dtype,
-        element_size=ref.element_size,
-        matches_device=measured_spec is not None and measured_spec.key == ref.gpu_key,
-        launch_floor_us=s.launch_floor_us,
-        cache_peak_tbps=s.cache_peak_tbps,
-        cache_peak_log2=s.cache_peak_log2,
-        dram_tbps=s.dram_tbps,
-        dram_pct_of_spec=s.dram_pct_of_spec,
-        spec_label=s.spec_label,
-        rows=[ReferenceRow(log2=p.log2, mib=p.mib, us=p.us, tbps=p.tbps, regime=p.regime) for p in ra.rows],
-    )
-
-
-def build_result(
-    record: SweepRecord,
-    *,
-    target: str,
-    where: dict[str, Any] | None = None,
-    run_id: str | None = None,
-    run_dir: str | None = None,
-    created: datetime | None = None,
-    source: str | None = None,
-    command: Sequence[str] = (),
-    script_argv: Sequence[str] = (),
-    against: SweepResult | None = None,
-) -> SweepResult:
-    """Analyse a record (spec from the GPU's name) and put together everything shown."""
-    spec = lookup(record.device.name) if record.device.type == "cuda" else None
-    analysis = analyze_sweep(record, spec)
-    reference = reference_curve(analysis)
-    ref_tbps = {r.log2: r.tbps for r in reference.rows} if reference and reference.matches_device else {}
-    rows = [SweepResultRow(**p.model_dump(), reference_tbps=ref_tbps.get(p.log2)) for p in analysis.rows]
-    result = SweepResult(
-        run_id=run_id,
-        run_dir=run_dir,
-        created=created,
-        source=source,
-        target=target,
-        where=dict(where or {}),
-        command=list(command),
-        script_argv=list(script_argv),
-        dtype=record.dtype,
-        element_size=record.element_size,
-        iters=record.iters,
-        warmup=record.warmup,
-        device=record.device.model_dump(mode="json"),
-        headline=headline(analysis.summary),
-        rows=rows,
-        summary=analysis.summary,
-        reference=reference,
-        record=record,
-    )
-    if against is not None:
-        result.compare = compare_results(result, against)
-    return result
 
 
 def analyze_record_file(path: Path) -> SweepResult:
     """The analysed result of a sweep JSON on disk (what `nsightlab analyze FILE` shows)."""
-    record = load_record(path)
-    return build_result(record, target=f"file {path}", source=str(path))
+    from nsightlab.sweep_result import build_result
 
-
-# ---------------------------------------------------------------------------- stored runs
+    return build_result(load_record(path), target=f"file {path}", source=str(path))
 
 
 def load_sweep_run(ref: str) -> SweepResult:
     """A finished sweep from the run store: id prefix, folder prefix, path, or `latest`."""
+    from pydantic import ValidationError
+
     from nsightlab import store
+    from nsightlab.sweep_result import SweepResult
 
     if ref in ("latest", "last"):
-        done = [r for r in store.all_runs() if r.has_result() and _kind(r) == "sweep"]
+        done = [r for r in store.all_runs() if r.has_result() and r.meta().kind == "sweep"]
         if not done:
             raise UsageError("there is no finished sweep run yet", hint="Make one with `nsightlab sweep`.")
         run = done[-1]
     else:
         run = store.resolve(ref)
-    kind = _kind(run)
+    kind = run.meta().kind
     if kind != "sweep":
         raise UsageError(f"run {run.folder} is a {kind} run, not a sweep")
     data = run.result()
@@ -406,171 +242,10 @@ def load_sweep_run(ref: str) -> SweepResult:
         raise ParseError(f"not a sweep result this nsightlab can read ({e.error_count()} problems)", source=run.path / "result.json") from None
 
 
-def _kind(run: Run) -> str:
-    return run.meta().kind
-
-
-# ---------------------------------------------------------------------------- predict, then measure
-
-
-def _side(r: SweepResult) -> CompareSide:
-    return CompareSide(
-        run_id=r.run_id,
-        dtype=r.dtype,
-        element_size=r.element_size,
-        device=r.summary.device_name,
-        device_type=r.summary.device_type,
-        target=r.target,
-        launch_floor_us=r.summary.launch_floor_us,
-        dram_tbps=r.summary.dram_tbps,
-    )
-
-
-def _sizes_text(log2s: Sequence[int]) -> str:
-    return ", ".join(f"2^{n}" for n in log2s)
-
-
-def compare_results(x: SweepResult, y: SweepResult) -> SweepCompare:
-    """Check the prediction on two sweeps: in the DRAM regime, time follows the element
-    size and TB/s stays put; at the launch floor, time stays put."""
-    a, b = (x, y) if x.element_size <= y.element_size else (y, x)
-    ratio = b.element_size / a.element_size
-    notes: list[str] = []
-    same_device = (a.summary.device_name, a.summary.device_type) == (b.summary.device_name, b.summary.device_type)
-    if not same_device:
-        notes.append(
-            f"the runs are on different devices ({a.summary.device_name or a.summary.device_type} vs "
-            f"{b.summary.device_name or b.summary.device_type}): the check needs one device"
-        )
-    if a.dtype == b.dtype:
-        notes.append(f"both runs are {a.dtype}: this checks that the run repeats, not the prediction")
-    by_log2 = {r.log2: r for r in b.rows}
-    pairs: list[ComparePair] = []
-    for ra in a.rows:
-        rb = by_log2.get(ra.log2)
-        if rb is None or ra.elements != rb.elements:
-            continue
-        t_ratio = rb.seconds_per_call / ra.seconds_per_call
-        bw_ratio = rb.tbps / ra.tbps
-        expected: float | None = None
-        agrees: bool | None = None
-        if ra.regime == rb.regime == "dram":
-            expected = ratio
-            agrees = abs(t_ratio / ratio - 1) <= COMPARE_TIME_TOLERANCE and abs(bw_ratio - 1) <= COMPARE_TBPS_TOLERANCE
-        elif ra.regime == rb.regime == "launch":
-            expected = 1.0
-            agrees = abs(t_ratio - 1) <= COMPARE_LAUNCH_TOLERANCE
-        pairs.append(
-            ComparePair(
-                log2=ra.log2,
-                elements=ra.elements,
-                regime_a=ra.regime,
-                regime_b=rb.regime,
-                us_a=ra.us,
-                us_b=rb.us,
-                tbps_a=ra.tbps,
-                tbps_b=rb.tbps,
-                time_ratio=t_ratio,
-                tbps_ratio=bw_ratio,
-                expected_time_ratio=expected,
-                agrees=agrees,
-            )
-        )
-    if not pairs:
-        notes.append("the runs have no size in common: sizes are compared at equal element counts")
-    dram = [p for p in pairs if p.regime_a == p.regime_b == "dram"]
-    launch = [p for p in pairs if p.regime_a == p.regime_b == "launch"]
-    time_ratio = statistics.median(p.time_ratio for p in dram) if dram else None
-    tbps_ratio = statistics.median(p.tbps_ratio for p in dram) if dram else None
-    launch_ratio = statistics.median(p.time_ratio for p in launch) if launch else None
-    pa, pb = a.summary.dram_tbps, b.summary.dram_tbps
-    plateau_ratio = pb / pa if pa and pb else None
-
-    names = f"{b.dtype} ({b.element_size} B per element) vs {a.dtype} ({a.element_size} B)"
-    prediction = (
-        f"Prediction: {names}: {ratio:g}x the bytes for the same element count. Where the op is "
-        f"bandwidth-bound (DRAM) the time per call should be x{ratio:g} and the TB/s the same; "
-        "at the launch floor the time should not change."
-    )
-    lines: list[str] = []
-    tol = f"time within ±{COMPARE_TIME_TOLERANCE:.0%} of x{ratio:g}, TB/s within ±{COMPARE_TBPS_TOLERANCE:.0%}"
-    verdict: Literal["agrees", "disagrees", "inconclusive"]
-    if time_ratio is not None and tbps_ratio is not None:
-        ok = abs(time_ratio / ratio - 1) <= COMPARE_TIME_TOLERANCE and abs(tbps_ratio - 1) <= COMPARE_TBPS_TOLERANCE
-        verdict = "agrees" if ok else "disagrees"
-        lines.append(
-            f"Measured in the DRAM regime ({_sizes_text([p.log2 for p in dram])}): time x{time_ratio:.2f}, "
-            f"TB/s x{tbps_ratio:.2f} ({b.dtype} vs {a.dtype})."
-        )
-    elif plateau_ratio is not None:
-        tbps_ratio = plateau_ratio
-        ok = abs(plateau_ratio - 1) <= COMPARE_TBPS_TOLERANCE
-        verdict = "agrees" if ok else "disagrees"
-        tol = f"TB/s within ±{COMPARE_TBPS_TOLERANCE:.0%}; no size was DRAM-bound in both, so time is not checked"
-        lines.append(
-            f"Measured: DRAM plateau {_fmt_tbps(pb or 0)} for {b.dtype} vs {_fmt_tbps(pa or 0)} for {a.dtype} "
-            f"(x{plateau_ratio:.2f})."
-        )
-    else:
-        verdict = "inconclusive"
-    if verdict == "agrees":
-        lines.append(f"The measurement agrees with the prediction ({tol}): the op is bandwidth-bound, so bytes, not elements, set its speed.")
-    elif verdict == "disagrees":
-        assert tbps_ratio is not None
-        conversion = (
-            f" (on a CPU, typically converting {a.dtype} to float32 and back)"
-            if a.summary.device_type == "cpu" and a.dtype in ("float16", "bfloat16")
-            else ""
-        )
-        why = (
-            f"{b.dtype} moved bytes faster than {a.dtype}: the narrower type did not reach the memory "
-            f"ceiling, so something else limits it{conversion}"
-            if tbps_ratio > 1 + COMPARE_TBPS_TOLERANCE
-            else f"{b.dtype} moved bytes slower than {a.dtype}: at these sizes the op is not purely "
-            "bandwidth-bound, or a run was disturbed (rerun with more --iters)"
-            if tbps_ratio < 1 - COMPARE_TBPS_TOLERANCE
-            else "the time did not follow the bytes"
-        )
-        lines.append(f"The measurement does not agree with the prediction ({tol}): {why}.")
-    else:
-        cache = a.summary.l2_bytes or b.summary.l2_bytes
-        if cache:
-            need = min(SIZE_MAX_LOG2, max(SIZE_MIN_LOG2, (4 * cache // a.element_size - 1).bit_length()))
-            advice = f" (at least 2^{need} elements here: 4x the {cache / 2**20:.0f} MiB cache), e.g. --sizes 12,{need},{min(need + 2, SIZE_MAX_LOG2)}"
-        else:
-            advice = ", e.g. --sizes 16,26,28,30 on a GPU"
-        lines.append(f"Inconclusive: no size was DRAM-bound in both runs. Rerun both with sizes several times the cache{advice}.")
-    if launch_ratio is not None:
-        at_floor = abs(launch_ratio - 1) <= COMPARE_LAUNCH_TOLERANCE
-        lines.append(
-            f"At the launch floor ({_sizes_text([p.log2 for p in launch])}): time x{launch_ratio:.2f}: "
-            + ("the bytes did not matter there, as predicted." if at_floor else "not as predicted: the time changed with the type there (noise at the floor, or those sizes were not all overhead).")
-        )
-    return SweepCompare(
-        a=_side(a),
-        b=_side(b),
-        element_ratio=ratio,
-        same_device=same_device,
-        pairs=pairs,
-        dram_sizes=[p.log2 for p in dram],
-        launch_sizes=[p.log2 for p in launch],
-        time_ratio=time_ratio,
-        tbps_ratio=tbps_ratio,
-        launch_time_ratio=launch_ratio,
-        plateau_ratio=plateau_ratio,
-        expected_time_ratio=ratio,
-        expected_tbps_ratio=1.0,
-        time_tolerance=COMPARE_TIME_TOLERANCE,
-        tbps_tolerance=COMPARE_TBPS_TOLERANCE,
-        verdict=verdict,
-        prediction=prediction,
-        lines=lines,
-        notes=notes,
-    )
-
-
 def compare_runs(ref_a: str, ref_b: str) -> SweepCompare:
     """Compare two stored sweeps without running anything."""
+    from nsightlab.sweep_result import compare_results
+
     a, b = load_sweep_run(ref_a), load_sweep_run(ref_b)
     if a.run_id is not None and a.run_id == b.run_id:
         raise UsageError(f"'{ref_a}' and '{ref_b}' are the same run ({a.run_id})")
@@ -608,14 +283,28 @@ class _Lines:
             self._buf = b""
 
 
-def _command(plan_args: dict[str, Any], where: dict[str, Any]) -> list[str]:
+def _preload(modules: Sequence[str]) -> threading.Thread:
+    """Import `modules` in a background thread (while the target works). A failure is left
+    for the main thread's own import to report."""
+
+    def load() -> None:
+        for name in modules:
+            with contextlib.suppress(Exception):
+                importlib.import_module(name)
+
+    thread = threading.Thread(target=load, name="nsightlab-preload", daemon=True)
+    thread.start()
+    return thread
+
+
+def _command(args: dict[str, Any], where: dict[str, Any]) -> list[str]:
     """The nsightlab command line that repeats this run."""
-    cmd = ["nsightlab", "sweep", "--dtype", plan_args["dtype"]]
-    if plan_args["sizes"]:
-        cmd += ["--sizes", ",".join(str(n) for n in plan_args["sizes"])]
-    cmd += ["--iters", str(plan_args["iters"]), "--warmup", str(plan_args["warmup"])]
-    if plan_args["device"]:
-        cmd += ["--device", plan_args["device"]]
+    cmd = ["nsightlab", "sweep", "--dtype", args["dtype"]]
+    if args["sizes"]:
+        cmd += ["--sizes", ",".join(str(n) for n in args["sizes"])]
+    cmd += ["--iters", str(args["iters"]), "--warmup", str(args["warmup"])]
+    if args["device"]:
+        cmd += ["--device", args["device"]]
     if where.get("context"):
         cmd += ["--context", str(where["context"]), "--namespace", str(where.get("namespace"))]
     else:
@@ -635,18 +324,17 @@ def run_sweep(
     against: SweepResult | None = None,
 ) -> SweepResult:
     """Run the sweep on `where.target`, store it (raw JSON and log, meta.json, result.json)
-    and return the result. A failing script raises RemoteCommandError (exit 6), and leaves
+    and return the result. A failing script raises RemoteCommandError (exit 6) and leaves
     no run folder behind."""
-    from nsightlab import assets, store
-    from nsightlab.store import RunMeta
+    from nsightlab import assets
     from nsightlab.targets import LocalTarget
 
     if dtype not in DTYPES:
         raise UsageError(f"--dtype must be one of {', '.join(DTYPES)}, got '{dtype}'")
     target = where.target
-    now = datetime.now(timezone.utc)
-    run, run_id = store.new_run("sweep", dtype, now=now)
+    started = datetime.now(timezone.utc)
     workdir: str | None = None
+    preload: threading.Thread | None = None
     try:
         workdir = target.workdir()
         remote_script = f"{workdir}/{SCRIPT}"
@@ -659,13 +347,14 @@ def run_sweep(
             argv += ["--device", device]
         argv += ["--json", remote_json]
 
-        with (run.raw / RAW_LOG).open("wb") as log:
-            out = _Lines(env.note, log.write)
-            err = _Lines(env.note, log.write)
-            with env.status(f"sweeping {dtype} on {target.label}"):
-                code = target.stream(argv, on_stdout=out, on_stderr=err)
-            out.flush()
-            err.flush()
+        log = bytearray()
+        out = _Lines(env.note, log.extend)
+        err = _Lines(env.note, log.extend)
+        preload = _preload([_RESULT_MODULE, "nsightlab.store"])
+        with env.status(f"sweeping {dtype} on {target.label}"):
+            code = target.stream(argv, on_stdout=out, on_stderr=err)
+        out.flush()
+        err.flush()
         if code != 0:
             last = err.tail[-1] if err.tail else "no output on stderr"
             raise RemoteCommandError(
@@ -673,19 +362,45 @@ def run_sweep(
                 returncode=code,
                 hint=_failure_hint(last, code, where),
             )
+        preload.join()  # normally long done: the script takes longer than the imports
+        args = {"dtype": dtype, "sizes": list(sizes or []), "iters": iters, "warmup": warmup, "device": device}
+        return _store(target, where, remote_json, bytes(log), started, argv, _command(args, where.meta), against)
+    finally:
+        if preload is not None:
+            preload.join()  # never leave an import half-done behind
+        if workdir is not None and isinstance(target, LocalTarget):
+            with contextlib.suppress(OSError):
+                shutil.rmtree(workdir)
+
+
+def _store(
+    target: Target,
+    where: Where,
+    remote_json: str,
+    log: bytes,
+    started: datetime,
+    argv: list[str],
+    command: list[str],
+    against: SweepResult | None,
+) -> SweepResult:
+    """A new run folder with what came back, meta.json, and result.json written last."""
+    from nsightlab import store
+    from nsightlab.store import RunMeta
+    from nsightlab.sweep_result import build_result
+
+    run, run_id = store.new_run("sweep", argv[argv.index("--dtype") + 1], now=started)
+    try:
+        (run.raw / RAW_LOG).write_bytes(log)
         local_json = run.raw / RAW_JSON
         target.get(remote_json, local_json)
         record = load_record(local_json)
-
-        args = {"dtype": dtype, "sizes": list(sizes or []), "iters": iters, "warmup": warmup, "device": device}
-        command = _command(args, where.meta)
         result = build_result(
             record,
             target=str(where.meta.get("target") or target.label),
             where=where.meta,
             run_id=run_id,
             run_dir=str(run.path),
-            created=now,
+            created=started,
             command=command,
             script_argv=argv,
             against=against,
@@ -694,8 +409,8 @@ def run_sweep(
         meta = RunMeta(
             id=run_id,
             kind="sweep",
-            name=dtype,
-            created=now,
+            name=record.dtype,
+            created=started,
             target=result.target,
             context=_str(where.meta.get("context")),
             namespace=_str(where.meta.get("namespace")),
@@ -706,7 +421,7 @@ def run_sweep(
             image=_str(where.meta.get("image")),
             versions={"torch": dev.torch, "cuda": dev.cuda, "python": dev.python, "driver": dev.driver, "nsightlab": __version__},
             command=command,
-            dtype=dtype,
+            dtype=record.dtype,
             headline=result.headline,
             session_uid=_str(where.meta.get("session_uid")),
         )
@@ -715,10 +430,6 @@ def run_sweep(
     except BaseException:
         store.remove(run)
         raise
-    finally:
-        if workdir is not None and isinstance(target, LocalTarget):
-            with contextlib.suppress(OSError):
-                shutil.rmtree(workdir)
     return result
 
 

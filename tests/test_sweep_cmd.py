@@ -1,7 +1,7 @@
 """`nsightlab sweep`: the real lab script run on this machine's CPU, stored, analysed, shown.
 
-The lab-pod variant (sweep.py through the Kubernetes emulator's exec) lives with the
-emulator's tests.
+The lab-pod variant (sweep.py through the Kubernetes emulator's exec) needs the emulator
+in tests/kubesim and belongs beside its tests.
 """
 
 from __future__ import annotations
@@ -116,7 +116,7 @@ def test_predict_then_measure(capsys: pytest.CaptureFixture[str], home: Path) ->
 
     second = run_cli(capsys, "sweep", "--local", "--iters", "5", "--warmup", "1", "--compare", "latest")
     assert second.code == 0, second
-    assert "comparing with run" in second.err and "float32 at 2^12..2^26" in second.err
+    assert "comparing with run" in second.err and "float32 at 2^12..2^26 on cpu" in second.err
     f16_dir, f32_dir = runs(home)
     assert f32_dir.name.split("-")[2] == "float32"  # the other element size was chosen
     f32 = json.loads((f32_dir / "result.json").read_text())
