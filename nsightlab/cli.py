@@ -752,6 +752,79 @@ def analyze(
         render.ncu(env, result)
     else:
         render.sweep(env, result)  # type: ignore[arg-type]
+class _Dtype(str, Enum):
+    float16 = "float16"
+    bfloat16 = "bfloat16"
+    float32 = "float32"
+    float64 = "float64"
+
+
+class _Device(str, Enum):
+    cpu = "cpu"
+    cuda = "cuda"
+
+
+@app.command()
+def sweep(
+    dtype: Annotated[Optional[_Dtype], typer.Option("--dtype", help="element type (default float16; with --compare, the other element size).", show_default=False)] = None,  # noqa: UP045
+    sizes: Annotated[Optional[str], typer.Option("--sizes", metavar="N,N,...", help="log2 of the element counts, 10..34, e.g. 16,20,24 (default: 16..30 on a GPU, 12..26 on a CPU).", show_default=False)] = None,  # noqa: UP045
+    iters: Annotated[Optional[int], typer.Option("--iters", help="timed calls per size (default 50).", min=1, show_default=False)] = None,  # noqa: UP045
+    warmup: Annotated[Optional[int], typer.Option("--warmup", help="warm-up calls per size (default 5).", min=0, show_default=False)] = None,  # noqa: UP045
+    compare: Annotated[Optional[list[str]], typer.Option("--compare", metavar="RUN", help="a stored sweep (id, prefix or 'latest') to check against; give it twice to compare two stored runs without running anything.", show_default=False)] = None,  # noqa: UP045
+    local: LocalOpt = False,
+    device: Annotated[Optional[_Device], typer.Option("--device", help="cuda or cpu (default: cuda if the target has one).", show_default=False)] = None,  # noqa: UP045
+    context: ContextOpt = None,
+    kubeconfig: KubeconfigOpt = None,
+    namespace: NamespaceOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Memory-bandwidth sweep: time an in-place scale at many sizes and name the launch,
+    cache and DRAM regimes, with the DRAM plateau against the GPU's spec.
+
+    Runs lab_scripts/sweep.py in the lab pod (or on this machine with --local), rows
+    appearing as they are measured, then stores the run and shows the table, the
+    summary and the lesson. Bytes per call = 2 x elements x element size (read + write).
+    --compare checks the tutorial's prediction: in the DRAM regime, float32 takes twice
+    float16's time at the same TB/s.
+
+    \b
+    Example:
+      nsightlab sweep --dtype float16
+      nsightlab sweep --compare latest          # float32 now, checked against it
+      nsightlab sweep --local --device cpu --sizes 12,16,20,24
+      nsightlab sweep --compare 3fa2c1 --compare 9b07d4 --json
+    """
+    from nsightlab import render
+    from nsightlab import sweep as sw
+    from nsightlab.errors import UsageError
+
+    env = _env(json_out)
+    refs = list(compare or [])
+    if len(refs) > 2:
+        raise UsageError("--compare takes one stored run (checked against a new one) or two (compared as they are)")
+    if len(refs) == 2:
+        cmp = sw.compare_runs(refs[0], refs[1])
+        if env.json:
+            env.print_json(cmp)
+        else:
+            render.sweep_compare(env, cmp)
+        return
+    plan = sw.plan_sweep(
+        dtype=dtype.value if dtype else None,
+        sizes=sizes,
+        iters=iters,
+        warmup=warmup,
+        device=device.value if device else None,
+        compare=refs[0] if refs else None,
+    )
+    for line in plan.notes:
+        env.note(line)
+    with _where(env, local=local, context=context, kubeconfig=kubeconfig, namespace=namespace, action="run a sweep in a pod") as w:
+        result = sw.run_sweep(env, w, dtype=plan.dtype, sizes=plan.sizes, iters=plan.iters, warmup=plan.warmup, device=plan.device, against=plan.against)
+    if env.json:
+        env.print_json(result)
+    else:
+        render.sweep(env, result)
 
 
 # ---------------------------------------------------------------------------- entry point

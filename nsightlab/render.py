@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from nsightlab.lab import CleanupReport, LabPod, StatusReport
     from nsightlab.ncu import NcuResult
     from nsightlab.profile import KernelLine, ProfileResult
+    from nsightlab.sweep_result import SweepCompare, SweepResult
     from nsightlab.transfer import CopyResult
 
 
@@ -366,3 +367,195 @@ def ncu(env: Env, result: NcuResult) -> None:
     if result.run_id:
         blank(env)
         lines(env, [f"run {result.run_id} stored"], bullet="")
+# ---------------------------------------------------------------------------- sweep
+
+#: Width of the bar column, in character cells, for the largest TB/s.
+BAR_WIDTH = 24
+_EIGHTHS = " ▏▎▍▌▋▊▉█"
+
+
+def bar(value: float, top: float, *, width: int = BAR_WIDTH, unicode: bool = True) -> str:
+    """A horizontal bar, `width` cells at `top`: eighth blocks, or '#' without Unicode."""
+    if top <= 0 or value <= 0:
+        return ""
+    cells = max(0.0, min(1.0, value / top)) * width
+    if not unicode:
+        return "#" * max(1, round(cells))
+    full, part = int(cells), int((cells - int(cells)) * 8)
+    text = "█" * full + (_EIGHTHS[part] if part else "")
+    return text or "▏"
+
+
+def _unicode_ok(env: Env) -> bool:
+    return (env.out.encoding or "").lower().replace("-", "").startswith("utf")
+
+
+def _mib(v: float) -> str:
+    return f"{v:.1f}" if v >= 0.1 else f"{v:.3f}"
+
+
+def _tb(v: float, digits: int) -> str:
+    return f"{v:.{digits}f}"
+
+
+def _tbps_text(tbps: float) -> str:
+    return f"{tbps:.2f} TB/s" if tbps >= 0.1 else f"{tbps * 1e3:.1f} GB/s"
+
+
+def _bytes(n: int) -> str:
+    return f"{n / 2**30:.0f} GiB" if n >= 2**30 else f"{n / 2**20:.0f} MiB" if n >= 2**20 else f"{n / 2**10:.0f} KiB"
+
+
+def _log2s(values: Sequence[int]) -> str:
+    if not values:
+        return ""
+    return f"2^{values[0]}" if len(values) == 1 else f"2^{values[0]}..2^{values[-1]}"
+
+
+def sweep(env: Env, result: SweepResult) -> None:
+    """The sweep table (size, MiB, us, TB/s, % of spec, regime, bar), summary and lesson."""
+    s = result.summary
+    device = s.device_name or s.device_type
+    heading(
+        env,
+        f"Bandwidth sweep: {result.dtype} x.mul_ ({result.element_size} B/element) on {device}, "
+        f"{result.target}; {result.warmup} warm-up + {result.iters} timed calls per size",
+    )
+    rows = result.rows
+    top = max((r.tbps for r in rows), default=0.0)
+    digits = 2 if top >= 0.5 else 3
+    with_ref = any(r.reference_tbps is not None for r in rows)
+    cols = [
+        Column("SIZE"),
+        Column("MiB", justify="right"),
+        Column("US/CALL", justify="right"),
+        Column("TB/S", justify="right"),
+        Column("% SPEC", justify="right"),
+        Column("REGIME"),
+    ]
+    if with_ref:
+        cols.append(Column("REF TB/S", justify="right"))
+    cols.append(Column("BAR"))
+    uni = _unicode_ok(env)
+    cells: list[list[Any]] = []
+    for r in rows:
+        row: list[Any] = [
+            f"2^{r.log2}",
+            _mib(r.mib),
+            f"{r.us:.1f}",
+            _tb(r.tbps, digits),
+            f"{r.pct_of_dram_spec:.0f}%" if r.pct_of_dram_spec is not None else "",
+            r.regime,
+        ]
+        if with_ref:
+            row.append(_tb(r.reference_tbps, 2) if r.reference_tbps is not None else "")
+        row.append(bar(r.tbps, top, unicode=uni))
+        cells.append(row)
+    blank(env)
+    table(env, cols, cells)
+    if not rows:
+        lines(env, ["no size was measured"], bullet="")
+    blank(env)
+    heading(env, "Summary")
+    lines(env, sweep_summary_lines(result))
+    if s.lesson:
+        blank(env)
+        heading(env, "What it means")
+        lines(env, s.lesson)
+    if s.notes:
+        blank(env)
+        heading(env, "Notes")
+        lines(env, s.notes)
+    if result.compare is not None:
+        blank(env)
+        sweep_compare(env, result.compare)
+    if result.run_id:
+        blank(env)
+        lines(env, [f"stored as run {result.run_id} ({result.run_dir})"], bullet="")
+
+
+def sweep_summary_lines(result: SweepResult) -> list[str]:
+    s = result.summary
+    out: list[str] = []
+    if s.launch_floor_us is not None:
+        launch = [r.log2 for r in result.rows if r.regime == "launch"]
+        out.append(f"launch floor: {s.launch_floor_us:.1f} us per call ({_log2s(launch)}: fixed cost, not data)")
+    else:
+        out.append("launch floor: none seen (no size sat at a floor; add smaller --sizes)")
+    if s.cache_peak_tbps is not None and s.cache_peak_log2 is not None:
+        line = f"cache peak: {_tbps_text(s.cache_peak_tbps)} at 2^{s.cache_peak_log2}"
+        if s.spec_dram_tbps:
+            line += f" ({s.cache_peak_tbps / s.spec_dram_tbps:.1f}x the DRAM spec: served from cache)"
+        out.append(line)
+    else:
+        out.append("cache peak: none (no size ran from the cache)")
+    if s.dram_tbps is not None:
+        line = f"DRAM plateau: {'~' if s.dram_is_estimate else ''}{_tbps_text(s.dram_tbps)} ({_log2s(s.dram_from_log2)})"
+        if s.dram_pct_of_spec is not None:
+            line += f", {s.dram_pct_of_spec:.0f}% of the DRAM spec {s.spec_label}"
+        elif s.device_type == "cuda":
+            line += f"; no spec for {s.device_name or 'this GPU'} in the table"
+        else:
+            line += "; a CPU has no spec in the table: the figure is this machine's own"
+        out.append(line)
+    else:
+        out.append("DRAM plateau: not reached (add larger --sizes)")
+    cache_name = "L2" if s.device_type == "cuda" else "last-level cache"
+    if s.l2_bytes:
+        out.append(f"{cache_name} used for the regimes: {_bytes(s.l2_bytes)} ({s.l2_source or 'unknown source'})")
+    else:
+        out.append(f"{cache_name}: size unknown; regimes inferred from the shape of the curve")
+    ref = result.reference
+    if ref is not None:
+        figures = []
+        if ref.launch_floor_us is not None:
+            figures.append(f"launch floor {ref.launch_floor_us:.1f} us")
+        if ref.cache_peak_tbps is not None:
+            figures.append(f"L2 peak {_tbps_text(ref.cache_peak_tbps)}")
+        if ref.dram_tbps is not None:
+            pct = f" ({ref.dram_pct_of_spec:.0f}% of {ref.spec_label})" if ref.dram_pct_of_spec is not None else ""
+            figures.append(f"DRAM {_tbps_text(ref.dram_tbps)}{pct}")
+        if ref.matches_device:
+            out.append(f"reference (REF TB/S column): the same GPU in the tutorial, {ref.dtype}: " + ", ".join(figures))
+        else:
+            mine = f"; this device's DRAM spec: {s.spec_label}" if s.spec_label else ""
+            out.append(f"reference: the tutorial's {ref.gpu}, {ref.dtype}: " + ", ".join(figures) + mine)
+    return out
+
+
+def sweep_compare(env: Env, cmp: SweepCompare) -> None:
+    """The float16 vs float32 check: sizes side by side, ratios, and the verdict."""
+    a, b = cmp.a, cmp.b
+    heading(env, f"Predict, then measure: {b.dtype} (run {b.run_id or '-'}) vs {a.dtype} (run {a.run_id or '-'})")
+    lines(env, [cmp.prediction], bullet="")
+    if cmp.pairs:
+        top = max(max(p.tbps_a, p.tbps_b) for p in cmp.pairs)
+        digits = 2 if top >= 0.5 else 3
+        cols = [
+            Column("SIZE"),
+            Column(f"REGIME {a.dtype}"),
+            Column(f"REGIME {b.dtype}"),
+            Column(f"US {a.dtype}", justify="right"),
+            Column(f"US {b.dtype}", justify="right"),
+            Column("TIME x", justify="right"),
+            Column(f"TB/S {a.dtype}", justify="right"),
+            Column(f"TB/S {b.dtype}", justify="right"),
+            Column("TB/S x", justify="right"),
+            Column("EXPECTED"),
+        ]
+        rows = []
+        for p in cmp.pairs:
+            if p.expected_time_ratio is None:
+                expected = ""
+            else:
+                expected = f"time x{p.expected_time_ratio:g}" + ("" if p.agrees is None else (" ok" if p.agrees else " NO"))
+            rows.append([
+                f"2^{p.log2}", p.regime_a, p.regime_b, f"{p.us_a:.1f}", f"{p.us_b:.1f}", f"{p.time_ratio:.2f}",
+                _tb(p.tbps_a, digits), _tb(p.tbps_b, digits), f"{p.tbps_ratio:.2f}", expected,
+            ])
+        blank(env)
+        table(env, cols, rows)
+        blank(env)
+    lines(env, [*cmp.lines, f"verdict: {cmp.verdict}"])
+    if cmp.notes:
+        lines(env, [f"note: {n}" for n in cmp.notes])

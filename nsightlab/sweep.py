@@ -1,0 +1,448 @@
+"""The bandwidth sweep: run `lab_scripts/sweep.py` on a target, store and show the result.
+
+`run_sweep` copies the script into the target's work folder and runs it, forwarding its
+rows live to stderr; then it fetches the script's JSON into a new run's `raw/`, analyses
+it (`nsightlab.sweep_result`) and writes `meta.json` and, last, `result.json`: a run
+folder is complete, or it is removed.
+
+Also here: `analyze_record_file` (a sweep JSON on disk, for `nsightlab analyze`) and
+`compare_runs` (two stored sweeps, nothing run).
+
+This module imports only the standard library at the top. The models and the analysis
+(pydantic) load in a background thread while the script runs on the target, so on this
+machine `nsightlab sweep --local` costs little more than running the script by hand
+(bench/sweep_overhead.py). Their names are re-exported here lazily.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import json
+import shutil
+import threading
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from nsightlab import __version__
+from nsightlab.errors import ParseError, RemoteCommandError, UsageError
+
+if TYPE_CHECKING:
+    from nsightlab.analysis import SweepRecord
+    from nsightlab.cli import Where
+    from nsightlab.console import Env
+    from nsightlab.sweep_result import (
+        COMPARE_LAUNCH_TOLERANCE,
+        COMPARE_TBPS_TOLERANCE,
+        COMPARE_TIME_TOLERANCE,
+        ComparePair,
+        CompareSide,
+        ReferenceCurve,
+        SweepCompare,
+        SweepResult,
+        SweepResultRow,
+        build_result,
+        compare_results,
+        headline,
+    )
+    from nsightlab.targets import Target
+
+__all__ = [
+    "COMPARE_LAUNCH_TOLERANCE",
+    "COMPARE_TBPS_TOLERANCE",
+    "COMPARE_TIME_TOLERANCE",
+    "DTYPES",
+    "ComparePair",
+    "CompareSide",
+    "ReferenceCurve",
+    "SweepCompare",
+    "SweepPlan",
+    "SweepResult",
+    "SweepResultRow",
+    "analyze_record_file",
+    "build_result",
+    "compare_results",
+    "compare_runs",
+    "headline",
+    "load_record",
+    "load_sweep_run",
+    "parse_sizes",
+    "plan_sweep",
+    "run_sweep",
+]
+
+_RESULT_MODULE = "nsightlab.sweep_result"
+#: Names that live in nsightlab.sweep_result, served from here on first use.
+_LAZY = frozenset(
+    {
+        "COMPARE_LAUNCH_TOLERANCE",
+        "COMPARE_TBPS_TOLERANCE",
+        "COMPARE_TIME_TOLERANCE",
+        "ComparePair",
+        "CompareSide",
+        "ReferenceCurve",
+        "SweepCompare",
+        "SweepResult",
+        "SweepResultRow",
+        "build_result",
+        "compare_results",
+        "headline",
+    }
+)
+
+#: Element sizes of the dtypes the script accepts.
+DTYPES: dict[str, int] = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8}
+DEFAULT_DTYPE = "float16"
+DEFAULT_ITERS = 50
+DEFAULT_WARMUP = 5
+#: The range `--sizes` accepts (log2 of the element count): 1 Ki to 16 Gi elements.
+SIZE_MIN_LOG2 = 10
+SIZE_MAX_LOG2 = 34
+#: What `--compare` runs when no --dtype is given: the type with the other element size.
+COUNTERPART_DTYPE: dict[str, str] = {
+    "float16": "float32",
+    "bfloat16": "float32",
+    "float32": "float16",
+    "float64": "float32",
+}
+
+SCRIPT = "sweep.py"
+RAW_JSON = "sweep.json"
+RAW_LOG = "sweep.log"
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(_RESULT_MODULE), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+# ---------------------------------------------------------------------------- inputs
+
+
+def parse_sizes(text: str) -> list[int]:
+    """`--sizes 16,20,24`: log2 of the element counts, each in SIZE_MIN_LOG2..SIZE_MAX_LOG2."""
+    parts = [p.strip() for p in text.split(",")]
+    if not text.strip() or any(not p for p in parts):
+        raise UsageError(f"--sizes wants comma-separated integers such as 16,20,24, got '{text}'")
+    sizes: list[int] = []
+    for p in parts:
+        try:
+            n = int(p)
+        except ValueError:
+            raise UsageError(
+                f"--sizes: '{p}' is not an integer (sizes are log2 of the element count, e.g. 16,20,24)"
+            ) from None
+        if not SIZE_MIN_LOG2 <= n <= SIZE_MAX_LOG2:
+            raise UsageError(f"--sizes: {n} is out of range {SIZE_MIN_LOG2}..{SIZE_MAX_LOG2} (2^{n} elements)")
+        sizes.append(n)
+    return sorted(set(sizes))
+
+
+@dataclass
+class SweepPlan:
+    """What to run, with the gaps filled (from the run to compare with, else the defaults)."""
+
+    dtype: str
+    sizes: list[int] | None
+    iters: int
+    warmup: int
+    device: str | None
+    against: SweepResult | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+def plan_sweep(
+    *,
+    dtype: str | None,
+    sizes: str | None,
+    iters: int | None,
+    warmup: int | None,
+    device: str | None,
+    compare: str | None = None,
+) -> SweepPlan:
+    """Validate the options. With a run to compare with, what is not given follows it: the
+    other element size (float16 <-> float32), the same sizes, the same device type."""
+    if dtype is not None and dtype not in DTYPES:
+        raise UsageError(f"--dtype must be one of {', '.join(DTYPES)}, got '{dtype}'")
+    size_list = parse_sizes(sizes) if sizes is not None else None
+    against = load_sweep_run(compare) if compare is not None else None
+    notes: list[str] = []
+    if against is not None:
+        theirs = against.record
+        if dtype is None:
+            dtype = COUNTERPART_DTYPE.get(theirs.dtype, DEFAULT_DTYPE)
+        if size_list is None:
+            size_list = sorted({r.log2 for r in theirs.rows} | {s.log2 for s in theirs.skipped}) or None
+        if device is None and theirs.device.type in ("cpu", "cuda"):
+            device = theirs.device.type
+        what = f"{dtype}" + (f" at 2^{size_list[0]}..2^{size_list[-1]}" if size_list else "") + (f" on {device}" if device else "")
+        notes.append(f"comparing with run {against.run_id} ({theirs.dtype} on {theirs.device.name or theirs.device.type}): this run measures {what}")
+    return SweepPlan(
+        dtype=dtype or DEFAULT_DTYPE,
+        sizes=size_list,
+        iters=iters if iters is not None else DEFAULT_ITERS,
+        warmup=warmup if warmup is not None else DEFAULT_WARMUP,
+        device=device,
+        against=against,
+        notes=notes,
+    )
+
+
+# ---------------------------------------------------------------------------- files and stored runs
+
+
+def load_record(path: Path) -> SweepRecord:
+    """A sweep JSON from disk: the script's own, or the `record` inside a stored result."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise UsageError(f"{path} does not exist") from None
+    except OSError as e:
+        raise UsageError(f"cannot read {path}: {e.strerror}") from None
+    except ValueError as e:
+        raise ParseError(f"not valid JSON ({e})", source=path) from None
+    from nsightlab.sweep_result import record_from_json
+
+    return record_from_json(data, source=path)
+
+
+def analyze_record_file(path: Path) -> SweepResult:
+    """The analysed result of a sweep JSON on disk (what `nsightlab analyze FILE` shows)."""
+    from nsightlab.sweep_result import build_result
+
+    return build_result(load_record(path), target=f"file {path}", source=str(path))
+
+
+def load_sweep_run(ref: str) -> SweepResult:
+    """A finished sweep from the run store: id prefix, folder prefix, path, or `latest`."""
+    from pydantic import ValidationError
+
+    from nsightlab import store
+    from nsightlab.sweep_result import SweepResult
+
+    if ref in ("latest", "last"):
+        done = [r for r in store.all_runs() if r.has_result() and r.meta().kind == "sweep"]
+        if not done:
+            raise UsageError("there is no finished sweep run yet", hint="Make one with `nsightlab sweep`.")
+        run = done[-1]
+    else:
+        run = store.resolve(ref)
+    kind = run.meta().kind
+    if kind != "sweep":
+        raise UsageError(f"run {run.folder} is a {kind} run, not a sweep")
+    data = run.result()
+    try:
+        return SweepResult.model_validate(data)
+    except ValidationError as e:
+        raise ParseError(f"not a sweep result this nsightlab can read ({e.error_count()} problems)", source=run.path / "result.json") from None
+
+
+def compare_runs(ref_a: str, ref_b: str) -> SweepCompare:
+    """Compare two stored sweeps without running anything."""
+    from nsightlab.sweep_result import compare_results
+
+    a, b = load_sweep_run(ref_a), load_sweep_run(ref_b)
+    if a.run_id is not None and a.run_id == b.run_id:
+        raise UsageError(f"'{ref_a}' and '{ref_b}' are the same run ({a.run_id})")
+    return compare_results(a, b)
+
+
+# ---------------------------------------------------------------------------- running it
+
+
+class _Lines:
+    """Bytes in, whole lines out (to `emit`); keeps the last few for error messages."""
+
+    def __init__(self, emit: Callable[[str], None], log: Callable[[bytes], object]) -> None:
+        self._emit = emit
+        self._log = log
+        self._buf = b""
+        self.tail: deque[str] = deque(maxlen=5)
+
+    def __call__(self, data: bytes) -> None:
+        self._log(data)
+        self._buf += data
+        *done, self._buf = self._buf.split(b"\n")
+        for raw in done:
+            self._line(raw)
+
+    def _line(self, raw: bytes) -> None:
+        text = raw.decode("utf-8", "replace").rstrip("\r")
+        if text.strip():
+            self.tail.append(text.strip())
+        self._emit(text)
+
+    def flush(self) -> None:
+        if self._buf:
+            self._line(self._buf)
+            self._buf = b""
+
+
+def _preload(modules: Sequence[str]) -> threading.Thread:
+    """Import `modules` in a background thread (while the target works). A failure is left
+    for the main thread's own import to report."""
+
+    def load() -> None:
+        for name in modules:
+            with contextlib.suppress(Exception):
+                importlib.import_module(name)
+
+    thread = threading.Thread(target=load, name="nsightlab-preload", daemon=True)
+    thread.start()
+    return thread
+
+
+def _command(args: dict[str, Any], where: dict[str, Any]) -> list[str]:
+    """The nsightlab command line that repeats this run."""
+    cmd = ["nsightlab", "sweep", "--dtype", args["dtype"]]
+    if args["sizes"]:
+        cmd += ["--sizes", ",".join(str(n) for n in args["sizes"])]
+    cmd += ["--iters", str(args["iters"]), "--warmup", str(args["warmup"])]
+    if args["device"]:
+        cmd += ["--device", args["device"]]
+    if where.get("context"):
+        cmd += ["--context", str(where["context"]), "--namespace", str(where.get("namespace"))]
+    else:
+        cmd.append("--local")
+    return cmd
+
+
+def run_sweep(
+    env: Env,
+    where: Where,
+    *,
+    dtype: str,
+    sizes: Sequence[int] | None,
+    iters: int,
+    warmup: int,
+    device: str | None,
+    against: SweepResult | None = None,
+) -> SweepResult:
+    """Run the sweep on `where.target`, store it (raw JSON and log, meta.json, result.json)
+    and return the result. A failing script raises RemoteCommandError (exit 6) and leaves
+    no run folder behind."""
+    from nsightlab import assets
+    from nsightlab.targets import LocalTarget
+
+    if dtype not in DTYPES:
+        raise UsageError(f"--dtype must be one of {', '.join(DTYPES)}, got '{dtype}'")
+    target = where.target
+    started = datetime.now(timezone.utc)
+    workdir: str | None = None
+    preload: threading.Thread | None = None
+    try:
+        workdir = target.workdir()
+        remote_script = f"{workdir}/{SCRIPT}"
+        remote_json = f"{workdir}/{RAW_JSON}"
+        target.put(assets.lab_script(SCRIPT), remote_script)
+        argv = [target.python, remote_script, "--dtype", dtype, "--iters", str(iters), "--warmup", str(warmup)]
+        if sizes:
+            argv += ["--sizes", ",".join(str(n) for n in sizes)]
+        if device:
+            argv += ["--device", device]
+        argv += ["--json", remote_json]
+
+        log = bytearray()
+        out = _Lines(env.note, log.extend)
+        err = _Lines(env.note, log.extend)
+        preload = _preload([_RESULT_MODULE, "nsightlab.store"])
+        with env.status(f"sweeping {dtype} on {target.label}"):
+            code = target.stream(argv, on_stdout=out, on_stderr=err)
+        out.flush()
+        err.flush()
+        if code != 0:
+            last = err.tail[-1] if err.tail else "no output on stderr"
+            raise RemoteCommandError(
+                f"the sweep script failed on {target.label} (exit {code}): {last[:300]}",
+                returncode=code,
+                hint=_failure_hint(last, code, where),
+            )
+        preload.join()  # normally long done: the script takes longer than the imports
+        args = {"dtype": dtype, "sizes": list(sizes or []), "iters": iters, "warmup": warmup, "device": device}
+        return _store(target, where, remote_json, bytes(log), started, argv, _command(args, where.meta), against)
+    finally:
+        if preload is not None:
+            preload.join()  # never leave an import half-done behind
+        if workdir is not None and isinstance(target, LocalTarget):
+            with contextlib.suppress(OSError):
+                shutil.rmtree(workdir)
+
+
+def _store(
+    target: Target,
+    where: Where,
+    remote_json: str,
+    log: bytes,
+    started: datetime,
+    argv: list[str],
+    command: list[str],
+    against: SweepResult | None,
+) -> SweepResult:
+    """A new run folder with what came back, meta.json, and result.json written last."""
+    from nsightlab import store
+    from nsightlab.store import RunMeta
+    from nsightlab.sweep_result import build_result
+
+    run, run_id = store.new_run("sweep", argv[argv.index("--dtype") + 1], now=started)
+    try:
+        (run.raw / RAW_LOG).write_bytes(log)
+        local_json = run.raw / RAW_JSON
+        target.get(remote_json, local_json)
+        record = load_record(local_json)
+        result = build_result(
+            record,
+            target=str(where.meta.get("target") or target.label),
+            where=where.meta,
+            run_id=run_id,
+            run_dir=str(run.path),
+            created=started,
+            command=command,
+            script_argv=argv,
+            against=against,
+        )
+        dev = record.device
+        meta = RunMeta(
+            id=run_id,
+            kind="sweep",
+            name=record.dtype,
+            created=started,
+            target=result.target,
+            context=_str(where.meta.get("context")),
+            namespace=_str(where.meta.get("namespace")),
+            pod=_str(where.meta.get("pod")),
+            node=_str(where.meta.get("node")),
+            instance_type=_str(where.meta.get("instance_type")),
+            gpu=_str(where.meta.get("gpu")) or (dev.name if dev.type == "cuda" else None),
+            image=_str(where.meta.get("image")),
+            versions={"torch": dev.torch, "cuda": dev.cuda, "python": dev.python, "driver": dev.driver, "nsightlab": __version__},
+            command=command,
+            dtype=record.dtype,
+            headline=result.headline,
+            session_uid=_str(where.meta.get("session_uid")),
+        )
+        run.write_meta(meta)
+        run.write_result(result)  # last: a run with a result.json is complete
+    except BaseException:
+        store.remove(run)
+        raise
+    return result
+
+
+def _str(value: object) -> str | None:
+    return None if value is None else str(value)
+
+
+def _failure_hint(last: str, code: int, where: Where) -> str | None:
+    local = not where.meta.get("context")
+    if "No module named 'torch'" in last:
+        return "Install torch here (pip install torch) or run in the lab pod." if local else "The lab pod's image needs PyTorch."
+    if "no CUDA device" in last:
+        return "Drop --device cuda to use the CPU, or run in the lab pod (without --local)." if local else "Check the pod's GPU with `nsightlab doctor`."
+    if code == 127:
+        return "Python was not found on the target."
+    return "The script's output is above."

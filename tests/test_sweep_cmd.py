@@ -1,0 +1,407 @@
+"""`nsightlab sweep`: the real lab script run on this machine's CPU, stored, analysed, shown.
+
+The lab-pod variant (sweep.py through the Kubernetes emulator's exec) needs the emulator
+in tests/kubesim and belongs beside its tests.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from clirun import Result, run_cli
+
+from nsightlab import render, sweep
+from nsightlab.analysis import PLATEAU_TOLERANCE, SweepRecord, analyze_sweep
+from nsightlab.console import Env
+from nsightlab.errors import ParseError
+from nsightlab.gpus import REFERENCE_SWEEPS
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = Path(__file__).parent / "data"
+ELEMENT_SIZE = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8}
+REGIMES = {"launch", "cache", "transition", "dram"}
+SMALL = ("--local", "--device", "cpu", "--iters", "5", "--warmup", "1")
+TUTORIAL = REFERENCE_SWEEPS["tutorial-rtx-pro-6000"]
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("NSIGHTLAB_HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("NSIGHTLAB_CONFIG", raising=False)
+    return tmp_path / "home"
+
+
+def runs(home: Path) -> list[Path]:
+    base = home / "runs"
+    return sorted(base.iterdir()) if base.is_dir() else []
+
+
+def sweep_json(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[Result, dict[str, Any]]:
+    r = run_cli(capsys, "sweep", *args, "--json")
+    assert r.code == 0, r
+    return r, json.loads(r.out)  # exactly one document, or this raises
+
+
+# --- end to end on the CPU ---
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("dtype", list(ELEMENT_SIZE))
+def test_sweep_on_this_machine(capsys: pytest.CaptureFixture[str], home: Path, dtype: str) -> None:
+    torch = pytest.importorskip("torch")
+    r, doc = sweep_json(capsys, *SMALL, "--sizes", "12,16,20", "--dtype", dtype)
+
+    # the JSON shape
+    assert doc["kind"] == "sweep" and doc["dtype"] == dtype
+    assert doc["element_size"] == ELEMENT_SIZE[dtype]
+    assert [row["log2"] for row in doc["rows"]] == [12, 16, 20]
+    for row in doc["rows"]:
+        assert {"log2", "elements", "mib", "us", "tbps", "regime"} <= set(row)
+        assert row["regime"] in REGIMES
+        assert row["elements"] == 1 << row["log2"]
+        # bytes follow the element size of the dtype actually run
+        assert row["bytes_per_call"] == 2 * row["elements"] * ELEMENT_SIZE[dtype]
+        assert row["mib"] == row["elements"] * ELEMENT_SIZE[dtype] / 2**20
+        assert row["tbps"] == pytest.approx(row["bytes_per_call"] / (row["us"] * 1e-6) / 1e12)
+    summary = doc["summary"]
+    assert {"launch_floor_us", "cache_peak_tbps", "dram_tbps", "dram_pct_of_spec"} <= set(summary)
+    assert summary["dram_pct_of_spec"] is None  # a CPU has no spec
+    assert doc["device"]["type"] == "cpu" and doc["target"] == "this machine"
+    assert doc["reference"]["matches_device"] is False
+
+    # progress went to stderr, live rows included
+    assert "2^12 elems" in r.err and "2^20 elems" in r.err
+    assert "2^12" not in r.out.split('"rows"')[0]
+
+    # the run folder: raw output, meta.json, result.json
+    (run,) = runs(home)
+    assert run.name.endswith(f"-sweep-{dtype}-{doc['run_id']}")
+    assert doc["run_dir"] == str(run)
+    raw = json.loads((run / "raw" / "sweep.json").read_text())
+    assert raw["kind"] == "sweep" and raw["dtype"] == dtype
+    assert [row["seconds_per_call"] for row in raw["rows"]] == [row["seconds_per_call"] for row in doc["rows"]]
+    assert "2^16 elems" in (run / "raw" / "sweep.log").read_text()
+    assert json.loads((run / "result.json").read_text()) == doc
+    meta = json.loads((run / "meta.json").read_text())
+    assert meta["kind"] == "sweep" and meta["name"] == dtype and meta["dtype"] == dtype
+    assert meta["id"] == doc["run_id"] and meta["target"] == "this machine"
+    assert meta["headline"] == doc["headline"]
+    assert meta["versions"]["torch"] == torch.__version__
+    assert meta["versions"]["python"] == "{}.{}.{}".format(*sys.version_info[:3])
+    assert meta["command"][:4] == ["nsightlab", "sweep", "--dtype", dtype]
+    assert "--local" in meta["command"] and "12,16,20" in meta["command"]
+
+
+@pytest.mark.torch
+def test_predict_then_measure(capsys: pytest.CaptureFixture[str], home: Path) -> None:
+    """float16, then `--compare latest` (which runs float32 at the same sizes), then the two
+    stored runs compared without running anything."""
+    pytest.importorskip("torch")
+    # 2^26 float16 is 128 MiB: several times the last-level cache of most CPUs
+    first = run_cli(capsys, "sweep", *SMALL, "--sizes", "12,26", "--dtype", "float16")
+    assert first.code == 0, first
+    assert "Summary" in first.out and "launch floor:" in first.out and "DRAM plateau:" in first.out
+    assert "What it means" in first.out and "stored as run" in first.out
+    header = first.out.splitlines()[2].split()
+    assert header == ["SIZE", "MiB", "US/CALL", "TB/S", "%", "SPEC", "REGIME", "BAR"]
+    table_rows = [line.split() for line in first.out.splitlines() if line.startswith("2^")]
+    assert [row[0] for row in table_rows] == ["2^12", "2^26"]
+    assert all(row[4] in REGIMES for row in table_rows)  # no % SPEC on a CPU
+
+    second = run_cli(capsys, "sweep", "--local", "--iters", "5", "--warmup", "1", "--compare", "latest")
+    assert second.code == 0, second
+    assert "comparing with run" in second.err and "float32 at 2^12..2^26 on cpu" in second.err
+    f16_dir, f32_dir = runs(home)
+    assert f32_dir.name.split("-")[2] == "float32"  # the other element size was chosen
+    f32 = json.loads((f32_dir / "result.json").read_text())
+    f16 = json.loads((f16_dir / "result.json").read_text())
+    assert [row["log2"] for row in f32["rows"]] == [12, 26] and f32["device"]["type"] == "cpu"
+
+    cmp = f32["compare"]
+    assert cmp["a"]["dtype"] == "float16" and cmp["b"]["dtype"] == "float32"
+    assert cmp["a"]["run_id"] == f16["run_id"] and cmp["b"]["run_id"] == f32["run_id"]
+    assert cmp["element_ratio"] == 2.0 and cmp["expected_time_ratio"] == 2.0 and cmp["expected_tbps_ratio"] == 1.0
+    assert cmp["time_tolerance"] == sweep.COMPARE_TIME_TOLERANCE and cmp["tbps_tolerance"] == sweep.COMPARE_TBPS_TOLERANCE
+    # ratios come from the two runs' own rows
+    for pair in cmp["pairs"]:
+        a = next(r for r in f16["rows"] if r["log2"] == pair["log2"])
+        b = next(r for r in f32["rows"] if r["log2"] == pair["log2"])
+        assert pair["time_ratio"] == pytest.approx(b["seconds_per_call"] / a["seconds_per_call"])
+        assert pair["tbps_ratio"] == pytest.approx(2 / pair["time_ratio"])  # twice the bytes
+        assert (pair["regime_a"], pair["regime_b"]) == (a["regime"], b["regime"])
+    dram = [p for p in cmp["pairs"] if p["regime_a"] == p["regime_b"] == "dram"]
+    assert cmp["dram_sizes"] == [p["log2"] for p in dram]
+    # the verdict follows the tolerances, and the text says it
+    if dram:
+        time_ratio = statistics.median(p["time_ratio"] for p in dram)
+        tbps_ratio = statistics.median(p["tbps_ratio"] for p in dram)
+        assert cmp["time_ratio"] == pytest.approx(time_ratio) and cmp["tbps_ratio"] == pytest.approx(tbps_ratio)
+        ok = abs(time_ratio / 2 - 1) <= sweep.COMPARE_TIME_TOLERANCE and abs(tbps_ratio - 1) <= sweep.COMPARE_TBPS_TOLERANCE
+        assert cmp["verdict"] == ("agrees" if ok else "disagrees")
+        assert f"time x{time_ratio:.2f}, TB/s x{tbps_ratio:.2f}" in second.out
+    elif cmp["plateau_ratio"] is not None:
+        assert cmp["verdict"] in ("agrees", "disagrees")
+    else:
+        assert cmp["verdict"] == "inconclusive"
+    sentence = {"agrees": "agrees with the prediction", "disagrees": "does not agree with the prediction", "inconclusive": "Inconclusive"}
+    assert sentence[cmp["verdict"]] in second.out
+    assert f"verdict: {cmp['verdict']}" in second.out
+    assert "Predict, then measure: float32" in second.out and "the time per call should be x2 and the TB/s the same" in second.out
+
+    # two stored runs, nothing run: the same comparison
+    before = runs(home)
+    r, only = sweep_json(capsys, "--compare", f16["run_id"], "--compare", f32["run_id"])
+    assert runs(home) == before and r.err == ""
+    assert only == cmp
+
+
+@pytest.mark.torch
+def test_nsightlab_itself_does_not_import_torch(home: Path) -> None:
+    pytest.importorskip("torch")
+    code = (
+        "import sys, json\n"
+        "from nsightlab.cli import main\n"
+        "try:\n    main(['sweep', '--local', '--device', 'cpu', '--sizes', '10', '--iters', '1', '--warmup', '0', '--json'])\n"
+        "except SystemExit as e:\n    assert not e.code, e.code\n"
+        "sys.stderr.write(json.dumps([m for m in ('torch', 'kubernetes', 'numpy') if m in sys.modules]))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stderr.strip().splitlines()[-1]) == []
+    assert json.loads(proc.stdout)["rows"][0]["log2"] == 10
+
+
+# --- errors ---
+
+
+@pytest.mark.parametrize(
+    ("sizes", "message"),
+    [
+        ("12,x", "error: --sizes: 'x' is not an integer"),
+        ("9,12", "error: --sizes: 9 is out of range 10..34"),
+        ("35", "error: --sizes: 35 is out of range 10..34"),
+        ("12,,16", "error: --sizes wants comma-separated integers such as 16,20,24, got '12,,16'"),
+    ],
+)
+def test_bad_sizes_are_a_usage_error(capsys: pytest.CaptureFixture[str], home: Path, sizes: str, message: str) -> None:
+    r = run_cli(capsys, "sweep", "--local", "--sizes", sizes)
+    assert r.code == 2, r
+    assert r.out == ""
+    assert r.err.startswith(message) and len(r.err.strip().splitlines()) == 1
+    assert runs(home) == []
+
+
+def test_bad_dtype_is_a_usage_error(capsys: pytest.CaptureFixture[str], home: Path) -> None:
+    r = run_cli(capsys, "sweep", "--local", "--dtype", "int8")
+    assert r.code == 2 and "'int8' is not one of 'float16', 'bfloat16', 'float32', 'float64'" in r.err
+
+
+def test_compare_needs_a_stored_sweep(capsys: pytest.CaptureFixture[str], home: Path) -> None:
+    r = run_cli(capsys, "sweep", "--local", "--compare", "latest")
+    assert r.code == 2 and "error: there is no finished sweep run yet" in r.err
+    r = run_cli(capsys, "sweep", "--local", "--compare", "abc")
+    assert r.code == 2 and "error: no run matches 'abc'" in r.err
+    r = run_cli(capsys, "sweep", "--compare", "a", "--compare", "b", "--compare", "c")
+    assert r.code == 2 and "--compare takes one stored run" in r.err
+    assert runs(home) == []
+
+
+@pytest.mark.torch
+def test_a_failing_script_is_exit_6_and_leaves_no_run(capsys: pytest.CaptureFixture[str], home: Path) -> None:
+    torch = pytest.importorskip("torch")
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU: --device cuda would succeed")
+    r = run_cli(capsys, "sweep", "--local", "--device", "cuda", "--sizes", "12", "--iters", "1")
+    assert r.code == 6, r
+    assert r.out == ""
+    assert r.err.strip().splitlines()[-1] == (
+        "error: the sweep script failed on this machine (exit 1): sweep: --device cuda given but torch "
+        "sees no CUDA device. Drop --device cuda to use the CPU, or run in the lab pod (without --local)."
+    )
+    assert runs(home) == []
+
+
+# --- analysing sweep JSON from disk (what `nsightlab analyze FILE` shows) ---
+
+
+def test_analyze_a_recorded_cpu_sweep() -> None:
+    path = next(DATA.glob("sweep_cpu_float32_*.json"))
+    result = sweep.analyze_record_file(path)
+    record = SweepRecord.model_validate_json(path.read_text())
+    expected = analyze_sweep(record)
+    assert result.source == str(path) and result.run_id is None
+    assert result.dtype == "float32" and result.element_size == 4
+    assert [r.regime for r in result.rows] == [p.regime for p in expected.rows]
+    assert result.summary == expected.summary
+    assert result.summary.dram_tbps is not None
+    assert result.headline == f"DRAM {result.summary.dram_tbps * 1e3:.1f} GB/s"
+    assert result.reference is not None and not result.reference.matches_device
+    assert all(r.reference_tbps is None for r in result.rows)
+    plateau = [r for r in result.rows if r.log2 in result.summary.dram_from_log2]
+    assert all(abs(r.tbps / result.summary.dram_tbps - 1) <= PLATEAU_TOLERANCE for r in plateau)
+
+
+def test_analyze_the_tutorials_reference_sweep(tmp_path: Path) -> None:
+    path = tmp_path / "tutorial.json"
+    path.write_text(json.dumps(TUTORIAL.as_sweep_json()))
+    result = sweep.analyze_record_file(path)
+    assert [r.regime for r in result.rows] == ["launch", "launch", "launch", "cache", "transition", "dram", "dram"]
+    assert result.headline == "DRAM 1.46 TB/s (92% of 1.597 TB/s)"
+    ref = result.reference
+    assert ref is not None and ref.matches_device and ref.key == "tutorial-rtx-pro-6000"
+    for row, quoted in zip(result.rows, TUTORIAL.rows, strict=True):
+        assert row.reference_tbps == pytest.approx(quoted.quoted_tbps, abs=0.02)  # quoted from rounded times
+    # a stored result.json reads back the same
+    stored = tmp_path / "result.json"
+    stored.write_text(result.model_dump_json())
+    again = sweep.analyze_record_file(stored)
+    assert again.summary == result.summary and again.rows == result.rows
+
+
+def test_analyze_refuses_what_is_not_a_sweep(tmp_path: Path) -> None:
+    with pytest.raises(ParseError, match=r"lesson1_cpu_float32_epyc-2c-l3-32mib.json: not a sweep JSON \(kind: lesson1\)"):
+        sweep.analyze_record_file(next(DATA.glob("lesson1_cpu_*.json")))
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"kind": "sweep", "schema": 1')
+    with pytest.raises(ParseError, match=r"bad.json: not valid JSON"):
+        sweep.analyze_record_file(bad)
+    doc = TUTORIAL.as_sweep_json()
+    doc["rows"][0]["bytes_per_call"] //= 2
+    bad.write_text(json.dumps(doc))
+    with pytest.raises(ParseError, match=r"bad.json: bad sweep JSON: .*bytes_per_call is 131072, but 2 x 65536 elements x 2 B is 262144"):
+        sweep.analyze_record_file(bad)
+
+
+# --- the prediction check on recorded and published curves ---
+
+
+def _cpu_result(dtype: str) -> sweep.SweepResult:
+    return sweep.analyze_record_file(next(DATA.glob(f"sweep_cpu_{dtype}_*.json")))
+
+
+def test_recorded_float16_and_float32_agree_with_the_prediction() -> None:
+    cmp = sweep.compare_results(_cpu_result("float32"), _cpu_result("float16"))
+    assert (cmp.a.dtype, cmp.b.dtype) == ("float16", "float32")  # smaller elements first
+    assert cmp.dram_sizes == [27, 28] and cmp.launch_sizes == [10, 11, 12, 13, 14]
+    assert cmp.time_ratio == pytest.approx(2.10, abs=0.005) and cmp.tbps_ratio == pytest.approx(0.967, abs=0.001)
+    assert cmp.verdict == "agrees" and cmp.same_device and cmp.notes == []
+    assert cmp.lines[0] == "Measured in the DRAM regime (2^27, 2^28): time x2.10, TB/s x0.97 (float32 vs float16)."
+    assert cmp.lines[1].startswith("The measurement agrees with the prediction (time within ±15% of x2, TB/s within ±15%)")
+    assert "the bytes did not matter there, as predicted" in cmp.lines[2]
+
+
+def test_recorded_float32_and_float64_do_not() -> None:
+    cmp = sweep.compare_results(_cpu_result("float32"), _cpu_result("float64"))
+    assert cmp.expected_time_ratio == 2.0 and cmp.dram_sizes == [27]
+    assert cmp.tbps_ratio is not None and cmp.tbps_ratio > 1 + sweep.COMPARE_TBPS_TOLERANCE
+    assert cmp.verdict == "disagrees"
+    assert "does not agree with the prediction" in cmp.lines[1] and "float64 moved bytes faster than float32" in cmp.lines[1]
+    assert "converting" not in cmp.lines[1]  # float32 needs no conversion
+
+
+def _tutorial_in(dtype: str, element_size: int, dram_time_factor: float) -> sweep.SweepResult:
+    """The tutorial's curve as if rerun in another dtype: launch sizes keep their time,
+    DRAM sizes take `dram_time_factor` times as long."""
+    doc = TUTORIAL.as_sweep_json()
+    doc["dtype"], doc["element_size"] = dtype, element_size
+    for row in doc["rows"]:
+        row["bytes_per_call"] = 2 * row["elements"] * element_size
+        if row["log2"] >= 28:
+            row["seconds_per_call"] *= dram_time_factor
+    return sweep.build_result(SweepRecord.model_validate(doc), target="test")
+
+
+def test_prediction_check_on_the_tutorials_curve() -> None:
+    f16 = _tutorial_in("float16", 2, 1.0)
+    doubled = sweep.compare_results(f16, _tutorial_in("float32", 4, 2.0))
+    assert doubled.verdict == "agrees" and doubled.dram_sizes == [28, 30]
+    assert doubled.time_ratio == pytest.approx(2.0) and doubled.tbps_ratio == pytest.approx(1.0)
+    assert doubled.launch_sizes == [16, 20, 22] and doubled.launch_time_ratio == pytest.approx(1.0)
+    # time that did not follow the bytes: float32 "twice as fast" in TB/s
+    same_time = sweep.compare_results(f16, _tutorial_in("float32", 4, 1.0))
+    assert same_time.dram_sizes == [28, 30] and same_time.tbps_ratio == pytest.approx(2.0)
+    assert same_time.verdict == "disagrees" and "float32 moved bytes faster than float16" in same_time.lines[1]
+    assert "converting" not in same_time.lines[1]  # a GPU
+
+
+def test_prediction_check_on_plateaus_when_no_size_is_shared() -> None:
+    f16 = _tutorial_in("float16", 2, 1.0)
+    doc = TUTORIAL.as_sweep_json()
+    doc["dtype"], doc["element_size"] = "float32", 4
+    for row in doc["rows"]:
+        if row["log2"] >= 28:  # the same bytes in half the elements, in the same time
+            row["log2"] -= 1
+            row["elements"] //= 2
+        row["bytes_per_call"] = 2 * row["elements"] * 4
+    f32 = sweep.build_result(SweepRecord.model_validate(doc), target="test")
+    cmp = sweep.compare_results(f16, f32)
+    assert cmp.dram_sizes == [] and cmp.time_ratio is None
+    assert cmp.plateau_ratio == pytest.approx(1.0) and cmp.verdict == "agrees"
+    assert cmp.lines[0] == "Measured: DRAM plateau 1.46 TB/s for float32 vs 1.46 TB/s for float16 (x1.00)."
+    assert "no size was DRAM-bound in both, so time is not checked" in cmp.lines[1]
+    # just inside and just outside the tolerance
+    inside = 2.0 * (1 + sweep.COMPARE_TIME_TOLERANCE * 0.9)
+    outside = 2.0 * (1 + sweep.COMPARE_TIME_TOLERANCE * 1.1)
+    assert sweep.compare_results(f16, _tutorial_in("float32", 4, inside)).verdict == "agrees"
+    assert sweep.compare_results(f16, _tutorial_in("float32", 4, outside)).verdict == "disagrees"
+
+
+def test_prediction_check_without_dram_sizes_is_inconclusive() -> None:
+    doc = TUTORIAL.as_sweep_json()
+    doc["rows"] = doc["rows"][:3]  # launch sizes only
+    f16 = sweep.build_result(SweepRecord.model_validate(doc), target="test")
+    doc32 = json.loads(json.dumps(doc))
+    doc32["dtype"], doc32["element_size"] = "float32", 4
+    for row in doc32["rows"]:
+        row["bytes_per_call"] *= 2
+    cmp = sweep.compare_results(f16, sweep.build_result(SweepRecord.model_validate(doc32), target="test"))
+    assert cmp.verdict == "inconclusive" and cmp.time_ratio is None and cmp.tbps_ratio is None
+    assert cmp.lines[0].startswith("Inconclusive: no size was DRAM-bound in both runs")
+    assert "(at least 2^28 elements here: 4x the 128 MiB cache), e.g. --sizes 12,28,30." in cmp.lines[0]
+
+
+# --- rendering ---
+
+
+def _plain_env(capsys: pytest.CaptureFixture[str]) -> Env:
+    capsys.readouterr()
+    return Env.create(width=200, stdin_tty=False)
+
+
+def test_render_the_tutorials_sweep(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    path = tmp_path / "tutorial.json"
+    path.write_text(json.dumps(TUTORIAL.as_sweep_json()))
+    result = sweep.analyze_record_file(path)
+    render.sweep(_plain_env(capsys), result)
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    assert lines[2].split() == ["SIZE", "MiB", "US/CALL", "TB/S", "%", "SPEC", "REGIME", "REF", "TB/S", "BAR"]
+    rows = {line.split()[0]: line.split() for line in lines if line.startswith("2^")}
+    assert rows["2^24"][:7] == ["2^24", "32.0", "12.3", "5.46", "342%", "cache", "5.46"]
+    assert rows["2^28"][:7] == ["2^28", "512.0", "733.9", "1.46", "92%", "dram", "1.46"]
+    # bars scale with TB/s: the cache peak gets the whole width
+    assert rows["2^24"][7] == "█" * render.BAR_WIDTH
+    assert rows["2^30"][7] == "██████▍"  # 24 x 1.461 / 5.456 = 6.43 cells
+    assert "- launch floor: 5.7 us per call (2^16..2^22: fixed cost, not data)" in lines
+    assert "- cache peak: 5.46 TB/s at 2^24 (3.4x the DRAM spec: served from cache)" in lines
+    assert (
+        "- DRAM plateau: 1.46 TB/s (2^28..2^30), 92% of the DRAM spec 1.597 TB/s, RTX PRO 6000 Blackwell "
+        "Server Edition datasheet" in lines
+    )
+    assert "- L2 used for the regimes: 128 MiB (RTX PRO 6000 Blackwell Server Edition datasheet)" in lines
+    assert any(line.startswith("- reference (REF TB/S column): the same GPU in the tutorial") for line in lines)
+    assert "CUDA graphs" in out and "governs decode" in out
+
+
+def test_bar() -> None:
+    assert render.bar(1.0, 2.0, width=8) == "████"
+    assert render.bar(1.0, 8.0, width=10) == "█▎"
+    assert render.bar(0.001, 100.0, width=10) == "▏"  # never invisible
+    assert render.bar(1.0, 2.0, width=8, unicode=False) == "####"
+    assert render.bar(0.0, 2.0) == "" and render.bar(1.0, 0.0) == ""
