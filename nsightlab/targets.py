@@ -195,8 +195,11 @@ class PodTarget:
 
     def workdir(self) -> str:
         if self._workdir is None:
-            done = self.run(["sh", "-c", "d=/tmp/nsightlab && mkdir -p $d && mktemp -d $d/run.XXXXXX"], what="making a work folder")
-            self._workdir = done.out.strip()
+            import secrets
+
+            path = f"/tmp/nsightlab/run-{secrets.token_hex(4)}"
+            self.run(["mkdir", "-p", path], what="making a work folder")
+            self._workdir = path
         return self._workdir
 
     def put(self, local: Path, remote: str) -> None:

@@ -82,7 +82,7 @@ tmp="$(mktemp -d "$parent/.nsightlab-copy-XXXXXX")" || { echo "cannot write to $
 if ! tar -xmf - -C "$tmp"; then rm -rf "$tmp"; exit 48; fi
 if [ -d "$final" ] && [ ! -d "$tmp/$name" ]; then rm -rf "$tmp"; echo "$final is a directory" >&2; exit 49; fi
 rm -rf "$final" && mv "$tmp/$name" "$final" && rmdir "$tmp" || { rm -rf "$tmp"; exit 49; }
-echo "$final"
+if [ "$final" = "$dst/$name" ]; then echo into; else echo as; fi
 """
 
 
@@ -283,7 +283,9 @@ def copy_in(kube: Kube, ns: str, pod: str, src: Path, dst: str, *, container: st
         if "No space left" in message:
             raise RemoteCommandError(f"no space left in the pod while copying to {dst}", returncode=code)
         raise RemoteCommandError(f"copy to pod {pod}:{dst} failed: {message or f'exit {code}'}", returncode=code)
-    final = out.decode("utf-8", "replace").strip().splitlines()[-1]
+    # the script says whether dst was a folder (src went into it) or the new name
+    placed = (out.decode("utf-8", "replace").strip().splitlines() or ["as"])[-1]
+    final = posixpath.join(target, member) if placed == "into" else target
     remote = remote_digests(kube, ns, pod, final, container=container)
     _compare({_rebase(k, member, posixpath.basename(final)): v for k, v in tally.files.items()}, remote, f"{src} -> {final}")
     return CopyResult(

@@ -1,0 +1,534 @@
+"""The lab pod end to end against the API server emulator: create (scheduler, kubelet,
+watch, events), status, shell (commands and a real pty), copy (verified, atomic, safe),
+cleanup (with decoys), doctor, and profile/sweep running inside the pod's sandbox."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tarfile
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from clirun import Result, run_cli
+from conftest import CONTEXTS, STG_CONTEXT
+from kubesim import KubeSim, kubectl, realistic_cluster
+
+HERE = Path(__file__).resolve().parent
+NS = "ml-lab"
+OWNER = "ana"
+POD = f"nsight-lab-{OWNER}"
+IMAGE = "registry.example.com/triton-vllm-container:1.0-1"
+needs_kubectl = pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed")
+
+
+def write_config(path: Path, **lab: Any) -> Path:
+    settings = {"image": IMAGE, "owner": OWNER, **lab}
+    lines = [f"clusters:\n  stg:\n    context: {STG_CONTEXT}\n    namespace: {NS}\nlab:"]
+    lines += [f"  {k}: {json.dumps(v)}" for k, v in settings.items()]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kubeconfig: Path) -> Path:
+    h = tmp_path / "home"
+    monkeypatch.setenv("NSIGHTLAB_HOME", str(h))
+    monkeypatch.setenv("KUBECONFIG", str(kubeconfig))
+    monkeypatch.setenv("COLUMNS", "200")
+    write_config(tmp_path / "config.yaml")
+    monkeypatch.setenv("NSIGHTLAB_CONFIG", str(tmp_path / "config.yaml"))
+    return h
+
+
+def nsl(capsys: pytest.CaptureFixture[str], *args: str) -> Result:
+    return run_cli(capsys, *args)
+
+
+@pytest.fixture
+def lab(capsys: pytest.CaptureFixture[str], home: Path) -> dict[str, Any]:
+    """A Ready lab pod, created by nsightlab itself."""
+    r = nsl(capsys, "create", "--context", "stg", "--yes", "--json")
+    assert r.code == 0, r
+    data: dict[str, Any] = json.loads(r.out)
+    return data
+
+
+# ---------------------------------------------------------------------------- create
+
+
+def test_create_waits_until_ready_and_records_the_session(capsys: pytest.CaptureFixture[str], home: Path, sim: KubeSim) -> None:
+    r = nsl(capsys, "create", "--context", "stg", "--yes", "--json")
+    assert r.code == 0, r
+    data = json.loads(r.out)
+    assert data["pod"] == POD and data["ready"] and data["phase"] == "Running"
+    assert data["instance_type"] == "g7e.8xlarge"
+    assert data["gpu_product"] == "NVIDIA RTX PRO 6000 Blackwell Server Edition"
+    assert data["node"] in {"ip-10-0-19-150.ec2.internal", "ip-10-0-83-47.ec2.internal"}  # the two with a free GPU
+    assert 14300 < data["seconds_left"] <= 14400
+    session = json.loads((home / "session.json").read_text())
+    assert (session["context"], session["namespace"], session["pod"], session["node"]) == (STG_CONTEXT, NS, POD, data["node"])
+    assert session["uid"] == sim.get("pods", NS, POD)["metadata"]["uid"]
+    # the one line naming context, server and namespace came before the change
+    assert f"context stg ({STG_CONTEXT}), server {sim.url}, namespace {NS}" in r.err
+    assert "2 GPUs of g7e.8xlarge free right now" in r.err
+    # it waited with a watch, not by polling
+    watches = [q for q in sim.requests if q.query.get("watch") == "true" and q.path.endswith("/pods")]
+    gets = [q for q in sim.requests if q.method == "GET" and q.path == f"/api/v1/namespaces/{NS}/pods/{POD}"]
+    assert watches and len(gets) <= 3
+
+
+@needs_kubectl
+def test_kubectl_sees_the_tutorials_pod(capsys: pytest.CaptureFixture[str], lab: dict[str, Any], kubeconfig: Path) -> None:
+    proc = kubectl(kubeconfig, STG_CONTEXT, "-n", NS, "get", "pod", POD, "-o", "json")
+    assert proc.returncode == 0, proc.stderr
+    pod = json.loads(proc.stdout)
+    labels = pod["metadata"]["labels"]
+    assert labels["app.kubernetes.io/managed-by"] == "nsightlab" and labels["nsightlab/owner"] == OWNER
+    spec = pod["spec"]
+    assert spec["nodeSelector"]["node.kubernetes.io/instance-type"] == "g7e.8xlarge"
+    assert {"key": "nvidia.com/gpu", "operator": "Exists"} in spec["tolerations"]
+    assert spec["restartPolicy"] == "Never" and spec["activeDeadlineSeconds"] == 14400
+    res = spec["containers"][0]["resources"]
+    assert res["limits"] == res["requests"] == {"cpu": "4", "memory": "24Gi", "nvidia.com/gpu": "1"}
+    sc = spec["containers"][0]["securityContext"]
+    assert sc["allowPrivilegeEscalation"] is False and sc["capabilities"] == {"drop": ["ALL"]}
+
+
+def test_create_is_idempotent(capsys: pytest.CaptureFixture[str], lab: dict[str, Any], sim: KubeSim) -> None:
+    again = nsl(capsys, "create", "--context", "stg", "--yes", "--json")
+    assert again.code == 0, again
+    data = json.loads(again.out)
+    assert data["reused"] and data["uid"] == lab["uid"]
+    mine = [p for p in sim.list("pods", NS) if p["metadata"].get("labels", {}).get("nsightlab/owner") == OWNER]
+    assert len(mine) == 1
+
+
+def test_unschedulable_pod_times_out_with_the_schedulers_words(capsys: pytest.CaptureFixture[str], home: Path, tmp_path: Path, sim: KubeSim) -> None:
+    cfg = write_config(tmp_path / "two.yaml", gpus=2)  # no g7e node has two GPUs
+    start = time.monotonic()
+    r = nsl(capsys, "--config", str(cfg), "create", "--context", "stg", "--yes", "--timeout", "2")
+    assert r.code == 5, r
+    assert time.monotonic() - start < 15
+    assert "0/10 nodes are available" in r.err and "Insufficient nvidia.com/gpu" in r.err
+    assert "free GPUs:" in r.err and "g7e.8xlarge 2/4" in r.err
+    assert f"nsightlab cleanup --context stg --namespace {NS}" in r.err
+    assert "FailedScheduling" in r.err  # the event arrived while waiting
+    assert sim.get("pods", NS, POD) is not None  # left in place
+
+
+def test_image_pull_failure_stops_the_wait(capsys: pytest.CaptureFixture[str], home: Path, tmp_path: Path) -> None:
+    cfg = write_config(tmp_path / "bad-image.yaml", image="registry.example.com/does-not-exist:1")
+    start = time.monotonic()
+    r = nsl(capsys, "--config", str(cfg), "create", "--context", "stg", "--yes", "--timeout", "60")
+    assert r.code == 5, r
+    assert "ErrImagePull" in r.err or "ImagePullBackOff" in r.err
+    assert "lab.image" in r.err
+    assert time.monotonic() - start < 30  # it did not sit out the 60 s timeout
+
+
+def test_watch_closed_mid_wait_is_resumed(capsys: pytest.CaptureFixture[str], home: Path, tmp_path: Path, kubeconfig: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with KubeSim(tls=True, kubelet_delay=0.6) as slow:
+        slow.load(realistic_cluster())
+        kc = slow.write_kubeconfig(tmp_path / "slow-kc", CONTEXTS)
+        monkeypatch.setenv("KUBECONFIG", str(kc))
+        stop = threading.Event()
+
+        def close_watches() -> None:
+            while not stop.wait(0.25):
+                slow.faults.close_watches()
+
+        t = threading.Thread(target=close_watches, daemon=True)
+        t.start()
+        try:
+            r = nsl(capsys, "create", "--context", "stg", "--yes", "--json")
+        finally:
+            stop.set()
+            t.join()
+        assert r.code == 0, r
+        assert json.loads(r.out)["ready"]
+        watches = [q for q in slow.requests if q.query.get("watch") == "true" and q.path == f"/api/v1/namespaces/{NS}/pods"]
+        assert len(watches) >= 2  # it re-watched from the last resourceVersion
+
+
+def test_server_going_away_is_a_clear_error(capsys: pytest.CaptureFixture[str], home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    server = KubeSim(tls=True)
+    server.load(realistic_cluster())
+    server.start()
+    kc = server.write_kubeconfig(tmp_path / "gone-kc", CONTEXTS)
+    monkeypatch.setenv("KUBECONFIG", str(kc))
+    cfg = write_config(tmp_path / "two.yaml", gpus=2)  # stays Pending: the wait goes on
+    threading.Timer(1.0, server.stop).start()
+    start = time.monotonic()
+    r = nsl(capsys, "--config", str(cfg), "create", "--context", "stg", "--yes", "--timeout", "120")
+    assert r.code == 4, r
+    assert "cannot reach the API server" in r.err
+    assert time.monotonic() - start < 30
+
+
+def test_ctrl_c_while_waiting(home: Path, tmp_path: Path) -> None:
+    cfg = write_config(tmp_path / "two.yaml", gpus=2)
+    env = {**os.environ, "NSIGHTLAB_CONFIG": str(cfg)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "nsightlab", "create", "--context", "stg", "--yes", "--timeout", "120"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True,
+    )
+    assert proc.stderr is not None
+    seen = ""
+    deadline = time.monotonic() + 30
+    while "created pod" not in seen and time.monotonic() < deadline:
+        seen += proc.stderr.readline()
+    time.sleep(0.5)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, seen + err
+    assert "interrupted while waiting" in err and "Pending" in err
+    assert "nsightlab cleanup --context stg" in err
+
+
+# ---------------------------------------------------------------------------- status
+
+
+def test_status_then_gone(capsys: pytest.CaptureFixture[str], lab: dict[str, Any], home: Path, sim: KubeSim) -> None:
+    r = nsl(capsys, "status", "--json")
+    assert r.code == 0, r
+    data = json.loads(r.out)
+    assert not data["gone"] and data["lab"]["node"] == lab["node"] and data["lab"]["seconds_left"] > 14000
+    assert "using the lab session: context stg" in r.err
+    text = nsl(capsys, "status")
+    assert "deletes itself in" in text.out and lab["node"] in text.out
+    sim.remove("pods", NS, POD)
+    gone = nsl(capsys, "status", "--json")
+    assert gone.code == 0 and json.loads(gone.out)["gone"]
+    assert not (home / "session.json").exists()
+
+
+def test_no_session_no_context(capsys: pytest.CaptureFixture[str], home: Path) -> None:
+    r = nsl(capsys, "status")
+    assert r.code == 3 and "--context" in r.err
+
+
+# ---------------------------------------------------------------------------- shell
+
+
+def test_shell_command_streams_and_passes_the_exit_code(capsys: pytest.CaptureFixture[str], lab: dict[str, Any]) -> None:
+    r = nsl(capsys, "shell", "--", "sh", "-c", "echo out; echo err >&2; exit 3")
+    assert r.code == 3, r
+    assert r.out == "out\n" and "err\n" in r.err
+
+
+def test_shell_missing_command_is_127(capsys: pytest.CaptureFixture[str], lab: dict[str, Any]) -> None:
+    r = nsl(capsys, "shell", "--", "no-such-tool-here")
+    assert r.code in (6, 127), r
+
+
+def test_shell_stdin_is_forwarded(lab: dict[str, Any]) -> None:
+    proc = subprocess.run([sys.executable, "-m", "nsightlab", "shell", "-i", "--", "wc", "-c"], input=b"x" * 100000, capture_output=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == b"100000"
+
+
+def _pty_session(env: dict[str, str], rows: int, cols: int) -> tuple[subprocess.Popen[bytes], int]:
+    import fcntl
+    import pty
+    import struct
+    import termios
+
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
+    proc = subprocess.Popen([sys.executable, "-m", "nsightlab", "shell"], stdin=slave, stdout=slave, stderr=slave, env=env, start_new_session=True)
+    os.close(slave)
+    return proc, master
+
+
+def _read_until(fd: int, needle: bytes, timeout: float) -> bytes:
+    import select
+
+    buf = b""
+    end = time.monotonic() + timeout
+    while needle not in buf and time.monotonic() < end:
+        ready, _, _ = select.select([fd], [], [], 0.2)
+        if ready:
+            try:
+                chunk = os.read(fd, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            buf += chunk
+    return buf
+
+
+def test_interactive_shell_under_a_pty(lab: dict[str, Any]) -> None:
+    import fcntl
+    import struct
+    import termios
+
+    env = {**os.environ, "PS1": "lab$ ", "TERM": "dumb"}
+    proc, master = _pty_session(env, 33, 111)
+    try:
+        banner = _read_until(master, b"# ", 30)  # the remote shell's prompt (root in the sandbox)
+        assert b"using the lab session" in banner
+        os.write(master, b"stty size\n")
+        assert b"33 111" in _read_until(master, b"33 111", 30)
+        # a window change reaches the remote pty over the resize channel
+        fcntl.ioctl(master, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
+        os.kill(proc.pid, signal.SIGWINCH)
+        time.sleep(0.3)
+        os.write(master, b"stty size\n")
+        assert b"40 120" in _read_until(master, b"40 120", 30)
+        # Ctrl-C reaches the remote process, not nsightlab
+        os.write(master, b"sleep 30; echo not-$((1+1))-interrupted\n")
+        time.sleep(0.5)
+        os.write(master, b"\x03")
+        os.write(master, b"echo back-$((40+2))\n")
+        out = _read_until(master, b"back-42", 15)
+        assert b"back-42" in out and b"not-2-interrupted" not in out
+        os.write(master, b"exit 7\n")
+        assert proc.wait(timeout=30) == 7
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        os.close(master)
+
+
+# ---------------------------------------------------------------------------- copy
+
+
+def _random_file(path: Path, size: int) -> str:
+    data = os.urandom(size)
+    path.write_bytes(data)
+    return hashlib.sha256(data).hexdigest()
+
+
+def test_copy_in_and_out_verified(capsys: pytest.CaptureFixture[str], lab: dict[str, Any], sim: KubeSim, tmp_path: Path) -> None:
+    src = tmp_path / "lesson1.bin"
+    digest = _random_file(src, 3 * 2**20 + 17)
+    r = nsl(capsys, "copy", str(src), ":/tmp/", "--json")
+    assert r.code == 0, r
+    data = json.loads(r.out)
+    assert data["verified"] and data["bytes"] == 3 * 2**20 + 17 and data["digests"] == {"lesson1.bin": digest}
+    assert hashlib.sha256(sim.pod_path(NS, POD, "/tmp/lesson1.bin").read_bytes()).hexdigest() == digest
+    # renamed on the way in
+    assert nsl(capsys, "copy", str(src), ":/tmp/renamed.bin").code == 0
+    assert sim.pod_path(NS, POD, "/tmp/renamed.bin").read_bytes() == src.read_bytes()
+    # and back out, into a folder
+    back = tmp_path / "back"
+    back.mkdir()
+    r = nsl(capsys, "copy", ":/tmp/renamed.bin", str(back))
+    assert r.code == 0, r
+    assert (back / "renamed.bin").read_bytes() == src.read_bytes()
+    assert "sha256 verified" in r.out
+    assert [p.name for p in back.iterdir()] == ["renamed.bin"]  # no staging left behind
+
+
+def test_copy_folders_both_ways(capsys: pytest.CaptureFixture[str], lab: dict[str, Any], sim: KubeSim, tmp_path: Path) -> None:
+    tree = tmp_path / "scripts"
+    (tree / "sub").mkdir(parents=True)
+    (tree / "a.py").write_text("print('a')\n")
+    (tree / "sub" / "b.txt").write_bytes(os.urandom(5000))
+    assert nsl(capsys, "copy", str(tree), ":/workspace/").code == 0
+    assert (sim.pod_path(NS, POD, "/workspace/scripts/sub/b.txt")).read_bytes() == (tree / "sub" / "b.txt").read_bytes()
+    out = tmp_path / "out"
+    r = nsl(capsys, "copy", ":/workspace/scripts", str(out), "--json")
+    assert r.code == 0, r
+    assert json.loads(r.out)["files"] == 2
+    assert (out / "sub" / "b.txt").read_bytes() == (tree / "sub" / "b.txt").read_bytes()
+
+
+def test_copy_errors_are_one_clear_line(capsys: pytest.CaptureFixture[str], lab: dict[str, Any], tmp_path: Path) -> None:
+    missing_local = nsl(capsys, "copy", str(tmp_path / "nope.py"), ":/tmp/")
+    assert missing_local.code == 2 and "does not exist" in missing_local.err
+    missing_remote = nsl(capsys, "copy", ":/tmp/nope.bin", str(tmp_path))
+    assert missing_remote.code == 6 and "no such file" in missing_remote.err
+    f = tmp_path / "x.txt"
+    f.write_text("x")
+    no_dir = nsl(capsys, "copy", str(f), ":/tmp/not-a-dir/")
+    assert no_dir.code == 6 and "no such directory" in no_dir.err
+    no_local_dir = nsl(capsys, "copy", ":/etc/hostname", str(tmp_path / "a" / "b" / "c"))
+    assert no_local_dir.code in (2, 6)
+    both = nsl(capsys, "copy", "a", "b")
+    assert both.code == 2 and "exactly one of SRC and DST" in both.err
+    assert missing_local.err.strip().count("\n") == 0  # checked before anything is sent
+    for r in (missing_local, missing_remote, no_dir, both):
+        errors = [line for line in r.err.splitlines() if line.startswith("error:")]
+        assert len(errors) == 1 and errors[0] == r.err.strip().splitlines()[-1] and "Traceback" not in r.err
+
+
+def test_dropped_socket_mid_copy_leaves_no_partial_file(capsys: pytest.CaptureFixture[str], lab: dict[str, Any], sim: KubeSim, tmp_path: Path) -> None:
+    big = sim.pod_path(NS, POD, "/tmp/big.bin")
+    big.write_bytes(os.urandom(6 * 2**20))
+    dest = tmp_path / "dest"
+    dest.mkdir()
+    sim.faults.drop_exec_after(2 * 2**20, nth=2, direction="out")  # the 2nd exec is the tar stream
+    r = nsl(capsys, "copy", ":/tmp/big.bin", str(dest))
+    assert r.code in (4, 6), r
+    assert list(dest.iterdir()) == []  # neither big.bin nor a staging folder
+
+
+def test_crafted_archive_from_the_pod_is_refused(capsys: pytest.CaptureFixture[str], lab: dict[str, Any], sim: KubeSim, tmp_path: Path) -> None:
+    sim.pod_path(NS, POD, "/tmp/run").mkdir(parents=True)
+    sim.pod_path(NS, POD, "/tmp/run/ok.txt").write_text("ok")
+    evil = io.BytesIO()
+    with tarfile.open(fileobj=evil, mode="w") as tar:
+        for name, data in (("run/ok.txt", b"ok"), ("run/../../escaped.txt", b"gotcha")):
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    payload = evil.getvalue().hex()
+    sim.put_tool(NS, POD, "tar", f"#!/bin/sh\nexec python3 -c 'import sys; sys.stdout.buffer.write(bytes.fromhex(\"{payload}\"))'\n")
+    dest = tmp_path / "a" / "dest"
+    dest.mkdir(parents=True)
+    r = nsl(capsys, "copy", ":/tmp/run", str(dest))
+    assert r.code == 6, r
+    assert "refusing" in r.err and "'..'" in r.err
+    assert not (tmp_path / "escaped.txt").exists() and not (tmp_path / "a" / "escaped.txt").exists()
+    assert list(dest.iterdir()) == []
+
+
+# ---------------------------------------------------------------------------- cleanup
+
+
+def _decoy(name: str, labels: dict[str, str]) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": NS, "labels": labels},
+        "spec": {"containers": [{"name": "main", "image": "busybox", "command": ["sleep", "infinity"]}]},
+        "status": {"phase": "Running"},
+    }
+
+
+def test_cleanup_never_touches_decoys(capsys: pytest.CaptureFixture[str], lab: dict[str, Any], home: Path, sim: KubeSim) -> None:
+    sim.put(_decoy("nsight-lab-bob", {"app.kubernetes.io/managed-by": "nsightlab", "nsightlab/owner": "bob"}))
+    sim.put(_decoy("nsight-lab-notes", {"nsightlab/owner": OWNER}))  # ours by owner, but not managed by nsightlab
+    sim.put(_decoy("training-job", {}))
+    r = nsl(capsys, "cleanup", "--all-mine", "--yes", "--json")
+    assert r.code == 0, r
+    data = json.loads(r.out)
+    assert data["deleted"] == [POD]
+    assert sim.get("pods", NS, POD) is None
+    for name in ("nsight-lab-bob", "nsight-lab-notes", "training-job"):
+        assert sim.get("pods", NS, name) is not None, name
+    assert not (home / "session.json").exists()
+    deletes = [q.path for q in sim.requests if q.method == "DELETE"]
+    assert deletes == [f"/api/v1/namespaces/{NS}/pods/{POD}"]
+
+
+def test_cleanup_refuses_a_foreign_pod_with_our_name(capsys: pytest.CaptureFixture[str], home: Path, sim: KubeSim) -> None:
+    sim.put(_decoy(POD, {}))
+    r = nsl(capsys, "cleanup", "--context", "stg", "--yes", "--json")
+    assert r.code == 0, r
+    assert json.loads(r.out)["skipped"] == [POD]
+    assert sim.get("pods", NS, POD) is not None
+    assert not [q for q in sim.requests if q.method == "DELETE"]
+
+
+# ---------------------------------------------------------------------------- doctor
+
+NVIDIA_SMI = "#!/bin/sh\necho 'NVIDIA RTX PRO 6000 Blackwell Server Edition, 97887 MiB, 570.86.15'\n"
+
+
+def _standin(name: str, fixture: Path) -> str:
+    return (HERE / "standins" / name).read_text().replace("@FIXTURE@", str(fixture))
+
+
+def test_doctor_checks_cluster_and_pod(capsys: pytest.CaptureFixture[str], lab: dict[str, Any], sim: KubeSim) -> None:
+    sim.put_tool(NS, POD, "nvidia-smi", NVIDIA_SMI)
+    sim.put_tool(NS, POD, "nsys", _standin("nsys", HERE / "fixtures" / "nsys" / "03_nsys_cuda_gpu_kern_sum_pytorch_rtx5090.csv"))
+    sim.put_tool(NS, POD, "ncu", _standin("ncu", HERE / "fixtures" / "ncu" / "05_ncu_csv_page_details_vectorized_elementwise_rtx5090.csv"))
+    sim.pod_path(NS, POD, "/proc/driver/nvidia/params").write_text("ResmanDebugLevel: 4294967295\nRmProfilingAdminOnly: 1\n")
+    r = nsl(capsys, "doctor", "--json")
+    data = json.loads(r.out)
+    checks = {c["name"]: c for c in data["checks"]}
+    assert checks["API server reachable"]["ok"] and "v1.31" in checks["API server reachable"]["detail"]
+    assert checks["namespace exists"]["ok"]
+    assert checks["may create pods/exec"]["ok"] and checks["may delete pods"]["ok"]
+    assert checks["nodes of g7e.8xlarge"]["ok"] and "4 node(s)" in checks["nodes of g7e.8xlarge"]["detail"]
+    assert checks["pod: GPU (nvidia-smi)"]["detail"].startswith("NVIDIA RTX PRO 6000 Blackwell Server Edition, 97887 MiB")
+    assert checks["pod: nsys"]["ok"] and "2024.6.1" in checks["pod: nsys"]["detail"]
+    assert checks["pod: ncu"]["ok"]
+    # read through the exec from the pod's /proc/driver/nvidia/params (the verdict also
+    # depends on CAP_SYS_ADMIN, which the sandbox cannot take away: see test_doctor_facts)
+    assert "RmProfilingAdminOnly: 1" in checks["pod: GPU counters for ncu (RmProfilingAdminOnly)"]["detail"]
+    assert checks["pod: PyTorch"]["ok"] is False  # torch here has no CUDA
+    assert r.code == 4 and not data["ok"]
+    text = nsl(capsys, "doctor")
+    assert "FAIL  pod: PyTorch" in text.out and "pass  pod: nsys" in text.out
+
+
+def test_doctor_facts_mean_what_they_say() -> None:
+    from nsightlab.doctor import parse_probe, pod_checks
+
+    facts = parse_probe(
+        "gpu=NVIDIA H200, 143771 MiB, 580.159.03\nnsys=\nncu=Version 2025.3.1.0\ntorch=2.11.0 True\n"
+        "tmp_opts=rw,nosuid,nodev,noexec\ntmp_exec=no\nparanoid=4\nrm_admin_only=1\ncapsys=00000000a80425fb\n"
+    )
+    checks = {c.name: c for c in pod_checks(facts)}
+    assert checks["pod: GPU (nvidia-smi)"].detail == "NVIDIA H200, 143771 MiB, driver 580.159.03"
+    assert checks["pod: nsys"].ok is False and "--profiler torch" in (checks["pod: nsys"].fix or "")
+    assert checks["pod: /tmp allows exec"].ok is False and "TMPDIR" in (checks["pod: /tmp allows exec"].fix or "")
+    assert checks["pod: perf_event_paranoid"].ok is None and "--sample=none" in (checks["pod: perf_event_paranoid"].fix or "")
+    blocked = checks["pod: GPU counters for ncu (RmProfilingAdminOnly)"]
+    assert blocked.ok is False and "--profiling-caps" in (blocked.fix or "") and "profiling-enabled node" in (blocked.fix or "")
+    with_cap = pod_checks({**facts, "capsys": "00000000a82425fb"})  # bit 21: CAP_SYS_ADMIN
+    assert next(c for c in with_cap if c.name.startswith("pod: GPU counters")).ok is True
+    open_node = pod_checks({**facts, "rm_admin_only": "0"})
+    assert next(c for c in open_node if c.name.startswith("pod: GPU counters")).ok is True
+
+
+def test_doctor_reports_missing_rbac(capsys: pytest.CaptureFixture[str], home: Path, sim: KubeSim) -> None:
+    sim.deny("create", "pods/exec", NS)
+    r = nsl(capsys, "doctor", "--context", "stg", "--json")
+    checks = {c["name"]: c for c in json.loads(r.out)["checks"]}
+    assert checks["may create pods/exec"]["ok"] is False and "pods/exec" in checks["may create pods/exec"]["fix"]
+    assert checks["lab pod"]["ok"] is None  # no pod up: the in-pod checks are skipped
+    assert r.code == 4
+
+
+# ---------------------------------------------------------------------------- lab work in the pod
+
+
+def test_profile_in_the_pod(capsys: pytest.CaptureFixture[str], lab: dict[str, Any], sim: KubeSim, home: Path) -> None:
+    pytest.importorskip("torch")
+    fixture = HERE / "fixtures" / "nsys" / "03_nsys_cuda_gpu_kern_sum_pytorch_rtx5090.csv"
+    sim.put_tool(NS, POD, "nsys", _standin("nsys", fixture))
+    r = nsl(capsys, "profile", "lesson1", "--json", "--", "--scale-log2", "14", "--gemm-n", "32")
+    assert r.code == 0, r
+    data = json.loads(r.out)
+    assert data["target"] == f"pod {NS}/{POD}" and len(data["kernels"]) == 113
+    run = next((home / "runs").iterdir())
+    assert (run / "raw" / "nsightlab_cuda_gpu_kern_sum.csv").read_bytes() == fixture.read_bytes()
+    meta = json.loads((run / "meta.json").read_text())
+    assert (meta["context"], meta["pod"], meta["node"], meta["instance_type"]) == (STG_CONTEXT, POD, lab["node"], "g7e.8xlarge")
+    assert meta["image"] == IMAGE
+
+
+def test_sweep_in_the_pod(capsys: pytest.CaptureFixture[str], lab: dict[str, Any], home: Path) -> None:
+    pytest.importorskip("torch")
+    r = nsl(capsys, "sweep", "--device", "cpu", "--sizes", "12,14,16", "--iters", "3", "--warmup", "1", "--json")
+    assert r.code == 0, r
+    data = json.loads(r.out)
+    assert [row["log2"] for row in data["rows"]] == [12, 14, 16]
+    meta = json.loads((next((home / "runs").iterdir()) / "meta.json").read_text())
+    assert meta["target"] == f"pod {NS}/{POD}" and meta["kind"] == "sweep"
+
+
+def test_lab_commands_without_a_ready_pod(capsys: pytest.CaptureFixture[str], home: Path) -> None:
+    r = nsl(capsys, "shell", "--context", "stg", "--", "true")
+    assert r.code == 5 and "no lab pod" in r.err and "nsightlab create" in r.err
+
+
+@pytest.fixture(autouse=True)
+def _no_leftover_processes() -> Iterator[None]:
+    yield
