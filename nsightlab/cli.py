@@ -474,10 +474,10 @@ def copy(
     remote_src, remote_dst = transfer.parse_remote(src), transfer.parse_remote(dst)
     if (remote_src is None) == (remote_dst is None):
         raise UsageError("exactly one of SRC and DST must be in the pod, written :PATH", hint="e.g. `nsightlab copy lesson1.py :/tmp/`")
-    if remote_dst is not None and not Path(src).exists() and not Path(src).is_symlink():
-        raise UsageError(f"local source {src} does not exist")  # before anything is sent
     env = _env(json_out)
     with _cluster(context, kubeconfig, intent=Intent.CHANGE, namespace=namespace, use_session=True, action="copy files to or from a pod") as c:
+        if remote_dst is not None and not Path(src).exists() and not Path(src).is_symlink():
+            raise UsageError(f"local source {src} does not exist")  # before any request
         _note_session(env, c)
         pod = _lab_pod(c)
         with _progress(env, "copying") as progress:

@@ -190,7 +190,7 @@ def test_ctrl_c_while_waiting(home: Path, tmp_path: Path) -> None:
         seen += proc.stderr.readline()
     time.sleep(0.5)
     proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=30)
+    _out, err = proc.communicate(timeout=30)
     assert proc.returncode == 130, seen + err
     assert "interrupted while waiting" in err and "Pending" in err
     assert "nsightlab cleanup --context stg" in err
