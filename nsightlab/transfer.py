@@ -177,70 +177,65 @@ def _compare(local: dict[str, Digest], remote: dict[str, Digest], where: str) ->
 # ---------------------------------------------------------------------------- copy in
 
 
-class _HashingReader(io.RawIOBase):
-    def __init__(self, fh: BinaryIO, digest: Digest, tally: _Tally, progress: Progress | None) -> None:
-        self._fh = fh
-        self._h = hashlib.sha256()
-        self._digest = digest
+SEND_CHUNK = 1 << 20  # bytes of a file per stdin frame
+_BLOCK = 512
+
+
+class _TarSender:
+    """Writes a tar stream straight into stdin frames: headers from TarInfo, file
+    contents in 1 MiB frames hashed on the way (no intermediate buffering copies)."""
+
+    def __init__(self, session: ExecSession, tally: _Tally, progress: Progress | None) -> None:
+        self._session = session
         self._tally = tally
         self._progress = progress
+        self.sent = 0
 
-    def readable(self) -> bool:
-        return True
+    def _send(self, data: bytes) -> None:
+        self._session.write_stdin(data)
+        self.sent += len(data)
 
-    def readinto(self, buf: memoryview) -> int:  # type: ignore[override]
-        data = self._fh.read(len(buf))
-        n = len(data)
-        buf[:n] = data
-        self._h.update(data)
-        self._digest.size += n
-        self._tally.total += n
-        if self._progress and n:
-            self._progress(self._tally.total)
-        return n
+    def add(self, src: Path, arcname: str) -> None:
+        st = os.lstat(src)
+        info = tarfile.TarInfo(arcname)
+        info.mode = stat.S_IMODE(st.st_mode)
+        info.mtime = int(st.st_mtime)
+        info.uid, info.gid = st.st_uid, st.st_gid
+        if stat.S_ISREG(st.st_mode):
+            info.size = st.st_size
+            digest = self._tally.files.setdefault(arcname, Digest())
+            self._send(info.tobuf(tarfile.PAX_FORMAT, "utf-8", "surrogateescape"))
+            h = hashlib.sha256()
+            with src.open("rb") as fh:
+                while chunk := fh.read(SEND_CHUNK):
+                    h.update(chunk)
+                    digest.size += len(chunk)
+                    self._tally.total += len(chunk)
+                    self._send(chunk)
+                    if self._progress:
+                        self._progress(self._tally.total)
+            if digest.size != info.size:
+                raise UsageError(f"{src} changed size while it was being copied")
+            digest.sha256 = h.hexdigest()
+            if info.size % _BLOCK:
+                self._send(bytes(_BLOCK - info.size % _BLOCK))
+        elif stat.S_ISDIR(st.st_mode):
+            info.type = tarfile.DIRTYPE
+            self._send(info.tobuf(tarfile.PAX_FORMAT, "utf-8", "surrogateescape"))
+            for child in sorted(src.iterdir()):
+                self.add(child, f"{arcname}/{child.name}")
+        elif stat.S_ISLNK(st.st_mode):
+            info.type = tarfile.SYMTYPE
+            info.linkname = os.readlink(src)
+            self._send(info.tobuf(tarfile.PAX_FORMAT, "utf-8", "surrogateescape"))
+        # sockets, devices and FIFOs on this side are skipped
 
     def finish(self) -> None:
-        self._digest.sha256 = self._h.hexdigest()
-
-
-class _FrameWriter(io.RawIOBase):
-    """A write-only file that sends what it gets as stdin frames, in chunks."""
-
-    def __init__(self, session: ExecSession) -> None:
-        self._session = session
-        self._buf = bytearray()
-
-    def writable(self) -> bool:
-        return True
-
-    def write(self, data: bytes) -> int:  # type: ignore[override]
-        self._buf += data
-        while len(self._buf) >= CHUNK:
-            self._session.write_stdin(bytes(self._buf[:CHUNK]))
-            del self._buf[:CHUNK]
-        return len(data)
-
-    def flush(self) -> None:
-        if self._buf:
-            self._session.write_stdin(bytes(self._buf))
-            self._buf.clear()
-
-
-def _add_tree(tar: tarfile.TarFile, src: Path, arcname: str, tally: _Tally, progress: Progress | None) -> None:
-    info = tar.gettarinfo(str(src), arcname=arcname)
-    if info.isreg():
-        digest = tally.files.setdefault(arcname, Digest())
-        with src.open("rb") as fh:
-            reader = _HashingReader(fh, digest, tally, progress)
-            tar.addfile(info, io.BufferedReader(reader, CHUNK))
-            reader.finish()
-    elif info.isdir():
-        tar.addfile(info)
-        for child in sorted(src.iterdir()):
-            _add_tree(tar, child, f"{arcname}/{child.name}", tally, progress)
-    elif info.issym():
-        tar.addfile(info)
-    # sockets, devices and FIFOs on this side are skipped
+        """The end-of-archive marker, padded to a whole 10 KiB record as tar writes it."""
+        tail = 2 * _BLOCK
+        record = tarfile.RECORDSIZE
+        tail += (record - (self.sent + tail) % record) % record
+        self._send(bytes(tail))
 
 
 def copy_in(kube: Kube, ns: str, pod: str, src: Path, dst: str, *, container: str | None = None, progress: Progress | None = None) -> CopyResult:
@@ -259,11 +254,10 @@ def copy_in(kube: Kube, ns: str, pod: str, src: Path, dst: str, *, container: st
     tally = _Tally()
     out, err = bytearray(), bytearray()
     try:
-        writer = _FrameWriter(session)
+        sender = _TarSender(session, tally, progress)
         try:
-            with tarfile.open(fileobj=writer, mode="w|", format=tarfile.PAX_FORMAT, bufsize=CHUNK) as tar:
-                _add_tree(tar, src, member, tally, progress)
-            writer.flush()
+            sender.add(src, member)
+            sender.finish()
         except ClusterError:
             pass  # the remote side stopped reading; its stderr says why
         except OSError as e:
@@ -439,11 +433,15 @@ def copy_out(kube: Kube, ns: str, pod: str, src: str, dst: Path, *, container: s
     final = dst / name if dst.is_dir() else dst
     if not final.parent.is_dir():
         raise UsageError(f"local folder {final.parent} does not exist")
-    remote = remote_digests(kube, ns, pod, clean, container=container)
+    from concurrent.futures import ThreadPoolExecutor
+
     try:
         staging = Path(tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=final.parent))
     except OSError as e:
         raise UsageError(f"cannot write to {final.parent}: {e.strerror}") from None
+    # The pod checksums its files on a second exec while the tar stream comes in.
+    pool = ThreadPoolExecutor(max_workers=1)
+    remote_f = pool.submit(remote_digests, kube, ns, pod, clean, container=container)
     try:
         session = kube.exec(ns, pod, ["tar", "-cf", "-", "-C", parent or "/", name], container=container)
         reader = _FrameReader(session, progress)
@@ -454,9 +452,15 @@ def copy_out(kube: Kube, ns: str, pod: str, src: str, dst: Path, *, container: s
                 if e.errno == 28:
                     raise RemoteCommandError(f"no space left on this machine while copying to {final}") from None
                 raise
+            except RemoteCommandError:
+                first = remote_f.exception()
+                if first is not None and not isinstance(first, UnsafeArchiveError):
+                    raise first from None  # e.g. no such file: say that, not "damaged archive"
+                raise
             reader.drain()
         finally:
             session.close()
+        remote = remote_f.result()  # a missing source is reported from here, first
         code = session.returncode()
         if code is None:
             raise ClusterError(f"the exec stream dropped while copying {src} from pod {pod}", hint="Nothing was written; try again.")
@@ -471,6 +475,7 @@ def copy_out(kube: Kube, ns: str, pod: str, src: str, dst: Path, *, container: s
             shutil.rmtree(final)
         os.replace(placed, final)
     finally:
+        pool.shutdown(wait=True)
         shutil.rmtree(staging, ignore_errors=True)
     return CopyResult(
         direction="out",
