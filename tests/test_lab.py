@@ -535,3 +535,25 @@ def test_lab_commands_without_a_ready_pod(capsys: pytest.CaptureFixture[str], ho
 @pytest.fixture(autouse=True)
 def _no_leftover_processes() -> Iterator[None]:
     yield
+
+
+def test_confirmation_on_a_terminal(home: Path, sim: KubeSim) -> None:
+    """On a TTY, create names context, server and namespace and asks first; 'n' changes nothing."""
+    import pty
+
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "nsightlab", "create", "--context", "stg"], stdin=slave, stdout=slave, stderr=slave, start_new_session=True)
+    os.close(slave)
+    try:
+        prompt = _read_until(master, b"Proceed?", 30)
+        assert f"context stg ({STG_CONTEXT}), server {sim.url}, namespace {NS}".encode() in prompt
+        os.write(master, b"n\n")
+        assert proc.wait(timeout=30) == 130
+        rest = _read_until(master, b"nothing was changed", 5)
+        assert b"cancelled; nothing was changed" in rest
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        os.close(master)
+    assert sim.requests == []  # not even a read before the answer
+    assert sim.get("pods", NS, POD) is None
