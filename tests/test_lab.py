@@ -557,3 +557,14 @@ def test_confirmation_on_a_terminal(home: Path, sim: KubeSim) -> None:
         os.close(master)
     assert sim.requests == []  # not even a read before the answer
     assert sim.get("pods", NS, POD) is None
+
+
+def test_create_warns_when_no_gpu_is_free(capsys: pytest.CaptureFixture[str], home: Path, sim: KubeSim) -> None:
+    for node in ("ip-10-0-19-150.ec2.internal", "ip-10-0-83-47.ec2.internal"):  # the two free g7e GPUs
+        pod = _decoy(f"squatter-{node[:12]}", {})
+        pod["spec"]["nodeName"] = node
+        pod["spec"]["containers"][0]["resources"] = {"limits": {"nvidia.com/gpu": "1"}}
+        sim.put(pod)
+    r = nsl(capsys, "create", "--context", "stg", "--yes", "--timeout", "1")
+    assert "warning: 0 GPUs of g7e.8xlarge are free right now (4 nodes, 4 GPUs, all in use)" in r.err
+    assert r.code == 5 and "Insufficient nvidia.com/gpu" in r.err  # warned, not refused: it tried
