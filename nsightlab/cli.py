@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
@@ -105,6 +105,14 @@ def _env(json_out: bool = False) -> Env:
     from nsightlab.console import Env
 
     return Env.create(json=json_out)
+
+
+def _show(env: Env, result: Any, draw: Callable[[Env, Any], None]) -> None:
+    """One JSON document on stdout with --json, else the human rendering."""
+    if env.json:
+        env.print_json(result)
+    else:
+        draw(env, result)
 
 
 def _config() -> LoadedConfig:
@@ -223,10 +231,7 @@ def explore_nodes(
     env = _env(json_out)
     with _cluster(context, kubeconfig, intent=Intent.READ) as c, env.status(f"listing nodes and pods on {c.ctx.name}"):
         report = explore.explore_nodes(c.kube, lab_instance_type=c.config.lab.instance_type, gpu_only=gpu_only)
-    if env.json:
-        env.print_json(report)
-    else:
-        render.nodes(env, report)
+    _show(env, report, render.nodes)
 
 
 @explore_app.command("pods")
@@ -250,10 +255,7 @@ def explore_pods(
     env = _env(json_out)
     with _cluster(context, kubeconfig, intent=Intent.READ, namespace=namespace) as c:
         report = explore.explore_pods(c.kube, namespace=None if all_namespaces else c.ctx.namespace, match=match)
-    if env.json:
-        env.print_json(report)
-    else:
-        render.pods(env, report)
+    _show(env, report, render.pods)
 
 
 @explore_app.command("pod")
@@ -276,10 +278,7 @@ def explore_pod(
     env = _env(json_out)
     with _cluster(context, kubeconfig, intent=Intent.READ, namespace=namespace) as c:
         detail = explore.explore_pod(c.kube, name, namespace=c.ctx.namespace)
-    if env.json:
-        env.print_json(detail)
-    else:
-        render.pod_detail(env, detail)
+    _show(env, detail, render.pod_detail)
 
 
 @explore_app.command("node")
@@ -301,10 +300,7 @@ def explore_node(
     env = _env(json_out)
     with _cluster(context, kubeconfig, intent=Intent.READ) as c:
         detail = explore.explore_node(c.kube, name)
-    if env.json:
-        env.print_json(detail)
-    else:
-        render.node_detail(env, detail)
+    _show(env, detail, render.node_detail)
 
 
 # ---------------------------------------------------------------------------- the lab pod
@@ -381,7 +377,7 @@ def create(
         env.warn("--profiling-caps adds CAP_SYS_ADMIN to the lab pod: it weakens isolation; use it only with your platform team's OK.")
     with _cluster(context, kubeconfig, intent=Intent.CHANGE, namespace=namespace, action="create the lab pod") as c:
         m = lab.build_manifest(template, c.config, namespace=c.ctx.namespace, profiling_caps=profiling_caps)
-        confirm_change(env, c.ctx, f"create lab pod {m['metadata']['name']} (1 x {c.config.lab.instance_type} GPU)", yes=yes)
+        confirm_change(env, c.ctx, f"create lab pod {m['metadata']['name']} ({c.config.lab.gpus} GPU on a {c.config.lab.instance_type})", yes=yes)
         result = lab.create(env, c.kube, c.ctx, c.config, m, timeout=timeout)
     if env.json:
         env.print_json(result)
@@ -410,10 +406,7 @@ def status(
     with _cluster(context, kubeconfig, intent=Intent.READ, namespace=namespace, use_session=True) as c:
         _note_session(env, c)
         report = lab.status(c.kube, c.ctx, _lab_pod(c, require_ready=False))
-    if env.json:
-        env.print_json(report)
-    else:
-        render.status(env, report)
+    _show(env, report, render.status)
 
 
 @app.command(context_settings={"allow_interspersed_args": False})
@@ -486,10 +479,7 @@ def copy(
             else:
                 assert remote_src is not None
                 result = transfer.copy_out(c.kube, c.ctx.namespace, pod, remote_src, Path(dst), progress=progress)
-    if env.json:
-        env.print_json(result)
-    else:
-        render.copy_result(env, result)
+    _show(env, result, render.copy_result)
 
 
 @contextmanager
@@ -540,10 +530,7 @@ def cleanup(
         what = f"delete every lab pod of {c.config.owner()}" if all_mine else f"delete lab pod {name}"
         confirm_change(env, c.ctx, what, yes=yes)
         report = lab.cleanup(env, c.kube, c.ctx, owner=c.config.owner(), names=[name], all_mine=all_mine)
-    if env.json:
-        env.print_json(report)
-    else:
-        render.cleanup(env, report)
+    _show(env, report, render.cleanup)
 
 
 @app.command()
@@ -720,10 +707,7 @@ def ncu(
     env = _env(json_out)
     with _where(env, local=local, context=context, kubeconfig=kubeconfig, namespace=namespace, action="run ncu in a pod") as w:
         result = run_ncu(env, w.target, w.meta, script=script, script_args=list(script_args or []), kernel=kernel, sections=list(section or ["SpeedOfLight"]), count=count)
-    if env.json:
-        env.print_json(result)
-    else:
-        render.ncu(env, result)
+    _show(env, result, render.ncu)
 
 
 @app.command()
@@ -823,10 +807,7 @@ def sweep(
         env.note(line)
     with _where(env, local=local, context=context, kubeconfig=kubeconfig, namespace=namespace, action="run a sweep in a pod") as w:
         result = sw.run_sweep(env, w, dtype=plan.dtype, sizes=plan.sizes, iters=plan.iters, warmup=plan.warmup, device=plan.device, against=plan.against)
-    if env.json:
-        env.print_json(result)
-    else:
-        render.sweep(env, result)
+    _show(env, result, render.sweep)
 
 
 # ---------------------------------------------------------------------------- entry point

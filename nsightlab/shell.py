@@ -12,6 +12,7 @@ import os
 import select
 import signal
 import sys
+from collections.abc import Callable
 from typing import TYPE_CHECKING, BinaryIO
 
 from nsightlab.errors import ClusterError, RemoteCommandError
@@ -37,40 +38,47 @@ def run_command(kube: Kube, namespace: str, pod: str, argv: list[str], *, forwar
     """Run one command, streaming its output as it comes; returns its exit code."""
     out = stdout or sys.stdout.buffer
     err = stderr or sys.stderr.buffer
+
+    def write(channel: int, data: bytes) -> None:
+        stream = out if channel == 1 else err
+        stream.write(data)
+        stream.flush()
+
     session = kube.exec(namespace, pod, argv, stdin=forward_stdin)
     try:
-        if forward_stdin:
-            _pump_stdin_then_read(session, out, err)
-        else:
-            while (frame := session.read()) is not None:
-                stream = out if frame[0] == 1 else err
-                stream.write(frame[1])
-                stream.flush()
+        _pump(session, sys.stdin.fileno() if forward_stdin else None, write)
     finally:
         session.close()
     return _exit_code(session)
 
 
-def _pump_stdin_then_read(session: ExecSession, out: BinaryIO, err: BinaryIO) -> None:
-    fd = sys.stdin.fileno()
-    stdin_open = True
+def _pump(session: ExecSession, fd_in: int | None, write: Callable[[int, bytes], None], *, before_wait: Callable[[], None] | None = None) -> None:
+    """Move bytes until the remote side ends: local input -> stdin frames, frames -> write().
+
+    `fd_in` None: nothing to send. At local end of input, stdin is closed (v5).
+    """
+    stdin_open = fd_in is not None
+    sock = session.fileno()
     while True:
-        watch = [session.fileno()] + ([fd] if stdin_open else [])
-        ready = [session.fileno()] if session.pending() else select.select(watch, [], [])[0]
-        if stdin_open and fd in ready:
-            data = os.read(fd, 65536)
+        if before_wait is not None:
+            before_wait()
+        watch = [sock] + ([fd_in] if stdin_open and fd_in is not None else [])
+        try:
+            ready = [sock] if session.pending() else select.select(watch, [], [], 0.5)[0]
+        except InterruptedError:  # a signal (SIGWINCH): go round again
+            continue
+        if stdin_open and fd_in is not None and fd_in in ready:
+            data = os.read(fd_in, 65536)
             if data:
                 session.write_stdin(data)
             else:
                 stdin_open = False
                 session.close_stdin()
-        if session.fileno() in ready:
+        if sock in ready:
             frame = session.read()
             if frame is None:
                 return
-            stream = out if frame[0] == 1 else err
-            stream.write(frame[1])
-            stream.flush()
+            write(*frame)
 
 
 def interactive(kube: Kube, namespace: str, pod: str, argv: list[str] | None = None) -> int:
@@ -89,33 +97,20 @@ def interactive(kube: Kube, namespace: str, pod: str, argv: list[str] | None = N
     def on_winch(signum: int, frame: object) -> None:
         resized[0] = True
 
+    def send_size() -> None:
+        if resized[0]:
+            resized[0] = False
+            with contextlib.suppress(OSError):
+                size = os.get_terminal_size(fd_out if os.isatty(fd_out) else fd_in)
+                session.resize(size.columns, size.lines)
+
+    def write(channel: int, data: bytes) -> None:
+        os.write(fd_out, data)  # a TTY has one output stream
+
     previous = signal.signal(signal.SIGWINCH, on_winch)
     try:
         tty.setraw(fd_in)
-        stdin_open = True
-        while True:
-            if resized[0]:
-                resized[0] = False
-                with contextlib.suppress(OSError):
-                    size = os.get_terminal_size(fd_out if os.isatty(fd_out) else fd_in)
-                    session.resize(size.columns, size.lines)
-            watch = [session.fileno()] + ([fd_in] if stdin_open else [])
-            try:
-                ready = [session.fileno()] if session.pending() else select.select(watch, [], [], 0.5)[0]
-            except InterruptedError:
-                continue
-            if stdin_open and fd_in in ready:
-                data = os.read(fd_in, 4096)
-                if data:
-                    session.write_stdin(data)
-                else:
-                    stdin_open = False
-                    session.close_stdin()
-            if session.fileno() in ready:
-                frame = session.read()
-                if frame is None:
-                    break
-                os.write(fd_out, frame[1])
+        _pump(session, fd_in, write, before_wait=send_size)
     finally:
         termios.tcsetattr(fd_in, termios.TCSADRAIN, saved)
         signal.signal(signal.SIGWINCH, previous)

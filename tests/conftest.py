@@ -46,3 +46,13 @@ def kubeconfig(sim: KubeSim, tmp_path: Path) -> Path:
     """A kubeconfig for ``sim``: contexts stg-online-use1 (serving), dev-ml-use1 (ml-lab) and
     prd-online-use1, which is the current context; one token and user per context."""
     return sim.write_kubeconfig(tmp_path / "kubeconfig", CONTEXTS, current=PRD_CONTEXT)
+
+
+@pytest.fixture
+def nsl_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A fresh NSIGHTLAB_HOME (config, session, runs), wide plain output, no config override."""
+    home = tmp_path / "home"
+    monkeypatch.setenv("NSIGHTLAB_HOME", str(home))
+    monkeypatch.setenv("COLUMNS", "160")
+    monkeypatch.delenv("NSIGHTLAB_CONFIG", raising=False)
+    return home

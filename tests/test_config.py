@@ -9,14 +9,7 @@ from clirun import run_cli
 from nsightlab.config import Config, Session, load_config, load_session, save_session
 from nsightlab.errors import ConfigError
 
-
-@pytest.fixture(autouse=True)
-def _home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    home = tmp_path / "home"
-    monkeypatch.setenv("NSIGHTLAB_HOME", str(home))
-    monkeypatch.delenv("NSIGHTLAB_CONFIG", raising=False)
-    monkeypatch.setenv("COLUMNS", "200")
-    return home
+pytestmark = pytest.mark.usefixtures("nsl_home")
 
 
 def test_missing_default_config_means_defaults() -> None:
@@ -83,7 +76,7 @@ def test_pod_name_uses_owner(monkeypatch: pytest.MonkeyPatch) -> None:
     assert cfg.pod_name() == "nsight-lab-sean-b"
 
 
-def test_session_roundtrip_and_damage(_home: Path) -> None:
+def test_session_roundtrip_and_damage(nsl_home: Path) -> None:
     from datetime import datetime, timezone
 
     assert load_session() is None
@@ -94,10 +87,10 @@ def test_session_roundtrip_and_damage(_home: Path) -> None:
     assert load_session() is None
 
 
-def test_init_writes_valid_commented_config(capsys: pytest.CaptureFixture[str], _home: Path) -> None:
+def test_init_writes_valid_commented_config(capsys: pytest.CaptureFixture[str], nsl_home: Path) -> None:
     r = run_cli(capsys, "init", "--context", "stg-online-use1", "--namespace", "ml-lab")
     assert r.code == 0, r
-    path = _home / "config.yaml"
+    path = nsl_home / "config.yaml"
     text = path.read_text()
     assert "# " in text and "CHANGE-ME" in text  # comments and placeholders for blanks
     data = yaml.safe_load(text)
@@ -111,7 +104,7 @@ def test_init_writes_valid_commented_config(capsys: pytest.CaptureFixture[str], 
     assert forced.code == 0 and load_config(path).config.lab.image == "reg.example.com/lab:1"
 
 
-def test_config_command_json_and_text(capsys: pytest.CaptureFixture[str], _home: Path) -> None:
+def test_config_command_json_and_text(capsys: pytest.CaptureFixture[str], nsl_home: Path) -> None:
     import json
 
     assert run_cli(capsys, "init", "--context", "stg-online-use1").code == 0

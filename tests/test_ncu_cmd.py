@@ -16,12 +16,7 @@ NCU05 = FIX / "ncu" / "05_ncu_csv_page_details_vectorized_elementwise_rtx5090.cs
 NCU04 = FIX / "ncu" / "04_ncu_csv_section_SpeedOfLight_cutlass_gemm_rtx5090.csv"
 
 
-@pytest.fixture(autouse=True)
-def _home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    home = tmp_path / "home"
-    monkeypatch.setenv("NSIGHTLAB_HOME", str(home))
-    monkeypatch.setenv("COLUMNS", "160")
-    return home
+pytestmark = pytest.mark.usefixtures("nsl_home")
 
 
 @pytest.fixture
@@ -31,7 +26,7 @@ def ncu_standin(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("NSIGHTLAB_TEST_NCU", raising=False)
 
 
-def test_ncu_local_parses_and_stores(capsys: pytest.CaptureFixture[str], ncu_standin: None, _home: Path) -> None:
+def test_ncu_local_parses_and_stores(capsys: pytest.CaptureFixture[str], ncu_standin: None, nsl_home: Path) -> None:
     pytest.importorskip("torch")
     r = run_cli(capsys, "ncu", "lesson1", "--local", "--json", "--", "--scale-log2", "14", "--gemm-n", "32")
     assert r.code == 0, r
@@ -40,7 +35,7 @@ def test_ncu_local_parses_and_stores(capsys: pytest.CaptureFixture[str], ncu_sta
     assert k["dram_throughput_pct"] == 6.26 and k["duration_ns"] == 2940 and k["l2_hit_rate_pct"] == 16.82
     assert k["sm_throughput_pct"] == 0.47 and k["bound"] == "latency"
     assert data["versions"]["ncu"].startswith("2024.3.2")
-    run = next((_home / "runs").iterdir())
+    run = next((nsl_home / "runs").iterdir())
     assert (run / "raw" / "ncu.csv").read_text().count("dram__throughput") >= 1
     assert json.loads((run / "meta.json").read_text())["kind"] == "ncu"
 

@@ -17,12 +17,7 @@ FIXTURE03 = HERE / "fixtures" / "nsys" / "03_nsys_cuda_gpu_kern_sum_pytorch_rtx5
 SMALL = ["--", "--scale-log2", "16", "--gemm-n", "64"]
 
 
-@pytest.fixture(autouse=True)
-def _home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    home = tmp_path / "home"
-    monkeypatch.setenv("NSIGHTLAB_HOME", str(home))
-    monkeypatch.setenv("COLUMNS", "160")
-    return home
+pytestmark = pytest.mark.usefixtures("nsl_home")
 
 
 @pytest.fixture
@@ -49,7 +44,7 @@ def _run_dir(home: Path) -> Path:
     return runs[0]
 
 
-def test_lesson1_under_torch_profiler_on_cpu(capsys: pytest.CaptureFixture[str], _home: Path) -> None:
+def test_lesson1_under_torch_profiler_on_cpu(capsys: pytest.CaptureFixture[str], nsl_home: Path) -> None:
     r = run_cli(capsys, "profile", "lesson1", "--local", "--profiler", "torch", "--json", *SMALL)
     assert r.code == 0, r
     data = json.loads(r.out)
@@ -68,7 +63,7 @@ def test_lesson1_under_torch_profiler_on_cpu(capsys: pytest.CaptureFixture[str],
     assert gemm["flops_per_call"] == 2 * 64**3
     assert "torch.profiler" in data["timing_source"]
     assert any("23" in line and "20" in line for line in data["lesson"])
-    run = _run_dir(_home)
+    run = _run_dir(nsl_home)
     assert (run / "raw" / "torchprof.json").is_file() and (run / "raw" / "lesson1.json").is_file()
     stored = json.loads((run / "result.json").read_text())
     assert stored["run_id"] == data["run_id"] == json.loads((run / "meta.json").read_text())["id"]
@@ -81,12 +76,12 @@ def test_human_output_marks_torch_profiler(capsys: pytest.CaptureFixture[str]) -
     assert "memory_bound_scale" in r.out and "aten::mul_" in r.out
 
 
-def test_nsys_command_sequence_copy_back_and_store(capsys: pytest.CaptureFixture[str], _home: Path, nsys_standin: None) -> None:
+def test_nsys_command_sequence_copy_back_and_store(capsys: pytest.CaptureFixture[str], nsl_home: Path, nsys_standin: None) -> None:
     r = run_cli(capsys, "profile", "lesson1", "--local", "--json", *SMALL)
     assert r.code == 0, r
     data = json.loads(r.out)
     assert data["profiler"] == "nsys" and data["versions"]["nsys"].startswith("2024.6.1")
-    run = _run_dir(_home)
+    run = _run_dir(nsl_home)
     raw = run / "raw"
     # the replayed real kernel summary came back byte for byte
     assert (raw / "nsightlab_cuda_gpu_kern_sum.csv").read_bytes() == FIXTURE03.read_bytes()
