@@ -90,6 +90,11 @@ def gc_paused() -> Iterator[None]:
 _gc_state = [True]
 
 
+def loads(raw: bytes) -> Any:
+    """Decode JSON bytes into plain Python objects."""
+    return _loads(raw)
+
+
 def _loads(raw: bytes) -> Any:
     from pydantic_core import from_json
 
@@ -256,11 +261,12 @@ class Kube:
         result: dict[str, Any] = self.get_json("/version", what="read the server version")
         return result
 
-    def pages(self, path: str, *, what: str, query: dict[str, Any] | None = None, page_size: int = PAGE_SIZE) -> Iterator[dict[str, Any]]:
-        """Every page of a list (limit/continue), decoded, one at a time.
+    def raw_pages(self, path: str, *, what: str, query: dict[str, Any] | None = None, page_size: int = PAGE_SIZE) -> Iterator[tuple[bytes, dict[str, Any] | None]]:
+        """Every page of a list (limit/continue) as raw JSON bytes, with the decoded page
+        when it had to be decoded to find the continue token (else None).
 
-        The next page is fetched on a second thread while this one is decoded and
-        used, so the network and the JSON decoding overlap.
+        The next page is fetched on a second thread while the caller works on this one,
+        so the network and the caller's decoding overlap.
         """
         from concurrent.futures import ThreadPoolExecutor
 
@@ -280,17 +286,22 @@ class Kube:
         with ThreadPoolExecutor(max_workers=1) as pool:
             raw = fetch(None)
             while True:
+                decoded: dict[str, Any] | None = None
                 cont = _continue_token(raw)
+                if cont is None and b'"continue"' in raw:  # not where we looked: decode to know
+                    decoded = _loads(raw)
+                    cont = ((decoded or {}).get("metadata") or {}).get("continue") or None
                 ahead = pool.submit(fetch, cont) if cont else None
-                page = _loads(raw)
-                if cont is None:
-                    cont = (page.get("metadata") or {}).get("continue")
-                    if cont:  # the token was not where we looked: fetch now
-                        ahead = pool.submit(fetch, cont)
-                yield page
+                yield raw, decoded
                 if ahead is None:
                     return
                 raw = ahead.result()
+
+    def pages(self, path: str, *, what: str, query: dict[str, Any] | None = None, page_size: int = PAGE_SIZE) -> Iterator[dict[str, Any]]:
+        """Every page of a list, decoded (see raw_pages)."""
+        for raw, decoded in self.raw_pages(path, what=what, query=query, page_size=page_size):
+            page: dict[str, Any] = decoded if decoded is not None else _loads(raw)
+            yield page
 
     def _list(self, path: str, *, what: str, query: dict[str, Any] | None = None) -> tuple[list[dict[str, Any]], str]:
         items: list[dict[str, Any]] = []

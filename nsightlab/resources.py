@@ -9,6 +9,7 @@ take max(init) without adding sidecars, under-count GPUs held by sidecars.
 
 from __future__ import annotations
 
+import functools
 from datetime import datetime, timezone
 from decimal import Decimal, InvalidOperation
 from typing import Any
@@ -99,7 +100,9 @@ def is_terminal(pod: dict[str, Any]) -> bool:
 
 
 def labels(obj: dict[str, Any]) -> dict[str, str]:
-    return dict((obj.get("metadata") or {}).get("labels") or {})
+    """The object's labels (the object's own dict: do not modify)."""
+    found: dict[str, str] = (obj.get("metadata") or {}).get("labels") or {}
+    return found
 
 
 def instance_type(node: dict[str, Any]) -> str | None:
@@ -159,7 +162,9 @@ def taints(node: dict[str, Any]) -> list[str]:
     return out
 
 
+@functools.lru_cache(maxsize=4096)
 def parse_time(value: Any) -> datetime | None:
+    """An RFC 3339 timestamp as an aware datetime (cached: objects share timestamps)."""
     if not value:
         return None
     text = str(value)

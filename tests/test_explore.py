@@ -260,3 +260,16 @@ def test_realistic_cluster_is_what_the_tutorial_describes() -> None:
     objs = realistic_cluster()
     types = Counter(o["metadata"]["labels"]["node.kubernetes.io/instance-type"] for o in objs if o["kind"] == "Node")
     assert any(t.startswith("c8i.") for t in types) and any(t.startswith("g6.") for t in types) and types["g7e.8xlarge"] >= 2
+
+
+def test_skipping_pages_without_gpu_pods_changes_nothing(capsys: pytest.CaptureFixture[str], sim: KubeSim) -> None:
+    from nsightlab.explore import build_nodes
+
+    objs = generate_cluster(nodes=700, pods=2600, seed=5)
+    sim.reset(objs)
+    data = _nodes(capsys)
+    nodes = [o for o in objs if o["kind"] == "Node"]
+    pods = [o for o in objs if o["kind"] == "Pod" and o["status"].get("phase") not in ("Succeeded", "Failed")]
+    full = build_nodes(nodes, pods, context=STG_CONTEXT, server=None, lab_instance_type="g7e.8xlarge")  # decodes every pod
+    assert {n["name"]: n["gpu_requested"] for n in data["nodes"]} == {n.name: n.gpu_requested for n in full.nodes}  # type: ignore[attr-defined]
+    assert sum(n.gpu_requested for n in full.nodes) > 0  # the generated cluster does hold GPUs

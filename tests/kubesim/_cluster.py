@@ -627,8 +627,11 @@ def realistic_cluster(now: dt.datetime | None = None, seed: int = 7) -> list[Obj
 
 
 def generate_cluster(nodes: int = 5000, pods: int = 20000, seed: int = 0) -> list[Obj]:
-    """A big cluster in the same style for benchmarks: ~3% GPU nodes, pods spread over 20
-    namespaces (``team-00``..``team-19``), mostly Running. Fast: shared sub-structures."""
+    """A big cluster in the same style for benchmarks: ~3% GPU nodes, each running the NVIDIA
+    device plugin (kube-system) and model-serving pods whose GPU is held by a native sidecar
+    (namespace ``serving``, most GPUs taken, some free), and CPU workloads spread over 20
+    namespaces (``team-00``..``team-19``) on the CPU nodes only, mostly Running. The total
+    number of pods is ``pods``. Fast: shared sub-structures."""
     rng = random.Random(seed)
     now = dt.datetime.now(dt.timezone.utc).replace(microsecond=0)
     created = now - dt.timedelta(days=30)
@@ -665,13 +668,32 @@ def generate_cluster(nodes: int = 5000, pods: int = 20000, seed: int = 0) -> lis
             "status": status,
         })
     objs += node_objs
-    pod_tmpl = simple_pod("tmpl", "team-00", f"{REGISTRY}/worker:1.0.0", node=node_objs[1], created=created,
+    gpu_nodes = [n for n in node_objs if GPU_RESOURCE in n["status"]["allocatable"]]
+    cpu_nodes = [n for n in node_objs if GPU_RESOURCE not in n["status"]["allocatable"]] or node_objs
+    gpu_pods: list[Obj] = []
+    if "serving" not in namespaces:
+        objs.append(namespace("serving", created, rng))
+    for k, n in enumerate(gpu_nodes):
+        short = n["metadata"]["name"].split(".")[0][3:]
+        gpu_pods.append(simple_pod(f"nvidia-device-plugin-daemonset-{short}", "kube-system",
+                                   "nvcr.io/nvidia/k8s-device-plugin:v0.17.0", node=n, created=created, rng=rng,
+                                   cpu="50m", memory="64Mi", tolerate_gpu=True, labels={"name": "nvidia-device-plugin-ds"},
+                                   owner_kind="DaemonSet", owner_name="nvidia-device-plugin-daemonset"))
+        itype = n["metadata"]["labels"]["node.kubernetes.io/instance-type"]
+        taken = int(n["status"]["allocatable"][GPU_RESOURCE]) - (1 if k % 4 == 0 else 0)  # a quarter keep one free
+        for g in range(taken):
+            model = f"model-{(k + g) % 12:02d}-v1"
+            gpu_pods.append(serving_pod(f"{model}-{rng.getrandbits(36):09x}-{_suffix(rng)}", model=model, node=n,
+                                        created=created, rng=rng, instance_type=itype))
+    objs += gpu_pods[:pods]
+    pods = max(0, pods - len(gpu_pods))
+    pod_tmpl = simple_pod("tmpl", "team-00", f"{REGISTRY}/worker:1.0.0", node=cpu_nodes[0], created=created,
                           rng=rng, cpu="500m", memory="1Gi")
     spec_t, status_t = pod_tmpl["spec"], pod_tmpl["status"]
     cstatus_t = status_t["containerStatuses"][0]
     for i in range(pods):
         ns = namespaces[i % len(namespaces)]
-        n = node_objs[rng.randrange(len(node_objs))]
+        n = cpu_nodes[rng.randrange(len(cpu_nodes))]
         host_ip = n["status"]["addresses"][0]["address"]
         app = f"svc-{i % 97:02d}"
         name = f"{app}-{rng.getrandbits(36):09x}-{_suffix(rng)}"
