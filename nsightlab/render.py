@@ -16,6 +16,10 @@ if TYPE_CHECKING:
     from nsightlab.lab import CleanupReport, LabPod, StatusReport
     from nsightlab.ncu import NcuResult
     from nsightlab.profile import KernelLine, ProfileResult
+    from nsightlab.report import ReportDoc, ReportFiles
+    from nsightlab.report import Table as ReportTable
+    from nsightlab.roofline import DecodeFloor
+    from nsightlab.runs import RemovedRuns, RunDetail, RunsList
     from nsightlab.sweep_result import SweepCompare, SweepResult
     from nsightlab.transfer import CopyResult
 
@@ -367,6 +371,8 @@ def ncu(env: Env, result: NcuResult) -> None:
     if result.run_id:
         blank(env)
         lines(env, [f"run {result.run_id} stored"], bullet="")
+
+
 # ---------------------------------------------------------------------------- sweep
 
 #: Width of the bar column, in character cells, for the largest TB/s.
@@ -559,3 +565,125 @@ def sweep_compare(env: Env, cmp: SweepCompare) -> None:
     lines(env, [*cmp.lines, f"verdict: {cmp.verdict}"])
     if cmp.notes:
         lines(env, [f"note: {n}" for n in cmp.notes])
+
+
+# ---------------------------------------------------------------------------- runs, report, roofline
+
+
+def _when(dt: Any) -> str:
+    from datetime import timezone
+
+    return f"{dt.astimezone(timezone.utc):%Y-%m-%d %H:%M}"
+
+
+def runs_list(env: Env, listing: RunsList) -> None:
+    """Stored runs, oldest first: id, kind, name, when (UTC), where, node, device, dtype, headline."""
+    cols = [Column("ID"), Column("KIND"), Column("NAME"), Column("WHEN (UTC)"), Column("WHERE"), Column("NODE"), Column("DEVICE"), Column("DTYPE"), Column("HEADLINE")]
+    rows = [
+        [r.id, r.kind, r.name, _when(r.created), r.where, r.node or "", r.device or "", r.dtype or "", (r.headline or "") if r.complete else "(did not finish)"]
+        for r in listing.runs
+    ]
+    if not rows:
+        lines(env, [f"no runs yet in {listing.runs_dir} (make one with `nsightlab profile lesson1` or `nsightlab sweep`)"], bullet="")
+        return
+    table(env, cols, rows)
+
+
+def run_detail(env: Env, detail: RunDetail) -> None:
+    """One run: where and how it ran, its files, then its result as the live command shows it."""
+    m = detail.meta
+    heading(env, f"Run {m.id}: {m.kind} {m.name}, {_when(m.created)} UTC")
+    facts = [
+        f"folder: {detail.path}",
+        f"target: {m.target}" + (f" (context {m.context}, namespace {m.namespace})" if m.context else ""),
+    ]
+    for label, value in (("node", m.node), ("instance type", m.instance_type), ("device", detail.run.device), ("image", m.image), ("dtype", m.dtype), ("headline", m.headline), ("lab session (pod uid)", m.session_uid)):
+        if value:
+            facts.append(f"{label}: {value}")
+    versions = ", ".join(f"{k} {v}" for k, v in m.versions.items() if v)
+    if versions:
+        facts.append(f"versions: {versions}")
+    if m.command:
+        import shlex
+
+        facts.append(f"command: {shlex.join(m.command)}")
+    lines(env, facts)
+    blank(env)
+    table(env, [Column("FILE"), Column("BYTES", justify="right")], [[f.path, f"{f.bytes:,}"] for f in detail.files], title="Files")
+    if detail.result is None:
+        blank(env)
+        lines(env, ["no result.json: the run did not finish"], bullet="")
+        return
+    from nsightlab.ncu import NcuResult
+    from nsightlab.profile import ProfileResult
+    from nsightlab.sweep_result import SweepResult
+
+    blank(env)
+    kind = detail.result.get("kind")
+    if kind == "profile":
+        profile(env, ProfileResult.model_validate(detail.result))
+    elif kind == "sweep":
+        sweep(env, SweepResult.model_validate(detail.result))
+    elif kind == "ncu":
+        ncu(env, NcuResult.model_validate(detail.result))
+
+
+def runs_removed(env: Env, removed: RemovedRuns) -> None:
+    lines(env, [f"removed run {r.id} ({r.kind} {r.name}, {r.folder})" for r in removed.removed] or ["nothing removed"], bullet="")
+
+
+def decode_floor(env: Env, floor: DecodeFloor) -> None:
+    """The per-token floor, measured and spec side by side."""
+    from nsightlab.report import floor_table
+
+    heading(env, f"Decode floor for {floor.weights_gb:g} GB of weights (one token, batch 1: weight bytes / bandwidth)")
+    report_table(env, floor_table(floor))
+    blank(env)
+    lines(env, floor.summary)
+    if floor.notes:
+        lines(env, [f"note: {n}" for n in floor.notes])
+
+
+def report_table(env: Env, t: ReportTable) -> None:
+    """A report table; with bars (sweeps), a BAR column scaled to the largest value."""
+    cols = [Column(c, justify="right" if r else "left") for c, r in zip(t.columns, t.right, strict=True)]
+    rows: list[list[Any]] = [list(row) for row in t.rows]
+    if t.bars is not None:
+        cols.append(Column("BAR"))
+        top = max(t.bars, default=0.0)
+        uni = _unicode_ok(env)
+        for row, value in zip(rows, t.bars, strict=True):
+            row.append(bar(value, top, unicode=uni))
+    table(env, cols, rows, title=t.title)
+
+
+def report_doc(env: Env, doc: ReportDoc) -> None:
+    """The report in the terminal: the same sections as the HTML, bars instead of figures."""
+    from nsightlab.report import Bullets, Para, Table
+
+    heading(env, doc.title)
+    lines(env, [f"made {_when(doc.created)} UTC"], bullet="")
+    for sec in doc.sections:
+        blank(env)
+        heading(env, sec.heading if sec.level == 2 else f"· {sec.heading}")
+        for item in sec.items:
+            if isinstance(item, Para):
+                lines(env, [item.text], bullet="")
+            elif isinstance(item, Bullets):
+                lines(env, item.items)
+            elif isinstance(item, Table):
+                report_table(env, item)
+                blank(env)
+    if doc.notes:
+        blank(env)
+        heading(env, "Notes")
+        lines(env, doc.notes)
+
+
+def report_files(env: Env, files: ReportFiles) -> None:
+    out = [f"report: {files.html}", f"markdown: {files.markdown}"]
+    for f in files.figures:
+        out.append(f"figure: {f.png} (and .svg)")
+    lines(env, out, bullet="")
+    if files.notes:
+        lines(env, [f"note: {n}" for n in files.notes], bullet="")

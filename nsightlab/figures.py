@@ -1,0 +1,373 @@
+"""The report's figures, drawn with matplotlib (the only module that imports it).
+
+matplotlib is optional (`pip install 'nsightlab[report]'`) and imported inside the
+functions, on the headless Agg backend. Each function takes typed results and returns a
+`Plot` holding a matplotlib Figure (not yet saved), so its content can be checked before
+`save()` writes PNG and SVG.
+
+The figures try to be honest: every axis names its unit; regimes are shaded and named in
+the legend; the DRAM spec is a horizontal line that names its source; the L2 (or a CPU's
+last-level cache) is a vertical line at log2(cache bytes / element size) for each element
+size, since the x axis counts elements.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from nsightlab.errors import UsageError
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
+    from nsightlab.profile import ProfileResult
+    from nsightlab.sweep_result import SweepResult
+
+MISSING = "plotting needs matplotlib: pip install 'nsightlab[report]'"
+
+REGIME_COLORS = {"launch": "#d9d9d9", "cache": "#c6dbef", "transition": "#fdd0a2", "dram": "#c7e9c0"}
+REGIME_NAMES = {
+    "launch": "launch-bound",
+    "cache": "cache-resident",
+    "transition": "transition",
+    "dram": "DRAM-bound",
+}
+#: Series colours (colour-blind safe, Okabe-Ito), in order.
+SERIES = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000")
+SPEC_COLOR = "#b2182b"
+REFERENCE_COLOR = "0.35"
+#: A linear TB/s axis becomes logarithmic past this ratio of largest to smallest value.
+LOG_Y_RATIO = 30.0
+#: Kernels shown in the kernels figure.
+TOP_KERNELS = 10
+DPI = 110
+
+
+@dataclass
+class Plot:
+    """A drawn figure and what the report says about it."""
+
+    key: str  # file stem: sweep, roofline, kernels-<run id>
+    title: str
+    caption: str
+    figure: Figure
+
+
+def _figure(width: float, height: float) -> Figure:
+    try:
+        import matplotlib
+    except ImportError:
+        raise UsageError(MISSING) from None
+    matplotlib.use("Agg")
+    from matplotlib.figure import Figure
+
+    return Figure(figsize=(width, height), layout="constrained")
+
+
+def available() -> bool:
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _text(s: str) -> str:
+    """Text as matplotlib shows it literally ($ would start mathtext)."""
+    return s.replace("$", r"\$")
+
+
+def _tbps(v: float) -> str:
+    return f"{v:.2f} TB/s" if v >= 0.1 else f"{v * 1e3:.1f} GB/s"
+
+
+def _bytes(n: float) -> str:
+    if n >= 2**30:
+        return f"{n / 2**30:.3g} GiB"
+    if n >= 2**20:
+        return f"{n / 2**20:.3g} MiB"
+    return f"{n / 2**10:.3g} KiB"
+
+
+def device_label(s: SweepResult) -> str:
+    """'NVIDIA H200' for a GPU, 'cpu (AMD EPYC)' for a CPU."""
+    name = s.summary.device_name
+    if s.summary.device_type == "cpu":
+        return f"cpu ({name})" if name else "cpu"
+    return name or s.summary.device_type
+
+
+def series_label(s: SweepResult) -> str:
+    run = f", run {s.run_id}" if s.run_id else ""
+    return f"{s.dtype}, {device_label(s)}{run}"
+
+
+def _spans(xs: Sequence[float]) -> list[tuple[float, float]]:
+    """Each point's stretch of the axis: halfway to its neighbours; at the ends, as far
+    out as in, but no more than one step of log2 (nothing was measured beyond)."""
+    if not xs:
+        return []
+    if len(xs) == 1:
+        return [(xs[0] - 0.5, xs[0] + 0.5)]
+    mids = [(a + b) / 2 for a, b in itertools.pairwise(xs)]
+    first = xs[0] - min(mids[0] - xs[0], 1.0)
+    last = xs[-1] + min(xs[-1] - mids[-1], 1.0)
+    bounds = [first, *mids, last]
+    return list(itertools.pairwise(bounds))
+
+
+def _regime_runs(rows: Sequence[Any]) -> list[tuple[float, float, str]]:
+    """Consecutive sizes of one regime merged: (x0, x1, regime)."""
+    xs = [float(r.log2) for r in rows]
+    out: list[tuple[float, float, str]] = []
+    for (x0, x1), r in zip(_spans(xs), rows, strict=True):
+        if out and out[-1][2] == r.regime and math.isclose(out[-1][1], x0):
+            out[-1] = (out[-1][0], x1, r.regime)
+        else:
+            out.append((x0, x1, r.regime))
+    return out
+
+
+def sweep_figure(sweeps: Sequence[SweepResult]) -> Plot:
+    """log2(elements) vs TB/s for one or more sweeps, regimes shaded, spec and L2 marked."""
+    if not sweeps:
+        raise ValueError("no sweep to plot")
+    several = len(sweeps) > 1
+    fig = _figure(10.0, 7.5 + (0.3 * len(sweeps) if several else 0.0))
+    if several:
+        grid = fig.add_gridspec(2, 1, height_ratios=[6.0, 0.35 * len(sweeps) + 0.3])
+        ax = fig.add_subplot(grid[0])
+        strip: Axes | None = fig.add_subplot(grid[1], sharex=ax)
+    else:
+        ax = fig.add_subplot()
+        strip = None
+    # the background shows the regimes of the run that spans the most sizes
+    first = max(sweeps, key=lambda s: max((r.log2 for r in s.rows), default=0) - min((r.log2 for r in s.rows), default=0))
+    rows0 = sorted(first.rows, key=lambda r: r.log2)
+    shaded: set[str] = set()
+    for x0, x1, regime in _regime_runs(rows0):
+        label = None
+        if regime not in shaded:
+            shaded.add(regime)
+            label = REGIME_NAMES.get(regime, regime) + (f" (regimes of {first.dtype}, run {first.run_id})" if several and first.run_id else "")
+        ax.axvspan(x0, x1, color=REGIME_COLORS.get(regime, "#eeeeee"), alpha=0.6, lw=0, label=label, gid=f"regime-{regime}")
+
+    values: list[float] = []
+    for i, s in enumerate(sweeps):
+        rows = sorted(s.rows, key=lambda r: r.log2)
+        xs = [r.log2 for r in rows]
+        ys = [r.tbps for r in rows]
+        values += ys
+        ax.plot(xs, ys, marker="o", lw=2, color=SERIES[i % len(SERIES)], label=_text(series_label(s)), gid=f"series-{i}", zorder=3)
+
+    ref_drawn = False
+    for s in sweeps:
+        ref = s.reference
+        if ref is None or not ref.matches_device or ref_drawn:
+            continue
+        ref_drawn = True
+        xs = [r.log2 for r in ref.rows]
+        ys = [r.tbps for r in ref.rows]
+        values += ys
+        ax.plot(xs, ys, ls="--", marker="x", color=REFERENCE_COLOR, label=_text(f"tutorial's sweep: {ref.gpu}, {ref.dtype}"), gid="reference", zorder=2)
+
+    specs: dict[float, str] = {}
+    for s in sweeps:
+        if s.summary.spec_dram_tbps is not None:
+            specs.setdefault(s.summary.spec_dram_tbps, s.summary.spec_label or f"{s.summary.spec_dram_tbps:.4g} TB/s")
+    for value, label in specs.items():
+        values.append(value)
+        ax.axhline(value, color=SPEC_COLOR, ls="-.", lw=1.5, label=_text(f"DRAM spec: {label}"), gid="dram-spec", zorder=2)
+
+    for i, s in enumerate(sweeps):
+        if s.summary.dram_tbps is not None:
+            est = "~" if s.summary.dram_is_estimate else ""
+            ax.axhline(s.summary.dram_tbps, color=SERIES[i % len(SERIES)], ls=":", lw=1.2, label=_text(f"measured DRAM plateau {est}{_tbps(s.summary.dram_tbps)} ({s.dtype})"), gid=f"plateau-{i}")
+
+    caches: set[tuple[int, int]] = set()
+    for i, s in enumerate(sweeps):
+        l2 = s.summary.l2_bytes
+        if not l2 or (l2, s.element_size) in caches:
+            continue
+        caches.add((l2, s.element_size))
+        x = math.log2(l2 / s.element_size)
+        name = "L2" if s.summary.device_type == "cuda" else "last-level cache"
+        ax.axvline(x, color=SERIES[i % len(SERIES)], ls="--", lw=1.2, alpha=0.8, label=_text(f"{name} {_bytes(l2)} = 2^{x:.3g} {s.dtype} elements"), gid=f"cache-{i}")
+
+    positive = [v for v in values if v > 0]
+    if positive and max(positive) / min(positive) > LOG_Y_RATIO:
+        ax.set_yscale("log")
+        ax.set_ylabel("TB/s, log scale (bytes read + written / time per call)")
+    else:
+        ax.set_ylim(bottom=0)
+        ax.set_ylabel("TB/s (bytes read + written / time per call)")
+    all_x = sorted({r.log2 for s in sweeps for r in s.rows})
+    ax.set_xticks(all_x, [f"$2^{{{n}}}$" for n in all_x])
+    ax.grid(True, which="major", alpha=0.3)
+    ax.set_title(_text(f"Bandwidth sweep: in-place scale x.mul_, {', '.join(sorted({device_label(s) for s in sweeps}))}"), loc="left")
+    if strip is not None:
+        ax.tick_params(labelbottom=False)
+        for k, s in enumerate(sweeps):
+            for x0, x1, regime in _regime_runs(sorted(s.rows, key=lambda r: r.log2)):
+                strip.broken_barh([(x0, x1 - x0)], (k - 0.4, 0.8), color=REGIME_COLORS.get(regime, "#eeeeee"), edgecolor="white")
+        strip.set_yticks(range(len(sweeps)), [_text(f"{s.dtype} {s.run_id or ''}".strip()) for s in sweeps])
+        strip.set_ylim(len(sweeps) - 0.5, -0.5)
+        strip.set_title("regimes of each run", loc="left", fontsize="small")
+        strip.set_xlabel("tensor size, log2(elements)")
+    else:
+        ax.set_xlabel("tensor size, log2(elements)")
+    fig.legend(loc="outside lower center", ncols=2, fontsize="small")
+    devices = ", ".join(sorted({device_label(s) for s in sweeps}))
+    caption = (
+        f"Bandwidth sweep of {', '.join(s.dtype for s in sweeps)} on {devices}: TB/s by size, "
+        "regimes shaded. Above the DRAM spec the data comes from cache, not memory; the "
+        "plateau at the largest sizes is the figure that governs LLM decode."
+    )
+    return Plot(key="sweep", title="Bandwidth sweep", caption=caption, figure=fig)
+
+
+def _flops_unit(values: Sequence[float]) -> tuple[float, str]:
+    top = max(values, default=0.0)
+    return (1e12, "TFLOPS") if top >= 1e12 else (1e9, "GFLOP/s")
+
+
+ROOF_COLORS = ("#b2182b", "#4d4d4d", "#762a83", "#1b7837", "#8c510a")
+
+
+def _device_of(p: ProfileResult) -> str:
+    name = p.device_name or "unknown device"
+    return f"cpu ({name})" if p.device_type == "cpu" else name
+
+
+def roofline_figure(
+    profiles: Sequence[ProfileResult],
+    plateaus: Sequence[tuple[str, str, float]] = (),
+) -> Plot | None:
+    """Each profiled range by arithmetic intensity and achieved rate, under the roofs of
+    its GPU's spec (memory: bandwidth x intensity; compute: the peak that applies to the
+    range) and, per device, the memory roof of a measured DRAM plateau, given as
+    (device name, label, bytes/s). None when no range has rates."""
+    points = [(p, r) for p in profiles for r in p.ranges if r.rates is not None and r.rates.intensity]
+    if not points:
+        return None
+    devices: list[str] = []
+    for p, _ in points:
+        if _device_of(p) not in devices:
+            devices.append(_device_of(p))
+    # per device: its memory roof (spec) and compute roofs, from the ranges' rates
+    mem_roof: dict[str, tuple[float, str]] = {}
+    peaks: dict[str, dict[float, str]] = {}
+    for p, r in points:
+        assert r.rates is not None
+        d = _device_of(p)
+        if r.rates.peak_bytes_per_s:
+            mem_roof.setdefault(d, (r.rates.peak_bytes_per_s, r.rates.bw_label or ""))
+            if r.rates.peak_flops_per_s:
+                peaks.setdefault(d, {}).setdefault(r.rates.peak_flops_per_s, r.rates.flops_label or "")
+    measured = [(d, label, bw) for d, label, bw in plateaus if d in {p.device_name for p, _ in points}]
+    intensities = [r.rates.intensity for _, r in points if r.rates and r.rates.intensity]
+    ridges = [f / mem_roof[d][0] for d, fs in peaks.items() for f in fs]
+    lo = min(intensities) / 8
+    hi = max([*intensities, *ridges]) * 16
+    rates_seen = [r.rates.flops_per_s for _, r in points if r.rates]
+    rates_seen += [f for fs in peaks.values() for f in fs]
+    scale, unit = _flops_unit(rates_seen)
+    xs = [lo * (hi / lo) ** (k / 200) for k in range(201)]
+    entries = len(points) + len(mem_roof) + sum(len(v) for v in peaks.values()) + len(measured)
+    fig = _figure(10.0, 6.0 + 0.22 * entries)
+    ax = fig.add_subplot()
+    for k, d in enumerate(devices):
+        color = ROOF_COLORS[k % len(ROOF_COLORS)]
+        if d in mem_roof:
+            bw, label = mem_roof[d]
+            top = max(peaks.get(d, {}), default=None)
+            ys = [bw * x / scale for x in xs]
+            if top is not None:
+                ys = [min(y, top / scale) for y in ys]
+            ax.plot(xs, ys, color=color, lw=2, label=_text(f"memory roof: {label}"), gid="memory-roof")
+        for n, (peak, label) in enumerate(sorted(peaks.get(d, {}).items(), reverse=True)):
+            ridge = peak / mem_roof[d][0]
+            ax.plot([ridge, hi], [peak / scale, peak / scale], color=color, lw=2 if n == 0 else 1.5, ls="-" if n == 0 else "-.", label=_text(f"compute roof: {label}"), gid="compute-roof")
+            ax.axvline(ridge, color=color, ls=":", lw=1)
+            ax.annotate(f"ridge {ridge:.0f} FLOP/B", (ridge, peak / scale), textcoords="offset points", xytext=(4, -12), fontsize="small", color=color)
+    for d, label, bw in measured:
+        ax.plot(xs, [bw * x / scale for x in xs], color="#2166ac", ls="--", lw=1.5, label=_text(f"measured DRAM plateau: {label} ({d})"), gid="measured-roof")
+    markers = ("o", "s", "^", "D", "v", "P")
+    for k, p in enumerate(profiles):
+        mine = [r for q, r in points if q is p]
+        who = f"{p.script} run {p.run_id}" if p.run_id else p.script
+        for j, r in enumerate(mine):
+            assert r.rates is not None and r.rates.intensity is not None
+            y = r.rates.flops_per_s / scale
+            ax.scatter([r.rates.intensity], [y], s=70, zorder=4, marker=markers[k % len(markers)], color=SERIES[j % len(SERIES)], label=_text(f"{r.name} ({who}, {_device_of(p)})"), gid=f"point-{k}-{j}")
+            ax.annotate(_text(r.name), (r.rates.intensity, y), textcoords="offset points", xytext=(6, 6), fontsize="small")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlim(lo, hi)
+    ys_seen = [f / scale for f in rates_seen if f > 0]
+    ax.set_ylim(min(ys_seen) / 8, max(ys_seen) * 4)
+    ax.set_xlabel("arithmetic intensity (FLOP per byte moved)")
+    ax.set_ylabel(f"achieved rate ({unit}, log scale)")
+    ax.grid(True, which="major", alpha=0.3)
+    ax.set_title("Roofline: each timed range by arithmetic intensity and achieved rate", loc="left")
+    missing = [d for d in devices if d not in mem_roof]
+    no_peak = [d for d in devices if d in mem_roof and d not in peaks]
+    remarks = []
+    if missing:
+        remarks.append(f"no spec roofs for {', '.join(missing)} (a CPU, or a GPU not in the table)")
+    if no_peak:
+        remarks.append(f"no compute roof for {', '.join(no_peak)}: its peak FLOPS is not in the spec table")
+    if remarks:
+        ax.text(0.01, 0.01, _text("\n".join(remarks)), transform=ax.transAxes, fontsize="small", color="0.3", va="bottom")
+    fig.legend(loc="outside lower center", ncols=1, fontsize="small")
+    caption = (
+        "Roofline: a range left of its GPU's ridge is capped by memory bandwidth (the sloped "
+        "roof), right of it by compute (the flat roof). The in-place scale sits near the "
+        "memory roof; the GEMM far to the right."
+    )
+    return Plot(key="roofline", title="Roofline", caption=caption, figure=fig)
+
+
+def kernels_figure(profile: ProfileResult, *, top: int = TOP_KERNELS) -> Plot | None:
+    """The top kernels by total time, as horizontal bars. None without kernels."""
+    kernels = sorted(profile.kernels, key=lambda k: -k.total_ns)[:top]
+    if not kernels:
+        return None
+    fig = _figure(10.0, 1.2 + 0.45 * len(kernels))
+    ax = fig.add_subplot()
+    total = max(k.total_ns for k in kernels)
+    div, unit = (1e6, "ms") if total >= 1e6 else (1e3, "us")
+    names = [_text(k.short_name if len(k.short_name) <= 60 else k.short_name[:57] + "...") for k in kernels]
+    values = [k.total_ns / div for k in kernels]
+    ypos = list(range(len(kernels)))
+    bars = ax.barh(ypos, values, color=SERIES[0], gid="kernel-bars")
+    ax.set_yticks(ypos, names, fontsize="small")
+    ax.invert_yaxis()
+    for bar, k in zip(bars, kernels, strict=True):
+        pct = f"{k.time_pct:.1f}%, " if k.time_pct is not None else ""
+        ax.annotate(f"{pct}{k.instances} calls", (bar.get_width(), bar.get_y() + bar.get_height() / 2), xytext=(4, 0), textcoords="offset points", va="center", fontsize="small")
+    ax.set_xlim(0, max(values) * 1.25)
+    what = "CPU ops" if profile.device_type == "cpu" else "GPU kernels"
+    ax.set_xlabel(f"total time ({unit}), all instances")
+    run = f", run {profile.run_id}" if profile.run_id else ""
+    device = f" on {profile.device_name}" if profile.device_name else ""
+    ax.set_title(_text(f"Top {what} by total time: {profile.script}{device}{run}"), loc="left")
+    ax.grid(True, axis="x", alpha=0.3)
+    key = f"kernels-{profile.run_id}" if profile.run_id else f"kernels-{profile.script}"
+    caption = f"The {len(kernels)} {what} that took the most time in {profile.script}{run} (warm-up calls included, as in nsys's kernel summary)."
+    return Plot(key=key, title=f"Top {what}: {profile.script}{run}", caption=caption, figure=fig)
+
+
+def save(plot: Plot, folder: Path) -> tuple[Path, Path]:
+    """Write `<key>.png` and `<key>.svg` into `folder`; return their paths."""
+    png = folder / f"{plot.key}.png"
+    svg = folder / f"{plot.key}.svg"
+    plot.figure.savefig(png, dpi=DPI, metadata={"Software": "nsightlab"})
+    plot.figure.savefig(svg, metadata={"Date": None})
+    return png, svg

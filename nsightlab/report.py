@@ -1,0 +1,836 @@
+"""`report`: the runs so far as a report a person would rather look at.
+
+Three steps, each testable alone:
+
+1. `select_runs`: which runs (given ones; else the current lab session's; else the latest
+   of each kind), loaded from the store.
+2. `build_report`: a `ReportDoc`, a document model made of sections (paragraphs, bullet
+   lists, tables, figure references) with every number already formatted. It needs no
+   matplotlib: `--terminal` renders it with Rich (render.report_doc).
+3. `write_report`: the figures (nsightlab.figures), `report.md` (which references the
+   PNGs beside it) and a self-contained `report.html` (images embedded as data: URIs, CSS
+   inline, a Content-Security-Policy that forbids any fetch), written into a temporary
+   folder beside DIR and moved into place, the HTML last.
+
+`decode_floor_for` gathers what `nsightlab roofline` needs from the store.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import html
+import os
+import secrets
+import shutil
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, Literal
+
+from pydantic import BaseModel, Field
+
+from nsightlab import __version__, store
+from nsightlab.errors import UsageError
+from nsightlab.roofline import DecodeFloor, decode_floor, find_gpu, num, plateau_source
+from nsightlab.runs import RunLine, line
+from nsightlab.store import Run, RunMeta
+
+if TYPE_CHECKING:
+    from nsightlab.figures import Plot
+    from nsightlab.ncu import NcuResult
+    from nsightlab.profile import ProfileResult, RangeLine
+    from nsightlab.sweep_result import SweepResult
+
+#: Kernels listed per profile in the report's table.
+TOP_KERNELS = 15
+
+
+# ---------------------------------------------------------------------------- the document model
+
+
+class Para(BaseModel):
+    type: Literal["para"] = "para"
+    text: str
+
+
+class Bullets(BaseModel):
+    type: Literal["bullets"] = "bullets"
+    items: list[str]
+
+
+class Table(BaseModel):
+    type: Literal["table"] = "table"
+    title: str | None = None
+    columns: list[str]
+    right: list[bool]  # right-align this column
+    rows: list[list[str]]
+    bars: list[float] | None = None  # one value per row, drawn as a bar (terminal, HTML)
+    bar_label: str | None = None
+    tooltips: list[str] | None = None  # one per row, on its last cell in HTML (full kernel names)
+
+
+class FigureRef(BaseModel):
+    type: Literal["figure"] = "figure"
+    key: str
+
+
+Item = Annotated[Para | Bullets | Table | FigureRef, Field(discriminator="type")]
+
+
+class Section(BaseModel):
+    level: int  # 2: a part of the report; 3: one run inside it
+    heading: str
+    items: list[Item] = Field(default_factory=list)
+
+
+class ReportDoc(BaseModel):
+    """The report, every number formatted: what md, HTML and the terminal render."""
+
+    kind: Literal["report"] = "report"
+    title: str
+    created: datetime
+    selection: str
+    runs: list[RunLine]
+    sections: list[Section]
+    decode_floor: DecodeFloor | None = None
+    notes: list[str] = Field(default_factory=list)
+    nsightlab: str = __version__
+
+
+class FigureFile(BaseModel):
+    key: str
+    title: str
+    caption: str
+    png: str
+    svg: str
+
+
+class ReportFiles(BaseModel):
+    """`nsightlab report --json`: where everything went."""
+
+    kind: Literal["report-files"] = "report-files"
+    out_dir: str
+    html: str
+    markdown: str
+    figures: list[FigureFile]
+    runs: list[str]
+    selection: str
+    decode_floor: DecodeFloor | None = None
+    notes: list[str] = Field(default_factory=list)
+
+
+# ---------------------------------------------------------------------------- choosing runs
+
+
+@dataclass
+class Loaded:
+    """One run and its parsed result."""
+
+    run: Run
+    meta: RunMeta
+    line: RunLine
+    result: BaseModel
+
+
+@dataclass
+class Selection:
+    runs: list[Loaded]
+    how: str
+    notes: list[str] = field(default_factory=list)
+
+
+def _load(run: Run, notes: list[str]) -> Loaded | None:
+    from nsightlab.analyze import stored_result
+
+    try:
+        meta = run.meta()
+    except UsageError as e:
+        notes.append(f"skipped {run.folder}: {e.message}")
+        return None
+    if not run.has_result():
+        notes.append(f"skipped run {meta.id} ({meta.kind} {meta.name}): it did not finish (no result.json)")
+        return None
+    try:
+        result = stored_result(run.path)
+    except (UsageError, ValueError) as e:
+        notes.append(f"skipped run {meta.id}: its result.json cannot be read ({str(e).splitlines()[0][:200]})")
+        return None
+    return Loaded(run=run, meta=meta, line=line(run, meta), result=result)
+
+
+def _latest(runs: list[Run]) -> list[Run]:
+    """The latest finished run of each kind; for sweeps, the latest of each dtype."""
+    picked: dict[tuple[str, str], Run] = {}
+    for run in runs:
+        try:
+            meta = run.meta()
+        except UsageError:
+            continue
+        if not run.has_result():
+            continue
+        key = (meta.kind, meta.dtype or meta.name) if meta.kind == "sweep" else (meta.kind, "")
+        picked[key] = run  # oldest first, so the last one wins
+    return sorted(picked.values(), key=lambda r: r.folder)
+
+
+def select_runs(refs: Sequence[str]) -> Selection:
+    """The runs to report: `refs` if given, else the current lab session's runs, else the
+    latest finished run of each kind (of each dtype for sweeps)."""
+    from nsightlab.config import load_session
+    from nsightlab.runs import resolve_all
+
+    notes: list[str] = []
+    if refs:
+        chosen = resolve_all(list(refs))
+        how = "the runs given: " + ", ".join(refs)
+    else:
+        every = store.all_runs()
+        if not every:
+            raise UsageError("there are no runs yet", hint="Make one with `nsightlab profile lesson1` or `nsightlab sweep`.")
+        session = load_session()
+        chosen = []
+        how = ""
+        if session is not None:
+            chosen = [r for r in every if _session_uid(r) == session.uid]
+            if chosen:
+                how = f"the runs of the current lab session (pod {session.pod}, context {session.context})"
+            else:
+                notes.append(f"the current lab session (pod {session.pod}) has no runs yet; showing the latest runs instead")
+        if not chosen:
+            chosen = _latest(every)
+            how = "the latest run of each kind (of each dtype for sweeps)"
+    chosen = sorted(chosen, key=lambda r: r.folder)  # in the order they ran
+    loaded = [x for x in (_load(r, notes) for r in chosen) if x is not None]
+    if not loaded:
+        raise UsageError("none of the chosen runs has a result to report", hint="; ".join(notes) or None)
+    return Selection(runs=loaded, how=how, notes=notes)
+
+
+def _session_uid(run: Run) -> str | None:
+    try:
+        return run.meta().session_uid
+    except UsageError:
+        return None
+
+
+# ---------------------------------------------------------------------------- formatting
+
+
+def _when(dt: datetime) -> str:
+    return dt.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def _tbps(v: float | None) -> str:
+    if v is None:
+        return ""
+    return f"{v:.2f} TB/s" if v >= 0.1 else f"{v * 1e3:.1f} GB/s"
+
+
+def _tb_digits(v: float, top: float) -> str:
+    return f"{v:.2f}" if top >= 0.5 else f"{v:.3f}"
+
+
+def _pct(v: float | None) -> str:
+    return "" if v is None else f"{v:.0f}%"
+
+
+def _ms(ns: float | None) -> str:
+    return "" if ns is None else f"{ns / 1e6:,.3f}"
+
+
+def _us(ns: float | None) -> str:
+    return "" if ns is None else f"{ns / 1e3:,.1f}"
+
+
+def _compute_like(r: RangeLine) -> bool:
+    rates = r.rates
+    return rates is not None and ("gemm" in r.name or (rates.intensity is not None and rates.intensity > 10))
+
+
+def _range_row(r: RangeLine) -> list[str]:
+    rates = r.rates
+    assert rates is not None
+    if _compute_like(r):
+        work = f"{rates.flops_per_call / 1e12:.3g} TFLOP" if rates.flops_per_call >= 1e11 else f"{rates.flops_per_call / 1e9:.3g} GFLOP"
+        rate = f"{rates.tflops:.1f} TFLOPS" if rates.tflops >= 1 else f"{rates.flops_per_s / 1e9:.1f} GFLOP/s"
+        pct = f"{rates.pct_of_flops_peak:.0f}% of {rates.flops_label}" if rates.pct_of_flops_peak is not None else "-"
+    else:
+        work = f"{rates.bytes_per_call / 1e9:.3g} GB" if rates.bytes_per_call >= 1e8 else f"{rates.bytes_per_call / 1e6:.3g} MB"
+        rate = _tbps(rates.tbps)
+        pct = f"{rates.pct_of_bw_peak:.0f}% of {rates.bw_label}" if rates.pct_of_bw_peak is not None else "-"
+    roof = rates.roofline.bound if rates.roofline else "-"
+    intensity = f"{rates.intensity:.3g}" if rates.intensity is not None else ""
+    return [r.name, r.kernel or "", work, f"{rates.us:,.1f}", rate, pct, intensity, roof]
+
+
+# ---------------------------------------------------------------------------- building the document
+
+
+@dataclass
+class ReportBundle:
+    """The document and the typed results its figures are drawn from."""
+
+    doc: ReportDoc
+    sweeps: list[SweepResult]
+    profiles: list[ProfileResult]
+    ncus: list[NcuResult]
+    figure_keys: list[str]
+
+
+def _runs_table(lines: list[RunLine]) -> Table:
+    return Table(
+        columns=["ID", "KIND", "NAME", "WHEN", "WHERE", "NODE", "DEVICE", "DTYPE", "HEADLINE"],
+        right=[False] * 9,
+        rows=[[x.id, x.kind, x.name, _when(x.created), x.where, x.node or "", x.device or "", x.dtype or "", x.headline or ""] for x in lines],
+    )
+
+
+ENV_FIELDS = (
+    ("where", "context"),
+    ("target", "target"),
+    ("node", "node"),
+    ("instance_type", "instance type"),
+    ("device", "GPU / device"),
+    ("driver", "driver"),
+    ("cuda", "CUDA"),
+    ("torch", "torch"),
+    ("nsys", "nsys"),
+    ("ncu", "ncu"),
+    ("image", "image"),
+    ("python", "python"),
+)
+
+
+def _environment(loaded: list[Loaded]) -> Table:
+    """One column per distinct environment, one row per fact that any of them has."""
+    envs: list[tuple[dict[str, str], list[str]]] = []
+    for x in loaded:
+        versions: dict[str, str | None] = dict(x.meta.versions)
+        extra = getattr(x.result, "versions", None)
+        if isinstance(extra, dict):
+            versions.update({k: v for k, v in extra.items() if v})
+        facts = {
+            "where": x.line.where,
+            "target": x.meta.target,
+            "node": x.meta.node or "",
+            "instance_type": x.meta.instance_type or "",
+            "device": x.line.device or "",
+            "image": x.meta.image or "",
+        }
+        for key in ("driver", "cuda", "torch", "nsys", "ncu", "python"):
+            facts[key] = versions.get(key) or ""
+        ident = {k: facts[k] for k in ("where", "target", "node", "device", "image")}
+        for known, ids in envs:
+            if all(known[k] == v for k, v in ident.items()):
+                for k, v in facts.items():
+                    if v and not known[k]:
+                        known[k] = v
+                    elif v and v not in known[k].split(" / "):
+                        known[k] += f" / {v}"
+                ids.append(x.meta.id)
+                break
+        else:
+            envs.append((facts, [x.meta.id]))
+    rows = []
+    for key, label in ENV_FIELDS:
+        values = [facts.get(key, "") for facts, _ in envs]
+        if any(values):
+            rows.append([label, *values])
+    return Table(columns=["", *(f"runs {', '.join(ids)}" for _, ids in envs)], right=[False] * (len(envs) + 1), rows=rows)
+
+
+def _sweep_sections(sweeps: list[SweepResult]) -> list[Section]:
+    from nsightlab.figures import device_label
+    from nsightlab.render import sweep_summary_lines
+
+    out: list[Section] = [
+        Section(
+            level=2,
+            heading="Bandwidth sweep",
+            items=[
+                Para(text="An in-place scale x.mul_ timed at each size: bytes per call = 2 x elements x element size (one read and one write). Regimes: launch-bound (time at a floor), cache-resident (fits in L2; TB/s can beat the DRAM spec), transition, DRAM-bound (the plateau that governs LLM decode)."),
+                FigureRef(key="sweep"),
+            ],
+        )
+    ]
+    for s in sweeps:
+        top = max((r.tbps for r in s.rows), default=0.0)
+        with_ref = any(r.reference_tbps is not None for r in s.rows)
+        cols = ["SIZE", "MiB", "US/CALL", "TB/S", "% SPEC", "REGIME"] + (["REF TB/S"] if with_ref else [])
+        rows = []
+        for r in s.rows:
+            row = [f"2^{r.log2}", f"{r.mib:.1f}" if r.mib >= 0.1 else f"{r.mib:.3f}", f"{r.us:.1f}", _tb_digits(r.tbps, top), _pct(r.pct_of_dram_spec), r.regime]
+            if with_ref:
+                row.append(f"{r.reference_tbps:.2f}" if r.reference_tbps is not None else "")
+            rows.append(row)
+        items: list[Any] = [
+            Para(text=f"{s.dtype} ({s.element_size} B per element) on {device_label(s)}, {s.target}; {s.warmup} warm-up + {s.iters} timed calls per size. Headline: {s.headline}."),
+            Table(columns=cols, right=[False, True, True, True, True, False] + ([True] if with_ref else []), rows=rows, bars=[r.tbps for r in s.rows], bar_label="TB/s"),
+            Bullets(items=sweep_summary_lines(s)),
+        ]
+        if s.summary.lesson:
+            items += [Para(text="What it means:"), Bullets(items=s.summary.lesson)]
+        if s.summary.notes:
+            items.append(Bullets(items=[f"note: {n}" for n in s.summary.notes]))
+        if s.compare is not None:
+            items += [Para(text=s.compare.prediction), Bullets(items=[*s.compare.lines, f"verdict: {s.compare.verdict}"])]
+        out.append(Section(level=3, heading=f"Sweep {s.dtype} on {device_label(s)}" + (f" (run {s.run_id})" if s.run_id else ""), items=items))
+    pair = _compare_pair(sweeps)
+    if pair is not None:
+        from nsightlab.sweep_result import compare_results
+
+        cmp = compare_results(*pair)
+        rows = [
+            [f"2^{p.log2}", p.regime_a, p.regime_b, f"{p.us_a:.1f}", f"{p.us_b:.1f}", f"{p.time_ratio:.2f}", f"{p.tbps_ratio:.2f}", "" if p.agrees is None else ("yes" if p.agrees else "no")]
+            for p in cmp.pairs
+        ]
+        a, b = cmp.a, cmp.b
+        out.append(
+            Section(
+                level=3,
+                heading=f"Predict, then measure: {b.dtype} vs {a.dtype}",
+                items=[
+                    Para(text=cmp.prediction),
+                    Table(columns=["SIZE", f"REGIME {a.dtype}", f"REGIME {b.dtype}", f"US {a.dtype}", f"US {b.dtype}", "TIME x", "TB/S x", "AS PREDICTED"], right=[False, False, False, True, True, True, True, False], rows=rows),
+                    Bullets(items=[*cmp.lines, f"verdict: {cmp.verdict}", *(f"note: {n}" for n in cmp.notes)]),
+                ],
+            )
+        )
+    return out
+
+
+def _compare_pair(sweeps: list[SweepResult]) -> tuple[SweepResult, SweepResult] | None:
+    """Two sweeps on one device with different element sizes, not compared yet: the
+    latest of the smallest element size and of the next one."""
+    by_device: dict[tuple[str | None, str], dict[int, SweepResult]] = {}
+    for s in sweeps:
+        by_device.setdefault((s.summary.device_name, s.summary.device_type), {})[s.element_size] = s
+    for sizes in by_device.values():
+        if len(sizes) >= 2:
+            a, b = (sizes[k] for k in sorted(sizes)[:2])
+            if a.compare is None and b.compare is None:
+                return a, b
+    return None
+
+
+def _profile_sections(profiles: list[ProfileResult], figure_keys: list[str]) -> list[Section]:
+    out = [Section(level=2, heading="Profiles", items=[])]
+    if "roofline" in figure_keys:
+        out[0].items.append(FigureRef(key="roofline"))
+    for p in profiles:
+        how = "Nsight Systems" if p.profiler == "nsys" else "torch.profiler"
+        device = p.device_name or "unknown device"
+        if p.device_type == "cpu":
+            device = f"cpu ({device})"
+        items: list[Any] = [Para(text=f"{p.script} under {how} on {p.target}: {device}" + (f" (spec: {p.spec_name})" if p.spec_name and p.spec_name != p.device_name else "") + ".")]
+        key = f"kernels-{p.run_id}" if p.run_id else f"kernels-{p.script}"
+        if key in figure_keys:
+            items.append(FigureRef(key=key))
+        unit = "CPU ops" if p.device_type == "cpu" else "GPU kernels"
+        shown = p.kernels[:TOP_KERNELS]
+        if shown:
+            items.append(
+                Table(
+                    title=f"{unit}, by total time" + (f" (top {TOP_KERNELS} of {len(p.kernels)})" if len(p.kernels) > TOP_KERNELS else ""),
+                    columns=["TIME (%)", "TOTAL (ms)", "INSTANCES", "AVG (us)", "NAME"],
+                    right=[True, True, True, True, False],
+                    rows=[[f"{k.time_pct:.1f}" if k.time_pct is not None else "", _ms(k.total_ns), str(k.instances), _us(k.avg_ns), k.short_name] for k in shown],
+                    tooltips=[k.name for k in shown],
+                )
+            )
+        timed = [r for r in p.ranges if r.rates is not None]
+        if timed:
+            items.append(
+                Table(
+                    title=f"Timed ranges (times: {p.timing_source})",
+                    columns=["RANGE", "KERNEL", "WORK/CALL", "US/CALL", "RATE", "% OF SPEC PEAK", "FLOP/B", "ROOF"],
+                    right=[False, False, True, True, True, False, True, False],
+                    rows=[_range_row(r) for r in timed],
+                )
+            )
+        elif p.ranges:
+            items.append(Table(title="NVTX ranges", columns=["RANGE", "KERNEL", "LAUNCHES", "GPU TIME (ms)"], right=[False, False, True, True], rows=[[r.name, r.kernel or "", str(r.kernel_instances or ""), _ms(r.gpu_ns)] for r in p.ranges]))
+        if p.lesson:
+            items += [Para(text="The lesson:"), Bullets(items=p.lesson)]
+        if p.notes:
+            items.append(Bullets(items=[f"note: {n}" for n in p.notes]))
+        out.append(Section(level=3, heading=f"{p.script}" + (f" (run {p.run_id})" if p.run_id else ""), items=items))
+    return out
+
+
+def _ncu_sections(ncus: list[NcuResult]) -> list[Section]:
+    out = [Section(level=2, heading="Nsight Compute", items=[Para(text="Speed Of Light per kernel: how close DRAM, memory, L2 and the SMs came to their peaks, and what that says.")])]
+
+    def pct(v: float | None) -> str:
+        return "" if v is None else f"{v:.1f}"
+
+    for n in ncus:
+        rows = [
+            [k.short_name, f"{k.duration_ns / 1000:.2f}" if k.duration_ns is not None else "", pct(k.dram_throughput_pct), pct(k.memory_throughput_pct), pct(k.l2_throughput_pct), pct(k.l2_hit_rate_pct), pct(k.sm_throughput_pct), k.bound]
+            for k in n.kernels
+        ]
+        items: list[Any] = [
+            Table(columns=["KERNEL", "DURATION (us)", "DRAM %", "MEMORY %", "L2 %", "L2 HIT %", "SM %", "BOUND"], right=[False, True, True, True, True, True, True, False], rows=rows),
+            Para(text="Verdicts:"),
+            Bullets(items=[f"{k.short_name}: {k.verdict}" for k in n.kernels]),
+        ]
+        if n.notes:
+            items.append(Bullets(items=[f"note: {x}" for x in n.notes]))
+        out.append(Section(level=3, heading=f"ncu on {n.source}" + (f" (run {n.run_id})" if n.run_id else ""), items=items))
+    return out
+
+
+def floor_table(floor: DecodeFloor) -> Table:
+    return Table(
+        columns=["BASIS", "BANDWIDTH", "MS/TOKEN", "TOKENS/S", "SOURCE"],
+        right=[False, True, True, True, False],
+        rows=[[x.basis + (" (estimate)" if x.estimate else ""), f"{x.bandwidth_tbps:.4g} TB/s", num(x.ms_per_token), num(x.tokens_per_s), x.source] for x in floor.lines],
+    )
+
+
+def _floor_section(floor: DecodeFloor) -> Section:
+    items: list[Any] = [
+        Para(text=f"Roofline math for a model with {floor.weights_gb:g} GB of weights (10^9 bytes): one decode step reads every weight once, so it cannot take less than weight bytes / memory bandwidth."),
+    ]
+    if floor.lines:
+        items += [floor_table(floor), Bullets(items=floor.summary)]
+    else:
+        items.append(Para(text="No floor from these runs: no sweep reached a DRAM plateau and no GPU of theirs is in the spec table. Sweep larger sizes, or see `nsightlab roofline --gpu NAME` for a spec floor."))
+    if floor.notes:
+        items.append(Bullets(items=[f"note: {n}" for n in floor.notes]))
+    return Section(level=2, heading="Decode floor", items=items)
+
+
+def _report_floor(weights_gb: float, sweeps: list[SweepResult], profiles: list[ProfileResult]) -> DecodeFloor:
+    from nsightlab.gpus import lookup
+
+    specs = []
+    for p in profiles:
+        spec = lookup(p.device_name) if p.device_type != "cpu" else None
+        if spec is not None and spec not in specs:
+            specs.append(spec)
+    return decode_floor(weights_gb, sweeps=[plateau_source(s) for s in sweeps], gpus=specs)
+
+
+def build_report(selection: Selection, *, weights_gb: float | None = None, now: datetime | None = None) -> ReportBundle:
+    """The document for the selected runs. Pure apart from the clock."""
+    from nsightlab.ncu import NcuResult
+    from nsightlab.profile import ProfileResult
+    from nsightlab.sweep_result import SweepResult
+
+    now = now or datetime.now(timezone.utc)
+    sweeps = [x.result for x in selection.runs if isinstance(x.result, SweepResult)]
+    profiles = [x.result for x in selection.runs if isinstance(x.result, ProfileResult)]
+    ncus = [x.result for x in selection.runs if isinstance(x.result, NcuResult)]
+    for x in selection.runs:  # what the store knows fills what a result read from files lacks
+        if getattr(x.result, "run_id", None) is None:
+            x.result.run_id = x.meta.id  # type: ignore[attr-defined]
+        if isinstance(x.result, ProfileResult) and x.result.device_name is None and x.meta.gpu:
+            x.result.device_name = x.meta.gpu
+    keys: list[str] = []
+    if sweeps:
+        keys.append("sweep")
+    if any(r.rates is not None and r.rates.intensity for p in profiles for r in p.ranges):
+        keys.append("roofline")
+    keys += [f"kernels-{p.run_id}" for p in profiles if p.kernels]
+    lines = [x.line for x in selection.runs]
+    sections = [
+        Section(level=2, heading="Runs", items=[Para(text=f"This report shows {selection.how}."), _runs_table(lines)]),
+        Section(level=2, heading="Environment", items=[_environment(selection.runs)]),
+    ]
+    if sweeps:
+        sections += _sweep_sections(sweeps)
+    if profiles:
+        sections += _profile_sections(profiles, keys)
+    if ncus:
+        sections += _ncu_sections(ncus)
+    floor = None
+    if weights_gb is not None:
+        floor = _report_floor(weights_gb, sweeps, profiles)
+        sections.append(_floor_section(floor))
+    kinds = ", ".join(f"{n} {k}{'s' if n != 1 else ''}" for k, n in (("sweep", len(sweeps)), ("profile", len(profiles)), ("ncu run", len(ncus))) if n)
+    doc = ReportDoc(
+        title=f"nsightlab report: {kinds}",
+        created=now,
+        selection=selection.how,
+        runs=lines,
+        sections=sections,
+        decode_floor=floor,
+        notes=list(selection.notes),
+    )
+    return ReportBundle(doc=doc, sweeps=sweeps, profiles=profiles, ncus=ncus, figure_keys=keys)
+
+
+# ---------------------------------------------------------------------------- figures
+
+
+def draw_figures(bundle: ReportBundle) -> list[Plot]:
+    """The figures the document refers to (matplotlib needed: UsageError without it)."""
+    from nsightlab import figures
+
+    plots: list[Plot] = []
+    if bundle.sweeps:
+        plots.append(figures.sweep_figure(bundle.sweeps))
+    plateaus = [
+        (s.summary.device_name or "", f"{_tbps(s.summary.dram_tbps)}, run {s.run_id} ({s.dtype})", s.summary.dram_tbps * 1e12)
+        for s in bundle.sweeps
+        if s.summary.dram_tbps is not None
+    ]
+    roof = figures.roofline_figure(bundle.profiles, plateaus)
+    if roof is not None:
+        plots.append(roof)
+    for p in bundle.profiles:
+        k = figures.kernels_figure(p)
+        if k is not None:
+            plots.append(k)
+    return plots
+
+
+# ---------------------------------------------------------------------------- markdown
+
+
+def _md(text: str) -> str:
+    out = []
+    for ch in text:
+        if ch in "\\`*_[]<>|":
+            out.append("\\" + ch)
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def render_markdown(doc: ReportDoc, figures: Sequence[FigureFile]) -> str:
+    """GitHub-flavoured Markdown; figures reference the PNG files beside it."""
+    by_key = {f.key: f for f in figures}
+    out = [f"# {_md(doc.title)}", "", f"Made {_when(doc.created)} by nsightlab {doc.nsightlab}.", ""]
+    for sec in doc.sections:
+        out += ["#" * sec.level + " " + _md(sec.heading), ""]
+        for item in sec.items:
+            if isinstance(item, Para):
+                out += [_md(item.text), ""]
+            elif isinstance(item, Bullets):
+                out += [f"- {_md(b)}" for b in item.items] + [""]
+            elif isinstance(item, Table):
+                if item.title:
+                    out += [f"**{_md(item.title)}**", ""]
+                out.append("| " + " | ".join(_md(c) or " " for c in item.columns) + " |")
+                out.append("|" + "|".join("---:" if r else "---" for r in item.right) + "|")
+                out += ["| " + " | ".join(_md(c) for c in row) + " |" for row in item.rows]
+                out.append("")
+            else:
+                fig = by_key.get(item.key)
+                if fig is not None:
+                    out += [f"![{_md(fig.title)}]({Path(fig.png).name})", "", f"*{_md(fig.caption)}* ([SVG]({Path(fig.svg).name}))", ""]
+    if doc.notes:
+        out += ["## Notes", ""] + [f"- {_md(n)}" for n in doc.notes] + [""]
+    return "\n".join(out).rstrip() + "\n"
+
+
+# ---------------------------------------------------------------------------- HTML
+
+#: No fetch of any kind: images only from data: URIs, styles only inline.
+CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
+
+CSS = """
+body { font: 15px/1.5 system-ui, -apple-system, "Segoe UI", sans-serif; color: #1a1a1a;
+       max-width: 1100px; margin: 2em auto; padding: 0 1.5em; }
+h1 { font-size: 1.6em; margin-bottom: 0.2em; }
+h2 { font-size: 1.3em; border-bottom: 1px solid #ddd; padding-bottom: 0.2em; margin-top: 2em; }
+h3 { font-size: 1.1em; margin-top: 1.6em; }
+.meta { color: #666; }
+table { border-collapse: collapse; margin: 0.8em 0; font-size: 13px; }
+caption { text-align: left; font-weight: 600; padding-bottom: 0.3em; }
+th, td { padding: 0.25em 0.7em; border-bottom: 1px solid #eee; vertical-align: top; }
+th { text-align: left; background: #f6f6f6; font-weight: 600; }
+td.r, th.r { text-align: right; font-variant-numeric: tabular-nums; }
+td.bar { width: 180px; }
+td.bar span { display: inline-block; height: 0.8em; background: #0072B2; }
+figure { margin: 1em 0; }
+figure img { max-width: 100%; height: auto; border: 1px solid #eee; }
+figcaption { color: #555; font-size: 13px; }
+ul { padding-left: 1.4em; }
+""".strip()
+
+
+def _e(text: str) -> str:
+    return html.escape(text, quote=True)
+
+
+def _html_table(t: Table) -> str:
+    top = max(t.bars or [0.0]) if t.bars else 0.0
+    parts = ["<table>"]
+    if t.title:
+        parts.append(f"<caption>{_e(t.title)}</caption>")
+    head = "".join(f'<th class="{"r" if r else "l"}">{_e(c)}</th>' for c, r in zip(t.columns, t.right, strict=True))
+    if t.bars is not None:
+        head += f"<th>{_e(t.bar_label or '')}</th>"
+    parts.append(f"<thead><tr>{head}</tr></thead><tbody>")
+    for i, row in enumerate(t.rows):
+        tip = t.tooltips[i] if t.tooltips else None
+        cells = "".join(
+            f'<td class="{"r" if r else "l"}"' + (f' title="{_e(tip)}"' if tip and j == len(row) - 1 else "") + f">{_e(c)}</td>"
+            for j, (c, r) in enumerate(zip(row, t.right, strict=True))
+        )
+        if t.bars is not None:
+            width = 100.0 * t.bars[i] / top if top > 0 else 0.0
+            cells += f'<td class="bar"><span style="width: {width:.1f}%"></span></td>'
+        parts.append(f"<tr>{cells}</tr>")
+    parts.append("</tbody></table>")
+    return "".join(parts)
+
+
+def render_html(doc: ReportDoc, images: dict[str, tuple[FigureFile, bytes]]) -> str:
+    """One self-contained page: every image a data: URI, CSS inline, nothing fetched."""
+    out = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        f'<meta http-equiv="Content-Security-Policy" content="{CSP}">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>{_e(doc.title)}</title>",
+        f"<style>{CSS}</style></head><body>",
+        f"<h1>{_e(doc.title)}</h1>",
+        f'<p class="meta">Made {_e(_when(doc.created))} by nsightlab {_e(doc.nsightlab)}.</p>',
+    ]
+    for sec in doc.sections:
+        h = f"h{sec.level}"
+        out.append(f"<section><{h}>{_e(sec.heading)}</{h}>")
+        for item in sec.items:
+            if isinstance(item, Para):
+                out.append(f"<p>{_e(item.text)}</p>")
+            elif isinstance(item, Bullets):
+                out.append("<ul>" + "".join(f"<li>{_e(b)}</li>" for b in item.items) + "</ul>")
+            elif isinstance(item, Table):
+                out.append(_html_table(item))
+            elif item.key in images:
+                fig, png = images[item.key]
+                data = base64.b64encode(png).decode("ascii")
+                out.append(
+                    f'<figure id="fig-{_e(fig.key)}"><img src="data:image/png;base64,{data}" alt="{_e(fig.title)}">'
+                    f"<figcaption>{_e(fig.caption)}</figcaption></figure>"
+                )
+        out.append("</section>")
+    if doc.notes:
+        out.append("<section><h2>Notes</h2><ul>" + "".join(f"<li>{_e(n)}</li>" for n in doc.notes) + "</ul></section>")
+    out.append("</body></html>")
+    return "\n".join(out) + "\n"
+
+
+# ---------------------------------------------------------------------------- writing
+
+
+def default_out_dir(now: datetime | None = None) -> Path:
+    from nsightlab.config import home
+
+    now = now or datetime.now(timezone.utc)
+    return home() / "reports" / f"{now:%Y%m%dT%H%M%SZ}"
+
+
+def write_report(bundle: ReportBundle, out_dir: Path) -> ReportFiles:
+    """Figures, report.md and report.html into `out_dir`, all or nothing.
+
+    Everything is written into a fresh folder beside `out_dir`; a new `out_dir` is that
+    folder renamed, an existing one receives the files one atomic rename at a time, the
+    HTML last. Other files already in `out_dir` are left alone.
+    """
+    from nsightlab import figures as figs
+
+    out_dir = out_dir.expanduser().absolute()
+    if out_dir.exists() and not out_dir.is_dir():
+        raise UsageError(f"{out_dir} exists and is not a folder")
+    plots = draw_figures(bundle)  # before touching the disk: a missing matplotlib writes nothing
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out_dir.parent / f".{out_dir.name}.{secrets.token_hex(4)}.tmp"
+    tmp.mkdir()
+    try:
+        files: list[FigureFile] = []
+        images: dict[str, tuple[FigureFile, bytes]] = {}
+        for plot in plots:
+            png, svg = figs.save(plot, tmp)
+            plot.figure.clear()
+            f = FigureFile(key=plot.key, title=plot.title, caption=plot.caption, png=str(out_dir / png.name), svg=str(out_dir / svg.name))
+            files.append(f)
+            images[plot.key] = (f, png.read_bytes())
+        (tmp / "report.md").write_text(render_markdown(bundle.doc, files), encoding="utf-8")
+        (tmp / "report.html").write_text(render_html(bundle.doc, images), encoding="utf-8")
+        if not out_dir.exists():
+            os.replace(tmp, out_dir)
+        else:
+            for path in sorted(tmp.iterdir(), key=lambda p: p.name == "report.html"):
+                os.replace(path, out_dir / path.name)
+            tmp.rmdir()
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return ReportFiles(
+        out_dir=str(out_dir),
+        html=str(out_dir / "report.html"),
+        markdown=str(out_dir / "report.md"),
+        figures=files,
+        runs=[x.id for x in bundle.doc.runs],
+        selection=bundle.doc.selection,
+        decode_floor=bundle.doc.decode_floor,
+        notes=bundle.doc.notes,
+    )
+
+
+def open_in_browser(path: str) -> bool:
+    """Open the HTML in the user's browser ($BROWSER is honoured)."""
+    import webbrowser
+
+    with contextlib.suppress(webbrowser.Error):
+        return webbrowser.open(Path(path).as_uri())
+    return False
+
+
+# ---------------------------------------------------------------------------- roofline command
+
+
+def decode_floor_for(weights_gb: float, *, run: str | None = None, gpu: str | None = None) -> DecodeFloor:
+    """What `nsightlab roofline` shows: from a stored run (a sweep's measured plateau and
+    its GPU's spec), from a GPU's spec alone, or by default from the latest sweep (else
+    the lab session's GPU)."""
+    from nsightlab.config import load_session
+    from nsightlab.gpus import lookup
+    from nsightlab.sweep import load_sweep_run
+
+    if run is not None and gpu is not None:
+        raise UsageError("give --run or --gpu, not both")
+    if gpu is not None:
+        floor = decode_floor(weights_gb, gpus=[find_gpu(gpu)])
+    elif run is not None:
+        r = store.resolve(run)
+        meta = r.meta()
+        if meta.kind == "sweep":
+            floor = decode_floor(weights_gb, sweeps=[plateau_source(load_sweep_run(str(r.path)))])
+        elif meta.kind == "profile":
+            spec = lookup(meta.gpu)
+            floor = decode_floor(weights_gb, gpus=[spec] if spec else [])
+            floor.notes.append(f"run {meta.id} is a profile: it measures no DRAM plateau (a sweep does)")
+        else:
+            raise UsageError(f"run {meta.id} is a {meta.kind} run: give a sweep run (its DRAM plateau) or --gpu NAME")
+    else:
+        sweeps = [load_sweep_run(str(x.path)) for x in store.all_runs() if x.has_result() and _kind(x) == "sweep"]
+        with_plateau = [x for x in sweeps if x.summary.dram_tbps is not None]
+        session = load_session()
+        spec = lookup(session.gpu_product) if session and session.gpu_product else None
+        if with_plateau:
+            floor = decode_floor(weights_gb, sweeps=[plateau_source(with_plateau[-1])])
+        elif spec is not None:
+            floor = decode_floor(weights_gb, gpus=[spec])
+            floor.notes.append(f"no sweep reached a DRAM plateau yet: the spec of the lab session's GPU ({spec.name}) only")
+        elif sweeps:
+            floor = decode_floor(weights_gb, sweeps=[plateau_source(sweeps[-1])])
+        else:
+            raise UsageError("no sweep run to take a DRAM plateau from, and no lab session GPU", hint="Give --gpu NAME (e.g. 'NVIDIA L4' or g7e.8xlarge), --run ID, or run `nsightlab sweep` first.")
+    if not floor.lines:
+        raise UsageError("no floor to give: " + "; ".join(floor.notes or ["no bandwidth known"]), hint="Sweep larger sizes, or give --gpu NAME for the spec floor.")
+    return floor
+
+
+def _kind(run: Run) -> str | None:
+    try:
+        return run.meta().kind
+    except UsageError:
+        return None

@@ -1,0 +1,239 @@
+"""Roofline math for a model: the floor on one decode step, from bandwidth.
+
+Decoding one token reads every weight once and does little arithmetic per byte, so the
+step cannot be faster than weight bytes / memory bandwidth. The tutorial's "where to go
+next": weight bytes / 1.46 TB/s = the floor on one decode step.
+
+`decode_floor` puts two floors side by side: from the DRAM plateau a sweep measured (what
+the GPU really delivers to a streaming kernel) and from the GPU's spec sheet (what it is
+sold as). The measured floor is the honest one; the spec floor is a bound nothing reaches.
+
+Units: GB are 10^9 bytes (8B parameters in fp16 are 16 GB), TB/s are 10^12 bytes/s.
+Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Literal
+
+from pydantic import BaseModel, Field
+
+from nsightlab.errors import UsageError
+from nsightlab.gpus import SPECS, GpuSpec, for_instance_type, lookup
+
+if TYPE_CHECKING:
+    from nsightlab.sweep_result import SweepResult
+
+GB = 1e9
+
+Basis = Literal["measured", "spec"]
+
+
+class FloorLine(BaseModel):
+    """One floor: a bandwidth, where it came from, and what it allows per token."""
+
+    basis: Basis
+    label: str  # e.g. "measured DRAM plateau, run 3fa2c1 (float16)"
+    source: str  # the run, or the spec and its source
+    gpu: str | None
+    run_id: str | None = None
+    dtype: str | None = None
+    bandwidth_tbps: float
+    ms_per_token: float
+    tokens_per_s: float  # one sequence, batch 1: the ceiling the floor implies
+    estimate: bool = False  # the plateau came from sizes that may still be partly cached
+
+
+class DecodeFloor(BaseModel):
+    """`nsightlab roofline --json`: the per-token floor for a model of `weights_gb`."""
+
+    kind: Literal["decode-floor"] = "decode-floor"
+    weights_gb: float
+    weight_bytes: float
+    lines: list[FloorLine]
+    measured_pct_of_spec: float | None = None  # the first measured floor's bandwidth vs its spec
+    summary: list[str] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list)
+
+
+class PlateauSource(BaseModel):
+    """What the floor needs from a sweep run (kept small so this module stays pure)."""
+
+    run_id: str | None
+    dtype: str
+    device_name: str | None
+    device_type: str
+    dram_tbps: float | None
+    dram_is_estimate: bool = False
+
+
+def floor_line(
+    weight_bytes: float,
+    bandwidth_bytes_per_s: float,
+    *,
+    basis: Basis,
+    label: str,
+    source: str,
+    gpu: str | None,
+    run_id: str | None = None,
+    dtype: str | None = None,
+    estimate: bool = False,
+) -> FloorLine:
+    """weight bytes / bandwidth, in ms per token and tokens per second."""
+    if bandwidth_bytes_per_s <= 0:
+        raise ValueError("bandwidth must be positive")
+    seconds = weight_bytes / bandwidth_bytes_per_s
+    return FloorLine(
+        basis=basis,
+        label=label,
+        source=source,
+        gpu=gpu,
+        run_id=run_id,
+        dtype=dtype,
+        bandwidth_tbps=bandwidth_bytes_per_s / 1e12,
+        ms_per_token=seconds * 1e3,
+        tokens_per_s=1.0 / seconds,
+        estimate=estimate,
+    )
+
+
+def find_gpu(name: str) -> GpuSpec:
+    """A spec by product name (as torch reports it), table key, or EC2 instance type."""
+    spec = lookup(name)
+    if spec is None:
+        spec = next((s for s in SPECS if s.key == name.strip().lower()), None)
+    if spec is None and "." in name:
+        spec = for_instance_type(name)
+    if spec is None:
+        known = ", ".join(s.key for s in SPECS)
+        raise UsageError(f"no GPU '{name}' in the spec table", hint=f"Give a product name as nvidia-smi shows it, an instance type (g7e.8xlarge) or one of: {known}.")
+    return spec
+
+
+def _spec_line(weight_bytes: float, spec: GpuSpec) -> FloorLine | None:
+    if spec.dram_bw_bytes_per_s is None:
+        return None
+    return floor_line(
+        weight_bytes,
+        spec.dram_bw_bytes_per_s,
+        basis="spec",
+        label=f"DRAM spec, {spec.short}",
+        source=spec.bw_label() or spec.source,
+        gpu=spec.name,
+    )
+
+
+def decode_floor(
+    weights_gb: float,
+    *,
+    sweeps: list[PlateauSource] | None = None,
+    gpus: list[GpuSpec] | None = None,
+) -> DecodeFloor:
+    """Floors from each sweep's measured DRAM plateau and from each GPU's spec.
+
+    A sweep's own GPU adds its spec line beside the measured one; `gpus` adds spec lines
+    for GPUs with no sweep (`--gpu NAME`). A sweep with no plateau (sizes too small, or a
+    CPU whose sizes all fitted in cache) gives no line, and a note says why.
+    """
+    if weights_gb <= 0:
+        raise UsageError(f"--weights-gb must be positive, got {weights_gb:g}")
+    weight_bytes = weights_gb * GB
+    lines: list[FloorLine] = []
+    notes: list[str] = []
+    specs: list[GpuSpec] = []
+    for s in sweeps or []:
+        spec = lookup(s.device_name) if s.device_type == "cuda" else None
+        run = f"run {s.run_id}" if s.run_id else "a sweep"
+        if s.dram_tbps is None:
+            notes.append(f"{run} ({s.dtype}) reached no DRAM plateau: sweep larger sizes to measure one")
+        else:
+            device = s.device_name or s.device_type
+            lines.append(
+                floor_line(
+                    weight_bytes,
+                    s.dram_tbps * 1e12,
+                    basis="measured",
+                    label=f"measured DRAM plateau, {run}, {s.dtype}",
+                    source=f"{run}: {s.dtype} sweep on {device}",
+                    gpu=device,
+                    run_id=s.run_id,
+                    dtype=s.dtype,
+                    estimate=s.dram_is_estimate,
+                )
+            )
+            if s.dram_is_estimate:
+                notes.append(f"{run}: the plateau is an estimate (no size was far beyond the cache); the floor may be optimistic")
+        if spec is not None and spec not in specs:
+            specs.append(spec)
+        elif spec is None and s.device_type == "cuda":
+            notes.append(f"{s.device_name or 'the GPU'} of {run} is not in the spec table: no spec floor for it")
+    for g in gpus or []:
+        if g not in specs:
+            specs.append(g)
+    for spec in specs:
+        line = _spec_line(weight_bytes, spec)
+        if line is None:
+            notes.append(f"{spec.name}: no DRAM bandwidth in the spec table")
+        else:
+            lines.append(line)
+    result = DecodeFloor(weights_gb=weights_gb, weight_bytes=weight_bytes, lines=lines, notes=notes)
+    result.measured_pct_of_spec, result.summary = _summary(result)
+    return result
+
+
+def num(x: float) -> str:
+    """Three significant figures, trailing zeros kept: 10.0, 11.0, 0.500, 100."""
+    if x >= 100:
+        return f"{x:.0f}"
+    if x >= 10:
+        return f"{x:.1f}"
+    if x >= 1:
+        return f"{x:.2f}"
+    return f"{x:.3g}"
+
+
+def _summary(floor: DecodeFloor) -> tuple[float | None, list[str]]:
+    out: list[str] = []
+    pct: float | None = None
+    w = f"{floor.weights_gb:g} GB"
+    for m in (x for x in floor.lines if x.basis == "measured"):
+        spec = next((x for x in floor.lines if x.basis == "spec" and x.gpu == m.gpu), None)
+        text = (
+            f"{w} / {m.bandwidth_tbps:.3g} TB/s ({m.label}) = {num(m.ms_per_token)} ms per token "
+            f"at least, {num(m.tokens_per_s)} tokens/s at most for one sequence"
+        )
+        if spec is not None:
+            share = 100.0 * m.bandwidth_tbps / spec.bandwidth_tbps
+            pct = share if pct is None else pct
+            text += (
+                f"; the spec ({spec.source}) would give {num(spec.ms_per_token)} ms. The plateau is "
+                f"{share:.0f}% of the spec, so the real floor is {m.ms_per_token / spec.ms_per_token - 1:.0%} "
+                "above the spec's"
+            )
+        out.append(text + ".")
+    for s in (x for x in floor.lines if x.basis == "spec"):
+        if any(m.gpu == s.gpu for m in floor.lines if m.basis == "measured"):
+            continue
+        out.append(
+            f"{w} / {s.source} = {num(s.ms_per_token)} ms per token: a bound no kernel reaches "
+            "(70-80% of the spec is typical); sweep the GPU to measure its plateau."
+        )
+    if floor.lines:
+        out.append(
+            "The floor counts only reading the weights once per token (batch 1); the KV cache, "
+            "activations and launch gaps come on top. Compare it with a measured decode step."
+        )
+    return pct, out
+
+
+def plateau_source(result: SweepResult) -> PlateauSource:
+    """The few fields of a sweep result the floor needs."""
+    s = result.summary
+    return PlateauSource(
+        run_id=result.run_id,
+        dtype=result.dtype,
+        device_name=s.device_name,
+        device_type=s.device_type,
+        dram_tbps=s.dram_tbps,
+        dram_is_estimate=s.dram_is_estimate,
+    )

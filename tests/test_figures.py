@@ -1,0 +1,256 @@
+"""The report's figures: checked as matplotlib objects before saving, then as images."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
+
+import pytest
+from reportstore import NSYS03, Recorded, lesson1_json, recorded
+
+pytest.importorskip("matplotlib")
+
+from nsightlab import figures, gpus
+from nsightlab.analyze import analyze_path, stored_result
+from nsightlab.profile import ProfileResult
+from nsightlab.sweep_result import SweepResult
+
+RTX = gpus.BY_KEY["rtx-pro-6000-server"].name
+H100 = gpus.BY_KEY["h100-sxm"].name
+
+
+@pytest.fixture(scope="module")
+def rec(tmp_path_factory: pytest.TempPathFactory) -> Recorded:
+    pytest.importorskip("torch")
+    return recorded(tmp_path_factory)
+
+
+def _result(rec: Recorded, run_id: str) -> Any:
+    (folder,) = [p for p in (rec.home / "runs").iterdir() if p.name.endswith(run_id)]
+    return stored_result(folder)
+
+
+def _legend(fig: Any) -> list[str]:
+    return [t.get_text() for leg in fig.legends for t in leg.get_texts()]
+
+
+def _by_gid(ax: Any, prefix: str) -> list[Any]:
+    return [a for a in [*ax.get_lines(), *ax.patches, *ax.collections] if (a.get_gid() or "").startswith(prefix)]
+
+
+def _image_ok(png: Path) -> Any:
+    from matplotlib import image
+
+    img = image.imread(png)
+    h, w = img.shape[:2]
+    assert 300 <= w <= 3000 and 150 <= h <= 3000, img.shape
+    gray = img[..., :3].mean(axis=2)
+    assert gray.std() > 0.05, "blank image"  # a white page has std 0
+    assert (gray < 0.5).mean() > 0.005  # some ink: lines, text
+    return img
+
+
+# --- sweep ---
+
+
+def test_sweep_figure_cpu_runs_overlaid(rec: Recorded) -> None:
+    f16: SweepResult = _result(rec, rec.cpu_f16)
+    f32: SweepResult = _result(rec, rec.cpu_f32)
+    plot = figures.sweep_figure([f16, f32])
+    fig = plot.figure
+    ax = fig.axes[0]
+    assert ax.get_xlabel() == "" and fig.axes[1].get_xlabel() == "tensor size, log2(elements)"  # the regime strip below holds it
+    assert "TB/s" in ax.get_ylabel()
+    series = _by_gid(ax, "series-")
+    assert len(series) == 2
+    assert list(series[0].get_xdata()) == [12, 14, 16]
+    assert list(series[0].get_ydata()) == [r.tbps for r in f16.rows]
+    labels = _legend(fig)
+    cpu = f"cpu ({f16.summary.device_name})"  # this machine's CPU, as torch names it
+    assert any("float16" in t and cpu in t and rec.cpu_f16 in t for t in labels)
+    assert any("float32" in t and cpu in t and rec.cpu_f32 in t for t in labels)
+    # regimes shaded and named
+    shaded = {a.get_gid() for a in _by_gid(ax, "regime-")}
+    assert shaded == {f"regime-{r.regime}" for r in f16.rows}
+    assert any(t.startswith("launch-bound") for t in labels)
+    # no spec for a CPU: no DRAM spec line, no reference curve; the last-level cache per dtype
+    assert _by_gid(ax, "dram-spec") == [] and _by_gid(ax, "reference") == []
+    caches = _by_gid(ax, "cache-")
+    l2 = f16.summary.l2_bytes
+    assert l2 is not None
+    assert sorted(c.get_xdata()[0] for c in caches) == [math.log2(l2 / 4), math.log2(l2 / 2)]
+    assert any(t.startswith("last-level cache") and "float32 elements" in t for t in labels)
+    # the strip names each run's regimes
+    strip = fig.axes[1]
+    assert [t.get_text() for t in strip.get_yticklabels()] == [f"float16 {rec.cpu_f16}", f"float32 {rec.cpu_f32}"]
+
+
+def test_sweep_figure_gpu_reference_spec_and_l2(rec: Recorded) -> None:
+    ref: SweepResult = _result(rec, rec.ref_sweep)
+    plot = figures.sweep_figure([ref])
+    ax = plot.figure.axes[0]
+    assert ax.get_xlabel() == "tensor size, log2(elements)"
+    assert ax.get_yscale() == "log" and "log scale" in ax.get_ylabel()  # 0.04 .. 5.45 TB/s
+    (spec,) = _by_gid(ax, "dram-spec")
+    assert list(spec.get_ydata()) == [1.597, 1.597]
+    labels = _legend(plot.figure)
+    assert "DRAM spec: 1.597 TB/s, RTX PRO 6000 Blackwell Server Edition datasheet" in labels
+    (cache,) = _by_gid(ax, "cache-")
+    assert cache.get_xdata()[0] == 26  # 128 MiB / 2 B = 2^26 float16 elements
+    assert "L2 128 MiB = 2^26 float16 elements" in labels
+    (reference,) = _by_gid(ax, "reference")  # the run is on the tutorial's GPU
+    assert list(reference.get_xdata()) == [16, 20, 22, 24, 26, 28, 30]
+    assert any(t.startswith("tutorial's sweep") and RTX in t for t in labels)
+    (plateau,) = _by_gid(ax, "plateau-")
+    assert plateau.get_ydata()[0] == pytest.approx(1.462, abs=0.002)
+    assert {a.get_gid() for a in _by_gid(ax, "regime-")} == {"regime-launch", "regime-cache", "regime-transition", "regime-dram"}
+    assert [t.get_text() for t in ax.get_xticklabels()] == [f"$2^{{{n}}}$" for n in (16, 20, 22, 24, 26, 28, 30)]
+
+
+def test_sweep_figure_mixed_devices_title_and_spec_once(rec: Recorded) -> None:
+    plot = figures.sweep_figure([_result(rec, rec.ref_sweep), _result(rec, rec.cpu_f16)])
+    ax = plot.figure.axes[0]
+    assert len(_by_gid(ax, "dram-spec")) == 1 and len(_by_gid(ax, "series-")) == 2
+    cpu = _result(rec, rec.cpu_f16).summary.device_name
+    assert RTX in ax.get_title(loc="left") and f"cpu ({cpu})" in ax.get_title(loc="left")
+
+
+# --- roofline ---
+
+
+def _lesson1(tmp_path: Path, gpu: str, scale_us: float, gemm_us: float) -> ProfileResult:
+    path = tmp_path / f"{gpu.replace(' ', '_')}.json"
+    path.write_text(json.dumps(lesson1_json(gpu, scale_us, gemm_us)))
+    result = analyze_path(path)
+    assert isinstance(result, ProfileResult)
+    return result
+
+
+def test_roofline_with_both_roofs(tmp_path: Path) -> None:
+    h100 = _lesson1(tmp_path, H100, 350.0, 1500.0)
+    h100.run_id = "h100aa"
+    plot = figures.roofline_figure([h100])
+    assert plot is not None
+    ax = plot.figure.axes[0]
+    assert ax.get_xlabel() == "arithmetic intensity (FLOP per byte moved)"
+    assert ax.get_ylabel() == "achieved rate (TFLOPS, log scale)"
+    assert ax.get_xscale() == ax.get_yscale() == "log"
+    (memory,) = _by_gid(ax, "memory-roof")
+    xs, ys = memory.get_xdata(), memory.get_ydata()
+    # below the ridge the roof is bandwidth x intensity, above it the tensor peak
+    assert ys[0] == pytest.approx(3.35e12 * xs[0] / 1e12)
+    assert max(ys) == pytest.approx(989.0)
+    roofs = sorted(line.get_ydata()[0] for line in _by_gid(ax, "compute-roof"))
+    assert roofs == [67.0, 989.0]  # FP32 CUDA cores (the scale), FP16 tensor (the GEMM)
+    points = {p.get_label().split(" ")[0]: p.get_offsets()[0] for p in _by_gid(ax, "point-")}
+    scale, gemm = (r.rates for r in h100.ranges)
+    assert scale is not None and gemm is not None
+    assert tuple(points["memory_bound_scale"]) == pytest.approx((0.25, scale.flops_per_s / 1e12))
+    assert tuple(points["compute_bound_gemm"]) == pytest.approx((8192 / 3, gemm.flops_per_s / 1e12))
+    labels = _legend(plot.figure)
+    assert "compute roof: 989 TFLOPS dense FP16 tensor, NVIDIA H100 SXM datasheet" in labels
+    assert any("h100aa" in t and H100 in t for t in labels)
+
+
+def test_roofline_tutorial_gpu_has_no_compute_roof_and_a_measured_one(rec: Recorded) -> None:
+    prof: ProfileResult = _result(rec, rec.ref_profile)
+    plot = figures.roofline_figure([prof], [(RTX, "1.46 TB/s, run x", 1.46e12)])
+    assert plot is not None
+    ax = plot.figure.axes[0]
+    assert len(_by_gid(ax, "memory-roof")) == 1 and _by_gid(ax, "compute-roof") == []
+    assert len(_by_gid(ax, "measured-roof")) == 1
+    assert any("no compute roof" in t.get_text() for t in ax.texts)
+
+
+def test_roofline_cpu_points_only(rec: Recorded) -> None:
+    prof: ProfileResult = _result(rec, rec.cpu_profile)
+    plot = figures.roofline_figure([prof])
+    assert plot is not None
+    ax = plot.figure.axes[0]
+    assert _by_gid(ax, "memory-roof") == [] and len(_by_gid(ax, "point-")) == 2
+    assert "GFLOP/s" in ax.get_ylabel()  # a CPU's rates are GFLOP/s, not TFLOPS
+    assert any("no spec roofs" in t.get_text() for t in ax.texts)
+    # a profile without ranges has nothing to place
+    assert figures.roofline_figure([_result(rec, rec.kern03)]) is None
+
+
+# --- kernels ---
+
+
+def test_kernels_figure_from_fixture_03(rec: Recorded) -> None:
+    prof: ProfileResult = _result(rec, rec.kern03)
+    plot = figures.kernels_figure(prof)
+    assert plot is not None and plot.key == f"kernels-{rec.kern03}"
+    ax = plot.figure.axes[0]
+    bars = _by_gid(ax, "kernel-bars")
+    top = sorted(prof.kernels, key=lambda k: -k.total_ns)[:10]
+    assert len(prof.kernels) > 10 and len(bars) == 10
+    assert [b.get_width() for b in bars] == pytest.approx([k.total_ns / 1e6 for k in top])
+    assert ax.get_xlabel() == "total time (ms), all instances"
+    names = [t.get_text() for t in ax.get_yticklabels()]
+    assert names[0] == (top[0].short_name[:57] + "..." if len(top[0].short_name) > 60 else top[0].short_name)
+    assert any("gemvx" in n for n in names)
+    assert ax.get_title(loc="left") == f"Top GPU kernels by total time: dsocr, run {rec.kern03}"
+
+
+# --- saved files ---
+
+
+def test_saved_png_and_svg(rec: Recorded, tmp_path: Path) -> None:
+    for plot in (
+        figures.sweep_figure([_result(rec, rec.ref_sweep), _result(rec, rec.cpu_f16)]),
+        figures.roofline_figure([_result(rec, rec.ref_profile)]),
+        figures.kernels_figure(_result(rec, rec.kern03)),
+    ):
+        assert plot is not None
+        png, svg = figures.save(plot, tmp_path)
+        assert png.name == f"{plot.key}.png" and svg.name == f"{plot.key}.svg"
+        _image_ok(png)
+        root = ET.parse(svg).getroot()
+        assert root.tag.endswith("svg")
+        assert len(list(root.iter())) > 100  # paths, text: not an empty canvas
+
+
+def test_missing_matplotlib_is_a_clear_usage_error(tmp_path: Path) -> None:
+    code = (
+        "import sys\n"
+        "sys.modules['matplotlib'] = None  # as if the report extra were not installed\n"
+        "from nsightlab import figures\n"
+        "from nsightlab.errors import UsageError\n"
+        "assert not figures.available()\n"
+        "try:\n    figures._figure(1, 1)\n"
+        "except UsageError as e:\n    print(e.exit_code.value, e.line())\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "2 error: plotting needs matplotlib: pip install 'nsightlab[report]'."
+
+
+def test_kernel_names_are_literal_text(tmp_path: Path) -> None:
+    prof = analyze_path(NSYS03)
+    assert isinstance(prof, ProfileResult)
+    prof.kernels[0].short_name = "kernel<$x$, $y$>"
+    plot = figures.kernels_figure(prof)
+    assert plot is not None
+    assert plot.figure.axes[0].get_yticklabels()[0].get_text() == r"kernel<\$x\$, \$y\$>"
+    png, _ = figures.save(plot, tmp_path)  # mathtext would have rendered x and y in italics; it must not fail
+    _image_ok(png)
+
+
+def test_regime_spans() -> None:
+    # halfway to the neighbours; at most one step of log2 past the first and last size
+    assert figures._spans([16, 20, 22]) == [(15, 18), (18, 21), (21, 23)]
+    assert figures._spans([12, 13]) == [(11.5, 12.5), (12.5, 13.5)]
+    assert figures._spans([20]) == [(19.5, 20.5)]
+
+    class Row:
+        def __init__(self, log2: int, regime: str) -> None:
+            self.log2, self.regime = log2, regime
+
+    rows = [Row(16, "launch"), Row(20, "launch"), Row(24, "cache"), Row(28, "dram"), Row(30, "dram")]
+    assert figures._regime_runs(rows) == [(15, 22, "launch"), (22, 26, "cache"), (26, 31, "dram")]
