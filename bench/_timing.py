@@ -8,15 +8,37 @@ import subprocess
 import time
 from collections.abc import Mapping, Sequence
 
+GNU_TIME = "/usr/bin/time"
+
 
 def run_once(argv: Sequence[str], env: Mapping[str, str] | None = None) -> tuple[float, int, int]:
-    """(wall seconds, peak RSS in KiB, exit code) of one run, output discarded."""
+    """(wall seconds, peak RSS in KiB, exit code) of one run, output discarded.
+
+    The peak RSS comes from GNU time where it is installed: a child forked from this
+    (large) process would otherwise report this process's size as its own peak.
+    """
+    import tempfile
+
+    rss_file = None
+    cmd = list(argv)
+    if os.path.exists(GNU_TIME):
+        fd, rss_file = tempfile.mkstemp(prefix="rss-")
+        os.close(fd)
+        cmd = [GNU_TIME, "-f", "%M", "-o", rss_file, *cmd]
     start = time.perf_counter()
-    proc = subprocess.Popen(list(argv), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=dict(env) if env else None)
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=dict(env) if env else None)
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - start
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    return wall, usage.ru_maxrss, proc.returncode
+    code = os.waitstatus_to_exitcode(status)
+    rss = usage.ru_maxrss
+    if rss_file:
+        try:
+            with open(rss_file) as fh:
+                rss = int(fh.read().split()[-1])
+        except (OSError, ValueError, IndexError):
+            pass
+        os.unlink(rss_file)
+    return wall, rss, code
 
 
 def side_by_side(commands: Mapping[str, Sequence[str]], *, repeat: int, warmup: int = 1, env: Mapping[str, str] | None = None) -> dict[str, dict[str, float]]:

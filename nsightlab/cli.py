@@ -2,10 +2,10 @@
 render the typed result it returns. No cluster calls and no parsing here.
 
 Start-up must stay fast: nothing heavy (kubernetes, torch, matplotlib, even rich) is
-imported at module level; each command imports what it needs.
+imported at module level; each command imports what it needs. This module alone does not
+use `from __future__ import annotations`: Typer reads every command's annotations at run
+time, and string annotations would make it compile and evaluate each one on every start.
 """
-
-from __future__ import annotations
 
 import os
 import sys
@@ -103,13 +103,13 @@ def _root(
 # ---------------------------------------------------------------------------- plumbing
 
 
-def _env(json_out: bool = False) -> Env:
+def _env(json_out: bool = False) -> "Env":
     from nsightlab.console import Env
 
     return Env.create(json=json_out)
 
 
-def _show(env: Env, result: Any, draw: Callable[[Env, Any], None]) -> None:
+def _show(env: "Env", result: Any, draw: "Callable[[Env, Any], None]") -> None:
     """One JSON document on stdout with --json, else the human rendering."""
     if env.json:
         env.print_json(result)
@@ -117,7 +117,7 @@ def _show(env: Env, result: Any, draw: Callable[[Env, Any], None]) -> None:
         draw(env, result)
 
 
-def _config() -> LoadedConfig:
+def _config() -> "LoadedConfig":
     from nsightlab.config import load_config
 
     return load_config(STATE.config_path)
@@ -127,10 +127,10 @@ def _config() -> LoadedConfig:
 class Cluster:
     """What a cluster command works with: config, checked context, client."""
 
-    config: Config
-    ctx: ResolvedContext
-    kube: Kube
-    session: Session | None
+    config: "Config"
+    ctx: "ResolvedContext"
+    kube: "Kube"
+    session: "Session | None"
 
 
 @contextmanager
@@ -138,7 +138,7 @@ def _cluster(
     context: str | None,
     kubeconfig: Path | None,
     *,
-    intent: Intent,
+    intent: "Intent",
     namespace: str | None = None,
     use_session: bool = False,
     action: str = "change the cluster",
@@ -330,7 +330,7 @@ def _lab_pod(c: Cluster, *, require_ready: bool = True) -> str:
     return name
 
 
-def _note_session(env: Env, c: Cluster) -> None:
+def _note_session(env: "Env", c: Cluster) -> None:
     if c.ctx.from_session:
         env.note(f"using the lab session: context {c.ctx.label}, namespace {c.ctx.namespace}")
 
@@ -485,7 +485,7 @@ def copy(
 
 
 @contextmanager
-def _progress(env: Env, label: str) -> Iterator[Callable[[int], None]]:
+def _progress(env: "Env", label: str) -> Iterator[Callable[[int], None]]:
     """A byte counter on stderr (only on a terminal)."""
     if not env.err.is_terminal:
         yield lambda n: None
@@ -577,13 +577,13 @@ LocalOpt = Annotated[bool, typer.Option("--local", help="Run on this machine (it
 class Where:
     """Where lab work runs, and what a run's meta.json should say about it."""
 
-    target: Target
+    target: "Target"
     meta: dict[str, object]
 
 
 @contextmanager
 def _where(
-    env: Env,
+    env: "Env",
     *,
     local: bool,
     context: str | None,
