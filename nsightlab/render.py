@@ -49,26 +49,21 @@ def table(env: Env, columns: Sequence[Column], rows: Sequence[Sequence[Any]], *,
 
 
 def plain_table(columns: Sequence[Column], cells: Sequence[Sequence[str]], *, title: str | None = None) -> str:
+    """Aligned columns, two spaces apart, no trailing blanks (like kubectl's output)."""
     widths = [len(c.header) for c in columns]
     for row in cells:
         for i, v in enumerate(row):
-            widths[i] = max(widths[i], len(v))
-    lines = []
-    if title:
-        lines.append(title)
-
-    def fmt(values: Sequence[str]) -> str:
-        parts = []
-        for i, (c, v) in enumerate(zip(columns, values, strict=False)):
-            last = i == len(columns) - 1
-            if c.justify == "right":
-                parts.append(v.rjust(widths[i]))
-            else:
-                parts.append(v if last else v.ljust(widths[i]))
-        return "  ".join(parts).rstrip()
-
-    lines.append(fmt([c.header for c in columns]))
-    lines.extend(fmt(row) for row in cells)
+            if len(v) > widths[i]:
+                widths[i] = len(v)
+    last = len(columns) - 1
+    # one format string for every row: formatting runs in C, not per cell in Python
+    spec = "  ".join(
+        f"{{:>{w}}}" if c.justify == "right" else ("{}" if i == last else f"{{:<{w}}}")
+        for i, (c, w) in enumerate(zip(columns, widths, strict=True))
+    )
+    lines = [title] if title else []
+    lines.append(spec.format(*(c.header for c in columns)).rstrip())
+    lines.extend(spec.format(*row).rstrip() for row in cells)
     return "\n".join(lines) + "\n"
 
 
