@@ -17,7 +17,6 @@ import gc
 import json
 import os
 import re
-import sys
 import threading
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
@@ -550,14 +549,19 @@ _OP_CONT, _OP_TEXT, _OP_BIN, _OP_CLOSE, _OP_PING, _OP_PONG = 0x0, 0x1, 0x2, 0x8,
 _RECV_SIZE = 1 << 20
 
 
+_XOR_TABLES = [bytes(b ^ k for b in range(256)) for k in range(256)]
+
+
 def mask_payload(key: bytes, data: bytes) -> bytes:
-    """RFC 6455 client masking: XOR with the 4-byte key repeated, as one big-int XOR."""
-    n = len(data)
-    if not n:
-        return b""
-    order = sys.byteorder
-    repeated = key * (n // 4 + 1)
-    return (int.from_bytes(data, order) ^ int.from_bytes(repeated[:n], order)).to_bytes(n, order)
+    """RFC 6455 client masking: XOR with the 4-byte key repeated.
+
+    Done as four byte translations over the strided quarters of the payload, all in C
+    (about twice as fast as one big-int XOR, and many times the byte loop).
+    """
+    out = bytearray(data)
+    for i in range(4):
+        out[i::4] = data[i::4].translate(_XOR_TABLES[key[i]])
+    return bytes(out)
 
 
 def frame_bytes(opcode: int, payload: bytes, mask_key: bytes) -> bytes:
@@ -578,7 +582,7 @@ class ExecSession:
 
     websocket-client makes the connection (TLS, the HTTP upgrade, the subprotocol);
     frames are then read and written here, straight on the socket: reads of up to 1 MiB
-    at a time and one big-int XOR to mask what we send, several times faster than the
+    at a time and masking in C (see mask_payload), several times faster than the
     library's per-frame path on copies of hundreds of MiB.
     """
 
@@ -591,7 +595,9 @@ class ExecSession:
         self._open = True
         self._buf = bytearray()
         self._fragments: list[bytes] = []
+        self._frag_opcode = _OP_BIN
         self._send_lock = threading.Lock()
+        self._timeout: float | None = -1.0  # unknown: set on the first read
 
     @property
     def can_close_stdin(self) -> bool:
@@ -684,7 +690,9 @@ class ExecSession:
                     opcode, payload = self._frag_opcode, b"".join(self._fragments)
                     self._fragments = []
                 return opcode, payload
-            self._sock.settimeout(timeout)
+            if timeout != self._timeout:
+                self._sock.settimeout(timeout)
+                self._timeout = timeout
             try:
                 chunk = self._sock.recv(_RECV_SIZE)
             except TimeoutError:

@@ -23,10 +23,10 @@ import stat
 import tarfile
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from pydantic import BaseModel
 
@@ -181,6 +181,40 @@ SEND_CHUNK = 1 << 20  # bytes of a file per stdin frame
 _BLOCK = 512
 
 
+def _read_ahead(src: Path, h: Any, depth: int = 4) -> Iterator[bytes]:
+    """The file's chunks, read and hashed on a second thread (both release the GIL)
+    while the caller masks and sends the previous ones; at most `depth` chunks wait."""
+    import queue
+    import threading
+
+    chunks: queue.Queue[bytes | BaseException | None] = queue.Queue(maxsize=depth)
+    stop = threading.Event()
+
+    def produce() -> None:
+        try:
+            with src.open("rb") as fh:
+                while not stop.is_set() and (chunk := fh.read(SEND_CHUNK)):
+                    h.update(chunk)
+                    chunks.put(chunk)
+            chunks.put(None)
+        except BaseException as e:  # handed to the consumer
+            chunks.put(e)
+
+    worker = threading.Thread(target=produce, daemon=True, name="nsightlab-read")
+    worker.start()
+    try:
+        while (item := chunks.get()) is not None:
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+    finally:
+        stop.set()
+        while worker.is_alive():  # unblock a producer waiting on a full queue
+            with contextlib.suppress(queue.Empty):
+                chunks.get_nowait()
+            worker.join(0.01)
+
+
 class _TarSender:
     """Writes a tar stream straight into stdin frames: headers from TarInfo, file
     contents in 1 MiB frames hashed on the way (no intermediate buffering copies)."""
@@ -206,14 +240,12 @@ class _TarSender:
             digest = self._tally.files.setdefault(arcname, Digest())
             self._send(info.tobuf(tarfile.PAX_FORMAT, "utf-8", "surrogateescape"))
             h = hashlib.sha256()
-            with src.open("rb") as fh:
-                while chunk := fh.read(SEND_CHUNK):
-                    h.update(chunk)
-                    digest.size += len(chunk)
-                    self._tally.total += len(chunk)
-                    self._send(chunk)
-                    if self._progress:
-                        self._progress(self._tally.total)
+            for chunk in _read_ahead(src, h):
+                digest.size += len(chunk)
+                self._tally.total += len(chunk)
+                self._send(chunk)
+                if self._progress:
+                    self._progress(self._tally.total)
             if digest.size != info.size:
                 raise UsageError(f"{src} changed size while it was being copied")
             digest.sha256 = h.hexdigest()
