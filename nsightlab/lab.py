@@ -413,9 +413,16 @@ class _Waiter:
             self.env.note(f"  event {kind}/{ev.get('reason')}: {ev.get('message', '')}", style="yellow" if kind == "Warning" else None)
 
     def _describe(self) -> str:
+        """One short line for the spinner: the status, and the conditions not yet true."""
         pod = self.pod or {}
-        conds = ", ".join(f"{c.get('type')}={c.get('status')}" for c in (pod.get("status") or {}).get("conditions") or [])
-        return f"pod {self.name}: {r.pod_status(pod)}" + (f" ({conds})" if conds else "")
+        waiting = [str(c.get("type")) for c in (pod.get("status") or {}).get("conditions") or [] if c.get("status") != "True"]
+        node = (pod.get("spec") or {}).get("nodeName")
+        text = f"pod {self.name}: {r.pod_status(pod)}"
+        if node:
+            text += f" on {node}"
+        if waiting:
+            text += f" (waiting for {', '.join(waiting)})"
+        return text
 
     def _verdict(self) -> dict[str, Any] | None:
         pod = self.pod or {}
