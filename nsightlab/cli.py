@@ -201,10 +201,7 @@ def config_cmd(json_out: JsonOpt = False) -> None:
 
     env = _env(json_out)
     view = configure.config_view(_config())
-    if env.json:
-        env.print_json(view)
-    else:
-        configure.render_config(env, view)
+    _show(env, view, configure.render_config)
 
 
 # ---------------------------------------------------------------------------- explore
@@ -825,10 +822,7 @@ def _runs_list(kind: str | None, json_out: bool) -> None:
 
     env = _env(json_out)
     listing = list_runs(kind)
-    if env.json:
-        env.print_json(listing)
-    else:
-        render.runs_list(env, listing)
+    _show(env, listing, render.runs_list)
 
 
 @runs_app.callback(invoke_without_command=True)
@@ -877,10 +871,7 @@ def runs_show(
 
     env = _env(json_out)
     detail = show_run(run)
-    if env.json:
-        env.print_json(detail)
-    else:
-        render.run_detail(env, detail)
+    _show(env, detail, render.run_detail)
 
 
 @runs_app.command("rm")
@@ -913,10 +904,7 @@ def runs_rm(
         if not ok:
             raise Interrupted("cancelled; nothing was removed")
     removed = remove_runs(chosen)
-    if env.json:
-        env.print_json(removed)
-    else:
-        render.runs_removed(env, removed)
+    _show(env, removed, render.runs_removed)
 
 
 WeightsOpt = Annotated[
@@ -964,10 +952,7 @@ def report(
     if terminal and not env.json:
         render.report_doc(env, bundle.doc)
         render.blank(env)
-    if env.json:
-        env.print_json(files)
-    else:
-        render.report_files(env, files)
+    _show(env, files, render.report_files)
     if open_html and not rep.open_in_browser(files.html):
         env.warn(f"could not open a browser; open {files.html} yourself")
 
@@ -993,10 +978,7 @@ def roofline(
 
     env = _env(json_out)
     floor = decode_floor_for(weights_gb, run=run, gpu=gpu)
-    if env.json:
-        env.print_json(floor)
-    else:
-        render.decode_floor(env, floor)
+    _show(env, floor, render.decode_floor)
 
 
 # ---------------------------------------------------------------------------- entry point

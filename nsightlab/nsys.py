@@ -663,6 +663,11 @@ def _mem_kind(operation: str) -> MemOpKind:
     return "other"
 
 
+def _time_stats(c: _Cells) -> dict[str, float | None]:
+    """The avg/med/min/max/stddev columns every timed summary report has."""
+    return {f"{k}_ns": c.ns(k) for k in ("avg", "med", "min", "max", "stddev")}
+
+
 def _build_row(c: _Cells) -> _Row:
     rid = c.report
     if rid == "cuda_gpu_kern_sum":
@@ -672,11 +677,7 @@ def _build_row(c: _Cells) -> _Row:
             time_pct=c.number("time_pct"),
             total_ns=c.required_ns("total"),
             instances=c.required_integer("count"),
-            avg_ns=c.ns("avg"),
-            med_ns=c.ns("med"),
-            min_ns=c.ns("min"),
-            max_ns=c.ns("max"),
-            stddev_ns=c.ns("stddev"),
+            **_time_stats(c),
             grid=c.xyz("grid"),
             block=c.xyz("block"),
             truncated=_is_truncated(name),
@@ -689,11 +690,7 @@ def _build_row(c: _Cells) -> _Row:
             time_pct=c.number("time_pct"),
             total_ns=c.required_ns("total"),
             instances=c.required_integer("count"),
-            avg_ns=c.ns("avg"),
-            med_ns=c.ns("med"),
-            min_ns=c.ns("min"),
-            max_ns=c.ns("max"),
-            stddev_ns=c.ns("stddev"),
+            **_time_stats(c),
             truncated=_is_truncated(name),
         )
     if rid == "nvtx_kern_sum":
@@ -709,11 +706,7 @@ def _build_row(c: _Cells) -> _Row:
             kernel_instances=c.required_integer("kern_inst"),
             time_pct=c.number("time_pct"),
             total_ns=c.required_ns("total"),
-            avg_ns=c.ns("avg"),
-            med_ns=c.ns("med"),
-            min_ns=c.ns("min"),
-            max_ns=c.ns("max"),
-            stddev_ns=c.ns("stddev"),
+            **_time_stats(c),
             truncated=_is_truncated(range_name, kernel_name),
         )
     if rid == "nvtx_gpu_proj_sum":
@@ -741,11 +734,7 @@ def _build_row(c: _Cells) -> _Row:
             time_pct=c.number("time_pct"),
             total_ns=c.required_ns("total"),
             num_calls=c.required_integer("count"),
-            avg_ns=c.ns("avg"),
-            med_ns=c.ns("med"),
-            min_ns=c.ns("min"),
-            max_ns=c.ns("max"),
-            stddev_ns=c.ns("stddev"),
+            **_time_stats(c),
         )
     if rid == "cuda_gpu_mem_time_sum":
         raw = c.required_text("operation")
@@ -755,11 +744,7 @@ def _build_row(c: _Cells) -> _Row:
             count=c.required_integer("count"),
             time_pct=c.number("time_pct"),
             total_ns=c.required_ns("total"),
-            avg_ns=c.ns("avg"),
-            med_ns=c.ns("med"),
-            min_ns=c.ns("min"),
-            max_ns=c.ns("max"),
-            stddev_ns=c.ns("stddev"),
+            **_time_stats(c),
         )
     if rid == "cuda_gpu_mem_size_sum":
         raw = c.required_text("operation")

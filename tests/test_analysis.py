@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from pydantic import ValidationError
+from reportstore import lesson1_json
 
 from nsightlab import analysis as A
 from nsightlab.gpus import BY_KEY, REFERENCE_LESSON1, REFERENCE_SWEEPS, MiB
@@ -355,27 +356,7 @@ def test_the_tutorials_float32_mistake() -> None:
 # --- rates and the roofline ---
 
 
-def lesson1_doc(name: str, scale_us: float, gemm_us: float, n: int = 8192, log2: int = 28) -> dict[str, Any]:
-    return {
-        "kind": "lesson1",
-        "schema": 1,
-        "device": {"type": "cuda", "name": name},
-        "scaled_down": False,
-        "ranges": [
-            {
-                "name": "memory_bound_scale", "op": "scale", "kernel_kind": "elementwise",
-                "calls": 20, "warmup": 3, "dtype": "float16", "element_size": 2,
-                "elements": 1 << log2, "bytes_per_call": 2 * (1 << log2) * 2,
-                "flops_per_call": 1 << log2, "seconds_per_call": scale_us * 1e-6,
-            },
-            {
-                "name": "compute_bound_gemm", "op": "gemm", "kernel_kind": "gemm",
-                "calls": 20, "warmup": 3, "dtype": "float16", "element_size": 2,
-                "m": n, "n": n, "k": n, "flops_per_call": 2 * n**3,
-                "bytes_per_call": 3 * n * n * 2, "seconds_per_call": gemm_us * 1e-6,
-            },
-        ],
-    }  # fmt: skip
+lesson1_doc = lesson1_json  # the tutorial-sized work description, shared with the report tests
 
 
 def test_roofline_arithmetic() -> None:
