@@ -18,9 +18,5 @@ def lab_script(name: str) -> Path:
     return _folder("lab_scripts") / name
 
 
-def lab_scripts_dir() -> Path:
-    return _folder("lab_scripts")
-
-
 def pod_template() -> Path:
     return _folder("manifests") / "pod.yaml"

@@ -355,9 +355,6 @@ class Kube:
                 hint="Pass --namespace NS, or set the namespace of the alias in config.yaml.",
             )
 
-    def list_events(self, namespace: str, *, field_selector: str | None = None) -> list[dict[str, Any]]:
-        return self._list(f"/api/v1/namespaces/{namespace}/events", what=f"list events in namespace {namespace}", query={"fieldSelector": field_selector})[0]
-
     # ------------------------------------------------------------------ changes
 
     def create_pod(self, namespace: str, manifest: dict[str, Any]) -> dict[str, Any]:
