@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from nsightlab.cli import main
+from nsightlab.cli import entry
 
 if __name__ == "__main__":
-    main()
+    entry()

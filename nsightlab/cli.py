@@ -484,7 +484,7 @@ def copy(
 @contextmanager
 def _progress(env: "Env", label: str) -> Iterator[Callable[[int], None]]:
     """A byte counter on stderr (only on a terminal)."""
-    if not env.err.is_terminal:
+    if not env.err_tty:
         yield lambda n: None
         return
     from rich.progress import (
@@ -1015,3 +1015,38 @@ def main(argv: list[str] | None = None) -> None:
             f"error: unexpected {type(e).__name__}: {e}. This is a bug in nsightlab; rerun with --traceback and report it.\n"
         )
         sys.exit(int(ExitCode.BUG))
+
+
+def entry() -> None:
+    """The console script (and `python -m nsightlab`): `main()`, then a quick exit.
+
+    An interpreter's normal shutdown frees every object and module one by one; after a
+    command that read a large cluster that alone takes tens of milliseconds. When the
+    command is done and no other thread is left, do what shutdown would do that matters
+    (flush the output streams, run the `atexit` handlers: logging, the kubernetes
+    client's temporary certificate files) and leave without the teardown. Tests call
+    `main()` and keep the normal path.
+    """
+    import atexit
+    import contextlib
+    import threading
+
+    try:
+        main()
+        code = 0
+    except SystemExit as e:
+        if e.code is None or isinstance(e.code, int):
+            code = e.code or 0
+        else:
+            sys.stderr.write(f"{e.code}\n")
+            code = 1
+    if threading.active_count() > 1:
+        sys.exit(code)
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:  # e.g. `nsightlab explore nodes | head`: the reader is gone
+        code = code or 1
+    with contextlib.suppress(OSError):
+        sys.stderr.flush()
+    atexit._run_exitfuncs()
+    os._exit(code)

@@ -12,7 +12,7 @@ import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -20,12 +20,32 @@ if TYPE_CHECKING:
     from rich.console import Console
 
 
+def _may_be_terminal(stream: IO[str]) -> bool:
+    """False when Rich would certainly not treat the stream as a terminal.
+
+    Lets a command that writes plain text to a pipe or file skip importing Rich at all.
+    Rich decides the rest (TTY_COMPATIBLE, FORCE_COLOR, then isatty).
+    """
+    if os.environ.get("TTY_COMPATIBLE") == "1" or os.environ.get("FORCE_COLOR") is not None:
+        return True
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False
+
+
 @dataclass
 class Env:
-    out: Console
-    err: Console
+    """Consoles are made on first use: plain output to a pipe never imports Rich."""
+
+    out_file: IO[str]
+    err_file: IO[str]
     stdin_tty: bool
     json: bool = False
+    width: int | None = None
+    no_color: bool = False
+    _out: Console | None = field(default=None, repr=False)
+    _err: Console | None = field(default=None, repr=False)
 
     @classmethod
     def create(
@@ -37,24 +57,45 @@ class Env:
         stdin_tty: bool | None = None,
         width: int | None = None,
     ) -> Env:
-        from rich.console import Console
-
-        out_file = stdout or sys.stdout
-        err_file = stderr or sys.stderr
-        no_color = bool(os.environ.get("NO_COLOR"))
-        # Rich picks the width from the terminal, else COLUMNS, else 80.
-        out = Console(file=out_file, no_color=no_color, width=width, soft_wrap=False, highlight=False)
-        err = Console(file=err_file, no_color=no_color, width=width, highlight=False)
         if stdin_tty is None:
             try:
                 stdin_tty = sys.stdin.isatty()
             except (AttributeError, ValueError):
                 stdin_tty = False
-        return cls(out=out, err=err, stdin_tty=stdin_tty, json=json)
+        return cls(
+            out_file=stdout or sys.stdout,
+            err_file=stderr or sys.stderr,
+            stdin_tty=stdin_tty,
+            json=json,
+            width=width,
+            no_color=bool(os.environ.get("NO_COLOR")),
+        )
+
+    @property
+    def out(self) -> Console:
+        """Rich console on stdout (Rich picks the width from the terminal, else COLUMNS, else 80)."""
+        if self._out is None:
+            from rich.console import Console
+
+            self._out = Console(file=self.out_file, no_color=self.no_color, width=self.width, soft_wrap=False, highlight=False)
+        return self._out
+
+    @property
+    def err(self) -> Console:
+        """Rich console on stderr: progress, notes, warnings."""
+        if self._err is None:
+            from rich.console import Console
+
+            self._err = Console(file=self.err_file, no_color=self.no_color, width=self.width, highlight=False)
+        return self._err
 
     @property
     def out_tty(self) -> bool:
-        return bool(self.out.is_terminal)
+        return _may_be_terminal(self.out_file) and bool(self.out.is_terminal)
+
+    @property
+    def err_tty(self) -> bool:
+        return _may_be_terminal(self.err_file) and bool(self.err.is_terminal)
 
     def note(self, message: str, *, style: str | None = None) -> None:
         """A line for the human on stderr (never mixed into JSON on stdout)."""
@@ -65,22 +106,22 @@ class Env:
 
     def print_json(self, data: BaseModel | dict[str, Any] | list[Any]) -> None:
         """Exactly one JSON document on stdout."""
-        if hasattr(data, "model_dump"):
-            payload: Any = data.model_dump(mode="json")
+        if hasattr(data, "model_dump_json"):
+            text = data.model_dump_json(indent=2)  # serialised in one pass, not via dicts
         else:
-            payload = data
-        self.out.file.write(json.dumps(payload, indent=2, default=str) + "\n")
-        self.out.file.flush()
+            text = json.dumps(data, indent=2, default=str)
+        self.out_file.write(text + "\n")
+        self.out_file.flush()
 
     def write(self, text: str) -> None:
         """Plain text on stdout, as is."""
-        self.out.file.write(text)
-        self.out.file.flush()
+        self.out_file.write(text)
+        self.out_file.flush()
 
     @contextmanager
     def status(self, message: str) -> Iterator[Any]:
         """A spinner on stderr while something slow runs (nothing when stderr is no TTY)."""
-        if self.err.is_terminal:
+        if self.err_tty:
             with self.err.status(message) as st:
                 yield st
         else:

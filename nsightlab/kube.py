@@ -18,6 +18,7 @@ import json
 import os
 import re
 import threading
+import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
 CONNECT_TIMEOUT = 5.0
 READ_TIMEOUT = 60.0
 PAGE_SIZE = 500
+AUTH_RECHECK = 5.0  # seconds an Authorization header is reused (see Kube._authorization)
 
 
 class NotFound(ClusterError):
@@ -153,6 +155,7 @@ class Kube:
                 hint="Check the kubeconfig for that context.",
             ) from None
         self.server: str = self.api_client.configuration.host.rstrip("/")
+        self._auth_cache: tuple[float, str | None] | None = None
 
     def close(self) -> None:
         self.api_client.close()
@@ -185,11 +188,10 @@ class Kube:
         """
         import urllib3
 
-        cfg = self.api_client.configuration
         headers = {"Accept": "application/json", "User-Agent": "nsightlab"}
-        auth = cfg.auth_settings().get("BearerToken")
-        if auth and auth.get("value"):
-            headers["Authorization"] = str(auth["value"])
+        authorization = self._authorization()
+        if authorization:
+            headers["Authorization"] = authorization
         url = self.server + path
         if query:
             url += "?" + urlencode({k: ("true" if v is True else "false" if v is False else v) for k, v in query.items() if v is not None})
@@ -212,6 +214,22 @@ class Kube:
                 resp.release_conn()
             raise self._translate(what, resp.status, payload)
         return resp
+
+    def _authorization(self) -> str | None:
+        """The Authorization header from the client's auth settings, asked again at most
+        every AUTH_RECHECK seconds.
+
+        Asking runs the kubeconfig loader's refresh hook, which re-reads the credentials
+        (and re-resolves proxies) on every call: a fifth of a millisecond, paid on each of
+        the dozens of pages of a big list. The loader renews a token five minutes before it
+        expires, so a few seconds of reuse never sends a stale one.
+        """
+        now = time.monotonic()
+        if self._auth_cache is None or now - self._auth_cache[0] > AUTH_RECHECK:
+            auth = self.api_client.configuration.auth_settings().get("BearerToken")
+            value = str(auth["value"]) if auth and auth.get("value") else None
+            self._auth_cache = (now, value)
+        return self._auth_cache[1]
 
     def _unreachable(self, what: str, reason: object) -> ClusterError:
         text = str(reason)
@@ -482,7 +500,7 @@ class Kube:
         query += [("stdin", _bool(stdin)), ("stdout", "true"), ("stderr", _bool(not tty)), ("tty", _bool(tty))]
         if container:
             query.append(("container", container))
-        base = cfg.host.rstrip("/")
+        base = self.server
         if base.startswith("https://"):
             url = "wss://" + base[len("https://") :]
         elif base.startswith("http://"):
@@ -490,10 +508,8 @@ class Kube:
         else:
             url = base
         url += f"/api/v1/namespaces/{namespace}/pods/{pod}/exec?" + urlencode(query)
-        headers = []
-        auth = cfg.auth_settings().get("BearerToken")  # runs the exec plugin's refresh hook
-        if auth and auth.get("value"):
-            headers.append(f"Authorization: {auth['value']}")
+        authorization = self._authorization()
+        headers = [f"Authorization: {authorization}"] if authorization else []
         sslopt: dict[str, Any]
         if url.startswith("wss://") and cfg.verify_ssl:
             sslopt = {"cert_reqs": ssl.CERT_REQUIRED}

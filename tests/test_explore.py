@@ -7,6 +7,8 @@ import json
 import re
 import shutil
 import socket
+import subprocess
+import sys
 import time
 from collections import Counter
 from pathlib import Path
@@ -273,3 +275,35 @@ def test_skipping_pages_without_gpu_pods_changes_nothing(capsys: pytest.CaptureF
     full = build_nodes(nodes, pods, context=STG_CONTEXT, server=None, lab_instance_type="g7e.8xlarge")  # decodes every pod
     assert {n["name"]: n["gpu_requested"] for n in data["nodes"]} == {n.name: n.gpu_requested for n in full.nodes}  # type: ignore[attr-defined]
     assert sum(n.gpu_requested for n in full.nodes) > 0  # the generated cluster does hold GPUs
+
+
+# ---------------------------------------------------------------------------- the console script
+
+
+def _script(*args: str, **kw: object) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "nsightlab", *args], capture_output=True, text=True, timeout=60, **kw)  # type: ignore[call-overload,no-any-return]
+
+
+def test_console_script_output_and_exit_codes_survive_the_quick_exit(capsys: pytest.CaptureFixture[str]) -> None:
+    # `nsightlab` and `python -m nsightlab` leave without the interpreter's teardown:
+    # everything printed must still arrive, and the exit code must be the command's
+    inproc = nsl(capsys, "explore", "nodes", "--context", STG_CONTEXT)
+    done = _script("explore", "nodes", "--context", STG_CONTEXT)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == inproc.out and done.stdout.rstrip().endswith(".")
+    as_json = _script("explore", "nodes", "--context", STG_CONTEXT, "--json")
+    assert json.loads(as_json.stdout)["lab_gpus_free"] == 2
+    refused = _script("explore", "nodes")
+    assert refused.returncode == 3 and refused.stdout == ""
+    assert refused.stderr.startswith("error: ") and "Traceback" not in refused.stderr
+
+
+def test_console_script_with_a_reader_that_stops_early() -> None:
+    # `nsightlab explore nodes | head -1`: the pipe closes under us; no traceback
+    proc = subprocess.Popen([sys.executable, "-m", "nsightlab", "explore", "pods", "--context", STG_CONTEXT, "-A"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=60) in (0, 1)
+    assert "Traceback" not in err and "Exception ignored" not in err

@@ -192,20 +192,34 @@ def parse_field_selector(text: str | None) -> list[FieldRequirement]:
 
 def field_value(obj: Mapping[str, Any], path: str) -> str:
     """The string value of a selectable field (missing fields read as "")."""
+    return _field_getter(path)(obj)
+
+
+def _field_getter(path: str) -> Callable[[Mapping[str, Any]], str]:
+    """A function reading one selectable field, with its path split once (selectors run
+    over every object of a list)."""
     if path == "source":
-        return str(((obj.get("source") or {}).get("component")) or "")
-    cur: Any = obj
-    for part in path.split("."):
-        if not isinstance(cur, Mapping):
-            return ""
-        cur = cur.get(part)
-    if cur is None:
-        return "false" if path in ("spec.unschedulable", "spec.hostNetwork") else ""
-    if isinstance(cur, bool):
-        return "true" if cur else "false"
-    if isinstance(cur, list):  # status.podIPs
-        return ",".join(str(x.get("ip", x)) if isinstance(x, Mapping) else str(x) for x in cur)
-    return str(cur)
+        return lambda obj: str(((obj.get("source") or {}).get("component")) or "")
+    parts = tuple(path.split("."))
+    missing = "false" if path in ("spec.unschedulable", "spec.hostNetwork") else ""
+
+    def get(obj: Mapping[str, Any]) -> str:
+        cur: Any = obj
+        for part in parts:
+            if not isinstance(cur, dict) and not isinstance(cur, Mapping):
+                return ""
+            cur = cur.get(part)
+        if cur is None:
+            return missing
+        if type(cur) is str:
+            return cur
+        if isinstance(cur, bool):
+            return "true" if cur else "false"
+        if isinstance(cur, list):  # status.podIPs
+            return ",".join(str(x.get("ip", x)) if isinstance(x, Mapping) else str(x) for x in cur)
+        return str(cur)
+
+    return get
 
 
 def fields_match(reqs: list[FieldRequirement], obj: Mapping[str, Any]) -> bool:
@@ -223,7 +237,12 @@ def make_predicate(
     if not label_reqs and not field_reqs:
         return None
 
+    checks = [(_field_getter(req.field), req.value, req.negate) for req in field_reqs]
+
     def predicate(obj: Mapping[str, Any]) -> bool:
-        return labels_match(label_reqs, obj) and fields_match(field_reqs, obj)
+        for get, value, negate in checks:
+            if (get(obj) == value) == negate:
+                return False
+        return labels_match(label_reqs, obj)
 
     return predicate
