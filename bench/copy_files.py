@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from _timing import run_once
+from _timing import compile_package, run_once
 from kubesim import KubeSim, realistic_cluster
 
 CONTEXT, NS, POD = "stg-online-use1", "ml-lab", "gpu-smoke-test"
@@ -33,6 +33,7 @@ def main() -> int:
     args = parser.parse_args()
     nsl = shutil.which("nsightlab") or sys.exit("nsightlab is not on PATH (pip install -e .)")
     kubectl = shutil.which("kubectl") or sys.exit("kubectl is not installed")
+    compile_package()
     tmp = Path(tempfile.mkdtemp(prefix="bench-copy-"))
     big = tmp / "big.bin"
     with big.open("wb") as fh:

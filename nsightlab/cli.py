@@ -142,8 +142,10 @@ def _cluster(
     namespace: str | None = None,
     use_session: bool = False,
     action: str = "change the cluster",
+    allowed: Callable[[], None] | None = None,
 ) -> Iterator[Cluster]:
-    """Resolve the context through the safety guard, then build the client for it."""
+    """Resolve the context through the safety guard, then build the client for it
+    (`allowed` runs in between: local work that may start once the guard said yes)."""
     from nsightlab.config import load_session
     from nsightlab.kube import Kube
     from nsightlab.kubeconfig import load_kubeconfig
@@ -156,6 +158,8 @@ def _cluster(
         kc_path = Path(session.kubeconfig) if os.pathsep not in session.kubeconfig else None
     kc = load_kubeconfig(kc_path)
     ctx = resolve_context(context, config=cfg, kubeconfig=kc, intent=intent, session=session, namespace=namespace, action=action)
+    if allowed is not None:
+        allowed()
     kube = Kube(ctx)
     try:
         yield Cluster(config=cfg, ctx=ctx, kube=kube, session=session)
@@ -467,14 +471,21 @@ def copy(
     if (remote_src is None) == (remote_dst is None):
         raise UsageError("exactly one of SRC and DST must be in the pod, written :PATH", hint="e.g. `nsightlab copy lesson1.py :/tmp/`")
     env = _env(json_out)
-    with _cluster(context, kubeconfig, intent=Intent.CHANGE, namespace=namespace, use_session=True, action="copy files to or from a pod") as c:
-        if remote_dst is not None and not Path(src).exists() and not Path(src).is_symlink():
-            raise UsageError(f"local source {src} does not exist")  # before any request
+    hashing: list[transfer.Hashing] = []
+
+    def allowed() -> None:
+        if remote_dst is not None:
+            if not Path(src).exists() and not Path(src).is_symlink():
+                raise UsageError(f"local source {src} does not exist")  # before any request
+            # the local side's checksums are worked out while the client starts and connects
+            hashing.append(transfer.Hashing(Path(src)))
+
+    with _cluster(context, kubeconfig, intent=Intent.CHANGE, namespace=namespace, use_session=True, action="copy files to or from a pod", allowed=allowed) as c:
         _note_session(env, c)
         pod = _lab_pod(c)
         with _progress(env, "copying") as progress:
             if remote_dst is not None:
-                result = transfer.copy_in(c.kube, c.ctx.namespace, pod, Path(src), remote_dst, progress=progress)
+                result = transfer.copy_in(c.kube, c.ctx.namespace, pod, Path(src), remote_dst, progress=progress, hashed=hashing[0])
             else:
                 assert remote_src is not None
                 result = transfer.copy_out(c.kube, c.ctx.namespace, pod, remote_src, Path(dst), progress=progress)

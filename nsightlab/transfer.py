@@ -1,10 +1,12 @@
 """Copying files into and out of the lab pod: tar over exec, streamed, verified, safe.
 
 - Streamed in chunks both ways: memory stays flat whatever the size.
-- Verified: size and sha256 of every file, computed here while streaming and in the pod
-  (sha256sum, else python3); a mismatch is an error.
-- Atomic here: files land in a hidden staging folder beside the destination and are
-  renamed into place only after verification; an interrupted copy leaves no partial file
+- Verified: size and sha256 of every file, computed here while streaming and in the pod;
+  a mismatch is an error. In the pod, `podtar.py` runs under python3 and hashes each file
+  as it writes it (copy in) or streams it out (copy out): one pass over the data and one
+  exec each way. Without python3 in the pod, plain `tar` and then `sha256sum` do it.
+- Atomic on both ends: files land in a hidden staging folder beside the destination and
+  are renamed into place only when whole; an interrupted copy leaves no partial file
   under the final name.
 - What comes back from a pod is untrusted: archive members with absolute paths, `..`,
   links leading outside the destination, devices and FIFOs are refused, and nothing is
@@ -14,22 +16,19 @@
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import io
 import os
 import posixpath
 import shutil
-import stat
-import tarfile
 import tempfile
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 from pydantic import BaseModel
 
+from nsightlab import podtar
 from nsightlab.errors import ClusterError, RemoteCommandError, UsageError
 
 if TYPE_CHECKING:
@@ -40,39 +39,33 @@ STAGING_PREFIX = ".nsightlab-copy-"
 
 Progress = Callable[[int], None]
 
-# Exit codes of the remote scripts below (chosen to not collide with tar's).
-_E_MISSING, _E_NODIR, _E_TMP, _E_TAR, _E_MOVE = 44, 46, 47, 48, 49
+_E_MISSING, _E_NODIR, _E_TMP, _E_TAR, _E_MOVE = podtar.E_MISSING, podtar.E_NODIR, podtar.E_TMP, podtar.E_TAR, podtar.E_MOVE
+_E_NOVERIFY = 45
 
-# Lists "size sha256 path" for every regular file under $2 (relative to $1).
-_DIGEST_SH = r"""
-cd "$1" 2>/dev/null || { echo "no such directory: $1" >&2; exit 44; }
-n="$2"
-[ -e "$n" ] || [ -L "$n" ] || { echo "no such file or directory: $1/$n" >&2; exit 44; }
-if command -v sha256sum >/dev/null 2>&1 && command -v stat >/dev/null 2>&1; then
-  find "$n" -type f -exec stat -c 'S %s %n' {} + && find "$n" -type f -exec sha256sum {} +
-elif command -v python3 >/dev/null 2>&1; then
-  python3 -c '
-import hashlib, os, sys
-top = sys.argv[1]
-paths = [top] if os.path.isfile(top) else [os.path.join(d, f) for d, _, fs in os.walk(top) for f in fs]
-for p in paths:
-    if os.path.islink(p) or not os.path.isfile(p):
-        continue
-    h = hashlib.sha256()
-    with open(p, "rb") as fh:
-        for b in iter(lambda: fh.read(1 << 20), b""):
-            h.update(b)
-    print("S %d %s" % (os.path.getsize(p), p))
-    print("%s  %s" % (h.hexdigest(), p))
-' "$n"
-else
-  echo "neither sha256sum nor python3 in the pod: cannot verify the copy" >&2; exit 45
-fi
+# Both scripts read podtar.py's source from stdin first (its length on a line, then the
+# text; it does not fit in an exec URL), then run it under python3. Without python3 they
+# skip it, and tar makes or unpacks the archive and sha256sum the digests, printed as
+# podtar prints them.
+_DIGESTS_SH = r"""
+read -r agent_len
+agent() { exec python3 -c 'import sys; n = int(sys.argv.pop(1)); exec(compile(sys.stdin.buffer.read(n), "podtar.py", "exec"), {"__name__": "__main__"})' "$agent_len" "$@"; }
+skip_agent() { dd bs=1 count="$agent_len" of=/dev/null 2>/dev/null; }
+digests() {  # regular files under $1/$2: "=S size path" and "=H sha256  path"
+  ( cd "$1" && find "$2" -type f -exec stat -c '=S %s %n' {} + && find "$2" -type f -exec sha256sum {} + | sed 's/^/=H /' )
+}
+need_verify() {
+  command -v sha256sum >/dev/null 2>&1 && command -v stat >/dev/null 2>&1 ||
+    { echo "neither python3 nor sha256sum in the pod: cannot verify the copy" >&2; exit 45; }
+}
 """
 
-# Extracts the tar on stdin as $1 (a file or folder name) into $2, atomically.
-_UNPACK_SH = r"""
+# stdin: the agent, then a tar of $1; put it at $2 (into $2 when that is a folder;
+# $3=1: it must be one).
+_UNPACK_SH = _DIGESTS_SH + r"""
 name="$1"; dst="$2"; want_dir="$3"
+if command -v python3 >/dev/null 2>&1; then agent unpack "$name" "$dst" "$want_dir"; fi
+skip_agent
+need_verify
 if [ -d "$dst" ]; then parent="$dst"; final="$dst/$name"
 elif [ "$want_dir" = 1 ]; then echo "no such directory: $dst" >&2; exit 46
 else parent="$(dirname "$dst")"; final="$dst"
@@ -83,7 +76,27 @@ if ! tar -xmf - -C "$tmp"; then rm -rf "$tmp"; exit 48; fi
 if [ -d "$final" ] && [ ! -d "$tmp/$name" ]; then rm -rf "$tmp"; echo "$final is a directory" >&2; exit 49; fi
 rm -rf "$final" && mv "$tmp/$name" "$final" && rmdir "$tmp" || { rm -rf "$tmp"; exit 49; }
 if [ "$final" = "$dst/$name" ]; then echo into; else echo as; fi
+digests "$(dirname "$final")" "$(basename "$final")"
 """
+
+# stdin: the agent. stdout: a tar of $1/$2; stderr at the end: the digests.
+_PACK_SH = _DIGESTS_SH + r"""
+parent="$1"; name="$2"
+cd "$parent" 2>/dev/null || { echo "no such directory: $parent" >&2; exit 44; }
+[ -e "$name" ] || [ -L "$name" ] || { echo "no such file or directory: $parent/$name" >&2; exit 44; }
+if command -v python3 >/dev/null 2>&1; then agent pack . "$name"; fi
+skip_agent
+need_verify
+tar -cf - "$name" || exit $?
+digests . "$name" >&2
+"""
+
+
+def _agent() -> bytes:
+    """What the scripts above read first from stdin: podtar.py's length and source."""
+    with open(podtar.__file__, "rb") as fh:
+        source = fh.read()
+    return b"%d\n" % len(source) + source
 
 
 class UnsafeArchiveError(RemoteCommandError):
@@ -107,12 +120,6 @@ class Digest:
     sha256: str = ""
 
 
-@dataclass
-class _Tally:
-    files: dict[str, Digest] = field(default_factory=dict)
-    total: int = 0
-
-
 # ---------------------------------------------------------------------------- helpers
 
 
@@ -121,39 +128,16 @@ def parse_remote(spec: str) -> str | None:
     return spec[1:] if spec.startswith(":") else None
 
 
-def _run_script(kube: Kube, ns: str, pod: str, script: str, args: list[str], *, container: str | None = None) -> tuple[int, bytes, bytes]:
-    session = kube.exec(ns, pod, ["sh", "-c", script, "nsightlab", *args], container=container)
-    out, err = bytearray(), bytearray()
-    try:
-        while (frame := session.read()) is not None:
-            (out if frame[0] == 1 else err).extend(frame[1])
-    finally:
-        session.close()
-    code = session.returncode()
-    if code is None:
-        failure = session.failure_message()
-        if failure:
-            raise RemoteCommandError(f"{session.what}: {failure}")
-        raise ClusterError(f"the exec stream ended without an exit status ({session.what})", hint="The connection dropped; try again.")
-    return code, bytes(out), bytes(err)
-
-
-def remote_digests(kube: Kube, ns: str, pod: str, path: str, *, container: str | None = None) -> dict[str, Digest]:
-    """size and sha256 of every regular file at `path` in the pod, keyed by path relative to its parent."""
-    parent, name = posixpath.split(path.rstrip("/") or "/")
-    code, out, err = _run_script(kube, ns, pod, _DIGEST_SH, [parent or "/", name], container=container)
-    if code == _E_MISSING:
-        raise RemoteCommandError(f"{err.decode(errors='replace').strip() or 'no such file'} (in pod {pod})", returncode=code)
-    if code != 0:
-        raise RemoteCommandError(f"cannot checksum {path} in pod {pod}: {err.decode(errors='replace').strip()}", returncode=code)
+def parse_digests(text: str) -> dict[str, Digest]:
+    """The pod's "=S size path" and "=H sha256  path" lines (other lines are ignored)."""
     digests: dict[str, Digest] = {}
-    for line in out.decode("utf-8", "replace").splitlines():
-        if line.startswith("S "):
+    for line in text.splitlines():
+        if line.startswith("=S "):
             _, size, rel = line.split(" ", 2)
             digests.setdefault(rel, Digest()).size = int(size)
-        elif "  " in line:
-            sha, rel = line.split("  ", 1)
-            digests.setdefault(rel, Digest()).sha256 = sha
+        elif line.startswith("=H ") and "  " in line:
+            sha, rel = line[3:].split("  ", 1)
+            digests.setdefault(rel, Digest()).sha256 = sha.lstrip("\\")
     return digests
 
 
@@ -177,11 +161,10 @@ def _compare(local: dict[str, Digest], remote: dict[str, Digest], where: str) ->
 # ---------------------------------------------------------------------------- copy in
 
 
-SEND_CHUNK = 1 << 20  # bytes of a file per stdin frame
-_BLOCK = 512
+SEND_CHUNK = 1 << 20  # bytes of a file read at a time (sent as several frames, see ExecSession)
 
 
-def _read_ahead(src: Path, h: Any, depth: int = 4) -> Iterator[bytes]:
+def _read_ahead(src: str, h: Any, depth: int = 4) -> Iterator[bytes]:
     """The file's chunks, read and hashed on a second thread (both release the GIL)
     while the caller masks and sends the previous ones; at most `depth` chunks wait."""
     import queue
@@ -192,9 +175,10 @@ def _read_ahead(src: Path, h: Any, depth: int = 4) -> Iterator[bytes]:
 
     def produce() -> None:
         try:
-            with src.open("rb") as fh:
+            with open(src, "rb") as fh:
                 while not stop.is_set() and (chunk := fh.read(SEND_CHUNK)):
-                    h.update(chunk)
+                    if h is not None:
+                        h.update(chunk)
                     chunks.put(chunk)
             chunks.put(None)
         except BaseException as e:  # handed to the consumer
@@ -215,85 +199,94 @@ def _read_ahead(src: Path, h: Any, depth: int = 4) -> Iterator[bytes]:
             worker.join(0.01)
 
 
-class _TarSender:
-    """Writes a tar stream straight into stdin frames: headers from TarInfo, file
-    contents in 1 MiB frames hashed on the way (no intermediate buffering copies)."""
+class Hashing:
+    """The size and sha256 of every file under a local path, worked out on a daemon
+    thread (hashlib and file reads release the GIL: this runs beside start-up's imports
+    and the connection, on another core). Keyed by path relative to the path's parent."""
 
-    def __init__(self, session: ExecSession, tally: _Tally, progress: Progress | None) -> None:
-        self._session = session
-        self._tally = tally
-        self._progress = progress
-        self.sent = 0
+    def __init__(self, src: Path) -> None:
+        import threading
 
-    def _send(self, data: bytes) -> None:
-        self._session.write_stdin(data)
-        self.sent += len(data)
+        self._src = src
+        self._done = threading.Event()
+        self._result: dict[str, tuple[int, str]] = {}
+        self._error: BaseException | None = None
+        threading.Thread(target=self._run, daemon=True, name="nsightlab-hash").start()
 
-    def add(self, src: Path, arcname: str) -> None:
-        st = os.lstat(src)
-        info = tarfile.TarInfo(arcname)
-        info.mode = stat.S_IMODE(st.st_mode)
-        info.mtime = int(st.st_mtime)
-        info.uid, info.gid = st.st_uid, st.st_gid
-        if stat.S_ISREG(st.st_mode):
-            info.size = st.st_size
-            digest = self._tally.files.setdefault(arcname, Digest())
-            self._send(info.tobuf(tarfile.PAX_FORMAT, "utf-8", "surrogateescape"))
-            h = hashlib.sha256()
-            for chunk in _read_ahead(src, h):
-                digest.size += len(chunk)
-                self._tally.total += len(chunk)
-                self._send(chunk)
-                if self._progress:
-                    self._progress(self._tally.total)
-            if digest.size != info.size:
-                raise UsageError(f"{src} changed size while it was being copied")
-            digest.sha256 = h.hexdigest()
-            if info.size % _BLOCK:
-                self._send(bytes(_BLOCK - info.size % _BLOCK))
-        elif stat.S_ISDIR(st.st_mode):
-            info.type = tarfile.DIRTYPE
-            self._send(info.tobuf(tarfile.PAX_FORMAT, "utf-8", "surrogateescape"))
-            for child in sorted(src.iterdir()):
-                self.add(child, f"{arcname}/{child.name}")
-        elif stat.S_ISLNK(st.st_mode):
-            info.type = tarfile.SYMTYPE
-            info.linkname = os.readlink(src)
-            self._send(info.tobuf(tarfile.PAX_FORMAT, "utf-8", "surrogateescape"))
-        # sockets, devices and FIFOs on this side are skipped
+    def _run(self) -> None:
+        try:
+            podtar.pack(str(self._src), self._src.resolve().name, lambda _: None, self._result)
+        except BaseException as e:  # reported by result(); the copy itself says what failed
+            self._error = e
+        finally:
+            self._done.set()
 
-    def finish(self) -> None:
-        """The end-of-archive marker, padded to a whole 10 KiB record as tar writes it."""
-        tail = 2 * _BLOCK
-        record = tarfile.RECORDSIZE
-        tail += (record - (self.sent + tail) % record) % record
-        self._send(bytes(tail))
+    def result(self) -> dict[str, tuple[int, str]] | None:
+        """The digests, or None when hashing failed."""
+        self._done.wait()
+        return None if self._error is not None else self._result
 
 
-def copy_in(kube: Kube, ns: str, pod: str, src: Path, dst: str, *, container: str | None = None, progress: Progress | None = None) -> CopyResult:
+def _send_tar(session: ExecSession, src: Path, member: str, progress: Progress | None, hashed: Hashing | None = None) -> dict[str, Digest]:
+    """Write the tar stream of `src` (stored as `member`) straight into stdin frames:
+    file contents in 1 MiB frames, read (and hashed, unless `hashed` has done it) on a
+    second thread. A file that changes after it was hashed fails the verification."""
+    state = {"sent": 0, "data": 0}
+
+    def emit(data: bytes) -> None:
+        session.write_stdin(data)
+        state["sent"] += len(data)
+
+    def chunks(path: str, h: Any) -> Iterator[bytes]:
+        for chunk in _read_ahead(path, h if hashed is None else None):
+            state["data"] += len(chunk)
+            yield chunk
+            if progress:
+                progress(state["data"])
+
+    digests: dict[str, tuple[int, str]] = {}
+    try:
+        sent = podtar.pack(str(src), member, emit, digests, chunks)
+    except OSError as e:
+        if "changed size" in str(e):
+            raise UsageError(str(e)) from None
+        raise
+    emit(podtar.end_of_archive(sent))
+    if hashed is not None:
+        known = hashed.result()
+        if known is None:
+            raise UsageError(f"cannot read {src} to checksum it")
+        if {rel: size for rel, (size, _) in known.items()} != {rel: size for rel, (size, _) in digests.items()}:
+            raise UsageError(f"{src} changed while it was being copied")
+        digests = known
+    return {rel: Digest(size, sha) for rel, (size, sha) in digests.items()}
+
+
+def copy_in(
+    kube: Kube, ns: str, pod: str, src: Path, dst: str, *, container: str | None = None, progress: Progress | None = None, hashed: Hashing | None = None
+) -> CopyResult:
     """Copy a local file or folder to `dst` in the pod (scp semantics for a trailing /)."""
     if not src.exists() and not src.is_symlink():
         raise UsageError(f"local source {src} does not exist")
     start = time.monotonic()
     if not dst:
         raise UsageError("give a path in the pod, e.g. :/tmp/")
-    # The archive holds src under its own name; the remote script moves it to its final
-    # place (into dst when dst is a folder, else renamed to dst).
+    # The archive holds src under its own name; the pod moves it to its final place
+    # (into dst when dst is a folder, else renamed to dst).
     want_dir = "1" if dst.endswith("/") else "0"
     target = dst.rstrip("/") or "/"
     member = src.resolve().name
     session = kube.exec(ns, pod, ["sh", "-c", _UNPACK_SH, "nsightlab", member, target, want_dir], container=container, stdin=True)
-    tally = _Tally()
+    local: dict[str, Digest] = {}
     out, err = bytearray(), bytearray()
     try:
-        sender = _TarSender(session, tally, progress)
         try:
-            sender.add(src, member)
-            sender.finish()
+            session.write_stdin(_agent())
+            local = _send_tar(session, src, member, progress, hashed)
         except ClusterError:
             pass  # the remote side stopped reading; its stderr says why
         except OSError as e:
-            raise UsageError(f"cannot read {src}: {e.strerror}") from None
+            raise UsageError(f"cannot read {src}: {e.strerror or e}") from None
         session.close_stdin()
         while (frame := session.read()) is not None:
             (out if frame[0] == 1 else err).extend(frame[1])
@@ -309,17 +302,18 @@ def copy_in(kube: Kube, ns: str, pod: str, src: Path, dst: str, *, container: st
         if "No space left" in message:
             raise RemoteCommandError(f"no space left in the pod while copying to {dst}", returncode=code)
         raise RemoteCommandError(f"copy to pod {pod}:{dst} failed: {message or f'exit {code}'}", returncode=code)
-    # the script says whether dst was a folder (src went into it) or the new name
-    placed = (out.decode("utf-8", "replace").strip().splitlines() or ["as"])[-1]
+    text = out.decode("utf-8", "replace")
+    # the pod says whether dst was a folder (src went into it) or the new name
+    placed = next((line for line in text.splitlines() if line in ("into", "as")), "as")
     final = posixpath.join(target, member) if placed == "into" else target
-    remote = remote_digests(kube, ns, pod, final, container=container)
-    _compare({_rebase(k, member, posixpath.basename(final)): v for k, v in tally.files.items()}, remote, f"{src} -> {final}")
+    remote = parse_digests(text)
+    _compare({_rebase(k, member, posixpath.basename(final)): v for k, v in local.items()}, remote, f"{src} -> {final}")
     return CopyResult(
         direction="in",
         source=str(src),
         destination=final,
-        files=len(tally.files),
-        bytes=tally.total,
+        files=len(local),
+        bytes=sum(d.size for d in local.values()),
         seconds=round(time.monotonic() - start, 3),
         verified=True,
         digests={k: v.sha256 for k, v in remote.items()},
@@ -333,126 +327,53 @@ def _rebase(rel: str, old_top: str, new_top: str) -> str:
 # ---------------------------------------------------------------------------- copy out
 
 
-class _FrameReader(io.RawIOBase):
-    """stdout frames of an exec as a readable stream; stderr kept (bounded)."""
-
-    def __init__(self, session: ExecSession, progress: Progress | None) -> None:
-        self._session = session
-        self._pending = b""
-        self._eof = False
-        self.stderr = bytearray()
-        self.total = 0
-        self._progress = progress
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buf: memoryview) -> int:  # type: ignore[override]
-        while not self._pending and not self._eof:
-            frame = self._session.read()
-            if frame is None:
-                self._eof = True
-                break
-            channel, data = frame
-            if channel == 1:
-                self._pending = data
-                self.total += len(data)
-                if self._progress:
-                    self._progress(self.total)
-            else:
-                self.stderr.extend(data)
-                del self.stderr[:-65536]
-        n = min(len(buf), len(self._pending))
-        buf[:n] = self._pending[:n]
-        self._pending = self._pending[n:]
-        return n
-
-    def drain(self) -> None:
-        while self.readinto(memoryview(bytearray(CHUNK))):
-            pass
-
-
-def _safe_parts(name: str, top: str) -> list[str]:
-    if name.startswith("/"):
-        raise UnsafeArchiveError(f"refusing archive member with an absolute path: {name!r}")
-    parts = [p for p in name.split("/") if p not in ("", ".")]
-    if any(p == ".." for p in parts):
-        raise UnsafeArchiveError(f"refusing archive member with '..': {name!r}")
-    if not parts or parts[0] != top:
-        raise UnsafeArchiveError(f"refusing archive member outside {top!r}: {name!r}")
-    return parts
-
-
 def _inside(root: str, member_parts: list[str], link: str) -> bool:
     """Would a symlink at member_parts, pointing at `link`, stay inside root?"""
-    if link.startswith("/"):
-        return False
-    base = posixpath.join(*member_parts[:-1]) if len(member_parts) > 1 else ""
-    target = posixpath.normpath(posixpath.join(base, link))
-    return target == root or target.startswith(root + "/")
+    return bool(podtar.inside(root, member_parts, link))
 
 
-def _no_symlink_on_path(root: Path, parts: list[str]) -> Path:
-    """The path for `parts` under root, refusing to pass through any symlink."""
-    here = root
-    for p in parts[:-1]:
-        here = here / p
-        with contextlib.suppress(FileNotFoundError):
-            if stat.S_ISLNK(os.lstat(here).st_mode):
-                raise UnsafeArchiveError(f"refusing to write through the symlink {'/'.join(parts)!r}")
-    final = here / parts[-1]
-    with contextlib.suppress(FileNotFoundError):
-        if stat.S_ISLNK(os.lstat(final).st_mode):
-            raise UnsafeArchiveError(f"refusing to overwrite the symlink {'/'.join(parts)!r}")
-    return final
+def _extract(source: Callable[[], bytes], staging: Path, top: str) -> dict[str, Digest]:
+    try:
+        found = podtar.extract(source, str(staging), top)
+    except podtar.Unsafe as e:
+        raise UnsafeArchiveError(str(e)) from None
+    except podtar.Damaged as e:
+        raise RemoteCommandError(f"the archive from the pod is damaged or incomplete: {e}") from None
+    return {rel: Digest(size, sha) for rel, (size, sha) in found.items()}
 
 
 def extract_stream(stream: BinaryIO, staging: Path, top: str) -> dict[str, Digest]:
     """Extract a tar stream into `staging`, refusing anything unsafe; digests per file.
 
-    Pure of any network: fed by copy_out, and by tests with crafted archives.
+    Pure of any network: for tests with crafted archives (copy_out feeds frames).
     """
-    digests: dict[str, Digest] = {}
-    try:
-        with tarfile.open(fileobj=stream, mode="r|") as tar:
-            for member in tar:
-                parts = _safe_parts(member.name, top)
-                rel = "/".join(parts)
-                dest = _no_symlink_on_path(staging, parts)
-                if member.isdir():
-                    dest.mkdir(parents=True, exist_ok=True)
-                    continue
-                dest.parent.mkdir(parents=True, exist_ok=True)
-                if member.isreg():
-                    fh = tar.extractfile(member)
-                    assert fh is not None
-                    h = hashlib.sha256()
-                    size = 0
-                    fd = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0), 0o644)
-                    with os.fdopen(fd, "wb") as out:
-                        while chunk := fh.read(CHUNK):
-                            out.write(chunk)
-                            h.update(chunk)
-                            size += len(chunk)
-                    os.chmod(dest, (member.mode & 0o777) | 0o600)
-                    digests[rel] = Digest(size=size, sha256=h.hexdigest())
-                elif member.issym():
-                    if not _inside(top, parts, member.linkname):
-                        raise UnsafeArchiveError(f"refusing symlink {rel!r} -> {member.linkname!r}: it points outside the destination")
-                    os.symlink(member.linkname, dest)
-                elif member.islnk():
-                    target_parts = _safe_parts(member.linkname, top)
-                    target_rel = "/".join(target_parts)
-                    if target_rel not in digests:
-                        raise UnsafeArchiveError(f"refusing hard link {rel!r} -> {member.linkname!r}: not a file of this archive")
-                    shutil.copyfile(_no_symlink_on_path(staging, target_parts), dest)
-                    digests[rel] = Digest(digests[target_rel].size, digests[target_rel].sha256)
-                else:
-                    kind = "device" if (member.ischr() or member.isblk()) else "FIFO" if member.isfifo() else "special file"
-                    raise UnsafeArchiveError(f"refusing {kind} {rel!r} in the archive")
-    except tarfile.TarError as e:
-        raise RemoteCommandError(f"the archive from the pod is damaged or incomplete: {e}") from None
-    return digests
+    return _extract(lambda: stream.read(CHUNK), staging, top)
+
+
+class _Stdout:
+    """The stdout frames of an exec, one at a time; stderr kept (its last 64 KiB)."""
+
+    def __init__(self, session: ExecSession, progress: Progress | None) -> None:
+        self._session = session
+        self._progress = progress
+        self.stderr = bytearray()
+        self.total = 0
+
+    def __call__(self) -> bytes:
+        while (frame := self._session.read()) is not None:
+            channel, data = frame
+            if channel == 1:
+                self.total += len(data)
+                if self._progress:
+                    self._progress(self.total)
+                return data
+            self.stderr.extend(data)
+            del self.stderr[:-65536]
+        return b""
+
+    def drain(self) -> None:
+        while self():
+            pass
 
 
 def copy_out(kube: Kube, ns: str, pod: str, src: str, dst: Path, *, container: str | None = None, progress: Progress | None = None) -> CopyResult:
@@ -465,41 +386,40 @@ def copy_out(kube: Kube, ns: str, pod: str, src: str, dst: Path, *, container: s
     final = dst / name if dst.is_dir() else dst
     if not final.parent.is_dir():
         raise UsageError(f"local folder {final.parent} does not exist")
-    from concurrent.futures import ThreadPoolExecutor
-
     try:
         staging = Path(tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=final.parent))
     except OSError as e:
         raise UsageError(f"cannot write to {final.parent}: {e.strerror}") from None
-    # The pod checksums its files on a second exec while the tar stream comes in.
-    pool = ThreadPoolExecutor(max_workers=1)
-    remote_f = pool.submit(remote_digests, kube, ns, pod, clean, container=container)
     try:
-        session = kube.exec(ns, pod, ["tar", "-cf", "-", "-C", parent or "/", name], container=container)
-        reader = _FrameReader(session, progress)
+        session = kube.exec(ns, pod, ["sh", "-c", _PACK_SH, "nsightlab", parent or "/", name], container=container, stdin=True)
+        stdout = _Stdout(session, progress)
+        failure: RemoteCommandError | None = None
         try:
             try:
-                local = extract_stream(io.BufferedReader(reader, CHUNK), staging, name)
+                session.write_stdin(_agent())
+                session.close_stdin()
+                local = _extract(stdout, staging, name)
             except OSError as e:
                 if e.errno == 28:
                     raise RemoteCommandError(f"no space left on this machine while copying to {final}") from None
                 raise
-            except RemoteCommandError:
-                first = remote_f.exception()
-                if first is not None and not isinstance(first, UnsafeArchiveError):
-                    raise first from None  # e.g. no such file: say that, not "damaged archive"
-                raise
-            reader.drain()
+            except RemoteCommandError as e:
+                failure = e  # unless the pod says why (e.g. no such file), this is the error
+            stdout.drain()
         finally:
             session.close()
-        remote = remote_f.result()  # a missing source is reported from here, first
         code = session.returncode()
+        message = stdout.stderr.decode("utf-8", "replace")
         if code is None:
             raise ClusterError(f"the exec stream dropped while copying {src} from pod {pod}", hint="Nothing was written; try again.")
+        if code == _E_MISSING:
+            raise RemoteCommandError(f"{message.strip() or 'no such file'} (in pod {pod})", returncode=code)
+        if failure is not None and (isinstance(failure, UnsafeArchiveError) or code == 0):
+            raise failure
         if code != 0:
-            msg = reader.stderr.decode("utf-8", "replace").strip()
-            raise RemoteCommandError(f"tar in pod {pod} failed: {msg or f'exit {code}'}", returncode=code)
-        _compare(local, remote, f"{pod}:{src} -> {final}")
+            detail = "\n".join(line for line in message.splitlines() if not line.startswith(("=S ", "=H "))).strip()
+            raise RemoteCommandError(f"copying {src} out of pod {pod} failed: {detail or f'exit {code}'}", returncode=code)
+        _compare(local, parse_digests(message), f"{pod}:{src} -> {final}")
         placed = staging / name
         if final.is_dir() and not placed.is_dir():
             raise UsageError(f"{final} is a folder; cannot replace it with a file")
@@ -507,7 +427,6 @@ def copy_out(kube: Kube, ns: str, pod: str, src: str, dst: Path, *, container: s
             shutil.rmtree(final)
         os.replace(placed, final)
     finally:
-        pool.shutdown(wait=True)
         shutil.rmtree(staging, ignore_errors=True)
     return CopyResult(
         direction="out",
@@ -519,4 +438,3 @@ def copy_out(kube: Kube, ns: str, pod: str, src: str, dst: Path, *, container: s
         verified=True,
         digests={k: v.sha256 for k, v in local.items()},
     )
-

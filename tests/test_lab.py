@@ -389,7 +389,10 @@ def test_crafted_archive_from_the_pod_is_refused(capsys: pytest.CaptureFixture[s
             info.size = len(data)
             tar.addfile(info, io.BytesIO(data))
     payload = evil.getvalue().hex()
-    sim.put_tool(NS, POD, "tar", f"#!/bin/sh\nexec python3 -c 'import sys; sys.stdout.buffer.write(bytes.fromhex(\"{payload}\"))'\n")
+    # the pod's side of a copy out runs under python3 (tar where there is none): both lie
+    emit = f"import sys; sys.stdout.buffer.write(bytes.fromhex('{payload}'))"
+    sim.put_tool(NS, POD, "python3", f'#!/bin/sh\nexec "{sys.executable}" -c "{emit}"\n')
+    sim.put_tool(NS, POD, "tar", f'#!/bin/sh\nexec "{sys.executable}" -c "{emit}"\n')
     dest = tmp_path / "a" / "dest"
     dest.mkdir(parents=True)
     r = nsl(capsys, "copy", ":/tmp/run", str(dest))

@@ -133,3 +133,90 @@ def test_websocket_masking_matches_the_reference_library() -> None:
         theirs = ABNF(fin=1, opcode=ABNF.OPCODE_BINARY, data=data, mask_value=1)
         theirs.get_mask_key = lambda n, k=key: k  # type: ignore[method-assign]
         assert ours == theirs.format(), size
+        # the exec framing: a channel byte in front of the data, masked with it
+        stdin = frame_bytes(ABNF.OPCODE_BINARY, data, key, channel=0)
+        theirs = ABNF(fin=1, opcode=ABNF.OPCODE_BINARY, data=b"\0" + data, mask_value=1)
+        theirs.get_mask_key = lambda n, k=key: k  # type: ignore[method-assign]
+        assert stdin == theirs.format(), size
+
+
+# ---------------------------------------------------------------------------- the pod's side
+
+
+def _bin_dir(tmp_path: Path, *, with_python: bool) -> Path:
+    """A PATH with just the tools a minimal image has (and python3 or not)."""
+    import shutil
+    import sys
+
+    d = tmp_path / ("bin-py" if with_python else "bin")
+    d.mkdir()
+    tools = ["sh", "tar", "find", "stat", "sha256sum", "sed", "dd", "mktemp", "dirname", "basename", "rm", "mv", "rmdir"]
+    for tool in tools:
+        found = shutil.which(tool)
+        if found is None:
+            pytest.skip(f"{tool} is not installed")
+        (d / tool).symlink_to(found)
+    if with_python:
+        (d / "python3").symlink_to(sys.executable)
+    return d
+
+
+@pytest.mark.parametrize("with_python", [True, False], ids=["python3", "tar+sha256sum"])
+def test_pod_scripts_unpack_and_pack_with_digests(tmp_path: Path, with_python: bool) -> None:
+    import hashlib
+    import os
+    import subprocess
+
+    from nsightlab import podtar
+    from nsightlab.transfer import _PACK_SH, _UNPACK_SH, _agent, parse_digests
+
+    env = {"PATH": str(_bin_dir(tmp_path, with_python=with_python)), "LC_ALL": "C"}
+    src = tmp_path / "here" / "run"
+    (src / "sub").mkdir(parents=True)
+    (src / "a.bin").write_bytes(os.urandom(300_000))
+    (src / "sub" / "b.txt").write_text("b\n")
+    digests: dict[str, tuple[int, str]] = {}
+    chunks: list[bytes] = []
+    sent = podtar.pack(str(src), "run", chunks.append, digests)
+    archive = b"".join(chunks) + podtar.end_of_archive(sent)
+    pod = tmp_path / "pod"
+    pod.mkdir()
+    # copy in: the pod gets the agent, then the tar; "into" an existing folder
+    done = subprocess.run(["sh", "-c", _UNPACK_SH, "nsightlab", "run", str(pod), "0"], input=_agent() + archive, env=env, capture_output=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.decode()
+    assert lines.splitlines()[0] == "into"
+    remote = parse_digests(lines)
+    assert {k: (d.size, d.sha256) for k, d in remote.items()} == digests
+    assert (pod / "run" / "a.bin").read_bytes() == (src / "a.bin").read_bytes()
+    assert [p.name for p in pod.iterdir()] == ["run"]  # no staging folder left
+    # copy out: the agent on stdin; the tar on stdout, the digests on stderr
+    done = subprocess.run(["sh", "-c", _PACK_SH, "nsightlab", str(pod), "run"], input=_agent(), env=env, capture_output=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    staging = tmp_path / "back"
+    staging.mkdir()
+    got = extract_stream(io.BytesIO(done.stdout), staging, "run")
+    sent_back = parse_digests(done.stderr.decode())
+    assert {k: (d.size, d.sha256) for k, d in got.items()} == {k: (d.size, d.sha256) for k, d in sent_back.items()} == digests
+    assert hashlib.sha256((staging / "run" / "a.bin").read_bytes()).hexdigest() == digests["run/a.bin"][1]
+    # a missing source: exit 44 and one line, whichever way the pod does it
+    done = subprocess.run(["sh", "-c", _PACK_SH, "nsightlab", str(pod), "nope"], input=_agent(), env=env, capture_output=True, timeout=60)
+    assert done.returncode == 44 and b"no such file or directory" in done.stderr and done.stdout == b""
+
+
+def test_reader_handles_long_names_and_pax_from_gnu_tar(tmp_path: Path, staging: Path) -> None:
+    import shutil
+    import subprocess
+
+    if shutil.which("tar") is None:
+        pytest.skip("tar is not installed")
+    deep = tmp_path / "src" / "run" / ("d" * 120) / ("f" * 150 + ".txt")
+    deep.parent.mkdir(parents=True)
+    deep.write_text("deep\n")
+    for fmt in ("gnu", "posix"):
+        out = subprocess.run(["tar", f"--format={fmt}", "-cf", "-", "-C", str(tmp_path / "src"), "run"], capture_output=True, check=True).stdout
+        where = staging / fmt
+        where.mkdir()
+        got = extract_stream(io.BytesIO(out), where, "run")
+        rel = "run/" + "d" * 120 + "/" + "f" * 150 + ".txt"
+        assert set(got) == {rel} and (where / rel).read_text() == "deep\n"
