@@ -561,6 +561,7 @@ def _bool(value: bool) -> str:
 
 _OP_CONT, _OP_TEXT, _OP_BIN, _OP_CLOSE, _OP_PING, _OP_PONG = 0x0, 0x1, 0x2, 0x8, 0x9, 0xA
 _RECV_SIZE = 1 << 20
+_DIRECT = 1 << 16  # frames this big are received straight into their own buffer (see _direct)
 STDIN_FRAME = (1 << 16) - 2  # data bytes per stdin frame: with the channel byte, the largest 2-byte length
 
 
@@ -756,7 +757,7 @@ class ExecSession:
             pos += 4
         return opcode, fin, n, pos
 
-    def _next_frame(self, timeout: float | None) -> tuple[int, int, bytes] | None:
+    def _next_frame(self, timeout: float | None) -> tuple[int, int, bytes | memoryview] | None:
         """The next whole message as (opcode, first byte, the rest), fragments reassembled.
 
         For exec data the first byte is the channel: splitting it off here saves copying
@@ -764,6 +765,8 @@ class ExecSession:
         """
         while True:
             parsed = self._header()
+            if parsed is not None and parsed[2] >= _DIRECT and len(self._buf) < parsed[3] + parsed[2] and parsed[1] and parsed[0] in (_OP_BIN, _OP_TEXT) and not self._buf[1] & 0x80:
+                return self._direct(parsed[0], parsed[2], parsed[3], timeout)
             if parsed is not None and len(self._buf) >= parsed[3] + parsed[2]:
                 opcode, fin, n, pos = parsed
                 if self._buf[1] & 0x80:  # a masked frame from the server (not expected)
@@ -807,12 +810,43 @@ class ExecSession:
                 return None
             self._buf += self._inbox_view[:got]
 
+    def _direct(self, opcode: int, n: int, pos: int, timeout: float | None) -> tuple[int, int, bytes | memoryview] | None:
+        """A big data frame received straight into its own buffer: TLS decrypts into
+        it, and nothing is copied after (a copy of hundreds of MiB passes through here)."""
+        payload = bytearray(n)
+        have = len(self._buf) - pos
+        payload[:have] = self._buf[pos:]
+        self._buf.clear()
+        view = memoryview(payload)
+        if timeout != self._timeout:
+            self._sock.settimeout(timeout)
+            self._timeout = timeout
+        while have < n:
+            try:
+                got = self._sock.recv_into(view[have:])
+            except TimeoutError:
+                raise
+            except OSError:
+                return None
+            if not got:
+                return None
+            have += got
+        return opcode, payload[0], view[1:]
+
     def read(self, timeout: float | None = None) -> tuple[int, bytes] | None:
         """The next data frame as (channel, payload); None at the end of the stream.
 
         Raises TimeoutError when `timeout` passes without a frame. Status frames
         (channel 3) are kept for `returncode` and not returned.
         """
+        got = self.read_view(timeout)
+        if got is None:
+            return None
+        channel, payload = got
+        return channel, payload if isinstance(payload, bytes) else bytes(payload)
+
+    def read_view(self, timeout: float | None = None) -> tuple[int, bytes | memoryview] | None:
+        """As `read`, but a big payload may come as a read-only view of its buffer (no copy)."""
         while self._open:
             try:
                 got = self._next_frame(timeout)
@@ -828,10 +862,11 @@ class ExecSession:
             if opcode not in (_OP_BIN, _OP_TEXT) or channel < 0:
                 continue
             if channel == ERROR:
+                text = bytes(payload).decode("utf-8", "replace")
                 try:
-                    self._status = json.loads(payload.decode("utf-8", "replace"))
+                    self._status = json.loads(text)
                 except ValueError:
-                    self._status = {"status": "Failure", "message": payload.decode("utf-8", "replace")}
+                    self._status = {"status": "Failure", "message": text}
                 continue
             if channel == CLOSE:
                 continue

@@ -334,7 +334,7 @@ def _inside(root: str, member_parts: list[str], link: str) -> bool:
     return bool(podtar.inside(root, member_parts, link))
 
 
-def _extract(source: Callable[[], bytes], staging: Path, top: str) -> dict[str, Digest]:
+def _extract(source: Callable[[], bytes | memoryview], staging: Path, top: str) -> dict[str, Digest]:
     try:
         found = podtar.extract(source, str(staging), top)
     except podtar.Unsafe as e:
@@ -361,8 +361,8 @@ class _Stdout:
         self.stderr = bytearray()
         self.total = 0
 
-    def __call__(self) -> bytes:
-        while (frame := self._session.read()) is not None:
+    def __call__(self) -> bytes | memoryview:
+        while (frame := self._session.read_view()) is not None:
             channel, data = frame
             if channel == 1:
                 self.total += len(data)
