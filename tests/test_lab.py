@@ -365,6 +365,32 @@ def test_copy_errors_are_one_clear_line(capsys: pytest.CaptureFixture[str], lab:
         assert len(errors) == 1 and errors[0] == r.err.strip().splitlines()[-1] and "Traceback" not in r.err
 
 
+def test_no_space_is_one_clear_line_either_way(capsys: pytest.CaptureFixture[str], lab: dict[str, Any], sim: KubeSim, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import errno
+
+    # in the pod: its filesystem fills up (the pod's side of a copy in says so and fails)
+    sim.put_tool(NS, POD, "python3", '#!/bin/sh\ncat >/dev/null; echo "[Errno 28] No space left on device: /tmp/x" >&2; exit 48\n')
+    src = tmp_path / "x"
+    _random_file(src, 2**20)
+    r = nsl(capsys, "copy", str(src), ":/tmp/")
+    assert r.code == 6 and r.err.strip().splitlines()[-1].startswith("error: no space left in the pod"), r
+    # here: the local disk fills up mid-copy (a fault nothing real produces on demand)
+    sim.put_tool(NS, POD, "python3", f'#!/bin/sh\nexec "{sys.executable}" "$@"\n')
+    sim.pod_path(NS, POD, "/tmp/big.bin").write_bytes(os.urandom(3 * 2**20))
+    from nsightlab import podtar
+
+    def full(fd: int, h: Any, view: memoryview) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(podtar, "_hash_write", full)
+    dest = tmp_path / "dest"
+    dest.mkdir()
+    r = nsl(capsys, "copy", ":/tmp/big.bin", str(dest))
+    monkeypatch.undo()
+    assert r.code == 6 and r.err.strip().splitlines()[-1].startswith("error: no space left on this machine"), r
+    assert list(dest.iterdir()) == []  # neither the file nor a staging folder
+
+
 def test_dropped_socket_mid_copy_leaves_no_partial_file(capsys: pytest.CaptureFixture[str], lab: dict[str, Any], sim: KubeSim, tmp_path: Path) -> None:
     big = sim.pod_path(NS, POD, "/tmp/big.bin")
     big.write_bytes(os.urandom(6 * 2**20))
