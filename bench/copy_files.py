@@ -42,6 +42,14 @@ def main() -> int:
     cfg = tmp / "config.yaml"
     cfg.write_text(f"lab:\n  pod_name: {POD}\n  image: registry.example.com/lab:1\n")
     results: dict[str, list[tuple[float, int]]] = {}
+    try:
+        code = _run(args, nsl, kubectl, tmp, big, cfg, results)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)  # 2 x --mib of files
+    return code
+
+
+def _run(args: argparse.Namespace, nsl: str, kubectl: str, tmp: Path, big: Path, cfg: Path, results: dict[str, list[tuple[float, int]]]) -> int:
     with KubeSim(tls=True) as sim:
         sim.load(realistic_cluster())
         kc = sim.write_kubeconfig(tmp / "kubeconfig", {CONTEXT: {"namespace": NS}})
@@ -56,9 +64,7 @@ def main() -> int:
         for _ in range(args.repeat):
             for name, argv in commands.items():
                 shutil.rmtree(out_dir, ignore_errors=True)
-                out_dir.mkdir()
-                if "(out)" in name:  # the file must be there from the "in" run
-                    pass
+                out_dir.mkdir()  # "(out)" copies the file the "(in)" before it put in the pod
                 wall, rss, code = run_once(argv, env)
                 if code != 0:
                     print(f"{name} failed (exit {code})", file=sys.stderr)

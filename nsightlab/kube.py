@@ -664,7 +664,7 @@ class ExecSession:
         """v5 can signal end of stdin; v4 cannot (the caller must bound its input)."""
         return self.protocol == V5
 
-    def _send(self, opcode: int, payload: bytes, channel: int | None = None) -> None:
+    def _send(self, opcode: int, payload: bytes | memoryview, channel: int | None = None) -> None:
         data = frame_bytes(opcode, payload, os.urandom(4), channel=channel)
         try:
             with self._send_lock:
@@ -673,7 +673,7 @@ class ExecSession:
             self._open = False
             raise ClusterError(f"the exec stream closed while sending data ({self.what}): {e}") from None
 
-    def write_stdin(self, data: bytes) -> None:
+    def write_stdin(self, data: bytes | memoryview) -> None:
         """Send `data` on stdin, as frames of at most STDIN_FRAME bytes in one write.
 
         Big frames cost the receiving end more than the same bytes in 64 KiB frames (an

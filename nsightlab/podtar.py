@@ -286,7 +286,7 @@ def _chunks(path: str, h: Any) -> Iterator[bytes]:
             yield chunk
 
 
-def pack(path: str, arcname: str, emit: Callable[[bytes], Any], digests: Digests, chunks: Callable[[str, Any], Iterator[bytes]] = _chunks) -> int:
+def pack(path: str, arcname: str, emit: Callable[[Any], Any], digests: Digests, chunks: Callable[[str, Any], Iterator[Any]] = _chunks) -> int:
     """Write `path` (file or folder) as tar members to `emit`, recording
     {arcname path: (size, sha256)} of every regular file in `digests`. Returns the bytes
     emitted. `chunks(path, hash)` yields a file's contents, hashed."""

@@ -199,6 +199,15 @@ def _read_ahead(src: str, h: Any, depth: int = 4) -> Iterator[bytes]:
             worker.join(0.01)
 
 
+def _read_into(path: str) -> Iterator[memoryview]:
+    """The file's chunks as views of one reused buffer: no allocation per chunk."""
+    buf = bytearray(SEND_CHUNK)
+    view = memoryview(buf)
+    with open(path, "rb", buffering=0) as fh:
+        while n := fh.readinto(buf):
+            yield view[:n]
+
+
 class Hashing:
     """The size and sha256 of every file under a local path, worked out on a daemon
     thread (hashlib and file reads release the GIL: this runs beside start-up's imports
@@ -235,12 +244,15 @@ def _send_tar(session: ExecSession, src: Path, member: str, progress: Progress |
     second thread. A file that changes after it was hashed fails the verification."""
     state = {"sent": 0, "data": 0}
 
-    def emit(data: bytes) -> None:
+    def emit(data: bytes | memoryview) -> None:
         session.write_stdin(data)
         state["sent"] += len(data)
 
-    def chunks(path: str, h: Any) -> Iterator[bytes]:
-        for chunk in _read_ahead(path, h if hashed is None else None):
+    def chunks(path: str, h: Any) -> Iterator[bytes | memoryview]:
+        # already hashed: read here, into one reused buffer (each chunk is masked into
+        # the frames before the next is read); else read and hash on a second thread
+        source = _read_ahead(path, h) if hashed is None else _read_into(path)
+        for chunk in source:
             state["data"] += len(chunk)
             yield chunk
             if progress:

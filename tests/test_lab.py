@@ -365,6 +365,28 @@ def test_copy_errors_are_one_clear_line(capsys: pytest.CaptureFixture[str], lab:
         assert len(errors) == 1 and errors[0] == r.err.strip().splitlines()[-1] and "Traceback" not in r.err
 
 
+def test_a_file_changed_after_it_was_checksummed_fails_the_copy(capsys: pytest.CaptureFixture[str], lab: dict[str, Any], sim: KubeSim, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from nsightlab import transfer
+
+    src = tmp_path / "data.bin"
+    _random_file(src, 2**20)
+
+    class ChangedAfterHashing(transfer.Hashing):
+        def __init__(self, path: Path) -> None:
+            self.changed = threading.Event()
+            super().__init__(path)
+            self.changed.wait()  # the change lands before anything is sent
+
+        def _run(self) -> None:
+            super()._run()
+            src.write_bytes(os.urandom(2**20))  # same size, other bytes
+            self.changed.set()
+
+    monkeypatch.setattr(transfer, "Hashing", ChangedAfterHashing)
+    r = nsl(capsys, "copy", str(src), ":/tmp/")
+    assert r.code == 6 and "copy verification failed for data.bin" in r.err, r
+
+
 def test_no_space_is_one_clear_line_either_way(capsys: pytest.CaptureFixture[str], lab: dict[str, Any], sim: KubeSim, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import errno
 
