@@ -562,7 +562,10 @@ def _bool(value: bool) -> str:
 _OP_CONT, _OP_TEXT, _OP_BIN, _OP_CLOSE, _OP_PING, _OP_PONG = 0x0, 0x1, 0x2, 0x8, 0x9, 0xA
 _RECV_SIZE = 1 << 20
 _DIRECT = 1 << 16  # frames this big are received straight into their own buffer (see _direct)
-STDIN_FRAME = (1 << 16) - 2  # data bytes per stdin frame: with the channel byte, the largest 2-byte length
+# Data bytes per stdin frame: with the channel byte, 65532 (a 2-byte length), so that a
+# frame (4-byte header, 4-byte key, payload) is a whole number of 32-bit words.
+STDIN_FRAME = 65531
+_STDIN_HEAD_LEN = 4
 
 
 SMALL_MASK = 32 * 1024  # below this, no numpy (a copy out never needs it)
@@ -588,7 +591,7 @@ def _mask_into(out: bytearray, at: int, key: bytes, data: bytes | bytearray | me
     """
     n = len(data)
     if n < SMALL_MASK:  # a short message: not worth importing numpy for
-        for i in range(4):
+        for i in range(min(4, n)):
             out[at + i : at + n : 4] = bytes(data[i::4]).translate(_xor_table(key[i]))
         return
     import numpy as np
@@ -683,23 +686,32 @@ class ExecSession:
         if len(data) <= STDIN_FRAME:
             self._send(_OP_BIN, data, channel=STDIN)
             return
-        view = memoryview(data)
-        starts = range(0, len(data), STDIN_FRAME)
-        keys = os.urandom(4 * len(starts))
-        heads = [_frame_head(_OP_BIN, min(STDIN_FRAME, len(data) - i) + 1) for i in starts]
-        size = len(data) + sum(len(h) + 4 + 1 for h in heads)  # header, key, channel byte
+        import numpy as np
+
+        full, rest = divmod(len(data), STDIN_FRAME)
+        whole = _STDIN_HEAD_LEN + 4 + 1 + STDIN_FRAME  # header, key, channel byte, data
+        tail_head = _frame_head(_OP_BIN, rest + 1) if rest else b""
+        size = full * whole + (len(tail_head) + 4 + 1 + rest if rest else 0)
         if len(self._outbox) != size:  # reused while the sizes repeat (whole chunks of a file)
             self._outbox = bytearray(size)
         out = self._outbox
-        at = 0
-        for j, i in enumerate(starts):
-            piece = view[i : i + STDIN_FRAME]
-            key = keys[j * 4 : j * 4 + 4]
-            head = heads[j] + key + bytes([STDIN ^ key[0]])
+        keys = np.frombuffer(os.urandom(4 * (full + 1)), dtype=np.uint8).reshape(full + 1, 4)
+        # the whole frames at once: every payload (channel byte and data) is a whole number
+        # of 32-bit words at a word boundary, so one XOR masks them all with their own keys
+        frames = np.frombuffer(out, dtype=np.uint8, count=full * whole).reshape(full, whole)
+        frames[:, :_STDIN_HEAD_LEN] = np.frombuffer(_frame_head(_OP_BIN, STDIN_FRAME + 1), dtype=np.uint8)
+        frames[:, _STDIN_HEAD_LEN : _STDIN_HEAD_LEN + 4] = keys[:full]
+        frames[:, _STDIN_HEAD_LEN + 4] = STDIN
+        frames[:, _STDIN_HEAD_LEN + 5 :] = np.frombuffer(data, dtype=np.uint8, count=full * STDIN_FRAME).reshape(full, STDIN_FRAME)
+        words = np.frombuffer(out, dtype=np.uint32, count=full * whole // 4).reshape(full, whole // 4)
+        words[:, (_STDIN_HEAD_LEN + 4) // 4 :] ^= keys[:full].copy().view(np.uint32)
+        del frames, words  # (they hold the buffer: it could not be resized while they live)
+        if rest:
+            key = keys[full].tobytes()
+            at = full * whole
+            head = tail_head + key + bytes([STDIN ^ key[0]])
             out[at : at + len(head)] = head
-            at += len(head)
-            _mask_into(out, at, key[1:] + key[:1], piece)
-            at += len(piece)
+            _mask_into(out, at + len(head), key[1:] + key[:1], memoryview(data)[full * STDIN_FRAME :])
         try:
             with self._send_lock:
                 self._sock.sendall(out)

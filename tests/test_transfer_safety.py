@@ -220,3 +220,41 @@ def test_reader_handles_long_names_and_pax_from_gnu_tar(tmp_path: Path, staging:
         got = extract_stream(io.BytesIO(out), where, "run")
         rel = "run/" + "d" * 120 + "/" + "f" * 150 + ".txt"
         assert set(got) == {rel} and (where / rel).read_text() == "deep\n"
+
+
+def test_stdin_frames_unmask_to_the_data_with_the_reference_library() -> None:
+    import os
+
+    from websocket import ABNF
+
+    from nsightlab.kube import STDIN_FRAME, ExecSession
+
+    class Socket:
+        sent = b""
+
+        def sendall(self, data: bytes | bytearray) -> None:
+            self.sent = bytes(data)
+
+    class WebSocket:
+        sock = Socket()
+
+    def frames(wire: bytes) -> list[bytes]:
+        out, i = [], 0
+        while i < len(wire):
+            assert wire[i] == 0x82 and wire[i + 1] & 0x80  # final, binary, masked
+            n, j = wire[i + 1] & 0x7F, i + 2
+            if n == 126:
+                n, j = int.from_bytes(wire[j : j + 2], "big"), j + 2
+            elif n == 127:
+                n, j = int.from_bytes(wire[j : j + 8], "big"), j + 8
+            out.append(ABNF.mask(wire[j : j + 4], wire[j + 4 : j + 4 + n]))
+            i = j + 4 + n
+        return out
+
+    session = ExecSession(WebSocket(), "v5.channel.k8s.io", "test")
+    for size in (1, 125, STDIN_FRAME, STDIN_FRAME + 1, 3 * STDIN_FRAME, 3 * STDIN_FRAME + 130, 2**20):
+        data = os.urandom(size)
+        session.write_stdin(memoryview(data) if size % 2 else data)
+        got = frames(WebSocket.sock.sent)
+        assert all(f[:1] == b"\0" and len(f) <= STDIN_FRAME + 1 for f in got), size
+        assert b"".join(f[1:] for f in got) == data, size
