@@ -45,11 +45,16 @@ _E_NOVERIFY = 45
 # Both scripts read podtar.py's source from stdin first (its length on a line, then the
 # text; it does not fit in an exec URL), then run it under python3. Without python3 they
 # skip it, and tar makes or unpacks the archive and sha256sum the digests, printed as
-# podtar prints them. python3 runs isolated and without site-packages (-I -S): the agent
+# podtar prints them (also with a python3 older than 3.8). python3 runs isolated and without site-packages (-I -S): the agent
 # needs the standard library only, and nothing in the pod's environment should change it.
 _DIGESTS_SH = r"""
 read -r agent_len
-agent() { exec python3 -I -S -c 'import sys; n = int(sys.argv.pop(1)); exec(compile(sys.stdin.buffer.read(n), "podtar.py", "exec"), {"__name__": "__main__"})' "$agent_len" "$@"; }
+agent() {  # podtar.py under python3 >= 3.8; an older one exits 99 before reading stdin
+  python3 -I -S -c 'import sys
+if sys.version_info < (3, 8): sys.exit(99)
+n = int(sys.argv.pop(1)); exec(compile(sys.stdin.buffer.read(n), "podtar.py", "exec"), {"__name__": "__main__"})' "$agent_len" "$@"
+  rc=$?; [ "$rc" = 99 ] || exit "$rc"
+}
 skip_agent() { dd bs=1 count="$agent_len" of=/dev/null 2>/dev/null; }
 digests() {  # regular files under $1/$2: "=S size path" and "=H sha256  path"
   ( cd "$1" && find "$2" -type f -exec stat -c '=S %s %n' {} + && find "$2" -type f -exec sha256sum {} + | sed 's/^/=H /' )

@@ -143,7 +143,7 @@ def test_websocket_masking_matches_the_reference_library() -> None:
 # ---------------------------------------------------------------------------- the pod's side
 
 
-def _bin_dir(tmp_path: Path, *, with_python: bool) -> Path:
+def _bin_dir(tmp_path: Path, *, with_python: bool, old_python: bool = False) -> Path:
     """A PATH with just the tools a minimal image has (and python3 or not)."""
     import shutil
     import sys
@@ -151,6 +151,7 @@ def _bin_dir(tmp_path: Path, *, with_python: bool) -> Path:
     d = tmp_path / ("bin-py" if with_python else "bin")
     d.mkdir()
     tools = ["sh", "tar", "find", "stat", "sha256sum", "sed", "dd", "mktemp", "dirname", "basename", "rm", "mv", "rmdir"]
+    found_sh = shutil.which("sh")
     for tool in tools:
         found = shutil.which(tool)
         if found is None:
@@ -158,11 +159,14 @@ def _bin_dir(tmp_path: Path, *, with_python: bool) -> Path:
         (d / tool).symlink_to(found)
     if with_python:
         (d / "python3").symlink_to(sys.executable)
+    elif old_python:  # a python3 too old for the agent: 3.6 says so with exit 99
+        (d / "python3").write_text(f"#!{found_sh}\n" + 'case "$*" in *version_info*) exit 99;; esac\nexit 1\n')
+        (d / "python3").chmod(0o755)
     return d
 
 
-@pytest.mark.parametrize("with_python", [True, False], ids=["python3", "tar+sha256sum"])
-def test_pod_scripts_unpack_and_pack_with_digests(tmp_path: Path, with_python: bool) -> None:
+@pytest.mark.parametrize(("with_python", "old_python"), [(True, False), (False, False), (False, True)], ids=["python3", "tar+sha256sum", "python3.6"])
+def test_pod_scripts_unpack_and_pack_with_digests(tmp_path: Path, with_python: bool, old_python: bool) -> None:
     import hashlib
     import os
     import subprocess
@@ -170,7 +174,7 @@ def test_pod_scripts_unpack_and_pack_with_digests(tmp_path: Path, with_python: b
     from nsightlab import podtar
     from nsightlab.transfer import _PACK_SH, _UNPACK_SH, _agent, parse_digests
 
-    env = {"PATH": str(_bin_dir(tmp_path, with_python=with_python)), "LC_ALL": "C"}
+    env = {"PATH": str(_bin_dir(tmp_path, with_python=with_python, old_python=old_python)), "LC_ALL": "C"}
     src = tmp_path / "here" / "run"
     (src / "sub").mkdir(parents=True)
     (src / "a.bin").write_bytes(os.urandom(300_000))
