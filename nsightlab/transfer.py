@@ -30,6 +30,7 @@ from pydantic import BaseModel
 
 from nsightlab import podtar
 from nsightlab.errors import ClusterError, RemoteCommandError, UsageError
+from nsightlab.kube import STDIN_FRAME
 
 if TYPE_CHECKING:
     from nsightlab.kube import ExecSession, Kube
@@ -167,7 +168,7 @@ def _compare(local: dict[str, Digest], remote: dict[str, Digest], where: str) ->
 # ---------------------------------------------------------------------------- copy in
 
 
-SEND_CHUNK = 1 << 20  # bytes of a file read at a time (sent as several frames, see ExecSession)
+SEND_CHUNK = 16 * STDIN_FRAME  # bytes of a file read at a time: 16 whole stdin frames (~1 MiB)
 
 
 def _read_ahead(src: str, h: Any, depth: int = 4) -> Iterator[bytes]:
