@@ -190,6 +190,11 @@ class ExecServer:
         finally:
             self.sessions.discard(session)
             session.kill()
+            # close the command's pipes now, however the session ended (even cancelled):
+            # else the garbage collector finds them after the event loop is gone
+            transport = getattr(session.process, "_transport", None)
+            if transport is not None:
+                transport.close()
             if session._master is not None:
                 with contextlib.suppress(OSError):
                     asyncio.get_running_loop().remove_reader(session._master)
@@ -410,6 +415,8 @@ class ExecServer:
         finally:
             for task in outputs:
                 task.cancel()
+            if proc.stdin is not None and not proc.stdin.is_closing():
+                proc.stdin.close()  # a command that exits without reading all of stdin
         if code < 0:
             code = 128 - code
         if not s.dropped and not s.ws.closed:
