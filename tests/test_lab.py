@@ -425,6 +425,16 @@ def test_dropped_socket_mid_copy_leaves_no_partial_file(capsys: pytest.CaptureFi
     assert list(dest.iterdir()) == []  # neither big.bin nor a staging folder
 
 
+def test_dropped_socket_mid_copy_in_leaves_no_file_in_the_pod(capsys: pytest.CaptureFixture[str], lab: dict[str, Any], sim: KubeSim, tmp_path: Path) -> None:
+    src = tmp_path / "big.bin"
+    _random_file(src, 6 * 2**20)
+    sim.faults.drop_exec_after(2 * 2**20, nth=1, direction="in")
+    r = nsl(capsys, "copy", str(src), ":/tmp/big.bin")
+    assert r.code in (4, 6), r
+    assert r.err.strip().splitlines()[-1].startswith("error: ") and "Traceback" not in r.err
+    assert not sim.pod_path(NS, POD, "/tmp/big.bin").exists()  # nothing under the final name
+
+
 def test_crafted_archive_from_the_pod_is_refused(capsys: pytest.CaptureFixture[str], lab: dict[str, Any], sim: KubeSim, tmp_path: Path) -> None:
     sim.pod_path(NS, POD, "/tmp/run").mkdir(parents=True)
     sim.pod_path(NS, POD, "/tmp/run/ok.txt").write_text("ok")
