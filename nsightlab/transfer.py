@@ -231,8 +231,6 @@ class Hashing:
 
     def _run(self) -> None:
         try:
-            import numpy  # noqa: F401  (the copy masks with it: imported here, off the main thread's path)
-
             podtar.pack(str(self._src), self._src.resolve().name, lambda _: None, self._result)
         except BaseException as e:  # reported by result(); the copy itself says what failed
             self._error = e
