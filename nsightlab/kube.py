@@ -668,7 +668,9 @@ class ExecSession:
         return self.protocol == V5
 
     def _send(self, opcode: int, payload: bytes | memoryview, channel: int | None = None) -> None:
-        data = frame_bytes(opcode, payload, os.urandom(4), channel=channel)
+        self._sendall(frame_bytes(opcode, payload, os.urandom(4), channel=channel))
+
+    def _sendall(self, data: bytes | bytearray) -> None:
         try:
             with self._send_lock:
                 self._sock.sendall(data)
@@ -688,36 +690,26 @@ class ExecSession:
             return
         import numpy as np
 
-        full, rest = divmod(len(data), STDIN_FRAME)
+        full = len(data) // STDIN_FRAME
         whole = _STDIN_HEAD_LEN + 4 + 1 + STDIN_FRAME  # header, key, channel byte, data
-        tail_head = _frame_head(_OP_BIN, rest + 1) if rest else b""
-        size = full * whole + (len(tail_head) + 4 + 1 + rest if rest else 0)
-        if len(self._outbox) != size:  # reused while the sizes repeat (whole chunks of a file)
-            self._outbox = bytearray(size)
+        keys = np.frombuffer(os.urandom(4 * full), dtype=np.uint8).reshape(full, 4)
+        tail = memoryview(data)[full * STDIN_FRAME :]
+        last = frame_bytes(_OP_BIN, tail, os.urandom(4), channel=STDIN) if tail else b""
+        if len(self._outbox) != full * whole + len(last):  # reused while the sizes repeat
+            self._outbox = bytearray(full * whole + len(last))
         out = self._outbox
-        keys = np.frombuffer(os.urandom(4 * (full + 1)), dtype=np.uint8).reshape(full + 1, 4)
         # the whole frames at once: every payload (channel byte and data) is a whole number
         # of 32-bit words at a word boundary, so one XOR masks them all with their own keys
         frames = np.frombuffer(out, dtype=np.uint8, count=full * whole).reshape(full, whole)
         frames[:, :_STDIN_HEAD_LEN] = np.frombuffer(_frame_head(_OP_BIN, STDIN_FRAME + 1), dtype=np.uint8)
-        frames[:, _STDIN_HEAD_LEN : _STDIN_HEAD_LEN + 4] = keys[:full]
+        frames[:, _STDIN_HEAD_LEN : _STDIN_HEAD_LEN + 4] = keys
         frames[:, _STDIN_HEAD_LEN + 4] = STDIN
         frames[:, _STDIN_HEAD_LEN + 5 :] = np.frombuffer(data, dtype=np.uint8, count=full * STDIN_FRAME).reshape(full, STDIN_FRAME)
         words = np.frombuffer(out, dtype=np.uint32, count=full * whole // 4).reshape(full, whole // 4)
-        words[:, (_STDIN_HEAD_LEN + 4) // 4 :] ^= keys[:full].copy().view(np.uint32)
+        words[:, (_STDIN_HEAD_LEN + 4) // 4 :] ^= keys.copy().view(np.uint32)
         del frames, words  # (they hold the buffer: it could not be resized while they live)
-        if rest:
-            key = keys[full].tobytes()
-            at = full * whole
-            head = tail_head + key + bytes([STDIN ^ key[0]])
-            out[at : at + len(head)] = head
-            _mask_into(out, at + len(head), key[1:] + key[:1], memoryview(data)[full * STDIN_FRAME :])
-        try:
-            with self._send_lock:
-                self._sock.sendall(out)
-        except OSError as e:
-            self._open = False
-            raise ClusterError(f"the exec stream closed while sending data ({self.what}): {e}") from None
+        out[full * whole :] = last
+        self._sendall(out)
 
     def close_stdin(self) -> None:
         if self.can_close_stdin and self._open:
@@ -777,10 +769,12 @@ class ExecSession:
         """
         while True:
             parsed = self._header()
-            if parsed is not None and parsed[2] >= _DIRECT and len(self._buf) < parsed[3] + parsed[2] and parsed[1] and parsed[0] in (_OP_BIN, _OP_TEXT) and not self._buf[1] & 0x80:
-                return self._direct(parsed[0], parsed[2], parsed[3], timeout)
-            if parsed is not None and len(self._buf) >= parsed[3] + parsed[2]:
+            if parsed is not None:
                 opcode, fin, n, pos = parsed
+                here = len(self._buf) >= pos + n
+                if not here and n >= _DIRECT and fin and opcode in (_OP_BIN, _OP_TEXT) and not self._buf[1] & 0x80:
+                    return self._direct(opcode, n, pos, timeout)
+            if parsed is not None and here:
                 if self._buf[1] & 0x80:  # a masked frame from the server (not expected)
                     payload = mask_payload(bytes(self._buf[pos - 4 : pos]), bytes(self._buf[pos : pos + n]))
                     self._buf[pos : pos + n] = payload
@@ -809,18 +803,23 @@ class ExecSession:
                 if not payload:
                     return opcode, -1, b""
                 return opcode, payload[0], payload[1:]
-            if timeout != self._timeout:
-                self._sock.settimeout(timeout)
-                self._timeout = timeout
-            try:
-                got = self._sock.recv_into(self._inbox)
-            except TimeoutError:
-                raise
-            except OSError:
-                return None
+            got = self._recv_into(self._inbox_view, timeout)
             if not got:
                 return None
             self._buf += self._inbox_view[:got]
+
+    def _recv_into(self, view: memoryview, timeout: float | None) -> int:
+        """Bytes received into `view`; 0 when the stream has ended or broken.
+        Raises TimeoutError when `timeout` passes first."""
+        if timeout != self._timeout:
+            self._sock.settimeout(timeout)
+            self._timeout = timeout
+        try:
+            return int(self._sock.recv_into(view))
+        except TimeoutError:
+            raise
+        except OSError:
+            return 0
 
     def _direct(self, opcode: int, n: int, pos: int, timeout: float | None) -> tuple[int, int, bytes | memoryview] | None:
         """A big data frame received straight into its own buffer: TLS decrypts into
@@ -830,16 +829,8 @@ class ExecSession:
         payload[:have] = self._buf[pos:]
         self._buf.clear()
         view = memoryview(payload)
-        if timeout != self._timeout:
-            self._sock.settimeout(timeout)
-            self._timeout = timeout
         while have < n:
-            try:
-                got = self._sock.recv_into(view[have:])
-            except TimeoutError:
-                raise
-            except OSError:
-                return None
+            got = self._recv_into(view[have:], timeout)
             if not got:
                 return None
             have += got
@@ -858,7 +849,7 @@ class ExecSession:
         return channel, payload if isinstance(payload, bytes) else bytes(payload)
 
     def read_view(self, timeout: float | None = None) -> tuple[int, bytes | memoryview] | None:
-        """As `read`, but a big payload may come as a read-only view of its buffer (no copy)."""
+        """As `read`, but a big payload may come as a view of its own buffer (no copy)."""
         while self._open:
             try:
                 got = self._next_frame(timeout)

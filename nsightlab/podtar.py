@@ -43,6 +43,10 @@ class Damaged(Exception):
     """The stream is not a whole, well-formed tar archive."""
 
 
+class Changed(Exception):
+    """A file changed size while it was being packed."""
+
+
 def safe_parts(name: str, top: str) -> list[str]:
     if name.startswith("/"):
         raise Unsafe(f"refusing archive member with an absolute path: {name!r}")
@@ -302,7 +306,7 @@ def pack(path: str, arcname: str, emit: Callable[[Any], Any], digests: Digests, 
             size += len(chunk)
             emit(chunk)
         if size != st.st_size:
-            raise OSError(f"{path} changed size while it was being copied")
+            raise Changed(f"{path} changed size while it was being copied")
         digests[arcname] = (size, h.hexdigest())
         sent += size
         if size % BLOCK:

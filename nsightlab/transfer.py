@@ -40,14 +40,12 @@ STAGING_PREFIX = ".nsightlab-copy-"
 
 Progress = Callable[[int], None]
 
-_E_MISSING, _E_NODIR, _E_TMP, _E_TAR, _E_MOVE = podtar.E_MISSING, podtar.E_NODIR, podtar.E_TMP, podtar.E_TAR, podtar.E_MOVE
-_E_NOVERIFY = 45
-
 # Both scripts read podtar.py's source from stdin first (its length on a line, then the
-# text; it does not fit in an exec URL), then run it under python3. Without python3 they
-# skip it, and tar makes or unpacks the archive and sha256sum the digests, printed as
-# podtar prints them (also with a python3 older than 3.8). python3 runs isolated and without site-packages (-I -S): the agent
-# needs the standard library only, and nothing in the pod's environment should change it.
+# text; it does not fit in an exec URL), then run it under python3, isolated and without
+# site-packages (-I -S: it needs the standard library only, and nothing in the pod's
+# environment should change it). Without python3, or with one older than 3.8, they skip
+# it, and tar makes or unpacks the archive and sha256sum the digests, printed as podtar
+# prints them.
 _DIGESTS_SH = r"""
 read -r agent_len
 agent() {  # podtar.py under python3 >= 3.8; an older one exits 99 before reading stdin
@@ -184,8 +182,7 @@ def _read_ahead(src: str, h: Any, depth: int = 4) -> Iterator[bytes]:
         try:
             with open(src, "rb") as fh:
                 while not stop.is_set() and (chunk := fh.read(SEND_CHUNK)):
-                    if h is not None:
-                        h.update(chunk)
+                    h.update(chunk)
                     chunks.put(chunk)
             chunks.put(None)
         except BaseException as e:  # handed to the consumer
@@ -247,30 +244,24 @@ def _send_tar(session: ExecSession, src: Path, member: str, progress: Progress |
     """Write the tar stream of `src` (stored as `member`) straight into stdin frames:
     file contents in 1 MiB frames, read (and hashed, unless `hashed` has done it) on a
     second thread. A file that changes after it was hashed fails the verification."""
-    state = {"sent": 0, "data": 0}
-
-    def emit(data: bytes | memoryview) -> None:
-        session.write_stdin(data)
-        state["sent"] += len(data)
+    done = 0
 
     def chunks(path: str, h: Any) -> Iterator[bytes | memoryview]:
         # already hashed: read here, into one reused buffer (each chunk is masked into
         # the frames before the next is read); else read and hash on a second thread
-        source = _read_ahead(path, h) if hashed is None else _read_into(path)
-        for chunk in source:
-            state["data"] += len(chunk)
+        nonlocal done
+        for chunk in _read_ahead(path, h) if hashed is None else _read_into(path):
+            done += len(chunk)
             yield chunk
             if progress:
-                progress(state["data"])
+                progress(done)
 
     digests: dict[str, tuple[int, str]] = {}
     try:
-        sent = podtar.pack(str(src), member, emit, digests, chunks)
-    except OSError as e:
-        if "changed size" in str(e):
-            raise UsageError(str(e)) from None
-        raise
-    emit(podtar.end_of_archive(sent))
+        sent = podtar.pack(str(src), member, session.write_stdin, digests, chunks)
+    except podtar.Changed as e:
+        raise UsageError(str(e)) from None
+    session.write_stdin(podtar.end_of_archive(sent))
     if hashed is not None:
         known = hashed.result()
         if known is None:
@@ -315,7 +306,7 @@ def copy_in(
     message = err.decode("utf-8", "replace").strip()
     if code is None:
         raise ClusterError(f"the exec stream dropped while copying {src} to pod {pod}", hint="Nothing was put in place; try again.")
-    if code == _E_NODIR:
+    if code == podtar.E_NODIR:
         raise RemoteCommandError(f"{message} (in pod {pod})", returncode=code, hint="Create it first, e.g. `nsightlab shell -- mkdir -p DIR`.")
     if code != 0:
         if "No space left" in message:
@@ -431,7 +422,7 @@ def copy_out(kube: Kube, ns: str, pod: str, src: str, dst: Path, *, container: s
         message = stdout.stderr.decode("utf-8", "replace")
         if code is None:
             raise ClusterError(f"the exec stream dropped while copying {src} from pod {pod}", hint="Nothing was written; try again.")
-        if code == _E_MISSING:
+        if code == podtar.E_MISSING:
             raise RemoteCommandError(f"{message.strip() or 'no such file'} (in pod {pod})", returncode=code)
         if failure is not None and (isinstance(failure, UnsafeArchiveError) or code == 0):
             raise failure
