@@ -179,18 +179,31 @@ class Reader:
     def content(self, info: tarfile.TarInfo, sink: Sink) -> None:
         """Hand the current regular member's bytes to `sink`, then skip its padding."""
         self.pipe(info.size, sink)
-        self.pipe(-info.size % BLOCK, lambda _: None)
+        self.skip_padding(info.size)
+
+    def held(self, n: int) -> memoryview:
+        """Up to n bytes of the current member that were read already: the caller reads
+        the rest of its `n` bytes from the stream itself, then calls skip_padding."""
+        piece = self._chunk[:n]
+        self._chunk = self._chunk[len(piece) :]
+        return piece
+
+    def skip_padding(self, size: int) -> None:
+        """After a member of `size` bytes: skip its padding to a whole block."""
+        self.pipe(-size % BLOCK, lambda _: None)
         self._left = 0
 
 
-def extract(source: Source, staging: str, top: str, *, threaded: bool = False) -> Digests:
+def extract(source: Source, staging: str, top: str, *, readinto: Callable[[memoryview], int] | None = None) -> Digests:
     """Extract the tar stream from `source` under `staging`; {path: (size, sha256)} per
     regular file. Refuses anything unsafe (see the module's docstring).
 
-    `threaded`: hash and write each file's chunks on a second thread while the next
-    chunks are read (hashlib and os.write release the GIL). It pays where reading is a
-    plain pipe read (in the pod); where each chunk is decrypted in small records by
-    Python code (the client), the hand-offs cost more than they save (measured)."""
+    `readinto` (the stream's own, e.g. a BufferedReader's): file contents are read with it
+    into whole 1 MiB buffers, each hashed and written on a second thread while the next
+    is read (hashlib and os.write release the GIL). It pays where reading is a plain pipe
+    read (in the pod: the pipe brings 64 KiB or less at a time, and a hand-off per read
+    cost more than the thread saved); where each chunk is decrypted in small records by
+    Python code (the client), the chunks as they come are hashed and written in turn."""
     reader = Reader(source)
     digests: Digests = {}
     while (info := reader.next()) is not None:
@@ -206,8 +219,8 @@ def extract(source: Source, staging: str, top: str, *, threaded: bool = False) -
             fd = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0), 0o600)
             try:
 
-                if threaded:
-                    _content_threaded(reader, info, fd, h)
+                if readinto is not None:
+                    _content_threaded(reader, info, fd, h, readinto)
                 else:
                     reader.content(info, functools.partial(_hash_write, fd, h))
             finally:
@@ -238,30 +251,47 @@ def _hash_write(fd: int, h: Any, view: memoryview) -> None:
         view = view[os.write(fd, view) :]
 
 
-def _content_threaded(reader: Reader, info: tarfile.TarInfo, fd: int, h: Any) -> None:
+def _content_threaded(reader: Reader, info: tarfile.TarInfo, fd: int, h: Any, readinto: Callable[[memoryview], int]) -> None:
     import queue
     import threading
 
-    chunks: Any = queue.Queue(maxsize=16)
+    free: Any = queue.Queue()  # four 1 MiB buffers, reused: no allocation per read
+    for _ in range(4):
+        free.put(bytearray(CHUNK))
+    full: Any = queue.Queue()
     failed: list[BaseException] = []
 
     def work() -> None:
-        while (view := chunks.get()) is not None:
+        while (item := full.get()) is not None:
+            buf, n = item
             if not failed:
                 try:
-                    _hash_write(fd, h, view)
+                    _hash_write(fd, h, memoryview(buf)[:n])
                 except BaseException as e:  # raised below, in the reading thread
                     failed.append(e)
+            if isinstance(buf, bytearray):  # not the header read's leftover
+                free.put(buf)
 
     worker = threading.Thread(target=work, daemon=True)
     worker.start()
     try:
-        reader.content(info, chunks.put)
+        held = reader.held(info.size)  # what the header's read brought beyond it
+        if held:
+            full.put((held, len(held)))
+        left = info.size - len(held)
+        while left and not failed:
+            buf = free.get()
+            n = readinto(memoryview(buf)[: min(left, CHUNK)])  # fills it, or the data ended
+            if not n:
+                raise Damaged("unexpected end of data")
+            full.put((buf, n))
+            left -= n
     finally:
-        chunks.put(None)
+        full.put(None)
         worker.join()
     if failed:
         raise failed[0]
+    reader.skip_padding(info.size)
 
 
 def header(path: str, arcname: str) -> tuple[bytes | None, os.stat_result]:
@@ -362,11 +392,11 @@ def _unpack(name: str, dst: str, want_dir: str) -> None:
         tmp = tempfile.mkdtemp(prefix=".nsightlab-copy-", dir=parent)
     except OSError as e:
         _fail(E_TMP, f"cannot write to {parent}: {e.strerror}")
-    stdin = sys.stdin.buffer
+    stdin: Any = sys.stdin.buffer  # a BufferedReader: its readinto fills the buffer
     _big_pipe(0)
     try:
         read = getattr(stdin, "read1", stdin.read)
-        digests = extract(lambda: read(CHUNK), tmp, name, threaded=True)
+        digests = extract(lambda: read(CHUNK), tmp, name, readinto=stdin.readinto)
         placed = os.path.join(tmp, name)
         if os.path.isdir(final) and not os.path.isdir(placed):
             _fail(E_MOVE, f"{final} is a directory")

@@ -208,6 +208,87 @@ def test_pod_scripts_unpack_and_pack_with_digests(tmp_path: Path, with_python: b
     assert done.returncode == 44 and b"no such file or directory" in done.stderr and done.stdout == b""
 
 
+def _unpack_in_pod(tmp_path: Path, stream: bytes, piece: int) -> tuple[int, bytes, bytes, Path]:
+    """podtar's unpack as the pod runs it (python3 -I -S, the source on stdin ahead of
+    the archive), the archive written into its stdin pipe `piece` bytes at a time as an
+    exec stream brings it."""
+    import subprocess
+    import sys
+    import threading
+
+    from nsightlab.transfer import _agent
+
+    pod = tmp_path / "pod"
+    pod.mkdir()
+    agent = _agent()
+    length, _, source = agent.partition(b"\n")
+    runner = 'import sys\nn = int(sys.argv.pop(1)); exec(compile(sys.stdin.buffer.read(n), "podtar.py", "exec"), {"__name__": "__main__"})'
+    proc = subprocess.Popen([sys.executable, "-I", "-S", "-c", runner, length.decode(), "unpack", "run", str(pod), "1"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+    got: dict[str, bytes] = {}
+    readers = [threading.Thread(target=lambda k=k, f=f: got.__setitem__(k, f.read())) for k, f in (("out", proc.stdout), ("err", proc.stderr))]
+    for r in readers:
+        r.start()
+    assert proc.stdin is not None
+    proc.stdin.write(source)
+    for i in range(0, len(stream), piece):
+        proc.stdin.write(stream[i : i + piece])
+        proc.stdin.flush()
+    proc.stdin.close()
+    proc.wait(timeout=60)
+    for r in readers:
+        r.join()
+    out, err = got["out"], got["err"]
+    return proc.returncode, out, err, pod
+
+
+@pytest.mark.parametrize("piece", [65531, 1 << 20, 7 * 512 + 3])
+def test_pod_unpack_reads_files_bigger_than_its_buffers_in_pieces(tmp_path: Path, piece: int) -> None:
+    """Files of several 1 MiB buffers, sizes not a whole block, one after the other,
+    arriving in exec-frame-sized pieces: every byte lands, the digests are right."""
+    import hashlib
+    import os
+
+    from nsightlab import podtar
+    from nsightlab.transfer import parse_digests
+
+    src = tmp_path / "here" / "run"
+    src.mkdir(parents=True)
+    sizes = {"a.bin": 3 * podtar.CHUNK + 12345, "b.bin": podtar.CHUNK, "c.txt": 5, "d.bin": 2 * podtar.CHUNK - 1}
+    for name, size in sizes.items():
+        (src / name).write_bytes(os.urandom(size))
+    digests: dict[str, tuple[int, str]] = {}
+    chunks: list[bytes] = []
+    sent = podtar.pack(str(src), "run", chunks.append, digests)
+    code, out, err, pod = _unpack_in_pod(tmp_path, b"".join(chunks) + podtar.end_of_archive(sent), piece)
+    assert code == 0, err
+    remote = parse_digests(out.decode())
+    assert {k: (d.size, d.sha256) for k, d in remote.items()} == digests
+    for name in sizes:
+        data = (pod / "run" / name).read_bytes()
+        assert data == (src / name).read_bytes()
+        assert digests[f"run/{name}"] == (len(data), hashlib.sha256(data).hexdigest())
+    assert [p.name for p in pod.iterdir()] == ["run"]
+
+
+def test_pod_unpack_of_a_cut_stream_is_exit_48_and_leaves_nothing(tmp_path: Path) -> None:
+    import os
+
+    from nsightlab import podtar
+
+    src = tmp_path / "here" / "run"
+    src.mkdir(parents=True)
+    (src / "big.bin").write_bytes(os.urandom(3 * podtar.CHUNK))
+    chunks: list[bytes] = []
+    podtar.pack(str(src), "run", chunks.append, {})
+    whole = b"".join(chunks)
+    code, _, err, pod = _unpack_in_pod(tmp_path, whole[: len(whole) // 2], 65531)
+    assert code == podtar.E_TAR
+    assert err.decode().strip() == "tar stream: unexpected end of data"
+    assert list(pod.iterdir()) == []  # no staging folder, nothing under the final name
+
+
 def test_reader_handles_long_names_and_pax_from_gnu_tar(tmp_path: Path, staging: Path) -> None:
     import shutil
     import subprocess
