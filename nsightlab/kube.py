@@ -1,13 +1,17 @@
 """The one seam between nsightlab and a Kubernetes API server.
 
 This is the ONLY module that imports `kubernetes`. A `Kube` is built for one explicit,
-already-checked context (see safety.py) with its own ApiClient (never the client's
-global default configuration, never the kubeconfig's current-context): the client's
-kubeconfig loader (exec credential plugins, CAs, client certificates) and connection
-pool, but every request goes through `Kube.request()` and responses are decoded from
-JSON into plain dicts, never into the generated model classes (importing those alone
-costs most of a second). Every HTTP error and transport failure is translated here into
-a `ClusterError` (exit 4) whose message names what was being done.
+already-checked context (see safety.py), never the client's global default configuration,
+never the kubeconfig's current-context. A context with plain credentials (a CA, client
+certificates, a bearer token: see kubeconfig.plain_connection, tested to read them as the
+client's loader does) is connected with its own TLS context and urllib3 pool; any other
+(exec credential plugins, auth providers, proxies...) through the kubernetes client's own
+kubeconfig loader and connection pool. Importing the client costs a tenth of a second on
+every command, which the plain path saves. Either way every request goes through
+`Kube.request()` and responses are decoded from JSON into plain dicts, never into the
+generated model classes (importing those alone costs most of a second). Every HTTP error
+and transport failure is translated here into a `ClusterError` (exit 4) whose message
+names what was being done.
 """
 
 from __future__ import annotations
@@ -27,6 +31,9 @@ from urllib.parse import urlencode
 from nsightlab.errors import ClusterError, NsightlabError
 
 if TYPE_CHECKING:
+    import ssl
+
+    from nsightlab.kubeconfig import PlainConnection
     from nsightlab.safety import ResolvedContext
 
 CONNECT_TIMEOUT = 5.0
@@ -129,12 +136,52 @@ class Kube:
     """A client for one context. Methods return plain JSON dicts."""
 
     def __init__(self, ctx: ResolvedContext, *, connect_timeout: float = CONNECT_TIMEOUT, read_timeout: float = READ_TIMEOUT) -> None:
-        from kubernetes.client import Configuration
-        from kubernetes.config import ConfigException, new_client_from_config
+        from nsightlab.kubeconfig import plain_connection
 
         self.ctx = ctx
         self.namespace = ctx.namespace
         self.timeout = (connect_timeout, read_timeout)
+        self._auth_cache: tuple[float, str | None] | None = None
+        self.api_client: Any = None
+        self._tls: Any = None  # the SSLContext of a plain connection
+        plain = plain_connection(ctx.kubeconfig, ctx.name)
+        if plain is not None:
+            self._connect_plain(plain)
+        else:
+            self._connect_with_loader()
+
+    def _connect_plain(self, plain: PlainConnection) -> None:
+        """A context with a CA, client certificates and a token only: the same settings the
+        kubernetes client's loader would make (kubeconfig.plain_connection reads them as it
+        does), without importing it."""
+        import urllib3
+
+        self.server = plain.server
+        self._token = plain.token
+        self._server_name = plain.server_name
+        pool_args: dict[str, Any] = {"retries": 1, "maxsize": 4}  # one quick retry, as with the loader
+        if plain.server.startswith("https"):
+            try:
+                self._tls = _tls_context(plain)
+            except (OSError, ValueError) as e:  # ssl.SSLError is an OSError
+                raise ClusterError(
+                    f"cannot use context '{self.ctx.name}' from {self.ctx.kubeconfig.path_arg()}: bad certificate or key ({e})",
+                    hint="Check the kubeconfig's certificate-authority and client-certificate/client-key for that context.",
+                ) from None
+            pool_args.update(ssl_context=self._tls, cert_reqs="CERT_REQUIRED" if plain.verify else "CERT_NONE")
+            if not plain.verify:
+                _quiet_insecure_warnings()
+            if plain.server_name:
+                pool_args["server_hostname"] = plain.server_name
+        self._pool = urllib3.PoolManager(num_pools=2, **pool_args)
+
+    def _connect_with_loader(self) -> None:
+        """Anything else (exec credential plugins, auth providers, proxies...): the kubernetes
+        client's own loader, and its connection pool."""
+        from kubernetes.client import Configuration
+        from kubernetes.config import ConfigException, new_client_from_config
+
+        ctx = self.ctx
         configuration = Configuration()
         # One quick retry for a refused connection, then a clear error: never hang.
         configuration.retries = 1
@@ -155,11 +202,16 @@ class Kube:
                 f"cannot load context '{ctx.name}' from {ctx.kubeconfig.path_arg()}: {e}",
                 hint="Check the kubeconfig for that context.",
             ) from None
-        self.server: str = self.api_client.configuration.host.rstrip("/")
-        self._auth_cache: tuple[float, str | None] | None = None
+        self.server = self.api_client.configuration.host.rstrip("/")
+        self._pool = self.api_client.rest_client.pool_manager
+        if not self.api_client.configuration.verify_ssl:
+            _quiet_insecure_warnings()
 
     def close(self) -> None:
-        self.api_client.close()
+        if self.api_client is not None:
+            self.api_client.close()
+        else:
+            self._pool.clear()
 
     def __enter__(self) -> Kube:
         return self
@@ -201,7 +253,7 @@ class Kube:
             data = json.dumps(body).encode()
             headers["Content-Type"] = content_type
         try:
-            resp = self.api_client.rest_client.pool_manager.request(
+            resp = self._pool.request(
                 method, url, body=data, headers=headers, timeout=urllib3.Timeout(*(timeout or self.timeout)), preload_content=False
             )
         except urllib3.exceptions.MaxRetryError as e:
@@ -225,6 +277,8 @@ class Kube:
         the dozens of pages of a big list. The loader renews a token five minutes before it
         expires, so a few seconds of reuse never sends a stale one.
         """
+        if self.api_client is None:
+            return self._token
         now = time.monotonic()
         if self._auth_cache is None or now - self._auth_cache[0] > AUTH_RECHECK:
             auth = self.api_client.configuration.auth_settings().get("BearerToken")
@@ -491,12 +545,10 @@ class Kube:
         401/403. The socket is our own (websocket-client, which the kubernetes client
         uses too) so that frames stream through without being buffered in memory.
         """
-        import ssl
         from urllib.parse import urlencode
 
         import websocket
 
-        cfg = self.api_client.configuration
         query: list[tuple[str, str]] = [("command", a) for a in argv]
         query += [("stdin", _bool(stdin)), ("stdout", "true"), ("stderr", _bool(not tty)), ("tty", _bool(tty))]
         if container:
@@ -511,8 +563,31 @@ class Kube:
         url += f"/api/v1/namespaces/{namespace}/pods/{pod}/exec?" + urlencode(query)
         authorization = self._authorization()
         headers = [f"Authorization: {authorization}"] if authorization else []
+        sslopt = self._exec_sslopt() if url.startswith("wss://") else {}
+        what = f"exec into pod {pod} in namespace {namespace}"
+        ws = websocket.WebSocket(sslopt=sslopt, skip_utf8_validation=True, enable_multithread=True)
+        try:
+            ws.connect(url, header=headers, subprotocols=[V5, V4], timeout=self.timeout[0])
+        except websocket.WebSocketBadStatusException as e:
+            raise self._exec_refused(what, e.status_code, e.resp_body) from None
+        except (websocket.WebSocketException, OSError) as e:
+            raise self._unreachable(what, e) from None
+        ws.settimeout(None)
+        return ExecSession(ws, ws.subprotocol or V4, what)
+
+    def _exec_sslopt(self) -> dict[str, Any]:
+        """TLS options for the exec websocket: the plain connection's context, else the
+        loader's settings."""
+        import ssl
+
+        if self.api_client is None:
+            opts: dict[str, Any] = {"context": self._tls}
+            if self._server_name:
+                opts["server_hostname"] = self._server_name
+            return opts
+        cfg = self.api_client.configuration
         sslopt: dict[str, Any]
-        if url.startswith("wss://") and cfg.verify_ssl:
+        if cfg.verify_ssl:
             sslopt = {"cert_reqs": ssl.CERT_REQUIRED}
             if cfg.ssl_ca_cert:
                 sslopt["ca_certs"] = cfg.ssl_ca_cert
@@ -526,16 +601,7 @@ class Kube:
             sslopt["keyfile"] = cfg.key_file
         if getattr(cfg, "tls_server_name", None):
             sslopt["server_hostname"] = cfg.tls_server_name
-        what = f"exec into pod {pod} in namespace {namespace}"
-        ws = websocket.WebSocket(sslopt=sslopt, skip_utf8_validation=True, enable_multithread=True)
-        try:
-            ws.connect(url, header=headers, subprotocols=[V5, V4], timeout=self.timeout[0])
-        except websocket.WebSocketBadStatusException as e:
-            raise self._exec_refused(what, e.status_code, e.resp_body) from None
-        except (websocket.WebSocketException, OSError) as e:
-            raise self._unreachable(what, e) from None
-        ws.settimeout(None)
-        return ExecSession(ws, ws.subprotocol or V4, what)
+        return sslopt
 
     def _exec_refused(self, what: str, status: int, body: Any) -> NsightlabError:
         from nsightlab.errors import PodNotReadyError
@@ -548,6 +614,44 @@ class Kube:
         if status in (401, 403):
             return self._translate(what, status, body)
         return ClusterError(f"cannot {what}: the API server answered {status}: {message}")
+
+
+def _quiet_insecure_warnings() -> None:
+    """The context says insecure-skip-tls-verify: the user chose it in the kubeconfig, and
+    kubectl says nothing of it; urllib3 would warn on every request, pages of a list
+    included."""
+    import warnings
+
+    from urllib3.exceptions import InsecureRequestWarning
+
+    warnings.filterwarnings("ignore", category=InsecureRequestWarning)
+
+
+def _tls_context(plain: PlainConnection) -> ssl.SSLContext:
+    """The TLS context for a plain connection: its CA (else the system's), the server's
+    name checked unless insecure-skip-tls-verify, its client certificate. A certificate
+    and key given as data are loaded from files in a private temporary folder, removed
+    at once (the kubernetes client's loader leaves them until the process ends)."""
+    import shutil
+    import ssl
+    import tempfile
+
+    ctx = ssl.create_default_context(cadata=plain.ca.decode("latin-1") if plain.ca else None)
+    if not plain.verify:
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
+    if plain.cert is not None and plain.key is not None:
+        folder = tempfile.mkdtemp(prefix="nsightlab-tls-")  # mode 0700
+        try:
+            cert, key = os.path.join(folder, "cert.pem"), os.path.join(folder, "key.pem")
+            for path, data in ((cert, plain.cert), (key, plain.key)):
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+                with os.fdopen(fd, "wb") as fh:
+                    fh.write(data)
+            ctx.load_cert_chain(cert, key)
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+    return ctx
 
 
 V5 = "v5.channel.k8s.io"

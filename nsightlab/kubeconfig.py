@@ -25,6 +25,7 @@ class Kubeconfig:
     clusters: dict[str, dict[str, Any]] = field(default_factory=dict)
     users: dict[str, dict[str, Any]] = field(default_factory=dict)
     current_context: str | None = None
+    origins: dict[str, Path] = field(default_factory=dict)  # "clusters/NAME", "users/NAME" -> the file that defined it
 
     def path_arg(self) -> str:
         """The files in the form the kubernetes client accepts (KUBECONFIG-style)."""
@@ -99,7 +100,96 @@ def load_kubeconfig(explicit: str | os.PathLike[str] | None = None) -> Kubeconfi
                     raise ClusterError(f"kubeconfig {path} is malformed (an entry of '{key}' has no name)", hint="Fix or regenerate the file.")
                 body_key = key[:-1]  # "contexts" -> "context"
                 body = entry.get(body_key) or {}
-                target.setdefault(str(entry["name"]), body if isinstance(body, dict) else {})
+                if str(entry["name"]) not in target:
+                    target[str(entry["name"])] = body if isinstance(body, dict) else {}
+                    kc.origins[f"{key}/{entry['name']}"] = path
         if kc.current_context is None and data.get("current-context"):
             kc.current_context = str(data["current-context"])
     return kc
+
+
+# ---------------------------------------------------------------------------- plain contexts
+
+# What a context may hold for nsightlab to connect without the kubernetes client's loader:
+# a server, its CA, client certificates and a bearer token. Anything else (exec credential
+# plugins, auth providers, basic auth, token files, proxies) goes through the official
+# loader, which knows them all.
+PLAIN_CLUSTER_KEYS = frozenset({"server", "certificate-authority", "certificate-authority-data", "insecure-skip-tls-verify", "tls-server-name", "extensions"})
+PLAIN_USER_KEYS = frozenset({"client-certificate", "client-certificate-data", "client-key", "client-key-data", "token", "extensions"})
+
+
+@dataclass(frozen=True)
+class PlainConnection:
+    """Where and how to connect for a context with plain credentials (see `plain_connection`)."""
+
+    server: str
+    verify: bool = True
+    ca: bytes | None = None  # PEM; None: the system's CAs
+    cert: bytes | None = None  # client certificate and key, PEM
+    key: bytes | None = None
+    server_name: str | None = None  # TLS server name, when not the server's host
+    token: str | None = None
+
+
+def plain_connection(kc: Kubeconfig, context: str) -> PlainConnection | None:
+    """The context's connection settings, read here exactly as the kubernetes client's
+    loader reads them (data before file, files relative to the kubeconfig that defined
+    the entry, TLS material only for https), or None when the context needs anything the
+    loader does more for: then nsightlab uses the loader itself.
+
+    Importing the loader costs a tenth of a second, on every command; for the usual
+    kubeconfig (certificates and a token, e.g. written by kind or minikube, or a
+    service-account token) it is not needed.
+    """
+    import base64
+    import binascii
+    import urllib.request
+
+    ctx = kc.contexts.get(context)
+    if not ctx:
+        return None
+    cluster_name, user_name = ctx.get("cluster"), ctx.get("user")
+    cluster = kc.clusters.get(str(cluster_name)) if cluster_name else None
+    user = kc.users.get(str(user_name), {}) if user_name else {}
+    if not cluster or not isinstance(cluster.get("server"), str) or not cluster["server"]:
+        return None
+    if not set(cluster) <= PLAIN_CLUSTER_KEYS or not set(user) <= PLAIN_USER_KEYS:
+        return None
+    if any(scheme != "no" for scheme in urllib.request.getproxies()):
+        return None  # the loader routes through the environment's proxy
+    server = cluster["server"].rstrip("/")
+
+    def material(entry: dict[str, Any], origin: str, name: str) -> bytes | None:
+        """The PEM of `name` (-data: base64, preferred) or of the file it names."""
+        if f"{name}-data" in entry:
+            data = entry[f"{name}-data"]
+            return base64.standard_b64decode(str(data).encode()) if data else None
+        if entry.get(name):
+            base = kc.origins.get(origin)
+            path = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(base)) if base else "", str(entry[name])))
+            with open(path, "rb") as fh:
+                return fh.read()
+        return None
+
+    ca = cert = key = None
+    if server.startswith("https"):
+        try:
+            ca = material(cluster, f"clusters/{cluster_name}", "certificate-authority")
+            cert = material(user, f"users/{user_name}", "client-certificate")
+            key = material(user, f"users/{user_name}", "client-key")
+        except (OSError, binascii.Error, ValueError):
+            return None  # the loader reports it, in its words
+        if (cert is None) != (key is None):
+            return None
+    token = user.get("token")
+    if token is not None and not isinstance(token, str):
+        return None
+    return PlainConnection(
+        server=server,
+        verify=not cluster["insecure-skip-tls-verify"] if "insecure-skip-tls-verify" in cluster else True,
+        ca=ca,
+        cert=cert,
+        key=key,
+        server_name=str(cluster["tls-server-name"]) if cluster.get("tls-server-name") else None,
+        token=f"Bearer {token}" if token else None,
+    )

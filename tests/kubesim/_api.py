@@ -35,6 +35,17 @@ from ._store import Entry, Store, Watcher, decode_continue, dumps, encode_contin
 Obj = dict[str, Any]
 
 
+def _cert_user(raw: Any) -> str | None:
+    """The CommonName of the client certificate the TLS handshake verified, if any."""
+    transport = raw.transport
+    cert = transport.get_extra_info("peercert") if transport is not None else None
+    for rdn in (cert or {}).get("subject", ()):
+        for key, value in rdn:
+            if key == "commonName":
+                return str(value)
+    return None
+
+
 @dataclass
 class Recorded:
     """One request as the server saw it."""
@@ -221,16 +232,17 @@ class SimEmulator(kmock.KubernetesEmulator):
         assert raw is not None
         auth = raw.headers.get("Authorization", "")
         token = auth[7:].strip() if auth.lower().startswith("bearer ") else None
+        cert_user = _cert_user(raw)
         rec = Recorded(
             method=raw.method, path=raw.path, query=dict(raw.query), token=token,
-            user=self.tokens.get(token) if token else None, time=time.time(),
+            user=self.tokens.get(token) if token else cert_user, time=time.time(),
             headers=dict(raw.headers), body=request.body,
         )
         self.recorded.append(rec)
         self._bodies[id(raw)] = request.body
         self._records[id(raw)] = rec
         try:
-            user = self._authenticate(raw.path, token)
+            user = self._authenticate(raw.path, token, cert_user)
             if self._payloads:
                 try:
                     response = await kmock.RawHandler._handle(self, request)
@@ -247,11 +259,13 @@ class SimEmulator(kmock.KubernetesEmulator):
         rec.status = response.status
         return response
 
-    def _authenticate(self, path: str, token: str | None) -> str:
+    def _authenticate(self, path: str, token: str | None, cert_user: str | None = None) -> str:
         if path in ("/version", "/version/", "/healthz", "/livez", "/readyz"):
-            return self.tokens.get(token or "", "system:anonymous")
+            return self.tokens.get(token or "", cert_user or "system:anonymous")
         if token is not None and token in self.tokens:
             return self.tokens[token]
+        if token is None and cert_user is not None:
+            return cert_user
         if self.require_auth:
             raise _errors.unauthorized()
         return "system:anonymous"

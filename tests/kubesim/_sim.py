@@ -120,6 +120,7 @@ class KubeSim:
         self._runner: web.ServerRunner | None = None
         self._tmp = Path(tempfile.mkdtemp(prefix="kubesim-"))
         self._ca_file: Path | None = None
+        self._ca: Any = None
         self._ssl: ssl.SSLContext | None = None
         self.exec_log = self._tmp / "exec-plugin.log"
         if tls:
@@ -148,6 +149,11 @@ class KubeSim:
         cert = ca.issue_cert("127.0.0.1", "localhost", "kubernetes.default.svc")
         ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
         cert.configure_cert(ctx)
+        # client certificates signed by the same CA authenticate as their CommonName, as
+        # with the real API server's --client-ca-file; a client may also send none
+        ctx.verify_mode = ssl.CERT_OPTIONAL
+        ca.configure_trust(ctx)
+        self._ca = ca
         self._ssl = ctx
         self._ca_file = self._tmp / "ca.crt"
         ca.cert_pem.write_to_path(str(self._ca_file))
@@ -300,7 +306,7 @@ class KubeSim:
         path: str | os.PathLike[str],
         contexts: dict[str, dict[str, Any]],
         current: str | None = None,
-        auth: Literal["token", "exec", "none"] = "token",
+        auth: Literal["token", "exec", "cert", "none"] = "token",
         exec_command: list[str] | None = None,
     ) -> Path:
         """Write a kubeconfig whose contexts all point at this server.
@@ -339,6 +345,11 @@ class KubeSim:
                     "interactiveMode": "Never",
                     "provideClusterInfo": False,
                 }}
+            elif auth == "cert":  # inline client certificate and key, CN = the user name
+                import base64
+
+                pem, key = self.client_cert(str(opts.get("user", user_name)))
+                user = {"client-certificate-data": base64.b64encode(pem).decode(), "client-key-data": base64.b64encode(key).decode()}
             elif auth == "none":
                 user = {}
             else:
@@ -361,6 +372,14 @@ class KubeSim:
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(yaml.safe_dump(doc, sort_keys=False))
         return out
+
+    def client_cert(self, user: str) -> tuple[bytes, bytes]:
+        """A client certificate (PEM) and its key, signed by this server's CA, that
+        authenticates as ``user`` (its CommonName). Only with ``tls=True``."""
+        if self._ca is None:
+            raise RuntimeError("client certificates need KubeSim(tls=True)")
+        leaf = self._ca.issue_cert(f"{user}.users.kubesim", common_name=user)
+        return leaf.cert_chain_pems[0].bytes(), leaf.private_key_pem.bytes()
 
     def api_client(self, token: str | None = None) -> Any:
         """A ``kubernetes.client.ApiClient`` for this server (the server's token by default).
