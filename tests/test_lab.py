@@ -346,6 +346,25 @@ def test_copy_folders_both_ways(capsys: pytest.CaptureFixture[str], lab: dict[st
     assert (out / "sub" / "b.txt").read_bytes() == (tree / "sub" / "b.txt").read_bytes()
 
 
+def test_lab_through_the_kubeconfig_loader(capsys: pytest.CaptureFixture[str], home: Path, sim: KubeSim, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A context with an exec credential plugin goes through the kubernetes client's loader
+    (plain ones do not): create, shell and copy both ways work the same through it."""
+    kc = sim.write_kubeconfig(tmp_path / "exec-kc", CONTEXTS, auth="exec")
+    monkeypatch.setenv("KUBECONFIG", str(kc))
+    assert nsl(capsys, "create", "--context", "stg", "--yes").code == 0
+    r = nsl(capsys, "shell", "--", "sh", "-c", "echo from-the-pod")
+    assert r.code == 0 and r.out == "from-the-pod\n", r
+    src = tmp_path / "data.bin"
+    digest = _random_file(src, 2**20 + 3)
+    assert nsl(capsys, "copy", str(src), ":/tmp/data.bin").code == 0
+    back = tmp_path / "back.bin"
+    r = nsl(capsys, "copy", ":/tmp/data.bin", str(back))
+    assert r.code == 0, r
+    assert hashlib.sha256(back.read_bytes()).hexdigest() == digest
+    assert sim.exec_log.read_text().strip()  # the plugin ran
+    assert {r.user for r in sim.requests if r.path.startswith("/api/v1/namespaces")} == {"stg-user"}
+
+
 def test_copy_errors_are_one_clear_line(capsys: pytest.CaptureFixture[str], lab: dict[str, Any], tmp_path: Path) -> None:
     missing_local = nsl(capsys, "copy", str(tmp_path / "nope.py"), ":/tmp/")
     assert missing_local.code == 2 and "does not exist" in missing_local.err
