@@ -236,3 +236,19 @@ def test_a_plain_context_does_not_import_the_kubernetes_client(sim: KubeSim, kub
     done = subprocess.run([sys.executable, "-c", code, str(kubeconfig)], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip().splitlines()[-1] == "False"
+
+
+def test_a_plain_http_server_rest_and_exec(tmp_path: Path) -> None:
+    from kubesim import realistic_cluster
+
+    with KubeSim() as sim:  # no TLS
+        sim.load(realistic_cluster())
+        kube = _kube(_sim_kubeconfig(sim, tmp_path / "kc.yaml", {}, {"token": sim.token or "sim-token"}))
+        try:
+            assert kube.server.startswith("http://") and kube.get_pod("ml-lab", "gpu-smoke-test") is not None
+            session = kube.exec("ml-lab", "gpu-smoke-test", ["sh", "-c", "echo plain"])
+            out = b"".join(data for channel, data in iter(session.read, None) if channel == 1)
+            session.close()
+            assert out == b"plain\n" and session.returncode() == 0
+        finally:
+            kube.close()
