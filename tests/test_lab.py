@@ -137,6 +137,51 @@ def test_image_pull_failure_stops_the_wait(capsys: pytest.CaptureFixture[str], h
     assert time.monotonic() - start < 30  # it did not sit out the 60 s timeout
 
 
+def test_pod_failing_while_waiting_is_named(capsys: pytest.CaptureFixture[str], home: Path, tmp_path: Path) -> None:
+    """A template whose init container fails: the pod ends Failed before it is ever Ready."""
+    from nsightlab import assets
+
+    template = tmp_path / "setup-fails.yaml"
+    text = assets.pod_template().read_text()
+    setup = '  initContainers:\n    - name: setup\n      image: busybox\n      command: ["sh", "-c", "exit 3"]\n  containers:\n'
+    template.write_text(text.replace("  containers:\n", setup, 1))
+    r = nsl(capsys, "create", "--context", "stg", "--yes", "--manifest", str(template), "--timeout", "60")
+    assert r.code == 5, r
+    assert f"pod {POD} ended (Failed" in r.err and "Traceback" not in r.err
+
+
+def test_crash_loop_while_waiting_is_named(capsys: pytest.CaptureFixture[str], home: Path, sim: KubeSim) -> None:
+    """This owner's lab pod exists (restartPolicy Always, made by hand) and its init
+    container keeps crashing: create reuses it and says so instead of sitting out the
+    timeout."""
+    from kubernetes import client
+
+    from nsightlab import assets
+    from nsightlab.config import Config, LabConfig
+    from nsightlab.lab import build_manifest, load_template
+
+    manifest = build_manifest(load_template(assets.pod_template()), Config(lab=LabConfig(image=IMAGE, owner=OWNER)), namespace=NS)
+    manifest["spec"]["restartPolicy"] = "Always"
+    manifest["spec"]["initContainers"] = [{"name": "setup", "image": "busybox", "command": ["sh", "-c", "exit 1"]}]
+    client.CoreV1Api(sim.api_client()).create_namespaced_pod(NS, manifest)
+    start = time.monotonic()
+    r = nsl(capsys, "create", "--context", "stg", "--yes", "--timeout", "60")
+    assert r.code == 5, r
+    assert "reusing your lab pod" in r.err and "container setup is in CrashLoopBackOff" in r.err
+    assert "check the template's command and the image" in r.err
+    assert time.monotonic() - start < 30
+
+
+def test_pod_deleted_while_waiting_is_named(capsys: pytest.CaptureFixture[str], home: Path, tmp_path: Path, sim: KubeSim) -> None:
+    cfg = write_config(tmp_path / "two.yaml", gpus=2)  # stays Pending
+    threading.Timer(1.0, lambda: sim.delete("pods", NS, POD)).start()
+    start = time.monotonic()
+    r = nsl(capsys, "--config", str(cfg), "create", "--context", "stg", "--yes", "--timeout", "60")
+    assert r.code == 5, r
+    assert f"pod {POD} was deleted while waiting for it" in r.err
+    assert time.monotonic() - start < 30
+
+
 def test_watch_closed_mid_wait_is_resumed(capsys: pytest.CaptureFixture[str], home: Path, tmp_path: Path, kubeconfig: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     with KubeSim(tls=True, kubelet_delay=0.6) as slow:
         slow.load(realistic_cluster())
