@@ -155,6 +155,14 @@ def _kube(kc_path: Path, context: str = CTX) -> Kube:
     return Kube(ctx)
 
 
+def _exec(kube: Kube, argv: list[str]) -> tuple[bytes, int | None]:
+    """Run argv in the test server's pod through the exec websocket: (stdout, exit code)."""
+    session = kube.exec("ml-lab", "gpu-smoke-test", argv)
+    out = b"".join(data for channel, data in iter(session.read, None) if channel == 1)
+    session.close()
+    return out, session.returncode()
+
+
 def _sim_kubeconfig(sim: KubeSim, path: Path, cluster: dict[str, Any], user: dict[str, Any]) -> Path:
     return _write(path, _doc({"server": sim.url, **cluster}, user))
 
@@ -167,10 +175,7 @@ def test_client_certificate_authenticates_rest_and_exec(sim: KubeSim, tmp_path: 
     try:
         assert kube.api_client is None  # the plain path
         assert kube.get_pod("ml-lab", "gpu-smoke-test") is not None
-        session = kube.exec("ml-lab", "gpu-smoke-test", ["sh", "-c", "echo hello"])
-        out = b"".join(data for channel, data in iter(session.read, None) if channel == 1)
-        session.close()
-        assert out == b"hello\n" and session.returncode() == 0
+        assert _exec(kube, ["sh", "-c", "echo hello"]) == (b"hello\n", 0)
     finally:
         kube.close()
     assert {r.user for r in sim.requests} == {"alice"}
@@ -202,11 +207,7 @@ def test_the_servers_certificate_is_checked(sim: KubeSim, tmp_path: Path) -> Non
         kube = _kube(_sim_kubeconfig(sim, tmp_path / "ok.yaml", cluster, token))
         try:
             assert kube.get_pod("ml-lab", "gpu-smoke-test") is not None
-            session = kube.exec("ml-lab", "gpu-smoke-test", ["true"])
-            while session.read() is not None:
-                pass
-            session.close()
-            assert session.returncode() == 0
+            assert _exec(kube, ["true"])[1] == 0
         finally:
             kube.close()
 
@@ -241,9 +242,6 @@ def test_a_plain_http_server_rest_and_exec(tmp_path: Path) -> None:
         kube = _kube(_sim_kubeconfig(sim, tmp_path / "kc.yaml", {}, {"token": sim.token or "sim-token"}))
         try:
             assert kube.server.startswith("http://") and kube.get_pod("ml-lab", "gpu-smoke-test") is not None
-            session = kube.exec("ml-lab", "gpu-smoke-test", ["sh", "-c", "echo plain"])
-            out = b"".join(data for channel, data in iter(session.read, None) if channel == 1)
-            session.close()
-            assert out == b"plain\n" and session.returncode() == 0
+            assert _exec(kube, ["sh", "-c", "echo plain"]) == (b"plain\n", 0)
         finally:
             kube.close()
