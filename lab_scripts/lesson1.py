@@ -26,15 +26,23 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import os
-import platform
-import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
+
+# labcommon.py travels beside every lab script: the device, its description, JSON output.
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+try:
+    import labcommon as lab
+except ModuleNotFoundError as _missing:
+    if _missing.name != "labcommon":
+        raise
+    sys.exit(
+        "lesson1.py: needs labcommon.py in the same folder as this script "
+        "(copy lab_scripts/labcommon.py beside it)"
+    )
 
 SCHEMA = 1
 SCALE_RANGE = "memory_bound_scale"
@@ -68,7 +76,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="where to write the JSON result (default: lesson1.json in the current directory)",
     )
     parser.add_argument(
-        "--device", choices=("cuda", "cpu"), default=None, help="default: cuda if available"
+        "--device",
+        choices=lab.DEVICE_CHOICES,
+        default="auto",
+        help="auto (default): the GPU if torch sees one, else the CPU; cuda: the GPU or "
+        f"exit {lab.NO_GPU_EXIT}; cpu: the CPU on purpose",
     )
     parser.add_argument(
         "--scale-log2", type=int, default=None, help="scale tensor has 2^N elements"
@@ -91,155 +103,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def note(message: str) -> None:
     print("lesson1: " + message, file=sys.stderr, flush=True)
-
-
-# --- device description (kept in step with sweep.py, which describes it the same way) ---
-
-
-def _parse_cache_size(text: str) -> int | None:
-    text = text.strip().upper()
-    multipliers = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
-    try:
-        if text and text[-1] in multipliers:
-            return int(text[:-1]) * multipliers[text[-1]]
-        return int(text)
-    except ValueError:
-        return None
-
-
-def cpu_last_level_cache() -> tuple[int | None, int | None]:
-    """(bytes, level) of cpu0's largest data/unified cache from sysfs; (None, None) if unknown."""
-    base = "/sys/devices/system/cpu/cpu0/cache"
-    best: tuple[int, int] | None = None
-    try:
-        entries = sorted(os.listdir(base))
-    except OSError:
-        return None, None
-    for entry in entries:
-        if not entry.startswith("index"):
-            continue
-        try:
-            with open(os.path.join(base, entry, "level")) as f:
-                level = int(f.read().strip())
-            with open(os.path.join(base, entry, "type")) as f:
-                kind = f.read().strip()
-            with open(os.path.join(base, entry, "size")) as f:
-                size = _parse_cache_size(f.read())
-        except (OSError, ValueError):
-            continue
-        if kind == "Instruction" or size is None:
-            continue
-        if best is None or (level, size) > best:
-            best = (level, size)
-    if best is None:
-        return None, None
-    return best[1], best[0]
-
-
-def _meminfo_bytes(key: str) -> int | None:
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith(key + ":"):
-                    parts = line.split()
-                    return int(parts[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        return None
-    return None
-
-
-def cpu_memory_total() -> int | None:
-    total = _meminfo_bytes("MemTotal")
-    if total is not None:
-        return total
-    try:
-        return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
-    except (ValueError, OSError, AttributeError):
-        return None
-
-
-def cpu_name() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine() or "cpu"
-
-
-def nvidia_driver_version() -> str | None:
-    try:
-        out = subprocess.run(
-            ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
-            capture_output=True,
-            text=True,
-            timeout=10,
-            check=False,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    lines = out.stdout.strip().splitlines()
-    return lines[0].strip() if out.returncode == 0 and lines else None
-
-
-def describe_device(torch: Any, device: str) -> dict[str, Any]:
-    """What the device reports about itself: preferred over any spec table."""
-    info: dict[str, Any] = {
-        "type": device,
-        "torch": torch.__version__,
-        "cuda": torch.version.cuda,
-        "python": platform.python_version(),
-    }
-    if device == "cuda":
-        props = torch.cuda.get_device_properties(0)
-        l2 = getattr(props, "L2_cache_size", None)
-        info.update(
-            {
-                "name": props.name,
-                "memory_bytes": int(props.total_memory),
-                "l2_bytes": int(l2) if l2 else None,
-                "l2_source": "device" if l2 else None,
-                "sm_count": int(props.multi_processor_count),
-                "cc": f"{props.major}.{props.minor}",
-                "driver": nvidia_driver_version(),
-            }
-        )
-    else:
-        llc, level = cpu_last_level_cache()
-        info.update(
-            {
-                "name": cpu_name(),
-                "memory_bytes": cpu_memory_total(),
-                "l2_bytes": llc,
-                "l2_source": f"sysfs L{level} (last-level cache)" if llc else None,
-                "sm_count": None,
-                "cc": None,
-                "driver": None,
-                "cpu_count": os.cpu_count(),
-                "threads": torch.get_num_threads(),
-            }
-        )
-    return info
-
-
-def write_json_atomic(path: str, document: dict[str, Any]) -> None:
-    """Write to a temporary file beside `path`, then rename it into place."""
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".lesson1-", suffix=".json.tmp", dir=directory)
-    try:
-        os.chmod(tmp, 0o644)  # mkstemp makes it private; the result is meant to be shared
-        with os.fdopen(fd, "w") as f:
-            json.dump(document, f, indent=2)
-            f.write("\n")
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
 
 
 # --- the experiment ---
@@ -282,9 +145,7 @@ def time_range(torch: Any, name: str, cuda: bool, calls: int, fn: Callable[[], N
 def run(args: argparse.Namespace) -> dict[str, Any]:
     import torch
 
-    device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
-    if device == "cuda" and not torch.cuda.is_available():
-        raise SystemExit("lesson1: --device cuda given but torch sees no CUDA device")
+    device = lab.pick_device(torch, args.device, "lesson1.py")
     cuda = device == "cuda"
     default_log2, default_n, default_dtype = GPU_DEFAULTS if cuda else CPU_DEFAULTS
     scale_log2: int = args.scale_log2 if args.scale_log2 is not None else default_log2
@@ -363,7 +224,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     return {
         "kind": "lesson1",
         "schema": SCHEMA,
-        "device": describe_device(torch, device),
+        "device": lab.describe_device(torch, device),
         "scaled_down": scale_log2 < GPU_DEFAULTS[0] or gemm_n < GPU_DEFAULTS[1],
         "matches_tutorial": (scale_log2, gemm_n, dtype_name) == GPU_DEFAULTS,
         "ranges": ranges,
@@ -393,7 +254,7 @@ def main(argv: list[str] | None = None) -> int:
     document = run(args)
     for line in summary_lines(document):
         print(line, flush=True)
-    write_json_atomic(args.json, document)
+    lab.write_json_atomic(args.json, document)
     note("wrote " + args.json)
     return 0
 

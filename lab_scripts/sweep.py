@@ -29,16 +29,23 @@ Runs in the lab pod's own Python (3.8 or later) with only the standard library a
 from __future__ import annotations
 
 import argparse
-import contextlib
-import json
 import os
-import platform
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 from typing import Any
+
+# labcommon.py travels beside every lab script: the device, its description, JSON output.
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+try:
+    import labcommon as lab
+except ModuleNotFoundError as _missing:
+    if _missing.name != "labcommon":
+        raise
+    sys.exit(
+        "sweep.py: needs labcommon.py in the same folder as this script "
+        "(copy lab_scripts/labcommon.py beside it)"
+    )
 
 SCHEMA = 1
 SCALE_FACTOR = 1.0001
@@ -91,7 +98,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--iters", type=int, default=50, help="timed calls per size (50)")
     parser.add_argument("--dtype", choices=DTYPES, default="float16", help="default float16")
     parser.add_argument(
-        "--device", choices=("cuda", "cpu"), default=None, help="default: cuda if available"
+        "--device",
+        choices=lab.DEVICE_CHOICES,
+        default="auto",
+        help="auto (default): the GPU if torch sees one, else the CPU; cuda: the GPU or "
+        f"exit {lab.NO_GPU_EXIT}; cpu: the CPU on purpose",
     )
     parser.add_argument("--json", default=None, metavar="PATH", help="also write the rows here")
     # Pretend the device has at most this many bytes free: exercises the skip path.
@@ -110,186 +121,6 @@ def note(message: str) -> None:
     print("sweep: " + message, file=sys.stderr, flush=True)
 
 
-# --- device description (kept in step with lesson1.py, which describes it the same way) ---
-
-
-def _parse_cache_size(text: str) -> int | None:
-    text = text.strip().upper()
-    multipliers = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
-    try:
-        if text and text[-1] in multipliers:
-            return int(text[:-1]) * multipliers[text[-1]]
-        return int(text)
-    except ValueError:
-        return None
-
-
-def cpu_last_level_cache() -> tuple[int | None, int | None]:
-    """(bytes, level) of cpu0's largest data/unified cache from sysfs; (None, None) if unknown."""
-    base = "/sys/devices/system/cpu/cpu0/cache"
-    best: tuple[int, int] | None = None
-    try:
-        entries = sorted(os.listdir(base))
-    except OSError:
-        return None, None
-    for entry in entries:
-        if not entry.startswith("index"):
-            continue
-        try:
-            with open(os.path.join(base, entry, "level")) as f:
-                level = int(f.read().strip())
-            with open(os.path.join(base, entry, "type")) as f:
-                kind = f.read().strip()
-            with open(os.path.join(base, entry, "size")) as f:
-                size = _parse_cache_size(f.read())
-        except (OSError, ValueError):
-            continue
-        if kind == "Instruction" or size is None:
-            continue
-        if best is None or (level, size) > best:
-            best = (level, size)
-    if best is None:
-        return None, None
-    return best[1], best[0]
-
-
-def _meminfo_bytes(key: str) -> int | None:
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith(key + ":"):
-                    parts = line.split()
-                    return int(parts[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        return None
-    return None
-
-
-def cpu_memory_total() -> int | None:
-    total = _meminfo_bytes("MemTotal")
-    if total is not None:
-        return total
-    try:
-        return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
-    except (ValueError, OSError, AttributeError):
-        return None
-
-
-def _cgroup_headroom() -> int | None:
-    """Bytes left under a cgroup v2 memory limit (a container's), or None if unlimited."""
-    try:
-        with open("/sys/fs/cgroup/memory.max") as f:
-            limit = f.read().strip()
-        with open("/sys/fs/cgroup/memory.current") as f:
-            current = int(f.read().strip())
-    except (OSError, ValueError):
-        return None
-    if limit == "max":
-        return None
-    try:
-        return max(0, int(limit) - current)
-    except ValueError:
-        return None
-
-
-def cpu_memory_available() -> int | None:
-    """Available RAM: MemAvailable, capped by the container's memory limit if it has one."""
-    available = _meminfo_bytes("MemAvailable")
-    if available is None:
-        try:
-            available = int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES"))
-        except (ValueError, OSError, AttributeError):
-            available = None
-    headroom = _cgroup_headroom()
-    if headroom is not None and (available is None or headroom < available):
-        return headroom
-    return available
-
-
-def cpu_name() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine() or "cpu"
-
-
-def nvidia_driver_version() -> str | None:
-    try:
-        out = subprocess.run(
-            ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
-            capture_output=True,
-            text=True,
-            timeout=10,
-            check=False,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    lines = out.stdout.strip().splitlines()
-    return lines[0].strip() if out.returncode == 0 and lines else None
-
-
-def describe_device(torch: Any, device: str) -> dict[str, Any]:
-    """What the device reports about itself: preferred over any spec table."""
-    info: dict[str, Any] = {
-        "type": device,
-        "torch": torch.__version__,
-        "cuda": torch.version.cuda,
-        "python": platform.python_version(),
-    }
-    if device == "cuda":
-        props = torch.cuda.get_device_properties(0)
-        l2 = getattr(props, "L2_cache_size", None)
-        info.update(
-            {
-                "name": props.name,
-                "memory_bytes": int(props.total_memory),
-                "l2_bytes": int(l2) if l2 else None,
-                "l2_source": "device" if l2 else None,
-                "sm_count": int(props.multi_processor_count),
-                "cc": f"{props.major}.{props.minor}",
-                "driver": nvidia_driver_version(),
-            }
-        )
-    else:
-        llc, level = cpu_last_level_cache()
-        info.update(
-            {
-                "name": cpu_name(),
-                "memory_bytes": cpu_memory_total(),
-                "l2_bytes": llc,
-                "l2_source": f"sysfs L{level} (last-level cache)" if llc else None,
-                "sm_count": None,
-                "cc": None,
-                "driver": None,
-                "cpu_count": os.cpu_count(),
-                "threads": torch.get_num_threads(),
-            }
-        )
-    return info
-
-
-def write_json_atomic(path: str, document: dict[str, Any]) -> None:
-    """Write to a temporary file beside `path`, then rename it into place."""
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".sweep-", suffix=".json.tmp", dir=directory)
-    try:
-        os.chmod(tmp, 0o644)  # mkstemp makes it private; the result is meant to be shared
-        with os.fdopen(fd, "w") as f:
-            json.dump(document, f, indent=2)
-            f.write("\n")
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-
-
 # --- the sweep ---
 
 
@@ -298,7 +129,7 @@ def free_bytes(torch: Any, cuda: bool) -> tuple[int | None, str]:
     if cuda:
         free, _total = torch.cuda.mem_get_info()
         return int(free * GPU_FREE_FRACTION), f"{GPU_FREE_FRACTION:.0%} of free device memory"
-    available = cpu_memory_available()
+    available = lab.cpu_memory_available()
     if available is None:
         return None, "available RAM unknown"
     return int(available * CPU_FREE_FRACTION), f"{CPU_FREE_FRACTION:.0%} of available RAM"
@@ -344,16 +175,10 @@ def format_row(
     )
 
 
-def format_bytes(n: int) -> str:
-    return f"{n / 2**30:.1f} GiB" if n >= 2**30 else f"{n / 2**20:.1f} MiB"
-
-
 def run(args: argparse.Namespace) -> dict[str, Any]:
     import torch
 
-    device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
-    if device == "cuda" and not torch.cuda.is_available():
-        raise SystemExit("sweep: --device cuda given but torch sees no CUDA device")
+    device = lab.pick_device(torch, args.device, "sweep.py")
     cuda = device == "cuda"
     sizes = args.sizes
     if sizes is None:
@@ -366,11 +191,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     dtype = getattr(torch, args.dtype)
     element_size = torch.empty(0, dtype=dtype).element_size()
     batches = split_batches(args.iters, BATCHES)
-    info = describe_device(torch, device)
+    info = lab.describe_device(torch, device)
     l2 = info.get("l2_bytes")
     note(
         f"{info['name']} ({device}), {args.dtype} ({element_size} B/element), "
-        f"cache {format_bytes(l2) if l2 else 'unknown'}, {args.warmup} warm-up + "
+        f"cache {lab.format_bytes(l2) if l2 else 'unknown'}, {args.warmup} warm-up + "
         f"{args.iters} timed calls per size; bytes = 2 x elements x {element_size} "
         "(read + write)"
     )
@@ -385,7 +210,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             budget, how = args.max_bytes, "--max-bytes"
         if budget is not None and tensor_bytes > budget:
             reason = (
-                f"needs {format_bytes(tensor_bytes)}, only {format_bytes(budget)} may be "
+                f"needs {lab.format_bytes(tensor_bytes)}, only {lab.format_bytes(budget)} may be "
                 f"used ({how})"
             )
             note(f"skipping 2^{log2}: {reason}")
@@ -444,7 +269,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     document = run(args)
     if args.json:
-        write_json_atomic(args.json, document)
+        lab.write_json_atomic(args.json, document)
         note("wrote " + args.json)
     return 0
 

@@ -14,6 +14,10 @@ def _folder(name: str) -> Path:
     return _PACKAGE.parent / name  # a source checkout or an editable install
 
 
+# The module every built-in lab script imports from its own folder: it travels with each.
+LAB_COMMON = "labcommon.py"
+
+
 def lab_script(name: str) -> Path:
     return _folder("lab_scripts") / name
 

@@ -131,6 +131,10 @@ def run_ncu(
     wd = target.workdir()
     remote_script = posixpath.join(wd, local_script.name)
     target.put(local_script, remote_script)
+    if script in BUILTIN:
+        from nsightlab import assets
+
+        target.put(assets.lab_script(assets.LAB_COMMON), posixpath.join(wd, assets.LAB_COMMON))
     extra = ["--json", posixpath.join(wd, f"{name}.json")] if script in BUILTIN else []
     argv = ["ncu", "--csv", "-k", f"regex:{kernel}", "-c", str(count)]
     for section in sections:

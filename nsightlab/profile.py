@@ -321,6 +321,8 @@ def run_profile(
     wd = target.workdir()
     remote_script = posixpath.join(wd, local_script.name)
     target.put(local_script, remote_script)
+    if builtin:
+        target.put(assets.lab_script(assets.LAB_COMMON), posixpath.join(wd, assets.LAB_COMMON))
     work_json = posixpath.join(wd, f"{name}.json")
     argv_script = [target.python, remote_script, *(["--json", work_json] if builtin else []), *script_args]
     out_cb, err_cb, tail = _streamer(env)

@@ -340,6 +340,7 @@ def run_sweep(
         remote_script = f"{workdir}/{SCRIPT}"
         remote_json = f"{workdir}/{RAW_JSON}"
         target.put(assets.lab_script(SCRIPT), remote_script)
+        target.put(assets.lab_script(assets.LAB_COMMON), f"{workdir}/{assets.LAB_COMMON}")
         argv = [target.python, remote_script, "--dtype", dtype, "--iters", str(iters), "--warmup", str(warmup)]
         if sizes:
             argv += ["--sizes", ",".join(str(n) for n in sizes)]
@@ -441,7 +442,7 @@ def _failure_hint(last: str, code: int, where: Where) -> str | None:
     local = not where.meta.get("context")
     if "No module named 'torch'" in last:
         return "Install torch here (pip install torch) or run in the lab pod." if local else "The lab pod's image needs PyTorch."
-    if "no CUDA device" in last:
+    if "torch cannot see the GPU" in last:
         return "Drop --device cuda to use the CPU, or run in the lab pod (without --local)." if local else "Check the pod's GPU with `nsightlab doctor`."
     if code == 127:
         return "Python was not found on the target."

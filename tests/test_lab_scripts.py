@@ -72,8 +72,8 @@ def test_help_works_without_importing_torch(script: Path) -> None:
     assert probe.stderr.endswith("NO-TORCH")
 
 
-@pytest.mark.parametrize("script", [SWEEP, LESSON1], ids=lambda p: p.name)
-def test_scripts_parse_as_python_38_and_stand_alone(script: Path) -> None:
+@pytest.mark.parametrize("script", [SWEEP, LESSON1, SCRIPTS / "labcommon.py"], ids=lambda p: p.name)
+def test_scripts_parse_as_python_38_and_need_only_torch_and_labcommon(script: Path) -> None:
     source = script.read_text()
     tree = ast.parse(source, feature_version=(3, 8))
     imported = set()
@@ -84,9 +84,20 @@ def test_scripts_parse_as_python_38_and_stand_alone(script: Path) -> None:
             imported.add(node.module.split(".")[0])
     assert "nsightlab" not in imported
     stdlib = set(sys.stdlib_module_names)
-    assert imported - stdlib == {"torch"}
+    # labcommon itself imports no torch: the functions that need it are handed the module
+    assert imported - stdlib == ({"torch", "labcommon"} if script.name != "labcommon.py" else set())
     assert source.startswith("#!/usr/bin/env python3\n")
     assert "from __future__ import annotations" in source  # keeps X | None legal on 3.8
+
+
+@pytest.mark.parametrize("script", [SWEEP, LESSON1], ids=lambda p: p.name)
+def test_a_script_copied_alone_stops_with_one_line_naming_labcommon(script: Path, tmp_path: Path) -> None:
+    alone = tmp_path / script.name
+    alone.write_bytes(script.read_bytes())
+    proc = subprocess.run([sys.executable, str(alone), "--help"], capture_output=True, text=True)
+    assert proc.returncode == 1
+    assert proc.stdout == ""
+    assert proc.stderr == f"{script.name}: needs labcommon.py in the same folder as this script (copy lab_scripts/labcommon.py beside it)\n"
 
 
 @pytest.mark.parametrize(
@@ -269,8 +280,8 @@ def test_cuda_requested_without_a_gpu_fails_clearly(runs: dict[str, Any]) -> Non
     if torch.cuda.is_available():
         pytest.skip("this machine has a GPU")
     proc = runs["sweep-cuda"]
-    assert proc.returncode == 1
-    assert "sweep: --device cuda given but torch sees no CUDA device" in proc.stderr
+    assert proc.returncode == 3  # labcommon.NO_GPU_EXIT: the caller tells it from other failures
+    assert proc.stderr.splitlines()[-1] == f"sweep.py: torch cannot see the GPU: CPU-only build {torch.__version__}"
 
 
 def _import_script(path: Path) -> ModuleType:

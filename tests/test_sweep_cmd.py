@@ -221,8 +221,8 @@ def test_a_failing_script_is_exit_6_and_leaves_no_run(capsys: pytest.CaptureFixt
     assert r.code == 6, r
     assert r.out == ""
     assert r.err.strip().splitlines()[-1] == (
-        "error: the sweep script failed on this machine (exit 1): sweep: --device cuda given but torch "
-        "sees no CUDA device. Drop --device cuda to use the CPU, or run in the lab pod (without --local)."
+        f"error: the sweep script failed on this machine (exit 3): sweep.py: torch cannot see the GPU: "
+        f"CPU-only build {torch.__version__}. Drop --device cuda to use the CPU, or run in the lab pod (without --local)."
     )
     assert runs(home) == []
 
