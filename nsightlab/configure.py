@@ -13,7 +13,7 @@ from nsightlab.config import LoadedConfig, atomic_write_text, default_config_pat
 from nsightlab.errors import UsageError
 
 if TYPE_CHECKING:
-    from nsightlab.console import Env
+    from nsightlab.present.console import Env
 
 PLACEHOLDER = "CHANGE-ME"
 
@@ -84,7 +84,7 @@ def config_view(loaded: LoadedConfig) -> ConfigView:
 
 
 def render_config(env: Env, view: ConfigView) -> None:
-    from nsightlab import render
+    from nsightlab.present import render
 
     state = "" if view.exists else " (does not exist: all defaults; create it with `nsightlab init`)"
     render.lines(env, [f"config file: {view.path}{state}", f"home: {view.home}"], bullet="")

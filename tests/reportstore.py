@@ -28,12 +28,14 @@ from typing import Any
 
 import pytest
 
-from nsightlab import gpus, ncu_parse, store
-from nsightlab.analyze import analyze_path
+from nsightlab.analysis import gpus
 from nsightlab.cli import main
-from nsightlab.ncu import from_report
-from nsightlab.store import RunMeta
-from nsightlab.sweep import analyze_record_file
+from nsightlab.measure.ncu import from_report
+from nsightlab.measure.sweep import analyze_record_file
+from nsightlab.parse import ncu as ncu_parse
+from nsightlab.runs import store
+from nsightlab.runs.analyze import analyze_path
+from nsightlab.runs.store import RunMeta
 
 HERE = Path(__file__).resolve().parent
 NSYS03 = HERE / "fixtures" / "nsys" / "03_nsys_cuda_gpu_kern_sum_pytorch_rtx5090.csv"

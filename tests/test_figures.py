@@ -15,10 +15,11 @@ from reportstore import NSYS03, Recorded, lesson1_json, recorded
 
 pytest.importorskip("matplotlib")
 
-from nsightlab import figures, gpus
-from nsightlab.analyze import analyze_path, stored_result
-from nsightlab.profile import ProfileResult
-from nsightlab.sweep_result import SweepResult
+from nsightlab.analysis import gpus
+from nsightlab.analysis.sweep import SweepResult
+from nsightlab.measure.profile import ProfileResult
+from nsightlab.present import figures
+from nsightlab.runs.analyze import analyze_path, stored_result
 
 RTX = gpus.BY_KEY["rtx-pro-6000-server"].name
 H100 = gpus.BY_KEY["h100-sxm"].name
@@ -223,7 +224,7 @@ def test_missing_matplotlib_is_a_clear_usage_error(tmp_path: Path) -> None:
     code = (
         "import sys\n"
         "sys.modules['matplotlib'] = None  # as if the report extra were not installed\n"
-        "from nsightlab import figures\n"
+        "from nsightlab.present import figures\n"
         "from nsightlab.errors import UsageError\n"
         "assert not figures.available()\n"
         "try:\n    figures._figure(1, 1)\n"

@@ -18,11 +18,11 @@ import yaml
 from clirun import run_cli
 from kubesim import KubeSim
 
+from nsightlab.cluster.kube import Kube
+from nsightlab.cluster.kubeconfig import PlainConnection, load_kubeconfig, plain_connection
+from nsightlab.cluster.safety import Intent, resolve_context
 from nsightlab.config import Config
 from nsightlab.errors import ClusterError
-from nsightlab.kube import Kube
-from nsightlab.kubeconfig import PlainConnection, load_kubeconfig, plain_connection
-from nsightlab.safety import Intent, resolve_context
 
 CTX = "lab"
 

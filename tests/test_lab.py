@@ -157,8 +157,8 @@ def test_crash_loop_while_waiting_is_named(capsys: pytest.CaptureFixture[str], h
     from kubernetes import client
 
     from nsightlab import assets
+    from nsightlab.cluster.lab import build_manifest, load_template
     from nsightlab.config import Config, LabConfig
-    from nsightlab.lab import build_manifest, load_template
 
     manifest = build_manifest(load_template(assets.pod_template()), Config(lab=LabConfig(image=IMAGE, owner=OWNER)), namespace=NS)
     manifest["spec"]["restartPolicy"] = "Always"
@@ -430,7 +430,7 @@ def test_copy_errors_are_one_clear_line(capsys: pytest.CaptureFixture[str], lab:
 
 
 def test_a_file_changed_after_it_was_checksummed_fails_the_copy(capsys: pytest.CaptureFixture[str], lab: dict[str, Any], sim: KubeSim, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from nsightlab import transfer
+    from nsightlab.cluster import transfer
 
     src = tmp_path / "data.bin"
     _random_file(src, 2**20)
@@ -463,7 +463,7 @@ def test_no_space_is_one_clear_line_either_way(capsys: pytest.CaptureFixture[str
     # here: the local disk fills up mid-copy (a fault nothing real produces on demand)
     sim.put_tool(NS, POD, "python3", f'#!/bin/sh\nexec "{sys.executable}" "$@"\n')
     sim.pod_path(NS, POD, "/tmp/big.bin").write_bytes(os.urandom(3 * 2**20))
-    from nsightlab import podtar
+    from nsightlab.cluster import podtar
 
     def full(fd: int, h: Any, view: memoryview) -> None:
         raise OSError(errno.ENOSPC, "No space left on device")
@@ -594,7 +594,7 @@ def test_doctor_checks_cluster_and_pod(capsys: pytest.CaptureFixture[str], lab: 
 
 
 def test_doctor_facts_mean_what_they_say() -> None:
-    from nsightlab.doctor import parse_probe, pod_checks
+    from nsightlab.cluster.doctor import parse_probe, pod_checks
 
     facts = parse_probe(
         "gpu=NVIDIA H200, 143771 MiB, 580.159.03\nnsys=\nncu=Version 2025.3.1.0\ntorch=2.11.0 True\n"

@@ -210,7 +210,7 @@ def test_sweep_cpu_every_dtype(runs: dict[str, Any], dtype: str) -> None:
 
 
 def test_sweep_output_validates_as_the_tools_record(runs: dict[str, Any]) -> None:
-    from nsightlab.analysis import SweepRecord, analyze_sweep
+    from nsightlab.analysis.rates import SweepRecord, analyze_sweep
 
     for dtype in ELEMENT_SIZE:
         record = SweepRecord.model_validate(_load(runs["tmp"] / f"{dtype}.json"))

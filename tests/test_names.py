@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from nsightlab import ncu_parse, nsys
-from nsightlab.names import (
+from nsightlab.parse import ncu as ncu_parse
+from nsightlab.parse import nsys
+from nsightlab.parse.names import (
     kernel_kind,
     kernel_names_match,
     normalise_kernel_name,

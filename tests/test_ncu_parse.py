@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from golden.regen import golden_path, ncu_fixtures, parse_fixture
 
-from nsightlab import ncu_parse
 from nsightlab.errors import ParseError
-from nsightlab.ncu_parse import (
+from nsightlab.parse import ncu as ncu_parse
+from nsightlab.parse.ncu import (
     NcuReport,
     detect_counter_permission_error,
     parse_ncu_csv,

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from golden.regen import golden_path, nsys_fixtures, parse_fixture
 
-from nsightlab import nsys
 from nsightlab.errors import ParseError
-from nsightlab.nsys import (
+from nsightlab.parse import nsys
+from nsightlab.parse.nsys import (
     ImporterMissingError,
     NsysReport,
     StaleExportError,

@@ -19,8 +19,8 @@ from reportstore import SESSION_UID, Recorded, copy_home, recorded
 pytest.importorskip("torch")
 pytest.importorskip("matplotlib")
 
-from nsightlab import report as rep
 from nsightlab.config import Session, save_session
+from nsightlab.present import report as rep
 
 
 @pytest.fixture

@@ -6,10 +6,10 @@ from pathlib import Path
 import pytest
 import yaml
 
+from nsightlab.cluster.kubeconfig import Kubeconfig, load_kubeconfig
+from nsightlab.cluster.safety import Intent, name_tokens, protection_reason, resolve_context
 from nsightlab.config import ClusterAlias, Config, Session
 from nsightlab.errors import ClusterError, SafetyError
-from nsightlab.kubeconfig import Kubeconfig, load_kubeconfig
-from nsightlab.safety import Intent, name_tokens, protection_reason, resolve_context
 
 
 def _kubeconfig_file(path: Path, contexts: dict[str, str | None], current: str | None = None, server: str = "https://127.0.0.1:6443") -> Path:

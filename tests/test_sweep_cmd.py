@@ -16,11 +16,12 @@ from typing import Any
 import pytest
 from clirun import Result, run_cli
 
-from nsightlab import render, sweep
-from nsightlab.analysis import PLATEAU_TOLERANCE, SweepRecord, analyze_sweep
-from nsightlab.console import Env
+from nsightlab.analysis.gpus import REFERENCE_SWEEPS
+from nsightlab.analysis.rates import PLATEAU_TOLERANCE, SweepRecord, analyze_sweep
 from nsightlab.errors import ParseError
-from nsightlab.gpus import REFERENCE_SWEEPS
+from nsightlab.measure import sweep
+from nsightlab.present import render
+from nsightlab.present.console import Env
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = Path(__file__).parent / "data"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from nsightlab.transfer import UnsafeArchiveError, _inside, extract_stream
+from nsightlab.cluster.transfer import UnsafeArchiveError, _inside, extract_stream
 
 
 def _archive(members: list[tuple[tarfile.TarInfo, bytes | None]]) -> io.BytesIO:
@@ -123,7 +123,7 @@ def test_websocket_masking_matches_the_reference_library() -> None:
 
     from websocket import ABNF
 
-    from nsightlab.kube import frame_bytes, mask_payload
+    from nsightlab.cluster.kube import frame_bytes, mask_payload
 
     for size in (0, 1, 3, 4, 5, 125, 126, 65535, 65536, 300001):
         data = os.urandom(size)
@@ -171,8 +171,8 @@ def test_pod_scripts_unpack_and_pack_with_digests(tmp_path: Path, with_python: b
     import os
     import subprocess
 
-    from nsightlab import podtar
-    from nsightlab.transfer import _PACK_SH, _UNPACK_SH, _agent, parse_digests
+    from nsightlab.cluster import podtar
+    from nsightlab.cluster.transfer import _PACK_SH, _UNPACK_SH, _agent, parse_digests
 
     env = {"PATH": str(_bin_dir(tmp_path, with_python=with_python, old_python=old_python)), "LC_ALL": "C"}
     src = tmp_path / "here" / "run"
@@ -216,7 +216,7 @@ def _unpack_in_pod(tmp_path: Path, stream: bytes, piece: int) -> tuple[int, byte
     import sys
     import threading
 
-    from nsightlab.transfer import _agent
+    from nsightlab.cluster.transfer import _agent
 
     pod = tmp_path / "pod"
     pod.mkdir()
@@ -250,8 +250,8 @@ def test_pod_unpack_reads_files_bigger_than_its_buffers_in_pieces(tmp_path: Path
     import hashlib
     import os
 
-    from nsightlab import podtar
-    from nsightlab.transfer import parse_digests
+    from nsightlab.cluster import podtar
+    from nsightlab.cluster.transfer import parse_digests
 
     src = tmp_path / "here" / "run"
     src.mkdir(parents=True)
@@ -275,7 +275,7 @@ def test_pod_unpack_reads_files_bigger_than_its_buffers_in_pieces(tmp_path: Path
 def test_pod_unpack_of_a_cut_stream_is_exit_48_and_leaves_nothing(tmp_path: Path) -> None:
     import os
 
-    from nsightlab import podtar
+    from nsightlab.cluster import podtar
 
     src = tmp_path / "here" / "run"
     src.mkdir(parents=True)
@@ -312,7 +312,7 @@ def test_stdin_frames_unmask_to_the_data_with_the_reference_library() -> None:
 
     from websocket import ABNF
 
-    from nsightlab.kube import STDIN_FRAME, ExecSession
+    from nsightlab.cluster.kube import STDIN_FRAME, ExecSession
 
     class Socket:
         sent = b""

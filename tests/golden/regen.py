@@ -11,7 +11,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from nsightlab import ncu_parse, nsys
+from nsightlab.parse import ncu as ncu_parse
+from nsightlab.parse import nsys
 
 TESTS = Path(__file__).resolve().parents[1]
 FIXTURES = TESTS / "fixtures"

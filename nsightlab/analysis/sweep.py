@@ -8,7 +8,7 @@
   per call should double and the TB/s stay the same; at the launch floor the time should
   not move. The tolerances of that verdict are the named constants below.
 
-No I/O here: `nsightlab.sweep` runs the script, reads files and stores runs.
+No I/O here: `nsightlab.measure.sweep` runs the script, reads files and stores runs.
 """
 
 from __future__ import annotations
@@ -21,10 +21,16 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ValidationError
 
-from nsightlab.analysis import SweepAnalysis, SweepPoint, SweepRecord, SweepSummary, analyze_sweep
+from nsightlab.analysis.gpus import REFERENCE_SWEEPS, lookup
+from nsightlab.analysis.rates import (
+    SweepAnalysis,
+    SweepPoint,
+    SweepRecord,
+    SweepSummary,
+    analyze_sweep,
+)
 from nsightlab.errors import ParseError
-from nsightlab.gpus import REFERENCE_SWEEPS, lookup
-from nsightlab.sweep import SIZE_MAX_LOG2, SIZE_MIN_LOG2
+from nsightlab.measure.sweep import SIZE_MAX_LOG2, SIZE_MIN_LOG2
 
 #: The check agrees when the DRAM-regime time ratio is within this fraction of the
 #: element-size ratio (x2 for float16 -> float32) ...

@@ -14,9 +14,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from nsightlab import store
 from nsightlab.errors import UsageError
-from nsightlab.store import Run, RunMeta
+from nsightlab.runs import store
+from nsightlab.runs.store import Run, RunMeta
 
 
 class RunLine(BaseModel):

@@ -12,13 +12,13 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
 
-from nsightlab import resources as r
+from nsightlab.analysis import pods as r
 from nsightlab.errors import ClusterError, NsightlabError
 
 if TYPE_CHECKING:
+    from nsightlab.cluster.kube import Kube
+    from nsightlab.cluster.safety import ResolvedContext
     from nsightlab.config import Config, Session
-    from nsightlab.kube import Kube
-    from nsightlab.safety import ResolvedContext
 
 
 class Check(BaseModel):
@@ -169,7 +169,7 @@ def run(kube: Kube, ctx: ResolvedContext, config: Config, *, session: Session | 
             checks.append(Check(name=f"may {verb} {label}", ok=allowed, detail=f"in {ctx.namespace}" + (f" ({reason})" if reason else ""), fix=None if allowed else f"Ask for RBAC: {verb} {label} in namespace {ctx.namespace}."))
     itype = config.lab.instance_type
     try:
-        from nsightlab.lab import free_gpus
+        from nsightlab.cluster.lab import free_gpus
 
         free = free_gpus(kube, itype)
         if free:
@@ -210,7 +210,7 @@ def _pod_section(kube: Kube, ctx: ResolvedContext, config: Config, session: Sess
         return [Check(name="lab pod", ok=None, detail=f"{name} is {r.pod_status(pod)}: in-pod checks skipped")]
     if ctx.protected_reason:
         return [Check(name="lab pod", ok=None, detail=f"{name} is up, but this context is protected: nsightlab does not exec here")]
-    from nsightlab.targets import PodTarget
+    from nsightlab.measure.targets import PodTarget
 
     target = PodTarget(kube, ctx.namespace, name)
     try:

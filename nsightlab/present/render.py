@@ -9,19 +9,19 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from nsightlab.analysis import Rates
-    from nsightlab.console import Env
-    from nsightlab.doctor import DoctorReport
-    from nsightlab.explore import NodeDetail, NodesReport, PodDetail, PodsReport
-    from nsightlab.lab import CleanupReport, LabPod, StatusReport
-    from nsightlab.ncu import NcuResult
-    from nsightlab.profile import KernelLine, ProfileResult
-    from nsightlab.report import ReportDoc, ReportFiles
-    from nsightlab.report import Table as ReportTable
-    from nsightlab.roofline import DecodeFloor
-    from nsightlab.runs import RemovedRuns, RunDetail, RunsList
-    from nsightlab.sweep_result import SweepCompare, SweepResult
-    from nsightlab.transfer import CopyResult
+    from nsightlab.analysis.rates import Rates
+    from nsightlab.analysis.roofline import DecodeFloor
+    from nsightlab.analysis.sweep import SweepCompare, SweepResult
+    from nsightlab.cluster.doctor import DoctorReport
+    from nsightlab.cluster.explore import NodeDetail, NodesReport, PodDetail, PodsReport
+    from nsightlab.cluster.lab import CleanupReport, LabPod, StatusReport
+    from nsightlab.cluster.transfer import CopyResult
+    from nsightlab.measure.ncu import NcuResult
+    from nsightlab.measure.profile import KernelLine, ProfileResult
+    from nsightlab.present.console import Env
+    from nsightlab.present.report import ReportDoc, ReportFiles
+    from nsightlab.present.report import Table as ReportTable
+    from nsightlab.runs.listing import RemovedRuns, RunDetail, RunsList
 
 
 class Column:
@@ -204,7 +204,7 @@ def node_detail(env: Env, d: NodeDetail) -> None:
 def _left(seconds: int | None) -> str:
     if seconds is None:
         return "?"
-    from nsightlab.resources import human_duration
+    from nsightlab.analysis.pods import human_duration
 
     return human_duration(seconds)
 
@@ -609,9 +609,9 @@ def run_detail(env: Env, detail: RunDetail) -> None:
         blank(env)
         lines(env, ["no result.json: the run did not finish"], bullet="")
         return
-    from nsightlab.ncu import NcuResult
-    from nsightlab.profile import ProfileResult
-    from nsightlab.sweep_result import SweepResult
+    from nsightlab.analysis.sweep import SweepResult
+    from nsightlab.measure.ncu import NcuResult
+    from nsightlab.measure.profile import ProfileResult
 
     blank(env)
     kind = detail.result.get("kind")
@@ -629,7 +629,7 @@ def runs_removed(env: Env, removed: RemovedRuns) -> None:
 
 def decode_floor(env: Env, floor: DecodeFloor) -> None:
     """The per-token floor, measured and spec side by side."""
-    from nsightlab.report import floor_table
+    from nsightlab.present.report import floor_table
 
     heading(env, f"Decode floor for {floor.weights_gb:g} GB of weights (one token, batch 1: weight bytes / bandwidth)")
     report_table(env, floor_table(floor))
@@ -654,7 +654,7 @@ def report_table(env: Env, t: ReportTable) -> None:
 
 def report_doc(env: Env, doc: ReportDoc) -> None:
     """The report in the terminal: the same sections as the HTML, bars instead of figures."""
-    from nsightlab.report import Bullets, Para, Table
+    from nsightlab.present.report import Bullets, Para, Table
 
     heading(env, doc.title)
     lines(env, [f"made {_when(doc.created)} UTC"], bullet="")

@@ -18,11 +18,11 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, Field
 
+from nsightlab.analysis.gpus import SPECS, GpuSpec, for_instance_type, lookup
 from nsightlab.errors import UsageError
-from nsightlab.gpus import SPECS, GpuSpec, for_instance_type, lookup
 
 if TYPE_CHECKING:
-    from nsightlab.sweep_result import SweepResult
+    from nsightlab.analysis.sweep import SweepResult
 
 GB = 1e9
 

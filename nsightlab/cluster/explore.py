@@ -15,11 +15,11 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
-from nsightlab import resources as r
+from nsightlab.analysis import pods as r
 from nsightlab.errors import ClusterError
 
 if TYPE_CHECKING:
-    from nsightlab.kube import Kube
+    from nsightlab.cluster.kube import Kube
 
 NON_TERMINAL = "status.phase!=Succeeded,status.phase!=Failed"
 
@@ -129,7 +129,7 @@ class NodeDetail(BaseModel):
 
 def gpu_product(node: dict[str, Any]) -> str | None:
     """The GPU's product name: from the spec table by instance type, else the labels."""
-    from nsightlab import gpus
+    from nsightlab.analysis import gpus
 
     itype = r.instance_type(node)
     if itype:
@@ -276,7 +276,7 @@ def gpu_use(kube: Kube) -> dict[str, int]:
     asks for one, so it is not decoded at all: on a typical cluster, where GPU workloads
     sit in a few namespaces, most pages are skipped.
     """
-    from nsightlab.kube import gc_paused, loads
+    from nsightlab.cluster.kube import gc_paused, loads
 
     used: dict[str, int] = {}
     with gc_paused():
@@ -290,7 +290,7 @@ def gpu_use(kube: Kube) -> dict[str, int]:
 
 def node_facts_of(pages: list[tuple[bytes, dict[str, Any] | None]], now: datetime) -> list[_NodeFacts]:
     """Decode node pages (as `Kube.raw_pages` yields them) and reduce each node to its facts."""
-    from nsightlab.kube import gc_paused, loads
+    from nsightlab.cluster.kube import gc_paused, loads
 
     out: list[_NodeFacts] = []
     with gc_paused():

@@ -27,7 +27,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from nsightlab.gpus import DeviceSpec, GpuSpec, merge_device
+from nsightlab.analysis.gpus import DeviceSpec, GpuSpec, merge_device
 
 Regime = Literal["launch", "cache", "transition", "dram"]
 

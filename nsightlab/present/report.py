@@ -7,7 +7,7 @@ Three steps, each testable alone:
 2. `build_report`: a `ReportDoc`, a document model made of sections (paragraphs, bullet
    lists, tables, figure references) with every number already formatted. It needs no
    matplotlib: `--terminal` renders it with Rich (render.report_doc).
-3. `write_report`: the figures (nsightlab.figures), `report.md` (which references the
+3. `write_report`: the figures (nsightlab.present.figures), `report.md` (which references the
    PNGs beside it) and a self-contained `report.html` (images embedded as data: URIs, CSS
    inline, a Content-Security-Policy that forbids any fetch), written into a temporary
    folder beside DIR and moved into place, the HTML last.
@@ -31,17 +31,18 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, Field
 
-from nsightlab import __version__, store
+from nsightlab import __version__
+from nsightlab.analysis.roofline import DecodeFloor, decode_floor, find_gpu, num, plateau_source
 from nsightlab.errors import UsageError
-from nsightlab.roofline import DecodeFloor, decode_floor, find_gpu, num, plateau_source
-from nsightlab.runs import RunLine, line
-from nsightlab.store import Run, RunMeta
+from nsightlab.runs import store
+from nsightlab.runs.listing import RunLine, line
+from nsightlab.runs.store import Run, RunMeta
 
 if TYPE_CHECKING:
-    from nsightlab.figures import Plot
-    from nsightlab.ncu import NcuResult
-    from nsightlab.profile import ProfileResult, RangeLine
-    from nsightlab.sweep_result import SweepResult
+    from nsightlab.analysis.sweep import SweepResult
+    from nsightlab.measure.ncu import NcuResult
+    from nsightlab.measure.profile import ProfileResult, RangeLine
+    from nsightlab.present.figures import Plot
 
 #: Kernels listed per profile in the report's table.
 TOP_KERNELS = 15
@@ -142,7 +143,7 @@ class Selection:
 
 
 def _load(run: Run, notes: list[str]) -> Loaded | None:
-    from nsightlab.analyze import stored_result
+    from nsightlab.runs.analyze import stored_result
 
     try:
         meta = run.meta()
@@ -179,7 +180,7 @@ def select_runs(refs: Sequence[str]) -> Selection:
     """The runs to report: `refs` if given, else the current lab session's runs, else the
     latest finished run of each kind (of each dtype for sweeps)."""
     from nsightlab.config import load_session
-    from nsightlab.runs import resolve_all
+    from nsightlab.runs.listing import resolve_all
 
     notes: list[str] = []
     if refs:
@@ -342,8 +343,8 @@ def _environment(loaded: list[Loaded]) -> Table:
 
 
 def _sweep_sections(sweeps: list[SweepResult]) -> list[Section]:
-    from nsightlab.figures import device_label
-    from nsightlab.render import sweep_summary_lines
+    from nsightlab.present.figures import device_label
+    from nsightlab.present.render import sweep_summary_lines
 
     out: list[Section] = [
         Section(
@@ -379,7 +380,7 @@ def _sweep_sections(sweeps: list[SweepResult]) -> list[Section]:
         out.append(Section(level=3, heading=f"Sweep {s.dtype} on {device_label(s)}" + (f" (run {s.run_id})" if s.run_id else ""), items=items))
     pair = _compare_pair(sweeps)
     if pair is not None:
-        from nsightlab.sweep_result import compare_results
+        from nsightlab.analysis.sweep import compare_results
 
         cmp = compare_results(*pair)
         rows = [
@@ -504,7 +505,7 @@ def _floor_section(floor: DecodeFloor) -> Section:
 
 
 def _report_floor(weights_gb: float, sweeps: list[SweepResult], profiles: list[ProfileResult]) -> DecodeFloor:
-    from nsightlab.gpus import lookup
+    from nsightlab.analysis.gpus import lookup
 
     specs = []
     for p in profiles:
@@ -516,9 +517,9 @@ def _report_floor(weights_gb: float, sweeps: list[SweepResult], profiles: list[P
 
 def build_report(selection: Selection, *, weights_gb: float | None = None, now: datetime | None = None) -> ReportBundle:
     """The document for the selected runs. Pure apart from the clock."""
-    from nsightlab.ncu import NcuResult
-    from nsightlab.profile import ProfileResult
-    from nsightlab.sweep_result import SweepResult
+    from nsightlab.analysis.sweep import SweepResult
+    from nsightlab.measure.ncu import NcuResult
+    from nsightlab.measure.profile import ProfileResult
 
     now = now or datetime.now(timezone.utc)
     sweeps = [x.result for x in selection.runs if isinstance(x.result, SweepResult)]
@@ -568,7 +569,7 @@ def build_report(selection: Selection, *, weights_gb: float | None = None, now: 
 
 def draw_figures(bundle: ReportBundle) -> list[Plot]:
     """The figures the document refers to (matplotlib needed: UsageError without it)."""
-    from nsightlab import figures
+    from nsightlab.present import figures
 
     plots: list[Plot] = []
     if bundle.sweeps:
@@ -734,7 +735,7 @@ def write_report(bundle: ReportBundle, out_dir: Path) -> ReportFiles:
     folder renamed, an existing one receives the files one atomic rename at a time, the
     HTML last. Other files already in `out_dir` are left alone.
     """
-    from nsightlab import figures as figs
+    from nsightlab.present import figures as figs
 
     out_dir = out_dir.expanduser().absolute()
     if out_dir.exists() and not out_dir.is_dir():
@@ -791,9 +792,9 @@ def decode_floor_for(weights_gb: float, *, run: str | None = None, gpu: str | No
     """What `nsightlab roofline` shows: from a stored run (a sweep's measured plateau and
     its GPU's spec), from a GPU's spec alone, or by default from the latest sweep (else
     the lab session's GPU)."""
+    from nsightlab.analysis.gpus import lookup
     from nsightlab.config import load_session
-    from nsightlab.gpus import lookup
-    from nsightlab.sweep import load_sweep_run
+    from nsightlab.measure.sweep import load_sweep_run
 
     if run is not None and gpu is not None:
         raise UsageError("give --run or --gpu, not both")

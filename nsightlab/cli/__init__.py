@@ -21,11 +21,11 @@ import typer
 from nsightlab import __version__
 
 if TYPE_CHECKING:
+    from nsightlab.cluster.kube import Kube
+    from nsightlab.cluster.safety import Intent, ResolvedContext
     from nsightlab.config import Config, LoadedConfig, Session
-    from nsightlab.console import Env
-    from nsightlab.kube import Kube
-    from nsightlab.safety import Intent, ResolvedContext
-    from nsightlab.targets import Target
+    from nsightlab.measure.targets import Target
+    from nsightlab.present.console import Env
 
 app = typer.Typer(
     name="nsightlab",
@@ -104,7 +104,7 @@ def _root(
 
 
 def _env(json_out: bool = False) -> "Env":
-    from nsightlab.console import Env
+    from nsightlab.present.console import Env
 
     return Env.create(json=json_out)
 
@@ -146,10 +146,10 @@ def _cluster(
 ) -> Iterator[Cluster]:
     """Resolve the context through the safety guard, then build the client for it
     (`allowed` runs in between: local work that may start once the guard said yes)."""
+    from nsightlab.cluster.kube import Kube
+    from nsightlab.cluster.kubeconfig import load_kubeconfig
+    from nsightlab.cluster.safety import resolve_context
     from nsightlab.config import load_session
-    from nsightlab.kube import Kube
-    from nsightlab.kubeconfig import load_kubeconfig
-    from nsightlab.safety import resolve_context
 
     cfg = _config().config
     session = load_session() if use_session else None
@@ -228,8 +228,9 @@ def explore_nodes(
       nsightlab explore nodes --context stg
       nsightlab explore nodes --context stg --json | jq '.instance_types'
     """
-    from nsightlab import explore, render
-    from nsightlab.safety import Intent
+    from nsightlab.cluster import explore
+    from nsightlab.cluster.safety import Intent
+    from nsightlab.present import render
 
     env = _env(json_out)
     with _cluster(context, kubeconfig, intent=Intent.READ) as c, env.status(f"listing nodes and pods on {c.ctx.name}"):
@@ -252,8 +253,9 @@ def explore_pods(
     Example:
       nsightlab explore pods --context stg -n serving --match llmqu
     """
-    from nsightlab import explore, render
-    from nsightlab.safety import Intent
+    from nsightlab.cluster import explore
+    from nsightlab.cluster.safety import Intent
+    from nsightlab.present import render
 
     env = _env(json_out)
     with _cluster(context, kubeconfig, intent=Intent.READ, namespace=namespace) as c:
@@ -275,8 +277,9 @@ def explore_pod(
     Example:
       nsightlab explore pod llmqu-v1-s2 --context stg -n serving
     """
-    from nsightlab import explore, render
-    from nsightlab.safety import Intent
+    from nsightlab.cluster import explore
+    from nsightlab.cluster.safety import Intent
+    from nsightlab.present import render
 
     env = _env(json_out)
     with _cluster(context, kubeconfig, intent=Intent.READ, namespace=namespace) as c:
@@ -297,8 +300,9 @@ def explore_node(
     Example:
       nsightlab explore node ip-10-0-3-17.ec2.internal --context stg
     """
-    from nsightlab import explore, render
-    from nsightlab.safety import Intent
+    from nsightlab.cluster import explore
+    from nsightlab.cluster.safety import Intent
+    from nsightlab.present import render
 
     env = _env(json_out)
     with _cluster(context, kubeconfig, intent=Intent.READ) as c:
@@ -311,7 +315,7 @@ def explore_node(
 
 def _lab_pod(c: Cluster, *, require_ready: bool = True) -> str:
     """The lab pod a command acts on: the session's, else the configured name."""
-    from nsightlab import resources as r
+    from nsightlab.analysis import pods as r
     from nsightlab.errors import PodNotReadyError
 
     s = c.session
@@ -319,7 +323,7 @@ def _lab_pod(c: Cluster, *, require_ready: bool = True) -> str:
     if require_ready:
         pod = c.kube.get_pod(c.ctx.namespace, name)
         if pod is None:
-            from nsightlab.lab import forget_session
+            from nsightlab.cluster.lab import forget_session
 
             forget_session(c.ctx, [name])
             raise PodNotReadyError(
@@ -358,9 +362,11 @@ def create(
       nsightlab create --context stg
       nsightlab create --context stg --dry-run
     """
-    from nsightlab import assets, lab, render
-    from nsightlab.kubeconfig import load_kubeconfig
-    from nsightlab.safety import Intent, confirm_change, resolve_context
+    from nsightlab import assets
+    from nsightlab.cluster import lab
+    from nsightlab.cluster.kubeconfig import load_kubeconfig
+    from nsightlab.cluster.safety import Intent, confirm_change, resolve_context
+    from nsightlab.present import render
 
     env = _env(json_out)
     cfg = _config().config
@@ -402,8 +408,9 @@ def status(
       nsightlab status
       nsightlab status --context stg --json
     """
-    from nsightlab import lab, render
-    from nsightlab.safety import Intent
+    from nsightlab.cluster import lab
+    from nsightlab.cluster.safety import Intent
+    from nsightlab.present import render
 
     env = _env(json_out)
     with _cluster(context, kubeconfig, intent=Intent.READ, namespace=namespace, use_session=True) as c:
@@ -430,8 +437,8 @@ def shell(
       nsightlab shell -- nvidia-smi
       nsightlab shell -- sh -c 'which nsys ncu nvcc python3'
     """
-    from nsightlab import shell as sh
-    from nsightlab.safety import Intent
+    from nsightlab.cluster import shell as sh
+    from nsightlab.cluster.safety import Intent
 
     env = _env()
     with _cluster(context, kubeconfig, intent=Intent.CHANGE, namespace=namespace, use_session=True, action="exec into a pod") as c:
@@ -463,9 +470,10 @@ def copy(
       nsightlab copy lesson1.py :/tmp/
       nsightlab copy :/tmp/l1.nsys-rep .
     """
-    from nsightlab import render, transfer
+    from nsightlab.cluster import transfer
+    from nsightlab.cluster.safety import Intent
     from nsightlab.errors import UsageError
-    from nsightlab.safety import Intent
+    from nsightlab.present import render
 
     remote_src, remote_dst = transfer.parse_remote(src), transfer.parse_remote(dst)
     if (remote_src is None) == (remote_dst is None):
@@ -530,8 +538,9 @@ def cleanup(
       nsightlab cleanup
       nsightlab cleanup --context stg --all-mine
     """
-    from nsightlab import lab, render
-    from nsightlab.safety import Intent, confirm_change
+    from nsightlab.cluster import lab
+    from nsightlab.cluster.safety import Intent, confirm_change
+    from nsightlab.present import render
 
     env = _env(json_out)
     with _cluster(context, kubeconfig, intent=Intent.CHANGE, namespace=namespace, use_session=True, action="delete pods") as c:
@@ -560,10 +569,10 @@ def doctor(
     Example:
       nsightlab doctor --context stg
     """
-    from nsightlab import doctor as doc
-    from nsightlab import render
+    from nsightlab.cluster import doctor as doc
+    from nsightlab.cluster.safety import Intent
     from nsightlab.errors import ClusterError
-    from nsightlab.safety import Intent
+    from nsightlab.present import render
 
     env = _env(json_out)
     with _cluster(context, kubeconfig, intent=Intent.READ, namespace=namespace, use_session=True) as c:
@@ -601,14 +610,14 @@ def _where(
 ) -> Iterator[Where]:
     """The lab pod (from the session or --context) or, with --local, this machine."""
     if local:
-        from nsightlab.targets import LocalTarget
+        from nsightlab.measure.targets import LocalTarget
 
         yield Where(LocalTarget(), {"target": "this machine"})
         return
-    from nsightlab import resources as r
-    from nsightlab.explore import gpu_product
-    from nsightlab.safety import Intent
-    from nsightlab.targets import PodTarget
+    from nsightlab.analysis import pods as r
+    from nsightlab.cluster.explore import gpu_product
+    from nsightlab.cluster.safety import Intent
+    from nsightlab.measure.targets import PodTarget
 
     with _cluster(context, kubeconfig, intent=Intent.CHANGE, namespace=namespace, use_session=True, action=action) as c:
         _note_session(env, c)
@@ -668,8 +677,8 @@ def profile(
     """
     import shlex
 
-    from nsightlab import render
-    from nsightlab.profile import run_profile
+    from nsightlab.measure.profile import run_profile
+    from nsightlab.present import render
 
     env = _env(json_out)
     with _where(env, local=local, context=context, kubeconfig=kubeconfig, namespace=namespace, action="profile in a pod") as w:
@@ -711,8 +720,8 @@ def ncu(
       nsightlab ncu
       nsightlab ncu lesson1 --kernel gemm --section SpeedOfLight --section MemoryWorkloadAnalysis
     """
-    from nsightlab import render
-    from nsightlab.ncu import run_ncu
+    from nsightlab.measure.ncu import run_ncu
+    from nsightlab.present import render
 
     env = _env(json_out)
     with _where(env, local=local, context=context, kubeconfig=kubeconfig, namespace=namespace, action="run ncu in a pod") as w:
@@ -733,10 +742,10 @@ def analyze(
       nsightlab analyze ./exports/ --json
       nsightlab analyze ncu_speedoflight.csv
     """
-    from nsightlab import render
-    from nsightlab.analyze import analyze_path
-    from nsightlab.ncu import NcuResult
-    from nsightlab.profile import ProfileResult
+    from nsightlab.measure.ncu import NcuResult
+    from nsightlab.measure.profile import ProfileResult
+    from nsightlab.present import render
+    from nsightlab.runs.analyze import analyze_path
 
     env = _env(json_out)
     result = analyze_path(path)
@@ -792,9 +801,9 @@ def sweep(
       nsightlab sweep --local --device cpu --sizes 12,16,20,24
       nsightlab sweep --compare 3fa2c1 --compare 9b07d4 --json
     """
-    from nsightlab import render
-    from nsightlab import sweep as sw
     from nsightlab.errors import UsageError
+    from nsightlab.measure import sweep as sw
+    from nsightlab.present import render
 
     env = _env(json_out)
     refs = list(compare or [])
@@ -828,8 +837,8 @@ KindOpt = Annotated[Optional[str], typer.Option("--kind", help="only runs of thi
 
 
 def _runs_list(kind: str | None, json_out: bool) -> None:
-    from nsightlab import render
-    from nsightlab.runs import list_runs
+    from nsightlab.present import render
+    from nsightlab.runs.listing import list_runs
 
     env = _env(json_out)
     listing = list_runs(kind)
@@ -877,8 +886,8 @@ def runs_show(
       nsightlab runs show 3fa2
       nsightlab runs show latest --json
     """
-    from nsightlab import render
-    from nsightlab.runs import show_run
+    from nsightlab.present import render
+    from nsightlab.runs.listing import show_run
 
     env = _env(json_out)
     detail = show_run(run)
@@ -898,9 +907,9 @@ def runs_rm(
     Example:
       nsightlab runs rm 3fa2c1 9b07
     """
-    from nsightlab import render
     from nsightlab.errors import Interrupted
-    from nsightlab.runs import line, remove_runs, resolve_all
+    from nsightlab.present import render
+    from nsightlab.runs.listing import line, remove_runs, resolve_all
 
     env = _env(json_out)
     chosen = resolve_all(list(runs), in_store=True)
@@ -947,8 +956,8 @@ def report(
       nsightlab report 3fa2 9b07 --out ./lab-report --weights-gb 16
       nsightlab report --terminal
     """
-    from nsightlab import render
-    from nsightlab import report as rep
+    from nsightlab.present import render
+    from nsightlab.present import report as rep
 
     env = _env(json_out)
     selection = rep.select_runs(list(runs or []))
@@ -984,8 +993,8 @@ def roofline(
       nsightlab roofline --weights-gb 16 --run 3fa2
       nsightlab roofline --weights-gb 70 --gpu "NVIDIA H200"
     """
-    from nsightlab import render
-    from nsightlab.report import decode_floor_for
+    from nsightlab.present import render
+    from nsightlab.present.report import decode_floor_for
 
     env = _env(json_out)
     floor = decode_floor_for(weights_gb, run=run, gpu=gpu)

@@ -19,13 +19,15 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
-from nsightlab import analysis, gpus, names, nsys
+from nsightlab.analysis import gpus
+from nsightlab.analysis import rates as analysis
 from nsightlab.errors import ParseError, RemoteCommandError, UsageError
-from nsightlab.store import RunMeta, new_run
+from nsightlab.parse import names, nsys
+from nsightlab.runs.store import RunMeta, new_run
 
 if TYPE_CHECKING:
-    from nsightlab.console import Env
-    from nsightlab.targets import Target
+    from nsightlab.measure.targets import Target
+    from nsightlab.present.console import Env
 
 Profiler = Literal["nsys", "torch"]
 BUILTIN = {"lesson1": "lesson1.py"}

@@ -2,7 +2,7 @@
 
 `run_sweep` copies the script into the target's work folder and runs it, forwarding its
 rows live to stderr; then it fetches the script's JSON into a new run's `raw/`, analyses
-it (`nsightlab.sweep_result`) and writes `meta.json` and, last, `result.json`: a run
+it (`nsightlab.analysis.sweep`) and writes `meta.json` and, last, `result.json`: a run
 folder is complete, or it is removed.
 
 Also here: `analyze_record_file` (a sweep JSON on disk, for `nsightlab analyze`) and
@@ -32,10 +32,8 @@ from nsightlab import __version__
 from nsightlab.errors import ParseError, RemoteCommandError, UsageError
 
 if TYPE_CHECKING:
-    from nsightlab.analysis import SweepRecord
-    from nsightlab.cli import Where
-    from nsightlab.console import Env
-    from nsightlab.sweep_result import (
+    from nsightlab.analysis.rates import SweepRecord
+    from nsightlab.analysis.sweep import (
         COMPARE_LAUNCH_TOLERANCE,
         COMPARE_TBPS_TOLERANCE,
         COMPARE_TIME_TOLERANCE,
@@ -49,7 +47,9 @@ if TYPE_CHECKING:
         compare_results,
         headline,
     )
-    from nsightlab.targets import Target
+    from nsightlab.cli import Where
+    from nsightlab.measure.targets import Target
+    from nsightlab.present.console import Env
 
 __all__ = [
     "COMPARE_LAUNCH_TOLERANCE",
@@ -75,8 +75,8 @@ __all__ = [
     "run_sweep",
 ]
 
-_RESULT_MODULE = "nsightlab.sweep_result"
-#: Names that live in nsightlab.sweep_result, served from here on first use.
+_RESULT_MODULE = "nsightlab.analysis.sweep"
+#: Names that live in nsightlab.analysis.sweep, served from here on first use.
 _LAZY = frozenset(
     {
         "COMPARE_LAUNCH_TOLERANCE",
@@ -206,14 +206,14 @@ def load_record(path: Path) -> SweepRecord:
         raise UsageError(f"cannot read {path}: {e.strerror}") from None
     except ValueError as e:
         raise ParseError(f"not valid JSON ({e})", source=path) from None
-    from nsightlab.sweep_result import record_from_json
+    from nsightlab.analysis.sweep import record_from_json
 
     return record_from_json(data, source=path)
 
 
 def analyze_record_file(path: Path) -> SweepResult:
     """The analysed result of a sweep JSON on disk (what `nsightlab analyze FILE` shows)."""
-    from nsightlab.sweep_result import build_result
+    from nsightlab.analysis.sweep import build_result
 
     return build_result(load_record(path), target=f"file {path}", source=str(path))
 
@@ -222,8 +222,8 @@ def load_sweep_run(ref: str) -> SweepResult:
     """A finished sweep from the run store: id prefix, folder prefix, path, or `latest`."""
     from pydantic import ValidationError
 
-    from nsightlab import store
-    from nsightlab.sweep_result import SweepResult
+    from nsightlab.analysis.sweep import SweepResult
+    from nsightlab.runs import store
 
     if ref in ("latest", "last"):
         done = [r for r in store.all_runs() if r.has_result() and r.meta().kind == "sweep"]
@@ -244,7 +244,7 @@ def load_sweep_run(ref: str) -> SweepResult:
 
 def compare_runs(ref_a: str, ref_b: str) -> SweepCompare:
     """Compare two stored sweeps without running anything."""
-    from nsightlab.sweep_result import compare_results
+    from nsightlab.analysis.sweep import compare_results
 
     a, b = load_sweep_run(ref_a), load_sweep_run(ref_b)
     if a.run_id is not None and a.run_id == b.run_id:
@@ -327,7 +327,7 @@ def run_sweep(
     and return the result. A failing script raises RemoteCommandError (exit 6) and leaves
     no run folder behind."""
     from nsightlab import assets
-    from nsightlab.targets import LocalTarget
+    from nsightlab.measure.targets import LocalTarget
 
     if dtype not in DTYPES:
         raise UsageError(f"--dtype must be one of {', '.join(DTYPES)}, got '{dtype}'")
@@ -351,7 +351,7 @@ def run_sweep(
         log = bytearray()
         out = _Lines(env.note, log.extend)
         err = _Lines(env.note, log.extend)
-        preload = _preload([_RESULT_MODULE, "nsightlab.store"])
+        preload = _preload([_RESULT_MODULE, "nsightlab.runs.store"])
         with env.status(f"sweeping {dtype} on {target.label}"):
             code = target.stream(argv, on_stdout=out, on_stderr=err)
         out.flush()
@@ -385,9 +385,9 @@ def _store(
     against: SweepResult | None,
 ) -> SweepResult:
     """A new run folder with what came back, meta.json, and result.json written last."""
-    from nsightlab import store
-    from nsightlab.store import RunMeta
-    from nsightlab.sweep_result import build_result
+    from nsightlab.analysis.sweep import build_result
+    from nsightlab.runs import store
+    from nsightlab.runs.store import RunMeta
 
     run, run_id = store.new_run("sweep", argv[argv.index("--dtype") + 1], now=started)
     try:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Protocol
 from nsightlab.errors import ClusterError, RemoteCommandError
 
 if TYPE_CHECKING:
-    from nsightlab.kube import Kube
+    from nsightlab.cluster.kube import Kube
 
 Sink = Callable[[bytes], None]
 
@@ -203,11 +203,11 @@ class PodTarget:
         return self._workdir
 
     def put(self, local: Path, remote: str) -> None:
-        from nsightlab.transfer import copy_in
+        from nsightlab.cluster.transfer import copy_in
 
         copy_in(self.kube, self.namespace, self.pod, local, remote, container=self.container)
 
     def get(self, remote: str, local: Path) -> None:
-        from nsightlab.transfer import copy_out
+        from nsightlab.cluster.transfer import copy_out
 
         copy_out(self.kube, self.namespace, self.pod, remote, local, container=self.container)

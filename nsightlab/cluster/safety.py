@@ -22,9 +22,9 @@ from typing import TYPE_CHECKING
 from nsightlab.errors import ClusterError, SafetyError
 
 if TYPE_CHECKING:
+    from nsightlab.cluster.kubeconfig import Kubeconfig
     from nsightlab.config import Config, Session
-    from nsightlab.console import Env
-    from nsightlab.kubeconfig import Kubeconfig
+    from nsightlab.present.console import Env
 
 _TOKEN_SPLIT = re.compile(r"[-_.:/@]+")
 _GLOB_CHARS = set("*?[")

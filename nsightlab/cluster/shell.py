@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, BinaryIO
 from nsightlab.errors import ClusterError, RemoteCommandError
 
 if TYPE_CHECKING:
-    from nsightlab.kube import ExecSession, Kube
+    from nsightlab.cluster.kube import ExecSession, Kube
 
 # bash if the image has it, else sh.
 SHELL_ARGV = ["sh", "-c", "if command -v bash >/dev/null 2>&1; then exec bash -l; else exec sh -l; fi"]

@@ -13,13 +13,14 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field
 
-from nsightlab import names, ncu_parse
 from nsightlab.errors import CountersNotPermittedError, ParseError, RemoteCommandError
-from nsightlab.store import RunMeta, new_run
+from nsightlab.parse import names
+from nsightlab.parse import ncu as ncu_parse
+from nsightlab.runs.store import RunMeta, new_run
 
 if TYPE_CHECKING:
-    from nsightlab.console import Env
-    from nsightlab.targets import Target
+    from nsightlab.measure.targets import Target
+    from nsightlab.present.console import Env
 
 DEFAULT_KERNEL = "vectorized_elementwise"  # the scale kernel of lesson1
 HIGH = 60.0  # % of peak above which a unit is the limiter (ncu's own SOL guidance)
@@ -121,7 +122,7 @@ def run_ncu(
     sections: list[str],
     count: int,
 ) -> NcuResult:
-    from nsightlab.profile import BUILTIN, _last_error, _streamer, resolve_script
+    from nsightlab.measure.profile import BUILTIN, _last_error, _streamer, resolve_script
 
     local_script, name = resolve_script(script)
     if target.which("ncu") is None:

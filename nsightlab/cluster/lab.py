@@ -18,14 +18,14 @@ from typing import TYPE_CHECKING, Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from nsightlab import resources as r
+from nsightlab.analysis import pods as r
 from nsightlab.config import Config, Session, clear_session, save_session
 from nsightlab.errors import ClusterError, Interrupted, PodNotReadyError, UsageError
 
 if TYPE_CHECKING:
-    from nsightlab.console import Env
-    from nsightlab.kube import Kube
-    from nsightlab.safety import ResolvedContext
+    from nsightlab.cluster.kube import Kube
+    from nsightlab.cluster.safety import ResolvedContext
+    from nsightlab.present.console import Env
 
 MANAGED_BY = "app.kubernetes.io/managed-by"
 OWNER = "nsightlab/owner"
@@ -204,7 +204,7 @@ class CleanupReport(BaseModel):
 
 def free_gpus(kube: Kube, instance_type: str | None = None) -> list[GpuFree]:
     """Free GPUs per instance type (one type, or all), counting native sidecars."""
-    from nsightlab.explore import requested_by_node
+    from nsightlab.cluster.explore import requested_by_node
 
     if instance_type:
         nodes = kube.list_nodes(label_selector=f"node.kubernetes.io/instance-type={instance_type}")
@@ -239,7 +239,7 @@ def _deadline(pod: dict[str, Any]) -> datetime | None:
 
 
 def lab_pod(pod: dict[str, Any], ctx: ResolvedContext, node: dict[str, Any] | None, *, reused: bool = False) -> LabPod:
-    from nsightlab.explore import gpu_product
+    from nsightlab.cluster.explore import gpu_product
 
     meta = pod.get("metadata") or {}
     status = pod.get("status") or {}
@@ -348,7 +348,7 @@ class _Waiter:
                 rv = None
 
     def wait(self, timeout: float) -> dict[str, Any]:
-        from nsightlab.kube import Gone
+        from nsightlab.cluster.kube import Gone
 
         deadline = time.monotonic() + timeout
         threading.Thread(target=self._event_thread, daemon=True, name="nsightlab-events").start()

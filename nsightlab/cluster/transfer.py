@@ -28,12 +28,12 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 
 from pydantic import BaseModel
 
-from nsightlab import podtar
+from nsightlab.cluster import podtar
+from nsightlab.cluster.kube import STDIN_FRAME
 from nsightlab.errors import ClusterError, RemoteCommandError, UsageError
-from nsightlab.kube import STDIN_FRAME
 
 if TYPE_CHECKING:
-    from nsightlab.kube import ExecSession, Kube
+    from nsightlab.cluster.kube import ExecSession, Kube
 
 CHUNK = 256 * 1024
 STAGING_PREFIX = ".nsightlab-copy-"

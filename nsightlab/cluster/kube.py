@@ -33,8 +33,8 @@ from nsightlab.errors import ClusterError, NsightlabError
 if TYPE_CHECKING:
     import ssl
 
-    from nsightlab.kubeconfig import PlainConnection
-    from nsightlab.safety import ResolvedContext
+    from nsightlab.cluster.kubeconfig import PlainConnection
+    from nsightlab.cluster.safety import ResolvedContext
 
 CONNECT_TIMEOUT = 5.0
 READ_TIMEOUT = 60.0
@@ -136,7 +136,7 @@ class Kube:
     """A client for one context. Methods return plain JSON dicts."""
 
     def __init__(self, ctx: ResolvedContext, *, connect_timeout: float = CONNECT_TIMEOUT, read_timeout: float = READ_TIMEOUT) -> None:
-        from nsightlab.kubeconfig import plain_connection
+        from nsightlab.cluster.kubeconfig import plain_connection
 
         self.ctx = ctx
         self.namespace = ctx.namespace
