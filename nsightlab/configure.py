@@ -4,16 +4,13 @@ from __future__ import annotations
 
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import yaml
 from pydantic import BaseModel
 
 from nsightlab.config import LoadedConfig, atomic_write_text, default_config_path, home, load_config
 from nsightlab.errors import UsageError
-
-if TYPE_CHECKING:
-    from nsightlab.present.console import Env
 
 PLACEHOLDER = "CHANGE-ME"
 
@@ -81,25 +78,3 @@ def config_view(loaded: LoadedConfig) -> ConfigView:
         protected_patterns=loaded.config.all_protected_patterns(),
         placeholders=placeholders,
     )
-
-
-def render_config(env: Env, view: ConfigView) -> None:
-    from nsightlab.present import render
-
-    state = "" if view.exists else " (does not exist: all defaults; create it with `nsightlab init`)"
-    render.lines(env, [f"config file: {view.path}{state}", f"home: {view.home}"], bullet="")
-    render.blank(env)
-    cols = [render.Column("KEY"), render.Column("VALUE"), render.Column("FROM")]
-    render.table(env, cols, [[v.key, _show(v.value), v.source] for v in view.values])
-    render.blank(env)
-    render.lines(env, ["protected context patterns: " + ", ".join(view.protected_patterns)], bullet="")
-    if view.placeholders:
-        render.lines(env, [f"still to fill in: {', '.join(view.placeholders)}"], bullet="")
-
-
-def _show(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, (dict, list)):
-        return yaml.safe_dump(value, default_flow_style=True).strip() if value else ("{}" if isinstance(value, dict) else "[]")
-    return str(value)

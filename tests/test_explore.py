@@ -265,7 +265,7 @@ def test_realistic_cluster_is_what_the_tutorial_describes() -> None:
 
 
 def test_skipping_pages_without_gpu_pods_changes_nothing(capsys: pytest.CaptureFixture[str], sim: KubeSim) -> None:
-    from nsightlab.cluster.explore import build_nodes
+    from nsightlab.analysis.inventory import build_nodes
 
     objs = generate_cluster(nodes=700, pods=2600, seed=5)
     sim.reset(objs)

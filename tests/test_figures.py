@@ -16,8 +16,8 @@ from reportstore import NSYS03, Recorded, lesson1_json, recorded
 pytest.importorskip("matplotlib")
 
 from nsightlab.analysis import gpus
+from nsightlab.analysis.profile import ProfileResult
 from nsightlab.analysis.sweep import SweepResult
-from nsightlab.measure.profile import ProfileResult
 from nsightlab.present import figures
 from nsightlab.runs.analyze import analyze_path, stored_result
 

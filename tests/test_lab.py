@@ -594,7 +594,7 @@ def test_doctor_checks_cluster_and_pod(capsys: pytest.CaptureFixture[str], lab: 
 
 
 def test_doctor_facts_mean_what_they_say() -> None:
-    from nsightlab.cluster.doctor import parse_probe, pod_checks
+    from nsightlab.analysis.doctor import parse_probe, pod_checks
 
     facts = parse_probe(
         "gpu=NVIDIA H200, 143771 MiB, 580.159.03\nnsys=\nncu=Version 2025.3.1.0\ntorch=2.11.0 True\n"

@@ -89,3 +89,27 @@ def test_version(capsys: pytest.CaptureFixture[str]) -> None:
 def test_python_dash_m_works() -> None:
     proc = subprocess.run([sys.executable, "-m", "nsightlab", "--version"], capture_output=True, text=True, cwd=ROOT)
     assert proc.returncode == 0 and proc.stdout.startswith("nsightlab ")
+
+
+def _lint_imports(cwd: Path) -> subprocess.CompletedProcess[str]:
+    # --no-cache: a cache from another tree must not answer for this one
+    return subprocess.run([_tool("lint-imports"), "--no-cache"], cwd=cwd, capture_output=True, text=True)
+
+
+def test_layer_contracts_hold() -> None:
+    """import-linter's contracts in pyproject.toml: layers, no kubernetes/matplotlib/torch
+    outside their layer, no import circle."""
+    proc = _lint_imports(ROOT)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "0 broken" in proc.stdout
+
+
+def test_an_arrow_upward_fails_the_contracts_naming_the_import(tmp_path: Path) -> None:
+    shutil.copytree(ROOT / "nsightlab", tmp_path / "nsightlab", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    names = tmp_path / "nsightlab" / "parse" / "names.py"
+    names.write_text(names.read_text() + "\nfrom nsightlab.present import render  # a parser drawing tables\n")
+    proc = _lint_imports(tmp_path)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "nsightlab.parse is not allowed to import nsightlab.present" in proc.stdout
+    assert "nsightlab.parse.names -> nsightlab.present.render" in proc.stdout

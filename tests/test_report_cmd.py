@@ -20,7 +20,9 @@ pytest.importorskip("torch")
 pytest.importorskip("matplotlib")
 
 from nsightlab.config import Session, save_session
+from nsightlab.present import doc as report_doc
 from nsightlab.present import report as rep
+from nsightlab.present import writers
 
 
 @pytest.fixture
@@ -269,7 +271,7 @@ def test_environment_table(rec: Recorded) -> None:
     sel = rep.select_runs([rec.ref_sweep, rec.kern03, rec.cpu_profile])
     doc = rep.build_report(sel).doc
     env = next(s for s in doc.sections if s.heading == "Environment").items[0]
-    assert isinstance(env, rep.Table)
+    assert isinstance(env, report_doc.Table)
     # one column per environment, in the order the runs ran: this machine, then the pod
     # with two different GPUs
     assert env.columns == ["", f"runs {rec.cpu_profile}", f"runs {rec.ref_sweep}", f"runs {rec.kern03}"]
@@ -281,4 +283,4 @@ def test_environment_table(rec: Recorded) -> None:
 
 
 def test_markdown_escaping() -> None:
-    assert rep._md("a|b<c>*d_e") == "a\\|b\\<c\\>\\*d\\_e"
+    assert writers._md("a|b<c>*d_e") == "a\\|b\\<c\\>\\*d\\_e"

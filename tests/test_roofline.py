@@ -13,7 +13,7 @@ from nsightlab.analysis import gpus
 from nsightlab.analysis.roofline import PlateauSource, decode_floor, find_gpu, num, plateau_source
 from nsightlab.config import Session, save_session
 from nsightlab.errors import UsageError
-from nsightlab.measure.sweep import analyze_record_file
+from nsightlab.runs.sweeps import analyze_record_file
 
 RTX = gpus.BY_KEY["rtx-pro-6000-server"]
 TUTORIAL = gpus.REFERENCE_SWEEPS["tutorial-rtx-pro-6000"]

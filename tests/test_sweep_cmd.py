@@ -16,12 +16,13 @@ from typing import Any
 import pytest
 from clirun import Result, run_cli
 
+from nsightlab.analysis import sweep
 from nsightlab.analysis.gpus import REFERENCE_SWEEPS
 from nsightlab.analysis.rates import PLATEAU_TOLERANCE, SweepRecord, analyze_sweep
 from nsightlab.errors import ParseError
-from nsightlab.measure import sweep
 from nsightlab.present import render
 from nsightlab.present.console import Env
+from nsightlab.runs import sweeps
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = Path(__file__).parent / "data"
@@ -233,7 +234,7 @@ def test_a_failing_script_is_exit_6_and_leaves_no_run(capsys: pytest.CaptureFixt
 
 def test_analyze_a_recorded_cpu_sweep() -> None:
     path = next(DATA.glob("sweep_cpu_float32_*.json"))
-    result = sweep.analyze_record_file(path)
+    result = sweeps.analyze_record_file(path)
     record = SweepRecord.model_validate_json(path.read_text())
     expected = analyze_sweep(record)
     assert result.source == str(path) and result.run_id is None
@@ -251,7 +252,7 @@ def test_analyze_a_recorded_cpu_sweep() -> None:
 def test_analyze_the_tutorials_reference_sweep(tmp_path: Path) -> None:
     path = tmp_path / "tutorial.json"
     path.write_text(json.dumps(TUTORIAL.as_sweep_json()))
-    result = sweep.analyze_record_file(path)
+    result = sweeps.analyze_record_file(path)
     assert [r.regime for r in result.rows] == ["launch", "launch", "launch", "cache", "transition", "dram", "dram"]
     assert result.headline == "DRAM 1.46 TB/s (92% of 1.597 TB/s)"
     ref = result.reference
@@ -261,29 +262,29 @@ def test_analyze_the_tutorials_reference_sweep(tmp_path: Path) -> None:
     # a stored result.json reads back the same
     stored = tmp_path / "result.json"
     stored.write_text(result.model_dump_json())
-    again = sweep.analyze_record_file(stored)
+    again = sweeps.analyze_record_file(stored)
     assert again.summary == result.summary and again.rows == result.rows
 
 
 def test_analyze_refuses_what_is_not_a_sweep(tmp_path: Path) -> None:
     with pytest.raises(ParseError, match=r"lesson1_cpu_float32_epyc-2c-l3-32mib.json: not a sweep JSON \(kind: lesson1\)"):
-        sweep.analyze_record_file(next(DATA.glob("lesson1_cpu_*.json")))
+        sweeps.analyze_record_file(next(DATA.glob("lesson1_cpu_*.json")))
     bad = tmp_path / "bad.json"
     bad.write_text('{"kind": "sweep", "schema": 1')
     with pytest.raises(ParseError, match=r"bad.json: not valid JSON"):
-        sweep.analyze_record_file(bad)
+        sweeps.analyze_record_file(bad)
     doc = TUTORIAL.as_sweep_json()
     doc["rows"][0]["bytes_per_call"] //= 2
     bad.write_text(json.dumps(doc))
     with pytest.raises(ParseError, match=r"bad.json: bad sweep JSON: .*bytes_per_call is 131072, but 2 x 65536 elements x 2 B is 262144"):
-        sweep.analyze_record_file(bad)
+        sweeps.analyze_record_file(bad)
 
 
 # --- the prediction check on recorded and published curves ---
 
 
 def _cpu_result(dtype: str) -> sweep.SweepResult:
-    return sweep.analyze_record_file(next(DATA.glob(f"sweep_cpu_{dtype}_*.json")))
+    return sweeps.analyze_record_file(next(DATA.glob(f"sweep_cpu_{dtype}_*.json")))
 
 
 def test_recorded_float16_and_float32_agree_with_the_prediction() -> None:
@@ -378,7 +379,7 @@ def _plain_env(capsys: pytest.CaptureFixture[str]) -> Env:
 def test_render_the_tutorials_sweep(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     path = tmp_path / "tutorial.json"
     path.write_text(json.dumps(TUTORIAL.as_sweep_json()))
-    result = sweep.analyze_record_file(path)
+    result = sweeps.analyze_record_file(path)
     render.sweep(_plain_env(capsys), result)
     out = capsys.readouterr().out
     lines = out.splitlines()

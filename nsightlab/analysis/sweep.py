@@ -8,7 +8,8 @@
   per call should double and the TB/s stay the same; at the launch floor the time should
   not move. The tolerances of that verdict are the named constants below.
 
-No I/O here: `nsightlab.measure.sweep` runs the script, reads files and stores runs.
+No I/O here: `nsightlab.measure.sweep` runs the script and stores runs;
+`nsightlab.runs.sweeps` reads sweep files and stored runs.
 """
 
 from __future__ import annotations
@@ -30,7 +31,22 @@ from nsightlab.analysis.rates import (
     analyze_sweep,
 )
 from nsightlab.errors import ParseError
-from nsightlab.measure.sweep import SIZE_MAX_LOG2, SIZE_MIN_LOG2
+
+#: Element sizes of the dtypes the sweep script accepts.
+DTYPES: dict[str, int] = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8}
+DEFAULT_DTYPE = "float16"
+DEFAULT_ITERS = 50
+DEFAULT_WARMUP = 5
+#: The range `--sizes` accepts (log2 of the element count): 1 Ki to 16 Gi elements.
+SIZE_MIN_LOG2 = 10
+SIZE_MAX_LOG2 = 34
+#: What `--compare` runs when no --dtype is given: the type with the other element size.
+COUNTERPART_DTYPE: dict[str, str] = {
+    "float16": "float32",
+    "bfloat16": "float32",
+    "float32": "float16",
+    "float64": "float32",
+}
 
 #: The check agrees when the DRAM-regime time ratio is within this fraction of the
 #: element-size ratio (x2 for float16 -> float32) ...

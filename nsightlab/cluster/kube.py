@@ -28,7 +28,8 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
-from nsightlab.errors import ClusterError, NsightlabError
+from nsightlab.cluster.kubeconfig import plain_connection
+from nsightlab.errors import ClusterError, NsightlabError, PodNotReadyError
 
 if TYPE_CHECKING:
     import ssl
@@ -136,7 +137,6 @@ class Kube:
     """A client for one context. Methods return plain JSON dicts."""
 
     def __init__(self, ctx: ResolvedContext, *, connect_timeout: float = CONNECT_TIMEOUT, read_timeout: float = READ_TIMEOUT) -> None:
-        from nsightlab.cluster.kubeconfig import plain_connection
 
         self.ctx = ctx
         self.namespace = ctx.namespace
@@ -604,7 +604,6 @@ class Kube:
         return sslopt
 
     def _exec_refused(self, what: str, status: int, body: Any) -> NsightlabError:
-        from nsightlab.errors import PodNotReadyError
 
         message = _message_of(body)
         if status == 400:

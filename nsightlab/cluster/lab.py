@@ -11,7 +11,7 @@ import queue
 import re
 import threading
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -19,13 +19,16 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from nsightlab.analysis import pods as r
-from nsightlab.config import Config, Session, clear_session, save_session
+from nsightlab.analysis.inventory import requested_by_node
+from nsightlab.analysis.labpod import CleanupReport, GpuFree, LabPod, StatusReport, lab_pod
+from nsightlab.cluster.kube import Gone
+from nsightlab.config import Config, Session, clear_session, load_session, save_session
 from nsightlab.errors import ClusterError, Interrupted, PodNotReadyError, UsageError
 
 if TYPE_CHECKING:
     from nsightlab.cluster.kube import Kube
     from nsightlab.cluster.safety import ResolvedContext
-    from nsightlab.present.console import Env
+    from nsightlab.env import Env
 
 MANAGED_BY = "app.kubernetes.io/managed-by"
 OWNER = "nsightlab/owner"
@@ -156,55 +159,11 @@ def manifest_yaml(manifest: dict[str, Any]) -> str:
 # ---------------------------------------------------------------------------- results
 
 
-class GpuFree(BaseModel):
-    instance_type: str
-    nodes: int
-    gpu_allocatable: int
-    gpu_free: int
-
-
-class LabPod(BaseModel):
-    context: str
-    server: str | None
-    namespace: str
-    pod: str
-    uid: str | None
-    phase: str
-    status: str
-    ready: bool
-    node: str | None
-    instance_type: str | None
-    gpu_product: str | None
-    created: datetime | None
-    started: datetime | None
-    deadline: datetime | None
-    seconds_left: int | None
-    reused: bool = False
-    next_steps: list[str] = Field(default_factory=list)
-
-
-class StatusReport(BaseModel):
-    context: str
-    namespace: str
-    pod: str
-    gone: bool
-    lab: LabPod | None
-
-
-class CleanupReport(BaseModel):
-    context: str
-    namespace: str
-    deleted: list[str]
-    already_gone: list[str]
-    skipped: list[str]  # pods that are not ours (never touched)
-
-
 # ---------------------------------------------------------------------------- helpers
 
 
 def free_gpus(kube: Kube, instance_type: str | None = None) -> list[GpuFree]:
     """Free GPUs per instance type (one type, or all), counting native sidecars."""
-    from nsightlab.cluster.explore import requested_by_node
 
     if instance_type:
         nodes = kube.list_nodes(label_selector=f"node.kubernetes.io/instance-type={instance_type}")
@@ -228,41 +187,6 @@ def free_gpus(kube: Kube, instance_type: str | None = None) -> list[GpuFree]:
         if r.node_ready(n) and not (n.get("spec") or {}).get("unschedulable"):
             g.gpu_free += max(0, alloc - used.get(n["metadata"]["name"], 0))
     return sorted(out.values(), key=lambda g: g.instance_type)
-
-
-def _deadline(pod: dict[str, Any]) -> datetime | None:
-    ads = (pod.get("spec") or {}).get("activeDeadlineSeconds")
-    start = r.parse_time((pod.get("status") or {}).get("startTime")) or r.parse_time((pod.get("metadata") or {}).get("creationTimestamp"))
-    if ads is None or start is None:
-        return None
-    return start + timedelta(seconds=int(ads))
-
-
-def lab_pod(pod: dict[str, Any], ctx: ResolvedContext, node: dict[str, Any] | None, *, reused: bool = False) -> LabPod:
-    from nsightlab.cluster.explore import gpu_product
-
-    meta = pod.get("metadata") or {}
-    status = pod.get("status") or {}
-    deadline = _deadline(pod)
-    left = int((deadline - datetime.now(timezone.utc)).total_seconds()) if deadline else None
-    return LabPod(
-        context=ctx.name,
-        server=ctx.server,
-        namespace=str(meta.get("namespace") or ctx.namespace),
-        pod=str(meta.get("name")),
-        uid=meta.get("uid"),
-        phase=str(status.get("phase") or "Unknown"),
-        status=r.pod_status(pod),
-        ready=r.pod_is_ready(pod),
-        node=(pod.get("spec") or {}).get("nodeName"),
-        instance_type=r.instance_type(node) if node else None,
-        gpu_product=gpu_product(node) if node else None,
-        created=r.parse_time(meta.get("creationTimestamp")),
-        started=r.parse_time(status.get("startTime")),
-        deadline=deadline,
-        seconds_left=max(0, left) if left is not None else None,
-        reused=reused,
-    )
 
 
 def next_steps(ctx: ResolvedContext) -> list[str]:
@@ -348,7 +272,6 @@ class _Waiter:
                 rv = None
 
     def wait(self, timeout: float) -> dict[str, Any]:
-        from nsightlab.cluster.kube import Gone
 
         deadline = time.monotonic() + timeout
         threading.Thread(target=self._event_thread, daemon=True, name="nsightlab-events").start()
@@ -494,7 +417,7 @@ def create(
             ) from None
     node_name = (pod.get("spec") or {}).get("nodeName")
     node = kube.get_node(node_name) if node_name else None
-    result = lab_pod(pod, ctx, node, reused=reused)
+    result = lab_pod(pod, node, context=ctx.name, server=ctx.server, namespace=ctx.namespace, reused=reused)
     record_session(ctx, pod, result, owner)
     result.next_steps = next_steps(ctx)
     return result
@@ -546,7 +469,7 @@ def status(kube: Kube, ctx: ResolvedContext, name: str) -> StatusReport:
         return StatusReport(context=ctx.name, namespace=ctx.namespace, pod=name, gone=True, lab=None)
     node_name = (pod.get("spec") or {}).get("nodeName")
     node = kube.get_node(node_name) if node_name else None
-    return StatusReport(context=ctx.name, namespace=ctx.namespace, pod=name, gone=False, lab=lab_pod(pod, ctx, node))
+    return StatusReport(context=ctx.name, namespace=ctx.namespace, pod=name, gone=False, lab=lab_pod(pod, node, context=ctx.name, server=ctx.server, namespace=ctx.namespace))
 
 
 def cleanup(env: Env, kube: Kube, ctx: ResolvedContext, *, owner: str, names: list[str], all_mine: bool, wait: float = 120) -> CleanupReport:
@@ -588,7 +511,6 @@ def cleanup(env: Env, kube: Kube, ctx: ResolvedContext, *, owner: str, names: li
 
 def forget_session(ctx: ResolvedContext, pods: list[str]) -> None:
     """Clear the lab session if it is about one of these pods in this context."""
-    from nsightlab.config import load_session
 
     session = load_session()
     if session and session.context == ctx.name and session.namespace == ctx.namespace and session.pod in pods:

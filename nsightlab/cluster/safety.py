@@ -19,12 +19,12 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING
 
-from nsightlab.errors import ClusterError, SafetyError
+from nsightlab.errors import ClusterError, Interrupted, SafetyError
 
 if TYPE_CHECKING:
     from nsightlab.cluster.kubeconfig import Kubeconfig
     from nsightlab.config import Config, Session
-    from nsightlab.present.console import Env
+    from nsightlab.env import Env
 
 _TOKEN_SPLIT = re.compile(r"[-_.:/@]+")
 _GLOB_CHARS = set("*?[")
@@ -156,16 +156,9 @@ def announce(env: Env, ctx: ResolvedContext, what: str) -> None:
 
 def confirm_change(env: Env, ctx: ResolvedContext, what: str, *, yes: bool) -> None:
     """Announce the change; on a TTY ask for confirmation unless --yes."""
-    from nsightlab.errors import Interrupted
 
     announce(env, ctx, what)
     if yes or not env.stdin_tty:
         return
-    import typer
-
-    try:
-        ok = typer.confirm("Proceed?", default=False, err=True)
-    except (EOFError, KeyboardInterrupt, typer.Abort):
-        ok = False
-    if not ok:
+    if not env.confirm("Proceed?"):
         raise Interrupted("cancelled; nothing was changed")

@@ -26,8 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
-from pydantic import BaseModel
-
+from nsightlab.analysis.labpod import CopyResult
 from nsightlab.cluster import podtar
 from nsightlab.cluster.kube import STDIN_FRAME
 from nsightlab.errors import ClusterError, RemoteCommandError, UsageError
@@ -106,17 +105,6 @@ def _agent() -> bytes:
 
 class UnsafeArchiveError(RemoteCommandError):
     """The archive from the pod tried to write outside its destination."""
-
-
-class CopyResult(BaseModel):
-    direction: str  # "in" (to the pod) or "out"
-    source: str
-    destination: str
-    files: int
-    bytes: int
-    seconds: float
-    verified: bool
-    digests: dict[str, str]  # relative path -> sha256
 
 
 @dataclass

@@ -1,124 +1,43 @@
-"""The bandwidth sweep: run `lab_scripts/sweep.py` on a target, store and show the result.
+"""The bandwidth sweep: run `lab_scripts/sweep.py` on a target and store the run.
 
 `run_sweep` copies the script into the target's work folder and runs it, forwarding its
 rows live to stderr; then it fetches the script's JSON into a new run's `raw/`, analyses
 it (`nsightlab.analysis.sweep`) and writes `meta.json` and, last, `result.json`: a run
 folder is complete, or it is removed.
-
-Also here: `analyze_record_file` (a sweep JSON on disk, for `nsightlab analyze`) and
-`compare_runs` (two stored sweeps, nothing run).
-
-This module imports only the standard library at the top. The models and the analysis
-(pydantic) load in a background thread while the script runs on the target, so on this
-machine `nsightlab sweep --local` costs little more than running the script by hand
-(bench/sweep_overhead.py). Their names are re-exported here lazily.
 """
 
 from __future__ import annotations
 
 import contextlib
-import importlib
-import json
 import shutil
-import threading
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from nsightlab import __version__
-from nsightlab.errors import ParseError, RemoteCommandError, UsageError
-
-if TYPE_CHECKING:
-    from nsightlab.analysis.rates import SweepRecord
-    from nsightlab.analysis.sweep import (
-        COMPARE_LAUNCH_TOLERANCE,
-        COMPARE_TBPS_TOLERANCE,
-        COMPARE_TIME_TOLERANCE,
-        ComparePair,
-        CompareSide,
-        ReferenceCurve,
-        SweepCompare,
-        SweepResult,
-        SweepResultRow,
-        build_result,
-        compare_results,
-        headline,
-    )
-    from nsightlab.cli import Where
-    from nsightlab.measure.targets import Target
-    from nsightlab.present.console import Env
-
-__all__ = [
-    "COMPARE_LAUNCH_TOLERANCE",
-    "COMPARE_TBPS_TOLERANCE",
-    "COMPARE_TIME_TOLERANCE",
-    "DTYPES",
-    "ComparePair",
-    "CompareSide",
-    "ReferenceCurve",
-    "SweepCompare",
-    "SweepPlan",
-    "SweepResult",
-    "SweepResultRow",
-    "analyze_record_file",
-    "build_result",
-    "compare_results",
-    "compare_runs",
-    "headline",
-    "load_record",
-    "load_sweep_run",
-    "parse_sizes",
-    "plan_sweep",
-    "run_sweep",
-]
-
-_RESULT_MODULE = "nsightlab.analysis.sweep"
-#: Names that live in nsightlab.analysis.sweep, served from here on first use.
-_LAZY = frozenset(
-    {
-        "COMPARE_LAUNCH_TOLERANCE",
-        "COMPARE_TBPS_TOLERANCE",
-        "COMPARE_TIME_TOLERANCE",
-        "ComparePair",
-        "CompareSide",
-        "ReferenceCurve",
-        "SweepCompare",
-        "SweepResult",
-        "SweepResultRow",
-        "build_result",
-        "compare_results",
-        "headline",
-    }
+from nsightlab import __version__, assets
+from nsightlab.analysis.sweep import (
+    COUNTERPART_DTYPE,
+    DEFAULT_DTYPE,
+    DEFAULT_ITERS,
+    DEFAULT_WARMUP,
+    DTYPES,
+    SIZE_MAX_LOG2,
+    SIZE_MIN_LOG2,
+    SweepResult,
+    build_result,
 )
-
-#: Element sizes of the dtypes the script accepts.
-DTYPES: dict[str, int] = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8}
-DEFAULT_DTYPE = "float16"
-DEFAULT_ITERS = 50
-DEFAULT_WARMUP = 5
-#: The range `--sizes` accepts (log2 of the element count): 1 Ki to 16 Gi elements.
-SIZE_MIN_LOG2 = 10
-SIZE_MAX_LOG2 = 34
-#: What `--compare` runs when no --dtype is given: the type with the other element size.
-COUNTERPART_DTYPE: dict[str, str] = {
-    "float16": "float32",
-    "bfloat16": "float32",
-    "float32": "float16",
-    "float64": "float32",
-}
+from nsightlab.env import Env
+from nsightlab.errors import RemoteCommandError, UsageError
+from nsightlab.measure.targets import LocalTarget, Target, Where
+from nsightlab.runs import store
+from nsightlab.runs.store import RunMeta
+from nsightlab.runs.sweeps import load_record, load_sweep_run
 
 SCRIPT = "sweep.py"
 RAW_JSON = "sweep.json"
 RAW_LOG = "sweep.log"
-
-
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        return getattr(importlib.import_module(_RESULT_MODULE), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 # ---------------------------------------------------------------------------- inputs
@@ -196,62 +115,6 @@ def plan_sweep(
 # ---------------------------------------------------------------------------- files and stored runs
 
 
-def load_record(path: Path) -> SweepRecord:
-    """A sweep JSON from disk: the script's own, or the `record` inside a stored result."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise UsageError(f"{path} does not exist") from None
-    except OSError as e:
-        raise UsageError(f"cannot read {path}: {e.strerror}") from None
-    except ValueError as e:
-        raise ParseError(f"not valid JSON ({e})", source=path) from None
-    from nsightlab.analysis.sweep import record_from_json
-
-    return record_from_json(data, source=path)
-
-
-def analyze_record_file(path: Path) -> SweepResult:
-    """The analysed result of a sweep JSON on disk (what `nsightlab analyze FILE` shows)."""
-    from nsightlab.analysis.sweep import build_result
-
-    return build_result(load_record(path), target=f"file {path}", source=str(path))
-
-
-def load_sweep_run(ref: str) -> SweepResult:
-    """A finished sweep from the run store: id prefix, folder prefix, path, or `latest`."""
-    from pydantic import ValidationError
-
-    from nsightlab.analysis.sweep import SweepResult
-    from nsightlab.runs import store
-
-    if ref in ("latest", "last"):
-        done = [r for r in store.all_runs() if r.has_result() and r.meta().kind == "sweep"]
-        if not done:
-            raise UsageError("there is no finished sweep run yet", hint="Make one with `nsightlab sweep`.")
-        run = done[-1]
-    else:
-        run = store.resolve(ref)
-    kind = run.meta().kind
-    if kind != "sweep":
-        raise UsageError(f"run {run.folder} is a {kind} run, not a sweep")
-    data = run.result()
-    try:
-        return SweepResult.model_validate(data)
-    except ValidationError as e:
-        raise ParseError(f"not a sweep result this nsightlab can read ({e.error_count()} problems)", source=run.path / "result.json") from None
-
-
-def compare_runs(ref_a: str, ref_b: str) -> SweepCompare:
-    """Compare two stored sweeps without running anything."""
-    from nsightlab.analysis.sweep import compare_results
-
-    a, b = load_sweep_run(ref_a), load_sweep_run(ref_b)
-    if a.run_id is not None and a.run_id == b.run_id:
-        raise UsageError(f"'{ref_a}' and '{ref_b}' are the same run ({a.run_id})")
-    return compare_results(a, b)
-
-
 # ---------------------------------------------------------------------------- running it
 
 
@@ -283,20 +146,6 @@ class _Lines:
             self._buf = b""
 
 
-def _preload(modules: Sequence[str]) -> threading.Thread:
-    """Import `modules` in a background thread (while the target works). A failure is left
-    for the main thread's own import to report."""
-
-    def load() -> None:
-        for name in modules:
-            with contextlib.suppress(Exception):
-                importlib.import_module(name)
-
-    thread = threading.Thread(target=load, name="nsightlab-preload", daemon=True)
-    thread.start()
-    return thread
-
-
 def _command(args: dict[str, Any], where: dict[str, Any]) -> list[str]:
     """The nsightlab command line that repeats this run."""
     cmd = ["nsightlab", "sweep", "--dtype", args["dtype"]]
@@ -326,15 +175,11 @@ def run_sweep(
     """Run the sweep on `where.target`, store it (raw JSON and log, meta.json, result.json)
     and return the result. A failing script raises RemoteCommandError (exit 6) and leaves
     no run folder behind."""
-    from nsightlab import assets
-    from nsightlab.measure.targets import LocalTarget
-
     if dtype not in DTYPES:
         raise UsageError(f"--dtype must be one of {', '.join(DTYPES)}, got '{dtype}'")
     target = where.target
     started = datetime.now(timezone.utc)
     workdir: str | None = None
-    preload: threading.Thread | None = None
     try:
         workdir = target.workdir()
         remote_script = f"{workdir}/{SCRIPT}"
@@ -351,7 +196,6 @@ def run_sweep(
         log = bytearray()
         out = _Lines(env.note, log.extend)
         err = _Lines(env.note, log.extend)
-        preload = _preload([_RESULT_MODULE, "nsightlab.runs.store"])
         with env.status(f"sweeping {dtype} on {target.label}"):
             code = target.stream(argv, on_stdout=out, on_stderr=err)
         out.flush()
@@ -363,12 +207,9 @@ def run_sweep(
                 returncode=code,
                 hint=_failure_hint(last, code, where),
             )
-        preload.join()  # normally long done: the script takes longer than the imports
         args = {"dtype": dtype, "sizes": list(sizes or []), "iters": iters, "warmup": warmup, "device": device}
         return _store(target, where, remote_json, bytes(log), started, argv, _command(args, where.meta), against)
     finally:
-        if preload is not None:
-            preload.join()  # never leave an import half-done behind
         if workdir is not None and isinstance(target, LocalTarget):
             with contextlib.suppress(OSError):
                 shutil.rmtree(workdir)
@@ -385,10 +226,6 @@ def _store(
     against: SweepResult | None,
 ) -> SweepResult:
     """A new run folder with what came back, meta.json, and result.json written last."""
-    from nsightlab.analysis.sweep import build_result
-    from nsightlab.runs import store
-    from nsightlab.runs.store import RunMeta
-
     run, run_id = store.new_run("sweep", argv[argv.index("--dtype") + 1], now=started)
     try:
         (run.raw / RAW_LOG).write_bytes(log)

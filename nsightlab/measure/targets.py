@@ -11,15 +11,20 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
+from nsightlab.analysis import pods as r
+from nsightlab.analysis.inventory import gpu_product
+from nsightlab.cluster.connect import connect, lab_pod_name, note_session
+from nsightlab.cluster.kube import Kube
+from nsightlab.cluster.safety import Intent
+from nsightlab.cluster.transfer import copy_in, copy_out
+from nsightlab.env import Env
 from nsightlab.errors import ClusterError, RemoteCommandError
-
-if TYPE_CHECKING:
-    from nsightlab.cluster.kube import Kube
 
 Sink = Callable[[bytes], None]
 
@@ -203,11 +208,51 @@ class PodTarget:
         return self._workdir
 
     def put(self, local: Path, remote: str) -> None:
-        from nsightlab.cluster.transfer import copy_in
-
         copy_in(self.kube, self.namespace, self.pod, local, remote, container=self.container)
 
     def get(self, remote: str, local: Path) -> None:
-        from nsightlab.cluster.transfer import copy_out
-
         copy_out(self.kube, self.namespace, self.pod, remote, local, container=self.container)
+
+
+@dataclass
+class Where:
+    """Where lab work runs, and what a run's meta.json should say about it."""
+
+    target: Target
+    meta: dict[str, object]
+
+
+@contextmanager
+def open_target(
+    env: Env,
+    *,
+    local: bool,
+    context: str | None,
+    kubeconfig: Path | None,
+    namespace: str | None,
+    config_path: Path | None,
+    action: str,
+) -> Iterator[Where]:
+    """The lab pod (from the session or --context) or, with --local, this machine."""
+    if local:
+        yield Where(LocalTarget(), {"target": "this machine"})
+        return
+    with connect(context, kubeconfig, config_path=config_path, intent=Intent.CHANGE, namespace=namespace, use_session=True, action=action) as c:
+        note_session(env, c)
+        pod_name = lab_pod_name(c)
+        pod = c.kube.get_pod(c.ctx.namespace, pod_name) or {}
+        node_name = (pod.get("spec") or {}).get("nodeName")
+        node = c.kube.get_node(node_name) if node_name else None
+        containers = (pod.get("spec") or {}).get("containers") or [{}]
+        meta: dict[str, object] = {
+            "target": f"pod {c.ctx.namespace}/{pod_name}",
+            "context": c.ctx.name,
+            "namespace": c.ctx.namespace,
+            "pod": pod_name,
+            "node": node_name,
+            "instance_type": r.instance_type(node) if node else None,
+            "gpu": gpu_product(node) if node else None,
+            "image": containers[0].get("image"),
+            "session_uid": (pod.get("metadata") or {}).get("uid"),
+        }
+        yield Where(PodTarget(c.kube, c.ctx.namespace, pod_name), meta)

@@ -1,5 +1,7 @@
 """The I/O environment handed to every command: consoles, TTY facts, output mode.
 
+The concrete `nsightlab.env.Env`: the layers below take the protocol, the CLI makes this.
+
 Data goes to stdout (`env.out`), progress and notes to stderr (`env.err`). Nothing in
 nsightlab creates a console of its own; tests build an `Env` with fixed width and no
 colour.
@@ -117,6 +119,15 @@ class Env:
         """Plain text on stdout, as is."""
         self.out_file.write(text)
         self.out_file.flush()
+
+    def confirm(self, question: str) -> bool:
+        """Ask on the terminal (stderr), default no; False on EOF or Ctrl-C."""
+        import typer
+
+        try:
+            return bool(typer.confirm(question, default=False, err=True))
+        except (EOFError, KeyboardInterrupt, typer.Abort):
+            return False
 
     @contextmanager
     def status(self, message: str) -> Iterator[Any]:

@@ -26,8 +26,8 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
+    from nsightlab.analysis.profile import ProfileResult
     from nsightlab.analysis.sweep import SweepResult
-    from nsightlab.measure.profile import ProfileResult
 
 MISSING = "plotting needs matplotlib: pip install 'nsightlab[report]'"
 

@@ -8,19 +8,29 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+import yaml
+
+from nsightlab.analysis.ncu import NcuResult
+from nsightlab.analysis.pods import human_duration
+from nsightlab.analysis.profile import ProfileResult
+from nsightlab.analysis.sweep import SweepResult
+from nsightlab.configure import ConfigView
+from nsightlab.present.doc import Bullets, Para, Table
+from nsightlab.present.report import floor_table
+from nsightlab.present.text import sweep_summary_lines
+
 if TYPE_CHECKING:
+    from nsightlab.analysis.doctor import DoctorReport
+    from nsightlab.analysis.inventory import NodeDetail, NodesReport, PodDetail, PodsReport
+    from nsightlab.analysis.labpod import CleanupReport, CopyResult, LabPod, StatusReport
+    from nsightlab.analysis.ncu import NcuResult
+    from nsightlab.analysis.profile import KernelLine, ProfileResult
     from nsightlab.analysis.rates import Rates
     from nsightlab.analysis.roofline import DecodeFloor
     from nsightlab.analysis.sweep import SweepCompare, SweepResult
-    from nsightlab.cluster.doctor import DoctorReport
-    from nsightlab.cluster.explore import NodeDetail, NodesReport, PodDetail, PodsReport
-    from nsightlab.cluster.lab import CleanupReport, LabPod, StatusReport
-    from nsightlab.cluster.transfer import CopyResult
-    from nsightlab.measure.ncu import NcuResult
-    from nsightlab.measure.profile import KernelLine, ProfileResult
     from nsightlab.present.console import Env
-    from nsightlab.present.report import ReportDoc, ReportFiles
-    from nsightlab.present.report import Table as ReportTable
+    from nsightlab.present.doc import ReportDoc, ReportFiles
+    from nsightlab.present.doc import Table as ReportTable
     from nsightlab.runs.listing import RemovedRuns, RunDetail, RunsList
 
 
@@ -204,7 +214,6 @@ def node_detail(env: Env, d: NodeDetail) -> None:
 def _left(seconds: int | None) -> str:
     if seconds is None:
         return "?"
-    from nsightlab.analysis.pods import human_duration
 
     return human_duration(seconds)
 
@@ -399,20 +408,6 @@ def _tb(v: float, digits: int) -> str:
     return f"{v:.{digits}f}"
 
 
-def _tbps_text(tbps: float) -> str:
-    return f"{tbps:.2f} TB/s" if tbps >= 0.1 else f"{tbps * 1e3:.1f} GB/s"
-
-
-def _bytes(n: int) -> str:
-    return f"{n / 2**30:.0f} GiB" if n >= 2**30 else f"{n / 2**20:.0f} MiB" if n >= 2**20 else f"{n / 2**10:.0f} KiB"
-
-
-def _log2s(values: Sequence[int]) -> str:
-    if not values:
-        return ""
-    return f"2^{values[0]}" if len(values) == 1 else f"2^{values[0]}..2^{values[-1]}"
-
-
 def sweep(env: Env, result: SweepResult) -> None:
     """The sweep table (size, MiB, us, TB/s, % of spec, regime, bar), summary and lesson."""
     s = result.summary
@@ -473,55 +468,6 @@ def sweep(env: Env, result: SweepResult) -> None:
     if result.run_id:
         blank(env)
         lines(env, [f"stored as run {result.run_id} ({result.run_dir})"], bullet="")
-
-
-def sweep_summary_lines(result: SweepResult) -> list[str]:
-    s = result.summary
-    out: list[str] = []
-    if s.launch_floor_us is not None:
-        launch = [r.log2 for r in result.rows if r.regime == "launch"]
-        out.append(f"launch floor: {s.launch_floor_us:.1f} us per call ({_log2s(launch)}: fixed cost, not data)")
-    else:
-        out.append("launch floor: none seen (no size sat at a floor; add smaller --sizes)")
-    if s.cache_peak_tbps is not None and s.cache_peak_log2 is not None:
-        line = f"cache peak: {_tbps_text(s.cache_peak_tbps)} at 2^{s.cache_peak_log2}"
-        if s.spec_dram_tbps:
-            line += f" ({s.cache_peak_tbps / s.spec_dram_tbps:.1f}x the DRAM spec: served from cache)"
-        out.append(line)
-    else:
-        out.append("cache peak: none (no size ran from the cache)")
-    if s.dram_tbps is not None:
-        line = f"DRAM plateau: {'~' if s.dram_is_estimate else ''}{_tbps_text(s.dram_tbps)} ({_log2s(s.dram_from_log2)})"
-        if s.dram_pct_of_spec is not None:
-            line += f", {s.dram_pct_of_spec:.0f}% of the DRAM spec {s.spec_label}"
-        elif s.device_type == "cuda":
-            line += f"; no spec for {s.device_name or 'this GPU'} in the table"
-        else:
-            line += "; a CPU has no spec in the table: the figure is this machine's own"
-        out.append(line)
-    else:
-        out.append("DRAM plateau: not reached (add larger --sizes)")
-    cache_name = "L2" if s.device_type == "cuda" else "last-level cache"
-    if s.l2_bytes:
-        out.append(f"{cache_name} used for the regimes: {_bytes(s.l2_bytes)} ({s.l2_source or 'unknown source'})")
-    else:
-        out.append(f"{cache_name}: size unknown; regimes inferred from the shape of the curve")
-    ref = result.reference
-    if ref is not None:
-        figures = []
-        if ref.launch_floor_us is not None:
-            figures.append(f"launch floor {ref.launch_floor_us:.1f} us")
-        if ref.cache_peak_tbps is not None:
-            figures.append(f"L2 peak {_tbps_text(ref.cache_peak_tbps)}")
-        if ref.dram_tbps is not None:
-            pct = f" ({ref.dram_pct_of_spec:.0f}% of {ref.spec_label})" if ref.dram_pct_of_spec is not None else ""
-            figures.append(f"DRAM {_tbps_text(ref.dram_tbps)}{pct}")
-        if ref.matches_device:
-            out.append(f"reference (REF TB/S column): the same GPU in the tutorial, {ref.dtype}: " + ", ".join(figures))
-        else:
-            mine = f"; this device's DRAM spec: {s.spec_label}" if s.spec_label else ""
-            out.append(f"reference: the tutorial's {ref.gpu}, {ref.dtype}: " + ", ".join(figures) + mine)
-    return out
 
 
 def sweep_compare(env: Env, cmp: SweepCompare) -> None:
@@ -609,9 +555,6 @@ def run_detail(env: Env, detail: RunDetail) -> None:
         blank(env)
         lines(env, ["no result.json: the run did not finish"], bullet="")
         return
-    from nsightlab.analysis.sweep import SweepResult
-    from nsightlab.measure.ncu import NcuResult
-    from nsightlab.measure.profile import ProfileResult
 
     blank(env)
     kind = detail.result.get("kind")
@@ -629,7 +572,6 @@ def runs_removed(env: Env, removed: RemovedRuns) -> None:
 
 def decode_floor(env: Env, floor: DecodeFloor) -> None:
     """The per-token floor, measured and spec side by side."""
-    from nsightlab.present.report import floor_table
 
     heading(env, f"Decode floor for {floor.weights_gb:g} GB of weights (one token, batch 1: weight bytes / bandwidth)")
     report_table(env, floor_table(floor))
@@ -654,7 +596,6 @@ def report_table(env: Env, t: ReportTable) -> None:
 
 def report_doc(env: Env, doc: ReportDoc) -> None:
     """The report in the terminal: the same sections as the HTML, bars instead of figures."""
-    from nsightlab.present.report import Bullets, Para, Table
 
     heading(env, doc.title)
     lines(env, [f"made {_when(doc.created)} UTC"], bullet="")
@@ -682,3 +623,26 @@ def report_files(env: Env, files: ReportFiles) -> None:
     lines(env, out, bullet="")
     if files.notes:
         lines(env, [f"note: {n}" for n in files.notes], bullet="")
+
+
+# ---------------------------------------------------------------------------- config
+
+
+def config_view(env: Env, view: ConfigView) -> None:
+    state = "" if view.exists else " (does not exist: all defaults; create it with `nsightlab init`)"
+    lines(env, [f"config file: {view.path}{state}", f"home: {view.home}"], bullet="")
+    blank(env)
+    cols = [Column("KEY"), Column("VALUE"), Column("FROM")]
+    table(env, cols, [[v.key, _config_value(v.value), v.source] for v in view.values])
+    blank(env)
+    lines(env, ["protected context patterns: " + ", ".join(view.protected_patterns)], bullet="")
+    if view.placeholders:
+        lines(env, [f"still to fill in: {', '.join(view.placeholders)}"], bullet="")
+
+
+def _config_value(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, (dict, list)):
+        return yaml.safe_dump(value, default_flow_style=True).strip() if value else ("{}" if isinstance(value, dict) else "[]")
+    return str(value)

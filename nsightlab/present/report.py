@@ -17,9 +17,7 @@ Three steps, each testable alone:
 
 from __future__ import annotations
 
-import base64
 import contextlib
-import html
 import os
 import secrets
 import shutil
@@ -27,21 +25,41 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel
 
-from nsightlab import __version__
-from nsightlab.analysis.roofline import DecodeFloor, decode_floor, find_gpu, num, plateau_source
+from nsightlab.analysis.gpus import lookup
+from nsightlab.analysis.ncu import NcuResult
+from nsightlab.analysis.profile import ProfileResult
+from nsightlab.analysis.roofline import DecodeFloor, decode_floor, num, plateau_source
+from nsightlab.analysis.sweep import SweepResult, compare_results
+from nsightlab.config import home, load_session
 from nsightlab.errors import UsageError
+from nsightlab.present import figures
+from nsightlab.present import figures as figs
+from nsightlab.present.doc import (
+    Bullets,
+    FigureFile,
+    FigureRef,
+    Para,
+    ReportDoc,
+    ReportFiles,
+    Section,
+    Table,
+)
+from nsightlab.present.figures import device_label
+from nsightlab.present.text import sweep_summary_lines, when_text
+from nsightlab.present.writers import render_html, render_markdown
 from nsightlab.runs import store
-from nsightlab.runs.listing import RunLine, line
+from nsightlab.runs.analyze import stored_result
+from nsightlab.runs.listing import RunLine, line, resolve_all
 from nsightlab.runs.store import Run, RunMeta
 
 if TYPE_CHECKING:
+    from nsightlab.analysis.ncu import NcuResult
+    from nsightlab.analysis.profile import ProfileResult, RangeLine
     from nsightlab.analysis.sweep import SweepResult
-    from nsightlab.measure.ncu import NcuResult
-    from nsightlab.measure.profile import ProfileResult, RangeLine
     from nsightlab.present.figures import Plot
 
 #: Kernels listed per profile in the report's table.
@@ -49,77 +67,6 @@ TOP_KERNELS = 15
 
 
 # ---------------------------------------------------------------------------- the document model
-
-
-class Para(BaseModel):
-    type: Literal["para"] = "para"
-    text: str
-
-
-class Bullets(BaseModel):
-    type: Literal["bullets"] = "bullets"
-    items: list[str]
-
-
-class Table(BaseModel):
-    type: Literal["table"] = "table"
-    title: str | None = None
-    columns: list[str]
-    right: list[bool]  # right-align this column
-    rows: list[list[str]]
-    bars: list[float] | None = None  # one value per row, drawn as a bar (terminal, HTML)
-    bar_label: str | None = None
-    tooltips: list[str] | None = None  # one per row, on its last cell in HTML (full kernel names)
-
-
-class FigureRef(BaseModel):
-    type: Literal["figure"] = "figure"
-    key: str
-
-
-Item = Annotated[Para | Bullets | Table | FigureRef, Field(discriminator="type")]
-
-
-class Section(BaseModel):
-    level: int  # 2: a part of the report; 3: one run inside it
-    heading: str
-    items: list[Item] = Field(default_factory=list)
-
-
-class ReportDoc(BaseModel):
-    """The report, every number formatted: what md, HTML and the terminal render."""
-
-    kind: Literal["report"] = "report"
-    title: str
-    created: datetime
-    selection: str
-    runs: list[RunLine]
-    sections: list[Section]
-    decode_floor: DecodeFloor | None = None
-    notes: list[str] = Field(default_factory=list)
-    nsightlab: str = __version__
-
-
-class FigureFile(BaseModel):
-    key: str
-    title: str
-    caption: str
-    png: str
-    svg: str
-
-
-class ReportFiles(BaseModel):
-    """`nsightlab report --json`: where everything went."""
-
-    kind: Literal["report-files"] = "report-files"
-    out_dir: str
-    html: str
-    markdown: str
-    figures: list[FigureFile]
-    runs: list[str]
-    selection: str
-    decode_floor: DecodeFloor | None = None
-    notes: list[str] = Field(default_factory=list)
 
 
 # ---------------------------------------------------------------------------- choosing runs
@@ -143,7 +90,6 @@ class Selection:
 
 
 def _load(run: Run, notes: list[str]) -> Loaded | None:
-    from nsightlab.runs.analyze import stored_result
 
     try:
         meta = run.meta()
@@ -179,8 +125,6 @@ def _latest(runs: list[Run]) -> list[Run]:
 def select_runs(refs: Sequence[str]) -> Selection:
     """The runs to report: `refs` if given, else the current lab session's runs, else the
     latest finished run of each kind (of each dtype for sweeps)."""
-    from nsightlab.config import load_session
-    from nsightlab.runs.listing import resolve_all
 
     notes: list[str] = []
     if refs:
@@ -217,10 +161,6 @@ def _session_uid(run: Run) -> str | None:
 
 
 # ---------------------------------------------------------------------------- formatting
-
-
-def _when(dt: datetime) -> str:
-    return dt.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
 
 
 def _tbps(v: float | None) -> str:
@@ -284,7 +224,7 @@ def _runs_table(lines: list[RunLine]) -> Table:
     return Table(
         columns=["ID", "KIND", "NAME", "WHEN", "WHERE", "NODE", "DEVICE", "DTYPE", "HEADLINE"],
         right=[False] * 9,
-        rows=[[x.id, x.kind, x.name, _when(x.created), x.where, x.node or "", x.device or "", x.dtype or "", x.headline or ""] for x in lines],
+        rows=[[x.id, x.kind, x.name, when_text(x.created), x.where, x.node or "", x.device or "", x.dtype or "", x.headline or ""] for x in lines],
     )
 
 
@@ -343,8 +283,6 @@ def _environment(loaded: list[Loaded]) -> Table:
 
 
 def _sweep_sections(sweeps: list[SweepResult]) -> list[Section]:
-    from nsightlab.present.figures import device_label
-    from nsightlab.present.render import sweep_summary_lines
 
     out: list[Section] = [
         Section(
@@ -380,7 +318,6 @@ def _sweep_sections(sweeps: list[SweepResult]) -> list[Section]:
         out.append(Section(level=3, heading=f"Sweep {s.dtype} on {device_label(s)}" + (f" (run {s.run_id})" if s.run_id else ""), items=items))
     pair = _compare_pair(sweeps)
     if pair is not None:
-        from nsightlab.analysis.sweep import compare_results
 
         cmp = compare_results(*pair)
         rows = [
@@ -505,7 +442,6 @@ def _floor_section(floor: DecodeFloor) -> Section:
 
 
 def _report_floor(weights_gb: float, sweeps: list[SweepResult], profiles: list[ProfileResult]) -> DecodeFloor:
-    from nsightlab.analysis.gpus import lookup
 
     specs = []
     for p in profiles:
@@ -517,9 +453,6 @@ def _report_floor(weights_gb: float, sweeps: list[SweepResult], profiles: list[P
 
 def build_report(selection: Selection, *, weights_gb: float | None = None, now: datetime | None = None) -> ReportBundle:
     """The document for the selected runs. Pure apart from the clock."""
-    from nsightlab.analysis.sweep import SweepResult
-    from nsightlab.measure.ncu import NcuResult
-    from nsightlab.measure.profile import ProfileResult
 
     now = now or datetime.now(timezone.utc)
     sweeps = [x.result for x in selection.runs if isinstance(x.result, SweepResult)]
@@ -569,7 +502,6 @@ def build_report(selection: Selection, *, weights_gb: float | None = None, now: 
 
 def draw_figures(bundle: ReportBundle) -> list[Plot]:
     """The figures the document refers to (matplotlib needed: UsageError without it)."""
-    from nsightlab.present import figures
 
     plots: list[Plot] = []
     if bundle.sweeps:
@@ -592,137 +524,13 @@ def draw_figures(bundle: ReportBundle) -> list[Plot]:
 # ---------------------------------------------------------------------------- markdown
 
 
-def _md(text: str) -> str:
-    out = []
-    for ch in text:
-        if ch in "\\`*_[]<>|":
-            out.append("\\" + ch)
-        else:
-            out.append(ch)
-    return "".join(out)
-
-
-def render_markdown(doc: ReportDoc, figures: Sequence[FigureFile]) -> str:
-    """GitHub-flavoured Markdown; figures reference the PNG files beside it."""
-    by_key = {f.key: f for f in figures}
-    out = [f"# {_md(doc.title)}", "", f"Made {_when(doc.created)} by nsightlab {doc.nsightlab}.", ""]
-    for sec in doc.sections:
-        out += ["#" * sec.level + " " + _md(sec.heading), ""]
-        for item in sec.items:
-            if isinstance(item, Para):
-                out += [_md(item.text), ""]
-            elif isinstance(item, Bullets):
-                out += [f"- {_md(b)}" for b in item.items] + [""]
-            elif isinstance(item, Table):
-                if item.title:
-                    out += [f"**{_md(item.title)}**", ""]
-                out.append("| " + " | ".join(_md(c) or " " for c in item.columns) + " |")
-                out.append("|" + "|".join("---:" if r else "---" for r in item.right) + "|")
-                out += ["| " + " | ".join(_md(c) for c in row) + " |" for row in item.rows]
-                out.append("")
-            else:
-                fig = by_key.get(item.key)
-                if fig is not None:
-                    out += [f"![{_md(fig.title)}]({Path(fig.png).name})", "", f"*{_md(fig.caption)}* ([SVG]({Path(fig.svg).name}))", ""]
-    if doc.notes:
-        out += ["## Notes", ""] + [f"- {_md(n)}" for n in doc.notes] + [""]
-    return "\n".join(out).rstrip() + "\n"
-
-
 # ---------------------------------------------------------------------------- HTML
-
-#: No fetch of any kind: images only from data: URIs, styles only inline.
-CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
-
-CSS = """
-body { font: 15px/1.5 system-ui, -apple-system, "Segoe UI", sans-serif; color: #1a1a1a;
-       max-width: 1100px; margin: 2em auto; padding: 0 1.5em; }
-h1 { font-size: 1.6em; margin-bottom: 0.2em; }
-h2 { font-size: 1.3em; border-bottom: 1px solid #ddd; padding-bottom: 0.2em; margin-top: 2em; }
-h3 { font-size: 1.1em; margin-top: 1.6em; }
-.meta { color: #666; }
-table { border-collapse: collapse; margin: 0.8em 0; font-size: 13px; }
-caption { text-align: left; font-weight: 600; padding-bottom: 0.3em; }
-th, td { padding: 0.25em 0.7em; border-bottom: 1px solid #eee; vertical-align: top; }
-th { text-align: left; background: #f6f6f6; font-weight: 600; }
-td.r, th.r { text-align: right; font-variant-numeric: tabular-nums; }
-td.bar { width: 180px; }
-td.bar span { display: inline-block; height: 0.8em; background: #0072B2; }
-figure { margin: 1em 0; }
-figure img { max-width: 100%; height: auto; border: 1px solid #eee; }
-figcaption { color: #555; font-size: 13px; }
-ul { padding-left: 1.4em; }
-""".strip()
-
-
-def _e(text: str) -> str:
-    return html.escape(text, quote=True)
-
-
-def _html_table(t: Table) -> str:
-    top = max(t.bars or [0.0]) if t.bars else 0.0
-    parts = ["<table>"]
-    if t.title:
-        parts.append(f"<caption>{_e(t.title)}</caption>")
-    head = "".join(f'<th class="{"r" if r else "l"}">{_e(c)}</th>' for c, r in zip(t.columns, t.right, strict=True))
-    if t.bars is not None:
-        head += f"<th>{_e(t.bar_label or '')}</th>"
-    parts.append(f"<thead><tr>{head}</tr></thead><tbody>")
-    for i, row in enumerate(t.rows):
-        tip = t.tooltips[i] if t.tooltips else None
-        cells = "".join(
-            f'<td class="{"r" if r else "l"}"' + (f' title="{_e(tip)}"' if tip and j == len(row) - 1 else "") + f">{_e(c)}</td>"
-            for j, (c, r) in enumerate(zip(row, t.right, strict=True))
-        )
-        if t.bars is not None:
-            width = 100.0 * t.bars[i] / top if top > 0 else 0.0
-            cells += f'<td class="bar"><span style="width: {width:.1f}%"></span></td>'
-        parts.append(f"<tr>{cells}</tr>")
-    parts.append("</tbody></table>")
-    return "".join(parts)
-
-
-def render_html(doc: ReportDoc, images: dict[str, tuple[FigureFile, bytes]]) -> str:
-    """One self-contained page: every image a data: URI, CSS inline, nothing fetched."""
-    out = [
-        "<!DOCTYPE html>",
-        '<html lang="en"><head><meta charset="utf-8">',
-        f'<meta http-equiv="Content-Security-Policy" content="{CSP}">',
-        '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        f"<title>{_e(doc.title)}</title>",
-        f"<style>{CSS}</style></head><body>",
-        f"<h1>{_e(doc.title)}</h1>",
-        f'<p class="meta">Made {_e(_when(doc.created))} by nsightlab {_e(doc.nsightlab)}.</p>',
-    ]
-    for sec in doc.sections:
-        h = f"h{sec.level}"
-        out.append(f"<section><{h}>{_e(sec.heading)}</{h}>")
-        for item in sec.items:
-            if isinstance(item, Para):
-                out.append(f"<p>{_e(item.text)}</p>")
-            elif isinstance(item, Bullets):
-                out.append("<ul>" + "".join(f"<li>{_e(b)}</li>" for b in item.items) + "</ul>")
-            elif isinstance(item, Table):
-                out.append(_html_table(item))
-            elif item.key in images:
-                fig, png = images[item.key]
-                data = base64.b64encode(png).decode("ascii")
-                out.append(
-                    f'<figure id="fig-{_e(fig.key)}"><img src="data:image/png;base64,{data}" alt="{_e(fig.title)}">'
-                    f"<figcaption>{_e(fig.caption)}</figcaption></figure>"
-                )
-        out.append("</section>")
-    if doc.notes:
-        out.append("<section><h2>Notes</h2><ul>" + "".join(f"<li>{_e(n)}</li>" for n in doc.notes) + "</ul></section>")
-    out.append("</body></html>")
-    return "\n".join(out) + "\n"
 
 
 # ---------------------------------------------------------------------------- writing
 
 
 def default_out_dir(now: datetime | None = None) -> Path:
-    from nsightlab.config import home
 
     now = now or datetime.now(timezone.utc)
     return home() / "reports" / f"{now:%Y%m%dT%H%M%SZ}"
@@ -735,7 +543,6 @@ def write_report(bundle: ReportBundle, out_dir: Path) -> ReportFiles:
     folder renamed, an existing one receives the files one atomic rename at a time, the
     HTML last. Other files already in `out_dir` are left alone.
     """
-    from nsightlab.present import figures as figs
 
     out_dir = out_dir.expanduser().absolute()
     if out_dir.exists() and not out_dir.is_dir():
@@ -788,50 +595,3 @@ def open_in_browser(path: str) -> bool:
 # ---------------------------------------------------------------------------- roofline command
 
 
-def decode_floor_for(weights_gb: float, *, run: str | None = None, gpu: str | None = None) -> DecodeFloor:
-    """What `nsightlab roofline` shows: from a stored run (a sweep's measured plateau and
-    its GPU's spec), from a GPU's spec alone, or by default from the latest sweep (else
-    the lab session's GPU)."""
-    from nsightlab.analysis.gpus import lookup
-    from nsightlab.config import load_session
-    from nsightlab.measure.sweep import load_sweep_run
-
-    if run is not None and gpu is not None:
-        raise UsageError("give --run or --gpu, not both")
-    if gpu is not None:
-        floor = decode_floor(weights_gb, gpus=[find_gpu(gpu)])
-    elif run is not None:
-        r = store.resolve(run)
-        meta = r.meta()
-        if meta.kind == "sweep":
-            floor = decode_floor(weights_gb, sweeps=[plateau_source(load_sweep_run(str(r.path)))])
-        elif meta.kind == "profile":
-            spec = lookup(meta.gpu)
-            floor = decode_floor(weights_gb, gpus=[spec] if spec else [])
-            floor.notes.append(f"run {meta.id} is a profile: it measures no DRAM plateau (a sweep does)")
-        else:
-            raise UsageError(f"run {meta.id} is a {meta.kind} run: give a sweep run (its DRAM plateau) or --gpu NAME")
-    else:
-        sweeps = [load_sweep_run(str(x.path)) for x in store.all_runs() if x.has_result() and _kind(x) == "sweep"]
-        with_plateau = [x for x in sweeps if x.summary.dram_tbps is not None]
-        session = load_session()
-        spec = lookup(session.gpu_product) if session and session.gpu_product else None
-        if with_plateau:
-            floor = decode_floor(weights_gb, sweeps=[plateau_source(with_plateau[-1])])
-        elif spec is not None:
-            floor = decode_floor(weights_gb, gpus=[spec])
-            floor.notes.append(f"no sweep reached a DRAM plateau yet: the spec of the lab session's GPU ({spec.name}) only")
-        elif sweeps:
-            floor = decode_floor(weights_gb, sweeps=[plateau_source(sweeps[-1])])
-        else:
-            raise UsageError("no sweep run to take a DRAM plateau from, and no lab session GPU", hint="Give --gpu NAME (e.g. 'NVIDIA L4' or g7e.8xlarge), --run ID, or run `nsightlab sweep` first.")
-    if not floor.lines:
-        raise UsageError("no floor to give: " + "; ".join(floor.notes or ["no bandwidth known"]), hint="Sweep larger sizes, or give --gpu NAME for the spec floor.")
-    return floor
-
-
-def _kind(run: Run) -> str | None:
-    try:
-        return run.meta().kind
-    except UsageError:
-        return None

@@ -15,11 +15,13 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from nsightlab.analysis.ncu import NcuResult, from_report
+from nsightlab.analysis.profile import ProfileResult, build_profile, load_record, report_from_torch
+from nsightlab.analysis.sweep import SweepResult
 from nsightlab.errors import ParseError, UsageError
-from nsightlab.measure.ncu import NcuResult, from_report
-from nsightlab.measure.profile import ProfileResult, build_profile, load_record, report_from_torch
 from nsightlab.parse import ncu as ncu_parse
 from nsightlab.parse import nsys
+from nsightlab.runs.sweeps import analyze_record_file
 
 _NCU_HEADER = '"ID","Process ID"'
 
@@ -101,7 +103,6 @@ def _json_file(path: Path) -> BaseModel:
         raise ParseError("expected a JSON object", source=path, line=1)
     kind = data.get("kind")
     if kind == "sweep":
-        from nsightlab.measure.sweep import analyze_record_file
 
         return analyze_record_file(path)
     if kind == "lesson1":
@@ -127,7 +128,6 @@ def _stored(kind: str, data: dict[str, Any], path: Path) -> BaseModel:
     if kind == "ncu":
         return NcuResult.model_validate(data)
     if kind == "sweep":
-        from nsightlab.measure.sweep import SweepResult
 
         return SweepResult.model_validate(data)
     raise ParseError(f"unknown result kind {kind!r}", source=path)

@@ -1,0 +1,102 @@
+"""Doctor's checks as data, and what the in-pod probe's facts mean (pure: the probe's
+key=value text in, checks out)."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel
+
+
+class Check(BaseModel):
+    name: str
+    ok: bool | None  # None: skipped or informational
+    detail: str
+    fix: str | None = None
+
+
+class DoctorReport(BaseModel):
+    context: str
+    server: str | None
+    namespace: str
+    checks: list[Check]
+
+    @property
+    def failed(self) -> list[Check]:
+        return [c for c in self.checks if c.ok is False]
+
+
+def parse_probe(text: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for line in text.splitlines():
+        if "=" in line:
+            key, value = line.split("=", 1)
+            out[key.strip()] = value.strip()
+    return out
+
+
+def pod_checks(facts: dict[str, str]) -> list[Check]:
+    """What the in-pod facts mean, each with its fix. Pure."""
+    checks: list[Check] = []
+    gpu = facts.get("gpu", "")
+    if gpu:
+        parts = [p.strip() for p in gpu.split(",")]
+        detail = parts[0] + (f", {parts[1]}" if len(parts) > 1 else "") + (f", driver {parts[2]}" if len(parts) > 2 else "")
+        checks.append(Check(name="pod: GPU (nvidia-smi)", ok=True, detail=detail))
+    else:
+        checks.append(Check(name="pod: GPU (nvidia-smi)", ok=False, detail="nvidia-smi found no GPU", fix="The pod needs nvidia.com/gpu in its limits and a node with the NVIDIA device plugin."))
+    for tool, label in (("nsys", "Nsight Systems"), ("ncu", "Nsight Compute")):
+        version = facts.get(tool, "")
+        if version:
+            checks.append(Check(name=f"pod: {tool}", ok=True, detail=version))
+        else:
+            checks.append(Check(name=f"pod: {tool}", ok=False, detail=f"{label} is not on PATH", fix="Use an image that ships it (lab.image), or `profile --profiler torch`." if tool == "nsys" else "Use an image that ships ncu (lab.image)."))
+    torch = facts.get("torch", "")
+    checks.append(
+        Check(name="pod: PyTorch", ok=bool(torch) and torch.endswith("True"), detail=torch or "python3 cannot import torch", fix=None if torch.endswith("True") else "The lab scripts need PyTorch with CUDA in the image.")
+    )
+    noexec = "noexec" in facts.get("tmp_opts", "").split(",") or facts.get("tmp_exec") == "no"
+    checks.append(
+        Check(
+            name="pod: /tmp allows exec",
+            ok=not noexec,
+            detail="/tmp is mounted noexec" if noexec else "yes",
+            fix="nsys stages its libraries in TMPDIR: nsightlab points TMPDIR at its work folder; do the same by hand." if noexec else None,
+        )
+    )
+    paranoid = facts.get("paranoid", "")
+    if paranoid.lstrip("-").isdigit():
+        high = int(paranoid) > 2
+        checks.append(
+            Check(
+                name="pod: perf_event_paranoid",
+                ok=None if high else True,
+                detail=f"{paranoid}" + (" (CPU sampling unavailable; the tutorial's -t cuda,nvtx run does not need it)" if high else ""),
+                fix="Add --sample=none --cpuctxsw=none to nsys (nsightlab does when needed)." if high else None,
+            )
+        )
+    admin_only = facts.get("rm_admin_only", "")
+    if admin_only in ("0", "1"):
+        cap_admin = _has_sys_admin(facts.get("capsys", ""))
+        blocked = admin_only == "1" and not cap_admin
+        checks.append(
+            Check(
+                name="pod: GPU counters for ncu (RmProfilingAdminOnly)",
+                ok=not blocked,
+                detail=f"RmProfilingAdminOnly: {admin_only}" + (", CAP_SYS_ADMIN present" if cap_admin else ""),
+                fix=(
+                    "ncu will fail with ERR_NVGPUCTRPERM: ask the platform team for a profiling-enabled node "
+                    "(NVreg_RestrictProfilingToAdminUsers=0), or, with their OK, `nsightlab create --profiling-caps`."
+                )
+                if blocked
+                else None,
+            )
+        )
+    else:
+        checks.append(Check(name="pod: GPU counters for ncu (RmProfilingAdminOnly)", ok=None, detail="/proc/driver/nvidia/params not readable"))
+    return checks
+
+
+def _has_sys_admin(cap_eff: str) -> bool:
+    try:
+        return bool(int(cap_eff, 16) & (1 << 21))
+    except ValueError:
+        return False

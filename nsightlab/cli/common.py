@@ -1,0 +1,72 @@
+"""What every command module shares: the Typer app, the common options, the console
+and the drawing helpers.
+
+This package alone does not use `from __future__ import annotations`: Typer reads every
+command's annotations at run time, and string annotations would make it compile and
+evaluate each one on every start. Commands import what they need when they run, so
+`nsightlab --help` loads Typer and nothing heavy (bench/startup.py).
+"""
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, Optional
+
+import typer
+
+if TYPE_CHECKING:
+    from nsightlab.present.console import Env
+
+app = typer.Typer(
+    name="nsightlab",
+    help="A lab driver for GPU profiling on Kubernetes: explore GPU nodes, run a lab pod, "
+    "profile with Nsight Systems, sweep memory bandwidth, report, clean up.",
+    rich_markup_mode=None,
+    pretty_exceptions_enable=False,
+    pretty_exceptions_show_locals=False,  # locals can hold kubeconfig tokens
+    no_args_is_help=True,
+    add_completion=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+@dataclass
+class _State:
+    config_path: Path | None = None
+
+STATE = _State()
+
+# Options shared by many commands.
+ContextOpt = Annotated[
+    Optional[str],  # noqa: UP045 - Typer needs Optional at runtime on 3.10
+    typer.Option("--context", "-c", help="kubeconfig context or alias from config.yaml (the current-context is never used).", show_default=False),
+]
+
+KubeconfigOpt = Annotated[
+    Optional[Path],  # noqa: UP045
+    typer.Option("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, merged, else ~/.kube/config).", show_default=False),
+]
+
+NamespaceOpt = Annotated[
+    Optional[str],  # noqa: UP045
+    typer.Option("--namespace", "-n", help="namespace (default: the alias's, else the context's, else 'default').", show_default=False),
+]
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout instead of tables.")]
+
+YesOpt = Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")]
+
+LocalOpt = Annotated[bool, typer.Option("--local", help="Run on this machine (its GPU, or the CPU) instead of the lab pod.")]
+
+
+def make_env(json_out: bool = False) -> "Env":
+    from nsightlab.present.console import Env
+
+    return Env.create(json=json_out)
+
+def show(env: "Env", result: Any, draw: "Callable[[Env, Any], None]") -> None:
+    """One JSON document on stdout with --json, else the human rendering."""
+    if env.json:
+        env.print_json(result)
+    else:
+        draw(env, result)

@@ -1,0 +1,269 @@
+"""The lab pod: create, status, shell, copy, cleanup, doctor."""
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Optional
+
+import typer
+
+from nsightlab.cli.common import (
+    STATE,
+    ContextOpt,
+    JsonOpt,
+    KubeconfigOpt,
+    NamespaceOpt,
+    YesOpt,
+    app,
+    make_env,
+    show,
+)
+
+if TYPE_CHECKING:
+    from nsightlab.present.console import Env
+
+
+@app.command()
+def create(
+    context: ContextOpt = None,
+    kubeconfig: KubeconfigOpt = None,
+    namespace: NamespaceOpt = None,
+    manifest: Annotated[Optional[Path], typer.Option("--manifest", help="pod template to fill instead of manifests/pod.yaml.")] = None,  # noqa: UP045
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the final manifest as YAML and send nothing.")] = False,
+    timeout: Annotated[float, typer.Option("--timeout", help="seconds to wait for Ready before giving up (exit 5).", min=1)] = 600,
+    profiling_caps: Annotated[bool, typer.Option("--profiling-caps", help="Add CAP_SYS_ADMIN so ncu can read GPU counters (weakens isolation: only with your platform team's OK).")] = False,
+    yes: YesOpt = False,
+    json_out: JsonOpt = False,
+) -> None:
+    """Create your GPU lab pod (or reuse it) and wait until it is Ready.
+
+    The pod is the tutorial's: 1 GPU on a g7e.8xlarge, 4 CPU, 24Gi, deleted after 4 h,
+    labelled as yours. Refused on protected contexts.
+
+    \b
+    Example:
+      nsightlab create --context stg
+      nsightlab create --context stg --dry-run
+    """
+    from nsightlab import assets
+    from nsightlab.cluster import lab
+    from nsightlab.cluster.connect import connect
+    from nsightlab.cluster.kubeconfig import load_kubeconfig
+    from nsightlab.cluster.safety import Intent, confirm_change, resolve_context
+    from nsightlab.config import load_config
+    from nsightlab.present import render
+
+    env = make_env(json_out)
+    cfg = load_config(STATE.config_path).config
+    template = lab.load_template(manifest or assets.pod_template())
+    if dry_run:
+        kc = load_kubeconfig(kubeconfig) if context else None
+        ns = namespace or "default"
+        if kc is not None:
+            ns = resolve_context(context, config=cfg, kubeconfig=kc, intent=Intent.READ, namespace=namespace).namespace
+        m = lab.build_manifest(template, cfg, namespace=ns, profiling_caps=profiling_caps)
+        if env.json:
+            env.print_json(m)
+        else:
+            env.write(lab.manifest_yaml(m))
+        return
+    if profiling_caps:
+        env.warn("--profiling-caps adds CAP_SYS_ADMIN to the lab pod: it weakens isolation; use it only with your platform team's OK.")
+    with connect(context, kubeconfig, config_path=STATE.config_path, intent=Intent.CHANGE, namespace=namespace, action="create the lab pod") as c:
+        m = lab.build_manifest(template, c.config, namespace=c.ctx.namespace, profiling_caps=profiling_caps)
+        confirm_change(env, c.ctx, f"create lab pod {m['metadata']['name']} ({c.config.lab.gpus} GPU on a {c.config.lab.instance_type})", yes=yes)
+        result = lab.create(env, c.kube, c.ctx, c.config, m, timeout=timeout)
+    if env.json:
+        env.print_json(result)
+    else:
+        render.lab_pod(env, result, title="Lab pod ready" if not result.reused else "Lab pod ready (reused)")
+
+@app.command()
+def status(
+    context: ContextOpt = None,
+    kubeconfig: KubeconfigOpt = None,
+    namespace: NamespaceOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """The lab pod: phase, node, GPU, age and time left before it deletes itself.
+
+    \b
+    Example:
+      nsightlab status
+      nsightlab status --context stg --json
+    """
+    from nsightlab.cluster import lab
+    from nsightlab.cluster.connect import connect, lab_pod_name, note_session
+    from nsightlab.cluster.safety import Intent
+    from nsightlab.present import render
+
+    env = make_env(json_out)
+    with connect(context, kubeconfig, config_path=STATE.config_path, intent=Intent.READ, namespace=namespace, use_session=True) as c:
+        note_session(env, c)
+        report = lab.status(c.kube, c.ctx, lab_pod_name(c, require_ready=False))
+    show(env, report, render.status)
+
+@app.command(context_settings={"allow_interspersed_args": False})
+def shell(
+    command: Annotated[Optional[list[str]], typer.Argument(help="a command to run instead of an interactive shell (after --).", show_default=False)] = None,  # noqa: UP045
+    context: ContextOpt = None,
+    kubeconfig: KubeconfigOpt = None,
+    namespace: NamespaceOpt = None,
+    stdin: Annotated[bool, typer.Option("--stdin", "-i", help="Pass this terminal's stdin to the command.")] = False,
+) -> None:
+    """A shell in the lab pod (bash, else sh), or one command with its output streamed.
+
+    The exit code is the remote command's. Refused on protected contexts.
+
+    \b
+    Example:
+      nsightlab shell
+      nsightlab shell -- nvidia-smi
+      nsightlab shell -- sh -c 'which nsys ncu nvcc python3'
+    """
+    from nsightlab.cluster import shell as sh
+    from nsightlab.cluster.connect import connect, lab_pod_name, note_session
+    from nsightlab.cluster.safety import Intent
+
+    env = make_env()
+    with connect(context, kubeconfig, config_path=STATE.config_path, intent=Intent.CHANGE, namespace=namespace, use_session=True, action="exec into a pod") as c:
+        note_session(env, c)
+        pod = lab_pod_name(c)
+        if command:
+            code = sh.run_command(c.kube, c.ctx.namespace, pod, list(command), forward_stdin=stdin)
+        else:
+            code = sh.interactive(c.kube, c.ctx.namespace, pod)
+    raise typer.Exit(code)
+
+@app.command()
+def copy(
+    src: Annotated[str, typer.Argument(help="source: a local path, or :PATH in the pod.")],
+    dst: Annotated[str, typer.Argument(help="destination: :PATH in the pod, or a local path.")],
+    context: ContextOpt = None,
+    kubeconfig: KubeconfigOpt = None,
+    namespace: NamespaceOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Copy files or folders into or out of the lab pod, verified by sha256.
+
+    A path in the pod is written :PATH, as with scp. Streams through tar over exec;
+    local files appear only once complete and verified.
+
+    \b
+    Example:
+      nsightlab copy lesson1.py :/tmp/
+      nsightlab copy :/tmp/l1.nsys-rep .
+    """
+    from nsightlab.cluster import transfer
+    from nsightlab.cluster.connect import connect, lab_pod_name, note_session
+    from nsightlab.cluster.safety import Intent
+    from nsightlab.errors import UsageError
+    from nsightlab.present import render
+
+    remote_src, remote_dst = transfer.parse_remote(src), transfer.parse_remote(dst)
+    if (remote_src is None) == (remote_dst is None):
+        raise UsageError("exactly one of SRC and DST must be in the pod, written :PATH", hint="e.g. `nsightlab copy lesson1.py :/tmp/`")
+    env = make_env(json_out)
+    hashing: list[transfer.Hashing] = []
+
+    def allowed() -> None:
+        if remote_dst is not None:
+            if not Path(src).exists() and not Path(src).is_symlink():
+                raise UsageError(f"local source {src} does not exist")  # before any request
+            # the local side's checksums are worked out while the client starts and connects
+            hashing.append(transfer.Hashing(Path(src)))
+
+    with connect(context, kubeconfig, config_path=STATE.config_path, intent=Intent.CHANGE, namespace=namespace, use_session=True, action="copy files to or from a pod", allowed=allowed) as c:
+        note_session(env, c)
+        pod = lab_pod_name(c)
+        with _progress(env, "copying") as progress:
+            if remote_dst is not None:
+                result = transfer.copy_in(c.kube, c.ctx.namespace, pod, Path(src), remote_dst, progress=progress, hashed=hashing[0])
+            else:
+                assert remote_src is not None
+                result = transfer.copy_out(c.kube, c.ctx.namespace, pod, remote_src, Path(dst), progress=progress)
+    show(env, result, render.copy_result)
+
+@contextmanager
+def _progress(env: "Env", label: str) -> Iterator[Callable[[int], None]]:
+    """A byte counter on stderr (only on a terminal)."""
+    if not env.err_tty:
+        yield lambda n: None
+        return
+    from rich.progress import (
+        DownloadColumn,
+        Progress,
+        SpinnerColumn,
+        TextColumn,
+        TransferSpeedColumn,
+    )
+
+    with Progress(SpinnerColumn(), TextColumn(label), DownloadColumn(), TransferSpeedColumn(), console=env.err, transient=True) as p:
+        task = p.add_task(label, total=None)
+        yield lambda n: p.update(task, completed=n)
+
+@app.command()
+def cleanup(
+    context: ContextOpt = None,
+    kubeconfig: KubeconfigOpt = None,
+    namespace: NamespaceOpt = None,
+    all_mine: Annotated[bool, typer.Option("--all-mine", help="Delete every lab pod of yours in the namespace.")] = False,
+    yes: YesOpt = False,
+    json_out: JsonOpt = False,
+) -> None:
+    """Delete your lab pod and give the GPU back; waits until it is gone.
+
+    Only pods labelled as nsightlab lab pods of yours are ever deleted. Refused on
+    protected contexts.
+
+    \b
+    Example:
+      nsightlab cleanup
+      nsightlab cleanup --context stg --all-mine
+    """
+    from nsightlab.cluster import lab
+    from nsightlab.cluster.connect import connect, lab_pod_name, note_session
+    from nsightlab.cluster.safety import Intent, confirm_change
+    from nsightlab.present import render
+
+    env = make_env(json_out)
+    with connect(context, kubeconfig, config_path=STATE.config_path, intent=Intent.CHANGE, namespace=namespace, use_session=True, action="delete pods") as c:
+        note_session(env, c)
+        name = lab_pod_name(c, require_ready=False)
+        what = f"delete every lab pod of {c.config.owner()}" if all_mine else f"delete lab pod {name}"
+        confirm_change(env, c.ctx, what, yes=yes)
+        report = lab.cleanup(env, c.kube, c.ctx, owner=c.config.owner(), names=[name], all_mine=all_mine)
+    show(env, report, render.cleanup)
+
+@app.command()
+def doctor(
+    context: ContextOpt = None,
+    kubeconfig: KubeconfigOpt = None,
+    namespace: NamespaceOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Pre-flight checks, each pass/fail with the fix: access, RBAC, GPUs, and in the pod
+    nvidia-smi, nsys, ncu, /tmp, perf_event_paranoid and RmProfilingAdminOnly.
+
+    Exits 4 when a check fails. Read-only; works on protected contexts (without the
+    in-pod checks).
+
+    \b
+    Example:
+      nsightlab doctor --context stg
+    """
+    from nsightlab.cluster.connect import connect
+    from nsightlab.cluster.safety import Intent
+    from nsightlab.errors import ClusterError
+    from nsightlab.measure import doctor as doc
+    from nsightlab.present import render
+
+    env = make_env(json_out)
+    with connect(context, kubeconfig, config_path=STATE.config_path, intent=Intent.READ, namespace=namespace, use_session=True) as c:
+        report = doc.run(c.kube, c.ctx, c.config, session=c.session)
+    if env.json:
+        env.print_json({**report.model_dump(mode="json"), "ok": not report.failed})
+    else:
+        render.doctor(env, report)
+    if report.failed:
+        raise ClusterError(f"{len(report.failed)} doctor check(s) failed", hint="See the fixes above.")

@@ -1,0 +1,83 @@
+"""From the options a cluster command was given to a client it may use: the context
+resolved through the safety guard (never the kubeconfig's current-context), the lab
+session when the command acts on the lab pod, and the client for that context."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from nsightlab.analysis import pods as r
+from nsightlab.cluster.kube import Kube
+from nsightlab.cluster.kubeconfig import load_kubeconfig
+from nsightlab.cluster.lab import forget_session
+from nsightlab.cluster.safety import Intent, ResolvedContext, resolve_context
+from nsightlab.config import Config, Session, load_config, load_session
+from nsightlab.env import Env
+from nsightlab.errors import PodNotReadyError
+
+
+@dataclass
+class Cluster:
+    """What a cluster command works with: config, checked context, client."""
+
+    config: Config
+    ctx: ResolvedContext
+    kube: Kube
+    session: Session | None
+
+
+@contextmanager
+def connect(
+    context: str | None,
+    kubeconfig: Path | None,
+    *,
+    config_path: Path | None,
+    intent: Intent,
+    namespace: str | None = None,
+    use_session: bool = False,
+    action: str = "change the cluster",
+    allowed: Callable[[], None] | None = None,
+) -> Iterator[Cluster]:
+    """Resolve the context through the safety guard, then build the client for it
+    (`allowed` runs in between: local work that may start once the guard said yes)."""
+    cfg = load_config(config_path).config
+    session = load_session() if use_session else None
+    kc_path = kubeconfig
+    if kc_path is None and context is None and session is not None and session.kubeconfig:
+        kc_path = Path(session.kubeconfig) if os.pathsep not in session.kubeconfig else None
+    kc = load_kubeconfig(kc_path)
+    ctx = resolve_context(context, config=cfg, kubeconfig=kc, intent=intent, session=session, namespace=namespace, action=action)
+    if allowed is not None:
+        allowed()
+    kube = Kube(ctx)
+    try:
+        yield Cluster(config=cfg, ctx=ctx, kube=kube, session=session)
+    finally:
+        kube.close()
+
+
+def lab_pod_name(c: Cluster, *, require_ready: bool = True) -> str:
+    """The lab pod a command acts on: the session's, else the configured name."""
+    s = c.session
+    name = s.pod if s and s.context == c.ctx.name and s.namespace == c.ctx.namespace else c.config.pod_name()
+    if require_ready:
+        pod = c.kube.get_pod(c.ctx.namespace, name)
+        if pod is None:
+            forget_session(c.ctx, [name])
+            raise PodNotReadyError(
+                f"no lab pod {name} in namespace {c.ctx.namespace} (context {c.ctx.name})",
+                hint="Create one with `nsightlab create --context CTX`.",
+            )
+        if not r.pod_is_ready(pod):
+            raise PodNotReadyError(f"lab pod {name} is {r.pod_status(pod)}, not Ready", hint="Wait for it with `nsightlab create`, or see `nsightlab status`.")
+    return name
+
+
+def note_session(env: Env, c: Cluster) -> None:
+    """Say so when the context came from the lab session rather than --context."""
+    if c.ctx.from_session:
+        env.note(f"using the lab session: context {c.ctx.label}, namespace {c.ctx.namespace}")

@@ -1,0 +1,49 @@
+"""`doctor`: the cluster's checks (`nsightlab.cluster.doctor`), then, with a lab pod up,
+one exec inside it that checks the GPU and the profilers. That exec is skipped on a
+protected context, where nsightlab never execs."""
+
+from __future__ import annotations
+
+from nsightlab.analysis.doctor import Check, DoctorReport, parse_probe, pod_checks
+from nsightlab.cluster import doctor as cluster_doctor
+from nsightlab.cluster.kube import Kube
+from nsightlab.cluster.safety import ResolvedContext
+from nsightlab.config import Config, Session
+from nsightlab.errors import NsightlabError
+from nsightlab.measure.targets import PodTarget
+
+# One exec gathers every in-pod fact, as key=value lines.
+_PROBE_SH = r"""
+echo "gpu=$(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null | head -1)"
+echo "nsys=$(nsys --version 2>/dev/null | head -1)"
+echo "ncu=$(ncu --version 2>/dev/null | tail -1)"
+echo "python=$(python3 -c 'import sys; print(sys.version.split()[0])' 2>/dev/null)"
+echo "torch=$(python3 -c 'import torch; print(torch.__version__, torch.cuda.is_available())' 2>/dev/null)"
+echo "tmp_opts=$(awk '$2 == "/tmp" {print $4}' /proc/mounts 2>/dev/null | tail -1)"
+echo "tmp_exec=$( (printf '#!/bin/sh\nexit 0\n' > /tmp/.nsightlab-x && chmod +x /tmp/.nsightlab-x && /tmp/.nsightlab-x && echo yes) 2>/dev/null || echo no; rm -f /tmp/.nsightlab-x)"
+echo "paranoid=$(cat /proc/sys/kernel/perf_event_paranoid 2>/dev/null)"
+echo "rm_admin_only=$(grep -i RmProfilingAdminOnly /proc/driver/nvidia/params 2>/dev/null | awk -F: '{gsub(/ /, "", $2); print $2}')"
+echo "capsys=$(grep CapEff /proc/self/status 2>/dev/null | awk '{print $2}')"
+"""
+
+
+def run(kube: Kube, ctx: ResolvedContext, config: Config, *, session: Session | None) -> DoctorReport:
+    """Every check: the API's, then (with a Ready lab pod, not on a protected context) the
+    in-pod probe's."""
+    checks, reachable = cluster_doctor.api_checks(kube, ctx, config)
+    if reachable:
+        checks.extend(_pod_section(kube, ctx, config, session))
+    return DoctorReport(context=ctx.name, server=ctx.server, namespace=ctx.namespace, checks=checks)
+
+
+def _pod_section(kube: Kube, ctx: ResolvedContext, config: Config, session: Session | None) -> list[Check]:
+    name, node, skipped = cluster_doctor.probe_pod(kube, ctx, config, session)
+    if skipped is not None:
+        return [skipped]
+    target = PodTarget(kube, ctx.namespace, name)
+    try:
+        done = target.run(["sh", "-c", _PROBE_SH], check=False)
+    except NsightlabError as e:
+        return [Check(name="lab pod", ok=False, detail=f"cannot exec into {name}: {e.message}", fix=e.hint)]
+    checks = [Check(name="lab pod", ok=True, detail=f"{name} on {node}")]
+    return checks + pod_checks(parse_probe(done.out))

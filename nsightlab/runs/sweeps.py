@@ -1,0 +1,70 @@
+"""Sweeps on disk: a sweep JSON file, a stored sweep run, and two stored sweeps compared
+(nothing run)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from nsightlab.analysis.rates import SweepRecord
+from nsightlab.analysis.sweep import (
+    SweepCompare,
+    SweepResult,
+    build_result,
+    compare_results,
+    record_from_json,
+)
+from nsightlab.errors import ParseError, UsageError
+from nsightlab.runs import store
+
+
+def load_record(path: Path) -> SweepRecord:
+    """A sweep JSON from disk: the script's own, or the `record` inside a stored result."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise UsageError(f"{path} does not exist") from None
+    except OSError as e:
+        raise UsageError(f"cannot read {path}: {e.strerror}") from None
+    except ValueError as e:
+        raise ParseError(f"not valid JSON ({e})", source=path) from None
+
+    return record_from_json(data, source=path)
+
+
+def analyze_record_file(path: Path) -> SweepResult:
+    """The analysed result of a sweep JSON on disk (what `nsightlab analyze FILE` shows)."""
+
+    return build_result(load_record(path), target=f"file {path}", source=str(path))
+
+
+def load_sweep_run(ref: str) -> SweepResult:
+    """A finished sweep from the run store: id prefix, folder prefix, path, or `latest`."""
+
+
+    if ref in ("latest", "last"):
+        done = [r for r in store.all_runs() if r.has_result() and r.meta().kind == "sweep"]
+        if not done:
+            raise UsageError("there is no finished sweep run yet", hint="Make one with `nsightlab sweep`.")
+        run = done[-1]
+    else:
+        run = store.resolve(ref)
+    kind = run.meta().kind
+    if kind != "sweep":
+        raise UsageError(f"run {run.folder} is a {kind} run, not a sweep")
+    data = run.result()
+    try:
+        return SweepResult.model_validate(data)
+    except ValidationError as e:
+        raise ParseError(f"not a sweep result this nsightlab can read ({e.error_count()} problems)", source=run.path / "result.json") from None
+
+
+def compare_runs(ref_a: str, ref_b: str) -> SweepCompare:
+    """Compare two stored sweeps without running anything."""
+
+    a, b = load_sweep_run(ref_a), load_sweep_run(ref_b)
+    if a.run_id is not None and a.run_id == b.run_id:
+        raise UsageError(f"'{ref_a}' and '{ref_b}' are the same run ({a.run_id})")
+    return compare_results(a, b)
