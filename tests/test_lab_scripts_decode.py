@@ -253,6 +253,8 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
             str(DECODE), *SMALL, "--json", str(tmp / "again.json"),
         ],
     }  # fmt: skip
+    # one thread each: the runs share the machine (and _first_tokens uses one thread too)
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
     procs = {
         name: subprocess.Popen(
             [sys.executable, *argv],
@@ -260,6 +262,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
             stderr=subprocess.PIPE,
             text=True,
             cwd=tmp,
+            env=env,
         )
         for name, argv in plans.items()
     }
@@ -426,19 +429,24 @@ def test_ranges_nest_under_torch_profiler(tmp_path: Path) -> None:
 
 
 def _first_tokens() -> list[int]:
-    """The tokens of seed SEED, from a run of the module itself (batch 1)."""
+    """The tokens of seed SEED, from a run of the module itself (batch 1, one thread like
+    the scripts run by the fixture, so that every sum is added in the same order)."""
     import torch
 
     decode = _import_decode()
     tiny = decode.PRESETS["tiny"]
-    w = decode.build_weights(torch, tiny, "cpu", torch.float32, SEED)
-    state = decode.State(
-        torch, w, decode.make_prompt(torch, tiny.vocab, 1, PROMPT, SEED), PROMPT + TOKENS
-    )
-    with torch.no_grad():
-        decode.prefill(torch, w, state)
-        for _ in range(TOKENS):
-            decode.decode_step(torch, w, state)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        w = decode.build_weights(torch, tiny, "cpu", torch.float32, SEED)
+        prompt = decode.make_prompt(torch, tiny.vocab, 1, PROMPT, SEED)
+        state = decode.State(torch, w, prompt, PROMPT + TOKENS)
+        with torch.no_grad():
+            decode.prefill(torch, w, state)
+            for _ in range(TOKENS):
+                decode.decode_step(torch, w, state)
+    finally:
+        torch.set_num_threads(threads)
     return [int(t) for t in state.seq[0, PROMPT:].tolist()]
 
 
@@ -489,3 +497,41 @@ def test_real_tensors_and_cached_decode(
                 decode.prefill(torch, w, fresh, chunk)
                 torch.testing.assert_close(fresh.logits, logits[t], rtol=1e-4, atol=1e-4)
                 assert torch.equal(fresh.seq[:, prompt + t], seq[:, prompt + t])
+
+
+def test_cpu_defaults_and_shape_flags(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """No --preset on a CPU: the tiny one, said so; shape flags change it and are recorded."""
+    pytest.importorskip("torch")
+    decode = _import_decode()
+    out = tmp_path / "flags.json"
+    argv = ["--device", "cpu", "--layers", "2", "--untied", "--qkv-bias", "--tokens", "2",
+            "--prompt-len", "4", "--warmup", "0", "--batch", "2", "--json", str(out)]  # fmt: skip
+    assert decode.main(argv) == 0
+    doc = _load(out)
+    model = doc["model"]
+    assert model["preset"] == "tiny"
+    assert model["overrides"] == {"layers": 2, "tied": False, "qkv_bias": True}
+    assert (model["layers"], model["tied"], model["qkv_bias"]) == (2, False, True)
+    assert model["params"] == _params(2, 64, 4, 2, 176, 512, False, True)
+    assert (
+        "no GPU: the tiny preset on the CPU (GPU default: llama-1b); pass --preset to change"
+        in doc["notes"]
+    )
+    (entry,) = doc["modes"]
+    assert entry["ranges"]["batch"] is None  # one batch size: no batch range
+    # untied: a step reads the LM head whole but only its 2 rows of the embedding table
+    assert entry["weight_bytes_per_step"] == model["weight_bytes"] - (512 - 2) * 64 * 4
+    assert "graphs mode skipped" in capsys.readouterr().err
+
+
+def test_graphs_alone_on_a_cpu_is_an_error(capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("torch")
+    decode = _import_decode()
+    with pytest.raises(SystemExit) as stop:
+        decode.main(["--device", "cpu", "--preset", "tiny", "--modes", "graphs"])
+    assert stop.value.code == 2
+    err = capsys.readouterr().err.splitlines()
+    assert (
+        err[-1]
+        == "decode.py: error: --modes graphs needs a GPU (CUDA graphs); add eager to run on the CPU"
+    )
