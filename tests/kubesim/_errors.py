@@ -122,7 +122,8 @@ def invalid(kind: str, name: str, causes: list[tuple[str, str, str]], group: str
     details["causes"] = [
         {"reason": reason, "message": message, "field": field} for field, reason, message in causes
     ]
-    return ApiError(422, "Invalid", f'{kind} "{name}" is invalid: {joined}', details)
+    qualified = f"{kind}.{group}" if group else kind  # the API server names the group kind
+    return ApiError(422, "Invalid", f'{qualified} "{name}" is invalid: {joined}', details)
 
 
 def expired(message: str) -> ApiError:
