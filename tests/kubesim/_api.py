@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import copy
 import datetime as dt
 import json
@@ -33,6 +34,9 @@ from ._resources import groups as _resources_groups
 from ._store import Entry, Store, Watcher, decode_continue, dumps, encode_continue, is_close
 
 Obj = dict[str, Any]
+
+# The request the current task serves (each request has its own task, hence its own context).
+SERVING: contextvars.ContextVar[kmock.Request | None] = contextvars.ContextVar("kubesim_serving", default=None)
 
 
 def _cert_user(raw: Any) -> str | None:
@@ -191,6 +195,8 @@ class SimEmulator(kmock.KubernetesEmulator):
         # RBAC (``_rbac``): None serves everyone (``deny_rules`` still apply); groups per user.
         self.rbac: _rbac.Authorizer | None = None
         self.user_groups: dict[str, tuple[str, ...]] = {}
+        # kmock request ids keep growing across clear_requests() (faults count "from now").
+        self.request_seq = 0
 
     # kmock registers its own catch-all reactions here; the emulated API answers instead.
     def __attrs_post_init__(self) -> None:
@@ -212,8 +218,9 @@ class SimEmulator(kmock.KubernetesEmulator):
         if route is not None and route.plural is not None:
             resource = kmock.resource(route.group or "", route.version, route.plural)
             action = _guess_action(raw_request.method, route, query)
+        self.request_seq += 1
         request = kmock.Request(
-            id=len(self._requests), raw_request=raw_request, url=raw_request.url,
+            id=self.request_seq, raw_request=raw_request, url=raw_request.url,
             method=raw_request.method, params=query, headers=dict(raw_request.headers),
             cookies=dict(raw_request.cookies), body=body,
             text=body.decode("utf-8", "replace"), data=data, action=action, resource=resource,
@@ -221,6 +228,7 @@ class SimEmulator(kmock.KubernetesEmulator):
             subresource=route.subresource if route else None,
         )
         self._requests.append(request)
+        SERVING.set(request)
         try:
             return await self._handle(request)
         except (asyncio.CancelledError, ConnectionResetError):
@@ -249,7 +257,9 @@ class SimEmulator(kmock.KubernetesEmulator):
             if self._payloads:
                 try:
                     response = await kmock.RawHandler._handle(self, request)
-                    rec.status = response.status
+                    # A reaction that dropped the connection before answering sent no status.
+                    dropped = raw.transport is None or raw.transport.is_closing()
+                    rec.status = None if dropped and not response.prepared else response.status
                     return response
                 except NotImplementedError:
                     pass

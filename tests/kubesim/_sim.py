@@ -29,6 +29,7 @@ from aiohttp.web_request import BaseRequest
 from . import _defaults, _rbac
 from ._api import DenyRule, Recorded, SimEmulator
 from ._exec import DropRule, ExecServer
+from ._faults import ResponseFaults
 from ._kubelet import Kubelet
 from ._resources import ResourceType, lookup
 from ._sandbox import SANDBOX_ROOTS, Sandbox
@@ -39,11 +40,11 @@ T = TypeVar("T")
 EXEC_PLUGIN = Path(__file__).with_name("exec_credential.py")
 
 
-class Faults:
-    """Server-side faults a test can trigger."""
+class Faults(ResponseFaults):
+    """Server-side faults a test can trigger (broken HTTP answers: see ``_faults``)."""
 
     def __init__(self, sim: KubeSim):
-        self._sim = sim
+        super().__init__(sim)
 
     def close_watches(self) -> int:
         """Close every open watch stream now (the client sees a clean end of stream)."""
