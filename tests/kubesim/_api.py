@@ -26,9 +26,10 @@ import kmock
 import yaml
 from aiohttp import web
 
-from . import _discovery, _errors, _patch, _rbac, _selectors, _tables
+from . import _discovery, _errors, _patch, _selectors, _tables
 from ._defaults import fill_seed, prepare_new, rfc3339
 from ._errors import ApiError
+from ._rbac import Authorizer, groups_of
 from ._resources import RESOURCES, VIRTUAL_PLURALS, ResourceType, by_path, for_object, lookup
 from ._resources import groups as _resources_groups
 from ._store import Entry, Store, Watcher, decode_continue, dumps, encode_continue, is_close
@@ -193,7 +194,7 @@ class SimEmulator(kmock.KubernetesEmulator):
         self._bodies: dict[int, bytes] = {}
         self._records: dict[int, Recorded] = {}
         # RBAC (``_rbac``): None serves everyone (``deny_rules`` still apply); groups per user.
-        self.rbac: _rbac.Authorizer | None = None
+        self.rbac: Authorizer | None = None
         self.user_groups: dict[str, tuple[str, ...]] = {}
         # kmock request ids keep growing across clear_requests() (faults count "from now").
         self.request_seq = 0
@@ -1019,7 +1020,7 @@ class SimEmulator(kmock.KubernetesEmulator):
         out: Obj = {"kind": rt.kind, "apiVersion": rt.api_version,
                     "metadata": {"creationTimestamp": None}}
         if rt.plural == "selfsubjectreviews":
-            groups = list(_rbac.groups_of(user, self.user_groups))
+            groups = list(groups_of(user, self.user_groups))
             out["status"] = {"userInfo": {"username": user, "groups": groups}}
             return _json_response(out, 201)
         spec = body.get("spec") or {}

@@ -214,10 +214,10 @@ def prepare_new(rt: ResourceType, body: Obj, namespace: str | None, *, dry_run: 
     if not name:
         raise _errors.invalid(rt.kind, "", [("metadata.name", "FieldValueRequired", "Required value: name or generateName is required")], rt.group)
     problems = _name_problems(rt, str(name))
+    if rt.group == _rbac.RBAC_GROUP:
+        problems += _rbac.validate(rt, obj)
     if rt.plural == "pods":
         problems += validate_pod(obj)
-    elif rt.group == _rbac.RBAC_GROUP:
-        problems += _rbac.validate(rt, obj)
     if problems:
         raise _errors.invalid(rt.kind, str(name), problems, rt.group)
     meta["uid"] = str(uuid.uuid4())

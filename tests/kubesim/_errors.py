@@ -122,7 +122,8 @@ def invalid(kind: str, name: str, causes: list[tuple[str, str, str]], group: str
     details["causes"] = [
         {"reason": reason, "message": message, "field": field} for field, reason, message in causes
     ]
-    qualified = f"{kind}.{group}" if group else kind  # the API server names the group kind
+    # The message names the group-qualified kind, as the API server's GroupKind prints it.
+    qualified = f"{kind}.{group}" if group else kind
     return ApiError(422, "Invalid", f'{qualified} "{name}" is invalid: {joined}', details)
 
 

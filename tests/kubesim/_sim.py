@@ -26,10 +26,9 @@ import yaml
 from aiohttp import web
 from aiohttp.web_request import BaseRequest
 
-from . import _defaults, _rbac
+from . import _defaults, _faults, _rbac
 from ._api import DenyRule, Recorded, SimEmulator
 from ._exec import DropRule, ExecServer
-from ._faults import ResponseFaults
 from ._kubelet import Kubelet
 from ._resources import ResourceType, lookup
 from ._sandbox import SANDBOX_ROOTS, Sandbox
@@ -40,7 +39,7 @@ T = TypeVar("T")
 EXEC_PLUGIN = Path(__file__).with_name("exec_credential.py")
 
 
-class Faults(ResponseFaults):
+class Faults(_faults.ResponseFaults):
     """Server-side faults a test can trigger (broken HTTP answers: see ``_faults``)."""
 
     def __init__(self, sim: KubeSim):
@@ -120,6 +119,8 @@ class KubeSim:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._runner: web.ServerRunner | None = None
+        if rbac:  # from the start, as a cluster comes up with its bootstrap policy
+            self.enable_rbac()
         self._tmp = Path(tempfile.mkdtemp(prefix="kubesim-"))
         self._ca_file: Path | None = None
         self._ca: Any = None
@@ -142,8 +143,6 @@ class KubeSim:
                     record_event(self.emulator, obj, reason, message, type, source, host, field_path),
                 kill_pod=self.exec_server.kill_pod)
             self.kubelet.attach()
-        if rbac:
-            self.enable_rbac()
 
     # ---- lifecycle --------------------------------------------------------------------------
     def _make_tls(self) -> None:
