@@ -8,14 +8,20 @@ import json
 import shutil
 import ssl
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar, cast
 
 import pytest
 from kubesim import KubeSim, kubectl, realistic_cluster
 
-needs_kubectl = pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed")
+F = TypeVar("F", bound=Callable[..., None])
+
+
+def needs_kubectl(test: F) -> F:
+    """The real kubectl judges this test (marked ``kubectl``; skipped without it)."""
+    skip = pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed")
+    return cast(F, pytest.mark.kubectl(skip(test)))
 
 NODES = "get /api/v1/nodes"
 CTX = "c"

@@ -7,16 +7,22 @@ import http.client
 import json
 import shutil
 import ssl
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar, cast
 
 import pytest
 import yaml
 from kubesim import KubeSim, kubectl, realistic_cluster
 from kubesim._rbac import request_info
 
-pytestmark = pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed")
+F = TypeVar("F", bound=Callable[..., None])
+
+
+def needs_kubectl(test: F) -> F:
+    """The real kubectl judges this test (marked ``kubectl``; skipped without it)."""
+    skip = pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed")
+    return cast(F, pytest.mark.kubectl(skip(test)))
 
 NS = "serving"
 LLM_POD = "llmqu-v1-s2-7d9f8c6b5-x2x9q"
@@ -128,6 +134,7 @@ def raw(sim: KubeSim, method: str, path: str, token: str | None, headers: dict[s
 # ---- the namespace-scoped user, through kubectl ----------------------------------------------------
 
 
+@needs_kubectl
 def test_admin_applies_a_role_and_the_user_works_in_its_namespace(sim: KubeSim, cfg: Path, tmp_path: Path) -> None:
     # Before any binding the user may only discover the API.
     assert run(cfg, "alice", "get", "pods")[2] == forbidden("pods", "list", "pods", NS)
@@ -155,6 +162,7 @@ def test_admin_applies_a_role_and_the_user_works_in_its_namespace(sim: KubeSim, 
     assert users == {"alice"}
 
 
+@needs_kubectl
 def test_the_user_is_refused_outside_its_grant_in_the_api_servers_words(sim: KubeSim, cfg: Path) -> None:
     grant(sim, LAB_ROLE)
     refused = {
@@ -202,6 +210,7 @@ def review(sim: KubeSim, token: str, attributes: dict[str, str], kind: str = "re
     return json.loads(response.read())["status"]
 
 
+@needs_kubectl
 def test_auth_can_i_answers_from_the_same_rules(sim: KubeSim, cfg: Path) -> None:
     grant(sim, LAB_ROLE)
     for args, answer in {
@@ -238,6 +247,7 @@ def test_auth_can_i_answers_from_the_same_rules(sim: KubeSim, cfg: Path) -> None
                   'to Group "system:authenticated"'}
 
 
+@needs_kubectl
 def test_auth_can_i_list_shows_the_rules_of_the_namespace(sim: KubeSim, cfg: Path) -> None:
     grant(sim, LAB_ROLE)
     rows = [line.split() for line in ok(cfg, "alice", "auth", "can-i", "--list").splitlines()]
@@ -253,6 +263,7 @@ def test_auth_can_i_list_shows_the_rules_of_the_namespace(sim: KubeSim, cfg: Pat
     assert "pods" not in {line.split()[0] for line in other.splitlines()}
 
 
+@needs_kubectl
 def test_a_cluster_role_binding_lets_nodes_through(sim: KubeSim, cfg: Path, tmp_path: Path) -> None:
     assert run(cfg, "alice", "get", "nodes")[2] == forbidden("nodes", "list", "nodes", "")
     path = tmp_path / "nodes.yaml"
@@ -269,6 +280,7 @@ def test_a_cluster_role_binding_lets_nodes_through(sim: KubeSim, cfg: Path, tmp_
     assert run(cfg, "alice", "label", "node", node, "x=y")[2] == forbidden(f'nodes "{node}"', "patch", "nodes", "")
 
 
+@needs_kubectl
 def test_resource_names_restrict_to_one_object(sim: KubeSim, cfg: Path) -> None:
     grant(sim, f"""\
 apiVersion: rbac.authorization.k8s.io/v1
@@ -300,6 +312,7 @@ subjects:
     assert status == 403 and body["message"].startswith(f'pods "{other}" is forbidden: User "alice" cannot list')
 
 
+@needs_kubectl
 def test_admins_are_unaffected(sim: KubeSim, cfg: Path) -> None:
     grant(sim, LAB_ROLE)
     assert len(ok(cfg, "admin", "get", "nodes", "--no-headers").splitlines()) == 10
@@ -347,6 +360,7 @@ def test_websocket_exec_needs_get_and_from_1_35_also_create() -> None:
         assert exec_handshake(sim, token)[0] == 101
 
 
+@needs_kubectl
 def test_a_binding_to_a_missing_role_is_named_in_the_denial(sim: KubeSim, cfg: Path) -> None:
     grant(sim, """\
 apiVersion: rbac.authorization.k8s.io/v1
@@ -362,6 +376,7 @@ subjects:
     assert run(cfg, "alice", "get", "pods", "-n", "ml-lab")[2] == forbidden("pods", "list", "pods", "ml-lab")
 
 
+@needs_kubectl
 def test_groups_service_accounts_and_the_default_roles(sim: KubeSim, tmp_path: Path) -> None:
     grant(sim, """\
 apiVersion: rbac.authorization.k8s.io/v1
@@ -394,6 +409,7 @@ subjects:
     assert {"cluster-admin", "admin", "edit", "view", "system:discovery", "system:basic-user"} <= names
 
 
+@needs_kubectl
 def test_a_deny_rule_still_wins(sim: KubeSim, cfg: Path) -> None:
     grant(sim, LAB_ROLE)
     sim.deny("list", "pods", namespace=NS)
@@ -416,6 +432,7 @@ def test_discovery_is_open_and_unauthenticated_is_still_401(sim: KubeSim) -> Non
     assert (status, body["message"]) == (400, "no namespace on request")
 
 
+@needs_kubectl
 def test_rbac_objects_are_validated_as_the_api_server_does(sim: KubeSim, cfg: Path, tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text("""\
