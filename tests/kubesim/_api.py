@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import copy
 import datetime as dt
 import json
@@ -28,11 +29,15 @@ from aiohttp import web
 from . import _discovery, _errors, _patch, _selectors, _tables
 from ._defaults import fill_seed, prepare_new, rfc3339
 from ._errors import ApiError
+from ._rbac import Authorizer, groups_of
 from ._resources import RESOURCES, VIRTUAL_PLURALS, ResourceType, by_path, for_object, lookup
 from ._resources import groups as _resources_groups
 from ._store import Entry, Store, Watcher, decode_continue, dumps, encode_continue, is_close
 
 Obj = dict[str, Any]
+
+# The request the current task serves (each request has its own task, hence its own context).
+SERVING: contextvars.ContextVar[kmock.Request | None] = contextvars.ContextVar("kubesim_serving", default=None)
 
 
 def _cert_user(raw: Any) -> str | None:
@@ -188,6 +193,11 @@ class SimEmulator(kmock.KubernetesEmulator):
         self._timers: set[asyncio.TimerHandle] = set()
         self._bodies: dict[int, bytes] = {}
         self._records: dict[int, Recorded] = {}
+        # RBAC (``_rbac``): None serves everyone (``deny_rules`` still apply); groups per user.
+        self.rbac: Authorizer | None = None
+        self.user_groups: dict[str, tuple[str, ...]] = {}
+        # kmock request ids keep growing across clear_requests() (faults count "from now").
+        self.request_seq = 0
 
     # kmock registers its own catch-all reactions here; the emulated API answers instead.
     def __attrs_post_init__(self) -> None:
@@ -209,8 +219,9 @@ class SimEmulator(kmock.KubernetesEmulator):
         if route is not None and route.plural is not None:
             resource = kmock.resource(route.group or "", route.version, route.plural)
             action = _guess_action(raw_request.method, route, query)
+        self.request_seq += 1
         request = kmock.Request(
-            id=len(self._requests), raw_request=raw_request, url=raw_request.url,
+            id=self.request_seq, raw_request=raw_request, url=raw_request.url,
             method=raw_request.method, params=query, headers=dict(raw_request.headers),
             cookies=dict(raw_request.cookies), body=body,
             text=body.decode("utf-8", "replace"), data=data, action=action, resource=resource,
@@ -218,6 +229,7 @@ class SimEmulator(kmock.KubernetesEmulator):
             subresource=route.subresource if route else None,
         )
         self._requests.append(request)
+        SERVING.set(request)
         try:
             return await self._handle(request)
         except (asyncio.CancelledError, ConnectionResetError):
@@ -246,7 +258,9 @@ class SimEmulator(kmock.KubernetesEmulator):
             if self._payloads:
                 try:
                     response = await kmock.RawHandler._handle(self, request)
-                    rec.status = response.status
+                    # A reaction that dropped the connection before answering sent no status.
+                    dropped = raw.transport is None or raw.transport.is_closing()
+                    rec.status = None if dropped and not response.prepared else response.status
                     return response
                 except NotImplementedError:
                     pass
@@ -275,6 +289,8 @@ class SimEmulator(kmock.KubernetesEmulator):
 
     # ---- routing ------------------------------------------------------------------------------
     async def _dispatch(self, raw: web.BaseRequest, request: kmock.Request, user: str) -> web.StreamResponse:
+        if self.rbac is not None:
+            self.rbac.check(raw.method, raw.path, raw.query, raw.headers, user)
         path = raw.path.rstrip("/") or "/"
         method = raw.method
         accept = raw.headers.get("Accept", "")
@@ -1004,11 +1020,13 @@ class SimEmulator(kmock.KubernetesEmulator):
         out: Obj = {"kind": rt.kind, "apiVersion": rt.api_version,
                     "metadata": {"creationTimestamp": None}}
         if rt.plural == "selfsubjectreviews":
-            groups = ["system:authenticated"] if user != "system:anonymous" else ["system:unauthenticated"]
+            groups = list(groups_of(user, self.user_groups))
             out["status"] = {"userInfo": {"username": user, "groups": groups}}
             return _json_response(out, 201)
         spec = body.get("spec") or {}
         out["spec"] = spec
+        if self.rbac is not None:
+            return self._serve_rbac_review(rt, spec, user, out)
         if rt.plural == "selfsubjectrulesreviews":
             ns = spec.get("namespace")
             out["status"] = {
@@ -1034,6 +1052,34 @@ class SimEmulator(kmock.KubernetesEmulator):
             out["status"] = {"allowed": False, "reason": ""}
         else:
             out["status"] = {"allowed": True, "reason": f'RBAC: allowed by ClusterRoleBinding "nsightlab-sim" of ClusterRole "cluster-admin" to User "{user}"'}
+        return _json_response(out, 201)
+
+    def _serve_rbac_review(self, rt: ResourceType, spec: Obj, user: str, out: Obj) -> web.Response:
+        """Access and rules reviews answered by the RBAC authorizer (a deny rule still wins)."""
+        assert self.rbac is not None
+        if rt.plural == "selfsubjectrulesreviews":
+            ns = spec.get("namespace")
+            if not ns:
+                raise _errors.bad_request("no namespace on request")
+            out["status"] = self.rbac.rules_review(user, str(ns))
+            if any(rule.namespace in (None, ns) for rule in self.deny_rules):
+                out["status"]["evaluationError"] = "some rules deny access; this list is not exhaustive"
+            return _json_response(out, 201)
+        attrs_ = spec.get("resourceAttributes")
+        if not attrs_ and not spec.get("nonResourceAttributes"):
+            raise _errors.invalid("SelfSubjectAccessReview", "", [(
+                "spec.resourceAttributes", "FieldValueInvalid",
+                'Invalid value: "null": exactly one of nonResourceAttributes or resourceAttributes must be specified')],
+                "authorization.k8s.io")
+        if attrs_:
+            resource = attrs_.get("resource", "")
+            with contextlib.suppress(KeyError):
+                resource = lookup(resource).plural
+            if self.is_denied(attrs_.get("verb", ""), resource, attrs_.get("namespace") or None,
+                              attrs_.get("subresource") or None):
+                out["status"] = {"allowed": False}
+                return _json_response(out, 201)
+        out["status"] = self.rbac.access_review(user, spec)
         return _json_response(out, 201)
 
     # ---- seeding helpers (called on the loop thread) ------------------------------------------------

@@ -9,7 +9,7 @@ import re
 import uuid
 from typing import Any
 
-from . import _errors
+from . import _errors, _rbac
 from ._resources import ResourceType
 
 Obj = dict[str, Any]
@@ -33,6 +33,8 @@ def generated_name(prefix: str, rng: random.Random | None = None) -> str:
 
 
 def _name_problems(rt: ResourceType, name: str) -> list[tuple[str, str, str]]:
+    if rt.group == _rbac.RBAC_GROUP:
+        return _rbac.name_problems(name)
     if rt.plural in ("namespaces",):
         ok = bool(_DNS1123_LABEL.match(name)) and len(name) <= 63
         what = (
@@ -212,6 +214,8 @@ def prepare_new(rt: ResourceType, body: Obj, namespace: str | None, *, dry_run: 
     if not name:
         raise _errors.invalid(rt.kind, "", [("metadata.name", "FieldValueRequired", "Required value: name or generateName is required")], rt.group)
     problems = _name_problems(rt, str(name))
+    if rt.group == _rbac.RBAC_GROUP:
+        problems += _rbac.validate(rt, obj)
     if rt.plural == "pods":
         problems += validate_pod(obj)
     if problems:

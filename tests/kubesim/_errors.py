@@ -122,7 +122,9 @@ def invalid(kind: str, name: str, causes: list[tuple[str, str, str]], group: str
     details["causes"] = [
         {"reason": reason, "message": message, "field": field} for field, reason, message in causes
     ]
-    return ApiError(422, "Invalid", f'{kind} "{name}" is invalid: {joined}', details)
+    # The message names the group-qualified kind, as the API server's GroupKind prints it.
+    qualified = f"{kind}.{group}" if group else kind
+    return ApiError(422, "Invalid", f'{qualified} "{name}" is invalid: {joined}', details)
 
 
 def expired(message: str) -> ApiError:

@@ -175,6 +175,11 @@ RESOURCES: tuple[ResourceType, ...] = (
             _sub("status", "StatefulSet", *_STATUS_VERBS, group="apps"),
         ),
     ),
+    # RBAC objects are stored like any other; _rbac.py evaluates them when RBAC is on.
+    ResourceType("rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding", False),
+    ResourceType("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", False),
+    ResourceType("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding", True),
+    ResourceType("rbac.authorization.k8s.io", "v1", "roles", "Role", True),
     ResourceType(
         "authentication.k8s.io", "v1", "selfsubjectreviews", "SelfSubjectReview", False,
         verbs=("create",),

@@ -26,7 +26,7 @@ import yaml
 from aiohttp import web
 from aiohttp.web_request import BaseRequest
 
-from . import _defaults
+from . import _defaults, _faults, _rbac
 from ._api import DenyRule, Recorded, SimEmulator
 from ._exec import DropRule, ExecServer
 from ._kubelet import Kubelet
@@ -39,11 +39,11 @@ T = TypeVar("T")
 EXEC_PLUGIN = Path(__file__).with_name("exec_credential.py")
 
 
-class Faults:
-    """Server-side faults a test can trigger."""
+class Faults(_faults.ResponseFaults):
+    """Server-side faults a test can trigger (broken HTTP answers: see ``_faults``)."""
 
     def __init__(self, sim: KubeSim):
-        self._sim = sim
+        super().__init__(sim)
 
     def close_watches(self) -> int:
         """Close every open watch stream now (the client sees a clean end of stream)."""
@@ -95,6 +95,7 @@ class KubeSim:
         version: str = "v1.31.4",
         port: int = 0,
         exec_token: str | None = None,
+        rbac: bool = False,
     ) -> None:
         self.tls = tls
         self.token = token
@@ -118,6 +119,8 @@ class KubeSim:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._runner: web.ServerRunner | None = None
+        if rbac:  # from the start, as a cluster comes up with its bootstrap policy
+            self.enable_rbac()
         self._tmp = Path(tempfile.mkdtemp(prefix="kubesim-"))
         self._ca_file: Path | None = None
         self._ca: Any = None
@@ -313,7 +316,8 @@ class KubeSim:
 
         ``contexts`` maps a context name to options: ``namespace``, and optionally ``token``
         and ``user``: a per-context bearer token, registered with the server for that user
-        name (so ``sim.requests`` tell which context a request came from). ``auth="exec"``
+        name (so ``sim.requests`` tell which context a request came from), and ``groups``
+        for that user (see :meth:`add_user`). ``auth="exec"``
         makes the user run an exec credential plugin (by default ``exec_credential.py``,
         printing the context's token or the server's exec token, logging each run to
         ``exec_log``). ``current`` is the kubeconfig's current-context (None: unset).
@@ -330,6 +334,8 @@ class KubeSim:
             user: Obj
             if opts.get("token"):
                 self.add_token(str(opts["token"]), str(opts.get("user", user_name)))
+            if opts.get("groups"):
+                self.set_groups(str(opts.get("user", user_name)), opts["groups"])
             if auth == "token":
                 token = opts.get("token", self.token or "sim-token")
                 user = {"token": token}
@@ -510,6 +516,8 @@ class KubeSim:
             em.store.log.clear()
             em.store.log_floor = em.store.rv
             em.deny_rules.clear()
+            if em.rbac is not None:  # a real cluster always has its bootstrap policy
+                _rbac.seed_bootstrap_policy(em)
             em.logs.clear()
             em.recorded.clear()
             em._requests.clear()
@@ -545,6 +553,48 @@ class KubeSim:
     def add_token(self, token: str, user: str) -> None:
         """Accept another bearer token, authenticated as ``user``."""
         self._call(self.emulator.tokens.__setitem__, token, user)
+
+    def add_user(self, user: str, token: str | None = None, groups: Iterable[str] = ()) -> str:
+        """Accept a bearer token for ``user`` (``"<user>-token"`` by default), in ``groups``
+        when given (see :meth:`set_groups`); return the token. A context for it: ``write_kubeconfig(path, {name: {"token": token,
+        "user": user, "namespace": ns}})``."""
+        token = token or f"{user}-token"
+        self.add_token(token, user)
+        groups = tuple(groups)
+        if groups:
+            self.set_groups(user, groups)
+        return token
+
+    def set_groups(self, user: str, groups: Iterable[str]) -> None:
+        """The groups ``user`` belongs to (besides ``system:authenticated``), as RBAC and
+        ``kubectl auth whoami`` see them."""
+        self._call(self.emulator.user_groups.__setitem__, user, tuple(groups))
+
+    def enable_rbac(self, admins: Iterable[str] | None = None) -> None:
+        """Authorise every request from the stored Roles, ClusterRoles and bindings.
+
+        ``admins`` (the server's own user by default) join ``system:masters`` and may do
+        anything; everyone else gets what bindings grant, plus the defaults of a real cluster
+        (discovery, ``/version``, access reviews). The bootstrap ClusterRoles (``cluster-admin``,
+        ``admin``, ``edit``, ``view``, ``system:*``) and their bindings are stored if missing.
+        ``deny`` rules still apply on top.
+        """
+        names = [self.user] if admins is None else list(admins)
+
+        def enable() -> None:
+            em = self.emulator
+            for name in names:
+                groups = em.user_groups.get(name, ())
+                if _rbac.SYSTEM_MASTERS not in groups:
+                    em.user_groups[name] = (*groups, _rbac.SYSTEM_MASTERS)
+            _rbac.seed_bootstrap_policy(em)
+            em.rbac = _rbac.Authorizer(em)
+
+        self._call(enable)
+
+    def disable_rbac(self) -> None:
+        """Serve everyone again (stored RBAC objects stay; ``deny`` rules still apply)."""
+        self._call(setattr, self.emulator, "rbac", None)
 
     def deny(self, verb: str, resource: str, namespace: str | None = None,
              subresource: str | None = None) -> None:
