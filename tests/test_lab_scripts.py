@@ -550,7 +550,7 @@ def test_torchprof_ranges_are_ranges_and_ops_are_kernels(
     tmp_path: Path, capfd: pytest.CaptureFixture[str]
 ) -> None:
     pytest.importorskip("torch")
-    from nsightlab.profile import report_from_torch
+    from nsightlab.analysis.profile import report_from_torch
 
     torchprof = _import_script(TORCHPROF)
     step = tmp_path / "step.py"
