@@ -264,7 +264,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     ]  # fmt: skip
     # the default scale size: past the last-level cache (gigabytes on some machines)
     plans["lesson1"] = [
-        str(LESSON1), "--device", "cpu", "--iters", "2", "--warmup", "1", "--json", str(tmp / "l1.json"),
+        str(LESSON1), "--device", "cpu", "--iters", "1", "--warmup", "0", "--json", str(tmp / "l1.json"),
     ]  # fmt: skip
     # no --json: the default is lesson1.json in the working directory
     plans["lesson1-cwd"] = [
@@ -432,7 +432,7 @@ def test_lesson1_cpu_run(runs: dict[str, Any]) -> None:
     assert doc["device"]["type"] == "cpu"
     scale, gemm = doc["ranges"]
     assert scale["name"] == "memory_bound_scale" and gemm["name"] == "compute_bound_gemm"
-    assert (scale["calls"], scale["warmup"], gemm["calls"], gemm["warmup"]) == (2, 1, 2, 1)
+    assert (scale["calls"], scale["warmup"], gemm["calls"], gemm["warmup"]) == (1, 0, 1, 0)
     assert scale["dtype"] == gemm["dtype"] == "float32"
     assert scale["element_size"] == 4 and doc["notes"] == []
     # the scale leaves the cache: the smallest 2^N >= 2^24 whose tensor is at least 4x the
