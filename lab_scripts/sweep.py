@@ -62,7 +62,7 @@ import statistics
 import sys
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NoReturn
 
 # labcommon.py travels beside every lab script: the device, its description, JSON output.
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -241,7 +241,7 @@ def note(message: str) -> None:
     print("sweep: " + message, file=sys.stderr, flush=True)
 
 
-def fail(code: int, message: str) -> None:
+def fail(code: int, message: str) -> NoReturn:
     """Stop with one line on stderr and a documented exit code."""
     print("sweep.py: " + message, file=sys.stderr, flush=True)
     raise SystemExit(code)
