@@ -232,6 +232,43 @@ def write_json_atomic(path: str, document: dict[str, Any]) -> None:
         raise
 
 
+# Sizing past the cache: a working set this many times the last-level cache streams from
+# memory (a smaller one is partly served from the cache and reads fast); when sysfs names no
+# cache, a common server L3 is assumed.
+PAST_LLC_FACTOR = 4
+ASSUMED_LLC_BYTES = 32 << 20
+
+
+def llc_for_sizing() -> tuple[int, str]:
+    """The CPU's last-level cache size to size tensors by, and where the figure came from
+    (sysfs, or the ASSUMED_LLC_BYTES stand-in when sysfs names no cache)."""
+    size, level = cpu_last_level_cache()
+    if size is None:
+        return (
+            ASSUMED_LLC_BYTES,
+            f"assumed {format_bytes(ASSUMED_LLC_BYTES)} (sysfs names no cache)",
+        )
+    return size, f"sysfs L{level}"
+
+
+def smallest_log2_holding(nbytes: int, element_size: int) -> int:
+    """The smallest N such that 2^N elements of `element_size` bytes take >= `nbytes`."""
+    n = 0
+    while (1 << n) * element_size < nbytes:
+        n += 1
+    return n
+
+
+def sixteen_bit_cpu_note(dtype: str) -> str | None:
+    """Why a 16-bit float timed on a CPU is no bandwidth figure; None for other types."""
+    if dtype not in ("float16", "bfloat16"):
+        return None
+    return (
+        f"{dtype} on a CPU is converted element by element: its time measures arithmetic, "
+        "not memory bandwidth; use float32 for a bandwidth test"
+    )
+
+
 def format_bytes(n: int) -> str:
     """A buffer size in binary units (MiB below 1 GiB, else GiB)."""
     return f"{n / 2**30:.1f} GiB" if n >= 2**30 else f"{n / 2**20:.1f} MiB"

@@ -13,8 +13,14 @@ CPU, where torch runs operations synchronously), so a run without any profiler s
 yields rates. It writes a JSON document describing the work done (bytes and FLOPs per
 call, computed from the real tensors) and the time per call.
 
-On a machine without a GPU it runs on the CPU, scaled down so that it finishes in a couple
-of seconds, and says so on stderr. The same ranges are visible to `torch.profiler` on both.
+On a machine without a GPU it runs on the CPU and says so on stderr: float32 (a CPU converts
+16-bit floats element by element, so their time measures arithmetic, not memory), a
+512^3 GEMM, and a scale tensor sized to leave the cache: the smallest 2^N elements that
+take at least 4x the last-level cache (read from sysfs; 32 MiB assumed when it names none)
+and at least 2^24 elements, capped by available memory. A smaller tensor is served partly
+from the cache and runs several times faster than memory. The scale range records the
+cache size, the working set and whether it is past the cache (`past_llc`). The same ranges
+are visible to `torch.profiler` on both.
 
 Runs in the lab pod's own Python (3.8 or later) with only the standard library and torch.
 
@@ -49,10 +55,14 @@ SCALE_RANGE = "memory_bound_scale"
 GEMM_RANGE = "compute_bound_gemm"
 SCALE_FACTOR = 1.0001
 
-# The tutorial's experiment (a GPU), and the scaled-down one used on a CPU:
-# (log2 of the scale's elements, GEMM size, dtype).
+# The tutorial's experiment (a GPU), and the one used on a CPU:
+# (log2 of the scale's elements, GEMM size, dtype). On a CPU the scale's size comes from
+# the last-level cache (cpu_scale_log2); CPU_MIN_SCALE_LOG2 is its floor.
 GPU_DEFAULTS = (28, 8192, "float16")
-CPU_DEFAULTS = (22, 512, "float32")
+CPU_DEFAULTS = (24, 512, "float32")
+CPU_MIN_SCALE_LOG2 = 24
+# Share of the available RAM the scale tensor may take: the rest of the machine needs room.
+CPU_FREE_FRACTION = 0.5
 DTYPES = ("float16", "bfloat16", "float32", "float64")
 
 
@@ -66,7 +76,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         ),
         epilog=(
             "GPU defaults: 2^28 elements, 8192^3 GEMM, float16. CPU defaults (no GPU, or "
-            "--device cpu): 2^22 elements, 512^3 GEMM, float32."
+            "--device cpu): 512^3 GEMM, float32, and the smallest 2^N elements (at least "
+            f"2^{CPU_MIN_SCALE_LOG2}) that take {lab.PAST_LLC_FACTOR}x the last-level cache, "
+            "capped by available memory."
         ),
     )
     parser.add_argument(
@@ -142,30 +154,103 @@ def time_range(torch: Any, name: str, cuda: bool, calls: int, fn: Callable[[], N
     return (t1 - t0) / calls
 
 
+def cpu_scale_log2(llc_bytes: int, element_size: int, budget: int | None) -> tuple[int, bool]:
+    """log2 of the CPU scale's element count: the smallest 2^N (N >= CPU_MIN_SCALE_LOG2)
+    whose tensor takes at least PAST_LLC_FACTOR x the last-level cache; when that does not
+    fit in `budget` bytes, the largest 2^N that does. Returns (N, whether it was capped)."""
+    wanted = max(
+        CPU_MIN_SCALE_LOG2,
+        lab.smallest_log2_holding(lab.PAST_LLC_FACTOR * llc_bytes, element_size),
+    )
+    if budget is None or (1 << wanted) * element_size <= budget:
+        return wanted, False
+    fits = wanted
+    while fits > 0 and (1 << fits) * element_size > budget:
+        fits -= 1
+    return fits, True
+
+
+def scale_range_cache_fields(
+    llc_bytes: int | None, llc_source: str | None, working_set: int
+) -> dict[str, Any]:
+    """What the scale range records about the cache: its size, the working set (the tensor:
+    the op reads and writes the same buffer) and whether the set is past the cache
+    (at least PAST_LLC_FACTOR times it, so it streams from memory)."""
+    return {
+        "llc_bytes": llc_bytes,
+        "llc_source": llc_source,
+        "working_set_bytes": working_set,
+        "past_llc": bool(llc_bytes) and working_set >= lab.PAST_LLC_FACTOR * int(llc_bytes or 0),
+    }
+
+
 def run(args: argparse.Namespace) -> dict[str, Any]:
     import torch
 
     device = lab.pick_device(torch, args.device, "lesson1.py")
     cuda = device == "cuda"
     default_log2, default_n, default_dtype = GPU_DEFAULTS if cuda else CPU_DEFAULTS
-    scale_log2: int = args.scale_log2 if args.scale_log2 is not None else default_log2
     gemm_n: int = args.gemm_n if args.gemm_n is not None else default_n
     dtype_name: str = args.dtype or default_dtype
-    if not cuda:
+    dtype = getattr(torch, dtype_name)
+    element_size = torch.empty(0, dtype=dtype).element_size()
+    notes: list[str] = []
+    info = lab.describe_device(torch, device)
+    if cuda:
+        llc_bytes: int | None = info.get("l2_bytes")
+        llc_source: str | None = "device L2" if llc_bytes else None
+        scale_log2: int = args.scale_log2 if args.scale_log2 is not None else default_log2
+    else:
+        llc, llc_source = lab.llc_for_sizing()
+        llc_bytes = llc
+        capped = False
+        if args.scale_log2 is not None:
+            scale_log2 = args.scale_log2
+            why = "--scale-log2"
+        else:
+            available = lab.cpu_memory_available()
+            budget = int(available * CPU_FREE_FRACTION) if available is not None else None
+            scale_log2, capped = cpu_scale_log2(llc, element_size, budget)
+            why = (
+                f"the smallest power of two at least {lab.PAST_LLC_FACTOR}x the cache and "
+                f"2^{CPU_MIN_SCALE_LOG2} elements"
+            )
+            if capped:
+                why = (
+                    f"that size does not fit in {CPU_FREE_FRACTION:.0%} of available RAM; the "
+                    "largest that does"
+                )
+        size = (1 << scale_log2) * element_size
+        past = size >= lab.PAST_LLC_FACTOR * llc
+        said = (
+            f"scale: 2^{scale_log2} elements = {lab.format_bytes(size)} of {dtype_name}, "
+            f"{size / llc:.1f}x the {lab.format_bytes(llc)} last-level cache ({llc_source}); "
+            f"{why}: "
+            + (
+                "it streams from memory"
+                if past
+                else "partly served from the cache, so it is no memory-bandwidth figure"
+            )
+        )
+        note(said)
+        if not past:
+            notes.append(said)
         chosen = []
-        if args.scale_log2 is None:
-            chosen.append(f"2^{scale_log2} elements (GPU: 2^28)")
         if args.gemm_n is None:
             chosen.append(f"a {gemm_n}^3 GEMM (GPU: 8192^3)")
         if args.dtype is None:
             chosen.append(f"{dtype_name} (fp16 matmul is very slow on CPUs)")
         if chosen:
             note("no GPU: running on the CPU, scaled down to " + ", ".join(chosen))
+        sixteen = lab.sixteen_bit_cpu_note(dtype_name)
+        if sixteen:
+            notes.append(sixteen)
+            note(sixteen)
         if dtype_name == "float16" and gemm_n > 1024:
             note("warning: float16 matmul on a CPU runs at a few GFLOP/s; this will be slow")
-    dtype = getattr(torch, dtype_name)
 
-    x = torch.randn(1 << scale_log2, device=device, dtype=dtype)
+    # Values in [-1, 1): uniform fills gigabytes on a CPU twice as fast as randn.
+    x = torch.empty(1 << scale_log2, device=device, dtype=dtype).uniform_(-1.0, 1.0)
     w = torch.randn(gemm_n, gemm_n, device=device, dtype=dtype)
     a = torch.randn(gemm_n, gemm_n, device=device, dtype=dtype)
 
@@ -202,6 +287,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "flops_per_call": x.numel(),
             "seconds_per_call": scale_s,
             "timer": "cuda_events" if cuda else "perf_counter",
+            **scale_range_cache_fields(llc_bytes, llc_source, x.numel() * es),
         },
         {
             "name": GEMM_RANGE,
@@ -224,9 +310,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     return {
         "kind": "lesson1",
         "schema": SCHEMA,
-        "device": lab.describe_device(torch, device),
+        "device": info,
         "scaled_down": scale_log2 < GPU_DEFAULTS[0] or gemm_n < GPU_DEFAULTS[1],
         "matches_tutorial": (scale_log2, gemm_n, dtype_name) == GPU_DEFAULTS,
+        "notes": notes,
         "ranges": ranges,
     }
 
