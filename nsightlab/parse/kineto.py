@@ -221,7 +221,9 @@ class _JsonStream:
                 near_end = exc.pos >= len(self.buf) - 16 or exc.msg.startswith("Unterminated string")
                 if near_end and len(self.buf) - self.pos < _MAX_EVENT_CHARS and self.fill():
                     continue
-                raise self.fail(f"malformed JSON: {exc.msg}", exc.pos) from None
+                # A value cut short by the end of the file is named by the line it starts on.
+                where = self.pos if near_end else exc.pos
+                raise self.fail(f"malformed JSON: {exc.msg}", where) from None
             except RecursionError:
                 raise self.fail("malformed JSON: nested too deeply") from None
             if end >= len(self.buf) and not self.eof and self.fill():
