@@ -21,7 +21,6 @@ from tracebuild import (
     kernel,
     kernel_row,
     launch,
-    memcpy_row,
     proj_row,
     write_csv,
     write_kineto,
