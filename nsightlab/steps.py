@@ -238,6 +238,40 @@ class IntervalUnion:
             self.in_order = False
             self._late.append((start, end))
 
+    def extend(self, starts: Sequence[int], ends: Sequence[int]) -> None:
+        """`add` every (start, end) pair: the same result, in one loop without a call
+        per interval while they come in start order."""
+        seg_start, seg_end = self.seg_start, self.seg_end
+        cur, cur_end = self._cur_start, self._cur_end
+        first, last = self.first_start, self.last_end
+        k = 0
+        n = len(starts)
+        if cur is None and n:
+            cur, cur_end = starts[0], max(ends[0], starts[0])
+            first = cur if first is None else min(first, cur)
+            last = cur_end if last is None else max(last, cur_end)
+            k = 1
+        assert cur is not None or n == 0
+        for k in range(k, n):
+            start, end = starts[k], ends[k]
+            if start < cur:  # out of order: the general path from here on
+                self._cur_start, self._cur_end = cur, cur_end
+                self.first_start, self.last_end = first, last
+                for j in range(k, n):
+                    self.add(starts[j], ends[j])
+                return
+            if end > last:
+                last = end
+            if start <= cur_end:
+                if end > cur_end:
+                    cur_end = end
+            else:
+                seg_start.append(cur)
+                seg_end.append(cur_end)
+                cur, cur_end = start, end
+        self._cur_start, self._cur_end = cur, cur_end
+        self.first_start, self.last_end = first, last
+
     def finish(self) -> IntervalUnion:
         """Close the last segment and merge intervals that came out of order."""
         if self._cur_start is not None:
@@ -323,6 +357,20 @@ class _Ops:
 
     def __len__(self) -> int:
         return len(self.start)
+
+    @classmethod
+    def from_columns(cls, cols: gputrace.GpuTraceColumns) -> _Ops:
+        ops = cls()
+        ops.start, ops.end, ops.name, ops.kind = cols.start, cols.end, cols.name, cols.kind
+        ops.stream, ops.corr, ops.names = cols.stream, cols.corr, cols.names
+        ops.stream_ids = {key: i for i, key in enumerate(cols.streams)}
+        ops.kernels = cols.kernels
+        if cols.in_start_order:
+            ops.union.extend(cols.start, cols.end)
+        else:
+            for a, b in zip(cols.start, cols.end, strict=True):
+                ops.union.add(a, b)
+        return ops
 
     def add(self, start: int, end: int, name: str, kind: str, stream: object, corr: int | None) -> None:
         nid = self.name_ids.get(name)
@@ -639,12 +687,10 @@ class _StepAcc:
 
 
 def _accumulate(ops: _Ops, steps: list[_StepAcc], step_of: Sequence[int]) -> None:
-    start, end, name = ops.start, ops.end, ops.name
-    for i, s in enumerate(step_of):
+    for s, a, b, nid in zip(step_of, ops.start, ops.end, ops.name, strict=True):
         if s < 0:
             continue
         acc = steps[s]
-        a, b = start[i], end[i]
         if acc.count == 0:
             acc.first, acc.last_end = a, b
             acc.cur_start, acc.cur_end = a, b
@@ -658,7 +704,7 @@ def _accumulate(ops: _Ops, steps: list[_StepAcc], step_of: Sequence[int]) -> Non
                 acc.busy += acc.cur_end - acc.cur_start
                 acc.cur_start, acc.cur_end = a, b
         acc.count += 1
-        acc.by_name[name[i]] += b - a
+        acc.by_name[nid] += b - a
     for acc in steps:
         if acc.count:
             acc.busy += acc.cur_end - acc.cur_start
@@ -897,13 +943,13 @@ def _steps_from_ranges(
 
 def _steps_from_sequence(ops: _Ops, notes: list[str]) -> list[StepGroup]:
     n = len(ops)
-    gaps = array("q", [0]) * n
+    gaps = array("q")
+    add_gap = gaps.append
     running = ops.start[0] if n else 0
-    for i in range(n):
-        a = ops.start[i]
-        gaps[i] = a - running if a > running else 0
-        if ops.end[i] > running:
-            running = ops.end[i]
+    for a, b in zip(ops.start, ops.end, strict=True):
+        add_gap(a - running if a > running else 0)
+        if b > running:
+            running = b
     found = find_period(ops.name, gaps)
     if found is None:
         notes.append(
@@ -963,13 +1009,8 @@ def analyze_gpu_trace(paths: Sequence[str | Path], step_range: str | None = None
             hint="export it with `nsys stats --format csv --report cuda_gpu_trace --output BASE REPORT.nsys-rep`",
         )
     notes: list[str] = []
-    ops = _Ops()
-    reader = gputrace.GpuTraceReader(files["cuda_gpu_trace"])
-    devices: list[str] = []
-    for op in reader:
-        ops.add(op.start_ns, op.end_ns, op.name, op.kind, (op.device, op.stream), op.corr_id)
-        if op.device is not None and op.device not in devices:
-            devices.append(op.device)
+    ops = _Ops.from_columns(gputrace.read_gpu_trace_columns(files["cuda_gpu_trace"]))
+    devices = list(dict.fromkeys(device for device, _ in ops.stream_ids if isinstance(device, str)))
     if ops.seal():
         notes.append(f"{files['cuda_gpu_trace'].name} was not in start order: sorted in memory")
     if not len(ops):

@@ -110,11 +110,28 @@ def test_timeunit_old_header_preamble_and_memset(tmp_path: Path) -> None:
     path = tmp_path / "old_gputrace.csv"
     path.write_text(text, encoding="utf-8")
     ops = list(gputrace.read_gpu_trace(path))
+    assert [r[:4] for r in _columns_as_rows(path)] == [(o.start_ns, o.end_ns, o.name, o.kind) for o in ops]
     assert [(o.start_ns, o.end_ns, o.kind, o.name, o.line) for o in ops] == [
         (1500, 3500, "kernel", "void k<int, 2>(int*, int)", 4),  # 2.0005 us -> 2000.5 ns -> 2000 (half to even)
         (4250, 4750, "memset", "[CUDA memset]", 5),
     ]
     assert ops[1].bytes == 2048
+
+
+def _columns_as_rows(path: Path) -> list[tuple[object, ...]]:
+    cols = gputrace.read_gpu_trace_columns(path)
+    return [
+        (s, e, cols.names[n], ("kernel", "memcpy", "memset")[k], c if c >= 0 else None, *cols.streams[t])
+        for s, e, n, k, t, c in zip(cols.start, cols.end, cols.name, cols.kind, cols.stream, cols.corr, strict=True)
+    ]
+
+
+@pytest.mark.parametrize("path", [GPU_2026, GPU_2025])
+def test_columns_hold_what_the_record_reader_yields(path: Path) -> None:
+    records = [(o.start_ns, o.end_ns, o.name, o.kind, o.corr_id, o.device, o.stream) for o in gputrace.read_gpu_trace(path)]
+    assert _columns_as_rows(path) == records
+    cols = gputrace.read_gpu_trace_columns(path)
+    assert (cols.kernels, cols.in_start_order, len(cols.streams)) == (4, True, 2)
 
 
 def test_unsorted_rows_are_noticed(tmp_path: Path) -> None:
@@ -126,6 +143,7 @@ def test_unsorted_rows_are_noticed(tmp_path: Path) -> None:
     reader = gputrace.GpuTraceReader(path)
     assert [o.name for o in reader] == ["a", "b", "c"]  # file order, as promised
     assert reader.in_start_order is False
+    assert gputrace.read_gpu_trace_columns(path).in_start_order is False
 
 
 @pytest.mark.parametrize(
@@ -145,11 +163,12 @@ def test_unsorted_rows_are_noticed(tmp_path: Path) -> None:
 def test_malformed_gpu_trace_names_file_and_line(tmp_path: Path, text: str, message: str, line: int) -> None:
     path = tmp_path / "bad_cuda_gpu_trace.csv"
     path.write_text(text, encoding="utf-8")
-    with pytest.raises(ParseError) as info:
-        list(gputrace.read_gpu_trace(path))
-    assert message in str(info.value)
-    assert info.value.source == str(path)
-    assert info.value.lineno == line
+    for read in (lambda p: list(gputrace.read_gpu_trace(p)), gputrace.read_gpu_trace_columns):
+        with pytest.raises(ParseError) as info:
+            read(path)
+        assert message in str(info.value)
+        assert info.value.source == str(path)
+        assert info.value.lineno == line
 
 
 def test_projection_and_api_rows(tmp_path: Path) -> None:
@@ -299,6 +318,7 @@ def test_gpu_trace_reader_any_bytes(tmp_path: Path, data: bytes) -> None:
     path = tmp_path / "fuzz_cuda_gpu_trace.csv"
     path.write_bytes(data)
     _consume(gputrace.read_gpu_trace, path)
+    _consume(lambda p: [gputrace.read_gpu_trace_columns(p)], path)
     _consume(gputrace.read_nvtx_pushpop, path)
 
 
