@@ -244,15 +244,16 @@ class IntervalUnion:
         seg_start, seg_end = self.seg_start, self.seg_end
         cur, cur_end = self._cur_start, self._cur_end
         first, last = self.first_start, self.last_end
-        k = 0
+        begin = 0
         n = len(starts)
         if cur is None and n:
             cur, cur_end = starts[0], max(ends[0], starts[0])
             first = cur if first is None else min(first, cur)
             last = cur_end if last is None else max(last, cur_end)
-            k = 1
-        assert cur is not None or n == 0
-        for k in range(k, n):
+            begin = 1
+        if cur is None or first is None or last is None:
+            return
+        for k in range(begin, n):
             start, end = starts[k], ends[k]
             if start < cur:  # out of order: the general path from here on
                 self._cur_start, self._cur_end = cur, cur_end
@@ -417,6 +418,11 @@ class _Ops:
             kernels=self.kernels,
             streams=len(self.stream_ids),
         )
+
+
+def ops_streams(ops: _Ops) -> list[tuple[object, object]]:
+    """The (device, stream) keys of the operations' streams, in order of appearance."""
+    return [key for key in ops.stream_ids if isinstance(key, tuple)]
 
 
 def _ms(ns: float) -> float:
@@ -1010,7 +1016,7 @@ def analyze_gpu_trace(paths: Sequence[str | Path], step_range: str | None = None
         )
     notes: list[str] = []
     ops = _Ops.from_columns(gputrace.read_gpu_trace_columns(files["cuda_gpu_trace"]))
-    devices = list(dict.fromkeys(device for device, _ in ops.stream_ids if isinstance(device, str)))
+    devices = list(dict.fromkeys(str(device) for device, _ in ops_streams(ops) if device is not None))
     if ops.seal():
         notes.append(f"{files['cuda_gpu_trace'].name} was not in start order: sorted in memory")
     if not len(ops):
