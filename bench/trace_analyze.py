@@ -115,7 +115,7 @@ def _bare(path: str) -> None:
 
 
 def _analyze(path: str) -> None:
-    from nsightlab.steps import analyze_gpu_trace
+    from nsightlab.analysis.steps import analyze_gpu_trace
 
     result = analyze_gpu_trace([path])
     group = result.groups[0]
@@ -123,7 +123,7 @@ def _analyze(path: str) -> None:
 
 
 def _kineto(path: str) -> None:
-    from nsightlab.steps import analyze_kineto
+    from nsightlab.analysis.steps import analyze_kineto
 
     result = analyze_kineto(path)
     print(result.trace.model_dump(), [g.anatomy.count for g in result.groups], file=sys.stderr)

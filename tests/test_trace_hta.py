@@ -23,8 +23,8 @@ from pathlib import Path
 
 import pytest
 
+from nsightlab.analysis.steps import analyze_kineto, union_length
 from nsightlab.parse import kineto
-from nsightlab.steps import analyze_kineto, union_length
 
 DATA = Path(__file__).parent / "data" / "traces"
 EXPECTED = json.loads((DATA / "hta_expected.json").read_text(encoding="utf-8"))

@@ -27,9 +27,8 @@ from tracebuild import (
     write_kineto,
 )
 
-from nsightlab import steps
-from nsightlab.errors import UsageError
-from nsightlab.steps import (
+from nsightlab.analysis import steps
+from nsightlab.analysis.steps import (
     LAUNCH_BOUND_IDLE_PCT,
     NEAR_FLOOR_RATIO,
     IntervalUnion,
@@ -42,6 +41,7 @@ from nsightlab.steps import (
     step_verdict,
     union_length,
 )
+from nsightlab.errors import UsageError
 
 DATA = Path(__file__).parent / "data" / "traces"
 GEMV = "void gemv_kernel<float, 128>(float const*, float*, int)"

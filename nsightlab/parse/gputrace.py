@@ -31,7 +31,7 @@ Every reader is a generator: rows are yielded one at a time, in file order, and 
 else of the file is kept. Any malformed input raises `ParseError` naming the file and the
 line. `GpuTraceReader.in_start_order` tells, after iteration, whether the rows came sorted
 by start as nsys writes them (the analysis sorts a file that is not; see
-`nsightlab.steps`).
+`nsightlab.analysis.steps`).
 """
 
 from __future__ import annotations

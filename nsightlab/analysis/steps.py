@@ -67,8 +67,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from nsightlab.errors import UsageError
-from nsightlab.names import StepKernelKind, short_kernel_name, step_kernel_kind
 from nsightlab.parse import gputrace, kineto
+from nsightlab.parse.names import StepKernelKind, short_kernel_name, step_kernel_kind
 
 # ---------------------------------------------------------------- named thresholds
 
