@@ -135,6 +135,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("path", nargs="?")
     parser.add_argument("--ops", type=int, default=1_000_000)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--warmup", type=int, default=1)
     parser.add_argument("--hta-python", default="/tmp/hta-venv/bin/python")
     parser.add_argument("--real", default=str(ROOT / "tests/data/traces/hta_negative_queue_length_rank0.json.gz"))
     args = parser.parse_args(argv)
@@ -157,6 +158,7 @@ def main(argv: list[str]) -> int:
             results = side_by_side(
                 {"bare csv.reader pass": [*me, "_bare", str(path)], "nsightlab analyze_gpu_trace": [*me, "_analyze", str(path)]},
                 repeat=args.repeat,
+                warmup=args.warmup,
             )
             print(table(results, "bare csv.reader pass"))
             return 0
@@ -176,6 +178,7 @@ def main(argv: list[str]) -> int:
                     "nsightlab analyze_kineto": [*me, "_kineto", str(path)],
                 },
                 repeat=args.repeat,
+                warmup=args.warmup,
             )
             print(table(results, "HTA temporal breakdown"))
     return 0

@@ -126,6 +126,7 @@ class KinetoMetadata:
 
 # ----------------------------------------------------------------- time conversion
 
+_WHITESPACE = re.compile(r"[ \t\r\n]*")
 _PLAIN_DECIMAL = re.compile(r"\d+(?:\.\d{1,3})?")
 
 
@@ -200,12 +201,10 @@ class _JsonStream:
     def skip_ws(self) -> str:
         """Skip whitespace; the next character, or '' at the end."""
         while True:
-            buf, pos = self.buf, self.pos
-            n = len(buf)
-            while pos < n and buf[pos] in " \t\r\n":
-                pos += 1
+            buf = self.buf
+            pos = _WHITESPACE.match(buf, self.pos).end()  # type: ignore[union-attr]
             self.pos = pos
-            if pos < n:
+            if pos < len(buf):
                 return buf[pos]
             if not self.fill():
                 return ""
