@@ -24,6 +24,7 @@ from ._cluster import (
     generate_cluster,
     realistic_cluster,
 )
+from ._jobs import has_condition, job_finished
 from ._resources import RESOURCES, ResourceType, lookup
 from ._sim import EXEC_PLUGIN, Faults, KubeSim, kubectl
 
@@ -42,6 +43,8 @@ __all__ = [
     "ResourceType",
     "SimEmulator",
     "generate_cluster",
+    "has_condition",
+    "job_finished",
     "kubectl",
     "lookup",
     "realistic_cluster",
