@@ -74,6 +74,9 @@ class GarbageCollector:
 
     def __init__(self, em: SimEmulator):
         self.em = em
+        # Owners gone since the last sweep, by namespace: one pass over the dependents then
+        # serves them all (clearing a store of thousands of objects stays cheap).
+        self._gone: dict[str | None, set[str]] = {}
 
     def attach(self) -> None:
         self.em.store.listeners.append(self._on_event)
@@ -89,6 +92,9 @@ class GarbageCollector:
         if loop is not None and loop.is_running():
             loop.call_soon(self._guarded, fn, *args)
 
+    def _running(self) -> bool:
+        return self.em.loop is not None and self.em.loop.is_running()
+
     def _guarded(self, fn: Any, *args: Any) -> None:
         try:
             fn(*args)
@@ -97,11 +103,14 @@ class GarbageCollector:
                 self.em._errors[-1].append(e)
 
     def _on_event(self, event: Event) -> None:
+        if not self._running():
+            return
         meta = event.new.get("metadata") or {}
         ns = meta.get("namespace")
         if event.type == "DELETED":
             if event.rt.plural in OWNER_PLURALS and meta.get("uid"):
-                self._soon(self._collect, str(meta["uid"]), ns)
+                self._gone.setdefault(ns, set()).add(str(meta["uid"]))
+                self._soon(self._collect)  # the first to run sweeps for all; the others find nothing
             for ref in meta.get("ownerReferences") or []:  # a dependent gone: its owner may be waiting
                 self._soon(self._owner_changed, ref, ns)
             return
@@ -112,23 +121,33 @@ class GarbageCollector:
     def _dependents(self, uid: str, ns: str | None) -> list[tuple[ResourceType, Obj]]:
         return [(rt, e.obj) for rt in DEPENDENTS for e in self.em.store.select(rt, ns, lambda o: _refs_to(o, uid))]
 
-    def _drop_ref(self, rt: ResourceType, obj: Obj, uid: str) -> None:
+    def _drop_refs(self, rt: ResourceType, obj: Obj, uids: set[str]) -> None:
         meta = dict(obj["metadata"])
-        refs = [r for r in meta.get("ownerReferences") or [] if r.get("uid") != uid]
+        refs = [r for r in meta.get("ownerReferences") or [] if r.get("uid") not in uids]
         if refs:
             meta["ownerReferences"] = refs
         else:
             meta.pop("ownerReferences", None)
         self.em.store.put(rt, {**obj, "metadata": meta})
 
-    def _collect(self, uid: str, ns: str | None) -> None:
-        """Background: delete what the vanished owner owned (or drop the reference to it)."""
-        for rt, obj in self._dependents(uid, ns):
-            meta = obj["metadata"]
-            if len(meta.get("ownerReferences") or []) > 1:
-                self._drop_ref(rt, obj, uid)
-            elif not meta.get("deletionTimestamp"):
-                self.em.delete_object(rt, meta.get("namespace"), meta["name"], {"propagationPolicy": "Background"}, False)
+    def _collect(self) -> None:
+        """Background: delete what vanished owners owned (or drop the references to them)."""
+        gone, self._gone = self._gone, {}
+        for ns, uids in gone.items():
+            def refers(obj: Mapping[str, Any], uids: set[str] = uids) -> bool:
+                return any(r.get("uid") in uids for r in (obj.get("metadata") or {}).get("ownerReferences") or [])
+
+            for rt in DEPENDENTS:
+                for entry in self.em.store.select(rt, ns, refers):
+                    current = self.em.store.get(rt, ns, entry.obj["metadata"]["name"])
+                    if current is None:
+                        continue
+                    meta = current.obj["metadata"]
+                    refs = meta.get("ownerReferences") or []
+                    if any(r.get("uid") not in uids for r in refs):  # other owners keep it
+                        self._drop_refs(rt, current.obj, uids)
+                    elif not meta.get("deletionTimestamp"):
+                        self.em.delete_object(rt, ns, meta["name"], {"propagationPolicy": "Background"}, False)
 
     def _owner_changed(self, ref: Obj, ns: str | None) -> None:
         try:
@@ -152,7 +171,7 @@ class GarbageCollector:
         finalizers = list(meta.get("finalizers") or [])
         if ORPHAN in finalizers:
             for dep_rt, dep in self._dependents(uid, ns):
-                self._drop_ref(dep_rt, dep, uid)
+                self._drop_refs(dep_rt, dep, {uid})
             finalizers.remove(ORPHAN)
         if FOREGROUND in finalizers:
             dependents = self._dependents(uid, ns)
