@@ -4,7 +4,8 @@ A real HTTP(S) server on 127.0.0.1 (its own thread and event loop) that the offi
 ``kubernetes`` client and the real ``kubectl`` talk to: discovery, tables, list with
 selectors and paging, watch with resourceVersion and timeouts, create/update/patch/delete
 with server-filled metadata and real ``Status`` errors, logs, access reviews, TLS, bearer
-tokens and exec credential plugins.
+tokens and exec credential plugins; with its scheduler and kubelet, batch/v1 Jobs whose
+containers run as local processes (``_jobs``, ``_containers``).
 
     from kubesim import KubeSim, realistic_cluster
     with KubeSim() as sim:
