@@ -242,6 +242,16 @@ def test_configmap_volume_and_env_reach_the_process(sim: KubeSim, kubeconfig: Pa
     assert sim.logs(NS, reader) == "read from the mount\n"
 
 
+def test_configmap_over_one_mebibyte_is_refused(sim: KubeSim) -> None:
+    core: Any = client.CoreV1Api(sim.api_client())
+    with pytest.raises(ApiException) as err:
+        core.create_namespaced_config_map(NS, {"metadata": {"name": "big"}, "data": {"sweep.py": "#" * (1 << 20)}})
+    assert err.value.status == 422
+    assert json.loads(str(err.value.body))["message"] == \
+        'ConfigMap "big" is invalid: []: Too long: must have at most 1048576 bytes'
+    core.create_namespaced_config_map(NS, {"metadata": {"name": "fits"}, "data": {"a": "#" * ((1 << 20) - 1)}})
+
+
 def test_missing_configmap_keeps_the_pod_in_container_creating(sim: KubeSim, kubeconfig: Path) -> None:
     body = job("needs-cm", ["cat", "/cfg/x"], pod_spec={"volumes": [{"name": "cfg", "configMap": {"name": "later"}}]},
                container={"volumeMounts": [{"name": "cfg", "mountPath": "/cfg"}]})

@@ -247,10 +247,12 @@ def _key_ref(em: SimEmulator, ns: str, kind: str, ref: Obj) -> str | None:
     return base64.b64decode(value).decode("utf-8", "replace") if kind == "secret" else str(value)
 
 
-def container_env(em: SimEmulator, sandbox: Sandbox, pod: Obj, container: Obj) -> dict[str, str]:
-    """The process environment: the sandbox's base, then ``envFrom``, then ``env``."""
+def container_env(em: SimEmulator, pod: Obj, container: Obj, rewrite: Callable[[str], str]) -> dict[str, str]:
+    """The container's own variables: ``envFrom``, then ``env`` (literal values go through
+    ``rewrite``, the sandbox's path rewriting). ``$(VAR)`` refers to these only, as in
+    Kubernetes, not to the image's (here: the sandbox's) environment."""
     ns = pod["metadata"].get("namespace", "")
-    env = sandbox.env(None, False)
+    env: dict[str, str] = {}
     for src in container.get("envFrom") or []:
         prefix = str(src.get("prefix") or "")
         for kind, key in (("configMap", "configMapRef"), ("secret", "secretRef")):
@@ -270,7 +272,7 @@ def container_env(em: SimEmulator, sandbox: Sandbox, pod: Obj, container: Obj) -
         if not name:
             continue
         if isinstance(var.get("value"), str):
-            env[str(name)] = sandbox.rewrite(_expand(var["value"], env))
+            env[str(name)] = rewrite(_expand(var["value"], env))
             continue
         source = var.get("valueFrom") or {}
         value: str | None = None
@@ -352,8 +354,9 @@ class ContainerRuntime:
         meta = pod["metadata"]
         ns, name = meta.get("namespace", ""), meta["name"]
         sandbox = self.sandbox_for(ns, name)
-        env = container_env(self.em, sandbox, pod, container)
-        argv = sandbox.argv([_expand(a, env) for a in container_argv(container)])
+        own = container_env(self.em, pod, container, sandbox.rewrite)
+        env = {**sandbox.env(None, False), **own}
+        argv = sandbox.argv([_expand(a, own) for a in container_argv(container)])
         workdir = container.get("workingDir")
         cwd = sandbox.host_path(str(workdir)) if workdir else sandbox.path
         try:

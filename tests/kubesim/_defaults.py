@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import copy
 import datetime as dt
 import random
@@ -180,6 +181,24 @@ def default_pod(pod: Obj) -> Obj:
     return pod
 
 
+MAX_CONFIGMAP_BYTES = 1024 * 1024
+
+
+def validate_configmap(cm: Obj) -> list[tuple[str, str, str]]:
+    """A ConfigMap holds at most 1 MiB of keys and values (data and binaryData)."""
+    size = 0
+    for key, value in (cm.get("data") or {}).items():
+        size += len(str(key).encode()) + len(str(value).encode())
+    for key, value in (cm.get("binaryData") or {}).items():
+        try:
+            size += len(str(key).encode()) + len(base64.b64decode(str(value)))
+        except ValueError:
+            size += len(str(key).encode()) + len(str(value))
+    if size > MAX_CONFIGMAP_BYTES:
+        return [("[]", "FieldValueTooLong", f"Too long: must have at most {MAX_CONFIGMAP_BYTES} bytes")]
+    return []
+
+
 # ---- batch/v1 Jobs -------------------------------------------------------------------------------
 
 JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
@@ -325,6 +344,8 @@ def prepare_new(rt: ResourceType, body: Obj, namespace: str | None, *, dry_run: 
         problems += validate_pod(obj)
     elif rt.plural == "jobs":
         problems += validate_job(obj)
+    elif rt.plural == "configmaps":
+        problems += validate_configmap(obj)
     if problems:
         raise _errors.invalid(rt.kind, str(name), problems, rt.group)
     meta["uid"] = str(uuid.uuid4())
