@@ -129,10 +129,10 @@ class KubeSim:
         self._ca: Any = None
         self._ssl: ssl.SSLContext | None = None
         self.exec_log = self._tmp / "exec-plugin.log"
-        self._on_start: list[Callable[[], None]] = []
-        self._on_stop: list[Callable[[], None]] = []
         if tls:
             self._make_tls()
+        self._on_start: list[Callable[[], None]] = []
+        self._on_stop: list[Callable[[], None]] = []
         self.sandbox_roots: tuple[str, ...] = SANDBOX_ROOTS
         self._sandboxes: dict[tuple[str, str], Sandbox] = {}
         self.exec_server = ExecServer(self.emulator, self._sandbox)
@@ -144,14 +144,13 @@ class KubeSim:
         self.jobs: JobController | None = None
         self.garbage_collector: GarbageCollector | None = None
         if scheduler:
-            def recorder(obj: Obj, reason: str, message: str, type: str = "Normal", source: str = "kubelet",
-                         host: str | None = None, field_path: str | None = None) -> Obj:
-                return record_event(self.emulator, obj, reason, message, type, source, host, field_path)
-
-            self.kubelet = Kubelet(self.emulator, delay=kubelet_delay, record_event=recorder,
-                                   kill_pod=self._kill_pod, runtime=self.runtime)
+            self.kubelet = Kubelet(
+                self.emulator, delay=kubelet_delay,
+                record_event=lambda obj, reason, message, type="Normal", source="kubelet", host=None, field_path=None:
+                    record_event(self.emulator, obj, reason, message, type, source, host, field_path),
+                kill_pod=self._kill_pod, runtime=self.runtime)
             self.kubelet.attach()
-            self.jobs = JobController(self.emulator, delay=kubelet_delay, record_event=recorder)
+            self.jobs = JobController(self.emulator, delay=kubelet_delay, record_event=self.kubelet.record_event)
             self.jobs.attach()
             self.garbage_collector = GarbageCollector(self.emulator)
             self.garbage_collector.attach()
@@ -669,7 +668,12 @@ class KubeSim:
             return []
         uid = found["metadata"]["uid"]
         pods = [p for p in self.list("pods", namespace) if (controller_of(p) or {}).get("uid") == uid]
-        return sorted(pods, key=lambda p: (p["metadata"].get("creationTimestamp", ""), int(p["metadata"]["resourceVersion"])))
+
+        def created(pod: Obj) -> int:  # the resourceVersion it was created with
+            first = next((v for v in self.history("pods", namespace, pod["metadata"]["name"]) if v), pod)
+            return int(first["metadata"]["resourceVersion"])
+
+        return sorted(pods, key=created)
 
     def record_event(self, involved: Obj, reason: str, message: str, *, type: str = "Normal",
                      source: str = "kubelet", host: str | None = None, field_path: str | None = None) -> Obj:
