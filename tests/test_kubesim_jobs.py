@@ -17,6 +17,7 @@ import yaml
 from kubernetes import client, watch
 from kubernetes.client.exceptions import ApiException
 from kubesim import GPU_RESOURCE, KubeSim, has_condition, job_finished, kubectl, realistic_cluster
+from kubesim._defaults import validate_configmap
 
 pytestmark = pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed")
 
@@ -249,7 +250,9 @@ def test_configmap_over_one_mebibyte_is_refused(sim: KubeSim) -> None:
     assert err.value.status == 422
     assert json.loads(str(err.value.body))["message"] == \
         'ConfigMap "big" is invalid: []: Too long: must have at most 1048576 bytes'
-    core.create_namespaced_config_map(NS, {"metadata": {"name": "fits"}, "data": {"a": "#" * ((1 << 20) - 1)}})
+    # Keys count too; exactly 1 MiB is allowed.
+    assert validate_configmap({"data": {"a": "#" * ((1 << 20) - 1)}}) == []
+    assert validate_configmap({"data": {"ab": "#" * ((1 << 20) - 1)}}) != []
 
 
 def test_missing_configmap_keeps_the_pod_in_container_creating(sim: KubeSim, kubeconfig: Path) -> None:
