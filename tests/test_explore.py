@@ -307,3 +307,17 @@ def test_console_script_with_a_reader_that_stops_early() -> None:
     err = proc.stderr.read().decode()
     assert proc.wait(timeout=60) in (0, 1)
     assert "Traceback" not in err and "Exception ignored" not in err
+
+
+def test_a_node_without_pods_says_so(capsys: pytest.CaptureFixture[str], sim: KubeSim) -> None:
+    import copy
+
+    node = copy.deepcopy(next(n for n in sim.list("nodes", None) if n["metadata"]["name"] == "ip-10-0-90-66.ec2.internal"))
+    node["metadata"] = {"name": "ip-10-0-99-1.ec2.internal", "labels": node["metadata"].get("labels", {})}
+    sim.put(node)  # a new node: nothing runs there yet
+    r = nsl(capsys, "explore", "node", "ip-10-0-99-1.ec2.internal", "--context", STG_CONTEXT)
+    assert r.code == 0, r
+    assert "no pods on ip-10-0-99-1.ec2.internal" in r.out and "Pods on" not in r.out
+    assert "NAMESPACE" not in r.out  # no header over no rows
+    busy = nsl(capsys, "explore", "node", "ip-10-0-90-66.ec2.internal", "--context", STG_CONTEXT)
+    assert "Pods on ip-10-0-90-66.ec2.internal" in busy.out and "no pods on" not in busy.out
