@@ -127,6 +127,10 @@ def test_explore_node_and_missing_names(capsys: pytest.CaptureFixture[str]) -> N
     assert missing.code == 4 and "no node named 'no-such-node'" in missing.err
     nopod = nsl(capsys, "explore", "pod", "zzz", "--context", STG_CONTEXT)
     assert nopod.code == 4 and "no pod matching 'zzz'" in nopod.err
+    # each hint is a command that runs as printed
+    assert f"`nsightlab explore nodes --context {STG_CONTEXT}`" in missing.err
+    hint = re.search(r"`nsightlab (explore pods [^`]+)`", nopod.err)
+    assert hint is not None and nsl(capsys, *hint.group(1).split()).code == 0
 
 
 def test_read_only_commands_work_on_protected_contexts(capsys: pytest.CaptureFixture[str]) -> None:

@@ -87,7 +87,7 @@ def run_ncu(
         raise RemoteCommandError(f"ncu failed on {target.label} (exit {code}): {_last_error(tail)}", returncode=code)
     report = ncu_parse.parse_ncu_csv(text, source=str(raw))
     if not report.kernels:
-        raise RemoteCommandError(f"ncu profiled no kernel matching regex:{kernel} on {target.label}", hint="Check --kernel against the names `nsightlab profile` shows.")
+        raise RemoteCommandError(f"ncu profiled no kernel matching regex:{kernel} on {target.label}", hint=f"Check --kernel against the names `nsightlab profile {shlex.quote(script)}{' --local' if target.label == 'this machine' else ''}` shows.")
     result = from_report(report, target.label)
     result.run_id = run_id
     try:
