@@ -252,9 +252,12 @@ class Kube:
         if body is not None:
             data = json.dumps(body).encode()
             headers["Content-Type"] = content_type
+        connect, read = timeout or self.timeout
         try:
+            # by name: Timeout's first parameter is `total`, which would cap every read,
+            # a watch's or a followed log's too, at the connect timeout
             resp = self._pool.request(
-                method, url, body=data, headers=headers, timeout=urllib3.Timeout(*(timeout or self.timeout)), preload_content=False
+                method, url, body=data, headers=headers, timeout=urllib3.Timeout(connect=connect, read=read), preload_content=False
             )
         except urllib3.exceptions.MaxRetryError as e:
             raise self._unreachable(what, e.reason) from None
@@ -314,7 +317,7 @@ class Kube:
         if status == 403:
             return ClusterError(
                 f"forbidden: cannot {what} ({message})",
-                hint="Ask the cluster admins for that permission, or run `nsightlab doctor` to see what you may do.",
+                hint=f"Ask the cluster admins for that permission, or run `nsightlab doctor {self.ctx.cli_args}` to see what you may do.",
             )
         if status == 404:
             return NotFound(f"not found while trying to {what}: {message}")
@@ -413,6 +416,28 @@ class Kube:
         except NotFound:
             return None
         return result
+
+    def list_events(self, namespace: str, *, field_selector: str | None = None) -> list[dict[str, Any]]:
+        """core/v1 Events of one namespace (e.g. `involvedObject.name=POD`)."""
+        return self._list(f"/api/v1/namespaces/{namespace}/events", what=f"list events in namespace {namespace}", query={"fieldSelector": field_selector})[0]
+
+    def pod_log(self, namespace: str, name: str, *, container: str | None = None, tail_lines: int | None = None, follow: bool = False) -> Iterator[bytes]:
+        """A container's log, in pieces as they come; with `follow`, until the container
+        ends or the pod goes (the server closes the stream), with no read timeout: a log
+        is quiet as long as its program is."""
+        import urllib3
+
+        what = f"read the log of pod {name} in namespace {namespace}"
+        query = {"container": container, "tailLines": tail_lines, "follow": True if follow else None}
+        resp = self.request("GET", f"/api/v1/namespaces/{namespace}/pods/{name}/log", what=what, query=query, timeout=(self.timeout[0], None) if follow else None)
+        try:
+            for chunk in resp.stream(64 * 1024, decode_content=True):
+                if chunk:
+                    yield chunk
+        except (urllib3.exceptions.ProtocolError, urllib3.exceptions.ReadTimeoutError, OSError) as e:
+            raise self._unreachable(what, e) from None
+        finally:
+            resp.release_conn()
 
     def namespace_exists(self, name: str) -> bool:
         try:
@@ -607,9 +632,9 @@ class Kube:
 
         message = _message_of(body)
         if status == 400:
-            return PodNotReadyError(f"cannot {what}: {message or 'the pod is not running'}", hint="Check it with `nsightlab status`.")
+            return PodNotReadyError(f"cannot {what}: {message or 'the pod is not running'}", hint=f"Check it with `nsightlab status {self.ctx.cli_args}`.")
         if status == 404:
-            return NotFound(f"cannot {what}: {message or 'no such pod'}", hint="The pod is gone; create a new one with `nsightlab create`.")
+            return NotFound(f"cannot {what}: {message or 'no such pod'}", hint=f"The pod is gone; create a new one with `nsightlab create {self.ctx.cli_args}`.")
         if status in (401, 403):
             return self._translate(what, status, body)
         return ClusterError(f"cannot {what}: the API server answered {status}: {message}")
