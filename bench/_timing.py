@@ -5,10 +5,42 @@ from __future__ import annotations
 import os
 import statistics
 import subprocess
+import sys
+import tempfile
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
 
 GNU_TIME = "/usr/bin/time"
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def nsightlab_argv(root: Path, *args: str) -> list[str]:
+    """The command line that runs the nsightlab of the checkout at `root`, as the console
+    script does (its package first on sys.path, whatever is installed)."""
+    code = f"import sys; sys.path.insert(0, {str(root)!r}); sys.argv[0] = 'nsightlab'; from nsightlab.cli import entry; entry()"
+    return [sys.executable, "-c", code, *args]
+
+
+@contextmanager
+def checkouts(revs: Sequence[str]) -> Iterator[dict[str, Path]]:
+    """Temporary git worktrees of `revs` (byte-compiled like this tree), removed after:
+    a change is timed against the code before it in the same run."""
+    import compileall
+
+    made: dict[str, Path] = {}
+    with tempfile.TemporaryDirectory(prefix="nsightlab-against-") as tmp:
+        try:
+            for i, rev in enumerate(revs):
+                path = Path(tmp) / f"rev{i}"
+                subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", "-q", str(path), rev], check=True)
+                compileall.compile_dir(str(path / "nsightlab"), quiet=1)
+                made[rev] = path
+            yield made
+        finally:
+            for path in made.values():
+                subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(path)], check=False)
 
 
 def run_once(argv: Sequence[str], env: Mapping[str, str] | None = None) -> tuple[float, int, int]:
@@ -17,8 +49,6 @@ def run_once(argv: Sequence[str], env: Mapping[str, str] | None = None) -> tuple
     The peak RSS comes from GNU time where it is installed: a child forked from this
     (large) process would otherwise report this process's size as its own peak.
     """
-    import tempfile
-
     rss_file = None
     cmd = list(argv)
     if os.path.exists(GNU_TIME):
@@ -49,9 +79,8 @@ def compile_package() -> None:
     the benchmark would time the compiler, not nsightlab.
     """
     import compileall
-    from pathlib import Path
 
-    compileall.compile_dir(str(Path(__file__).resolve().parents[1] / "nsightlab"), quiet=1)
+    compileall.compile_dir(str(ROOT / "nsightlab"), quiet=1)
 
 
 def side_by_side(commands: Mapping[str, Sequence[str]], *, repeat: int, warmup: int = 1, env: Mapping[str, str] | None = None) -> dict[str, dict[str, float]]:
