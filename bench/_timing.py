@@ -1,4 +1,5 @@
-"""Side-by-side timing of whole commands: alternate them, report medians and peak RSS."""
+"""Side-by-side timing of whole commands: alternate them, report medians (wall and CPU
+time) and peak RSS."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 GNU_TIME = "/usr/bin/time"
 ROOT = Path(__file__).resolve().parents[1]
@@ -43,8 +45,11 @@ def checkouts(revs: Sequence[str]) -> Iterator[dict[str, Path]]:
                 subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(path)], check=False)
 
 
-def run_once(argv: Sequence[str], env: Mapping[str, str] | None = None) -> tuple[float, int, int]:
-    """(wall seconds, peak RSS in KiB, exit code) of one run, output discarded.
+def run_once(argv: Sequence[str], env: Mapping[str, str] | None = None) -> tuple[float, int, int, float]:
+    """(wall seconds, peak RSS in KiB, exit code, CPU seconds) of one run, output discarded.
+
+    The CPU time (user and system, the command's own process tree) is steadier than the
+    wall time on a shared machine: other work delays a command without adding to it.
 
     The peak RSS comes from GNU time where it is installed: a child forked from this
     (large) process would otherwise report this process's size as its own peak.
@@ -61,6 +66,7 @@ def run_once(argv: Sequence[str], env: Mapping[str, str] | None = None) -> tuple
     wall = time.perf_counter() - start
     code = os.waitstatus_to_exitcode(status)
     rss = usage.ru_maxrss
+    cpu = usage.ru_utime + usage.ru_stime
     if rss_file:
         try:
             with open(rss_file) as fh:
@@ -68,7 +74,7 @@ def run_once(argv: Sequence[str], env: Mapping[str, str] | None = None) -> tuple
         except (OSError, ValueError, IndexError):
             pass
         os.unlink(rss_file)
-    return wall, rss, code
+    return wall, rss, code, cpu
 
 
 def compile_package() -> None:
@@ -83,7 +89,7 @@ def compile_package() -> None:
     compileall.compile_dir(str(ROOT / "nsightlab"), quiet=1)
 
 
-def side_by_side(commands: Mapping[str, Sequence[str]], *, repeat: int, warmup: int = 1, env: Mapping[str, str] | None = None) -> dict[str, dict[str, float]]:
+def side_by_side(commands: Mapping[str, Sequence[str]], *, repeat: int, warmup: int = 1, env: Mapping[str, str] | None = None) -> dict[str, dict[str, Any]]:
     """Run each command `repeat` times, interleaved, after `warmup` untimed rounds."""
     compile_package()
     for _ in range(warmup):
@@ -91,30 +97,45 @@ def side_by_side(commands: Mapping[str, Sequence[str]], *, repeat: int, warmup: 
             run_once(argv, env)
     walls: dict[str, list[float]] = {name: [] for name in commands}
     rss: dict[str, list[int]] = {name: [] for name in commands}
+    cpus: dict[str, list[float]] = {name: [] for name in commands}
     for _ in range(repeat):
         for name, argv in commands.items():
-            wall, peak, code = run_once(argv, env)
+            wall, peak, code, cpu = run_once(argv, env)
             if code != 0:
                 raise SystemExit(f"{name} failed (exit {code}): {' '.join(argv)}")
             walls[name].append(wall)
             rss[name].append(peak)
+            cpus[name].append(cpu)
     return {
         name: {
             "median_s": statistics.median(walls[name]),
             "min_s": min(walls[name]),
             "max_s": max(walls[name]),
+            "cpu_s": statistics.median(cpus[name]),
             "peak_rss_mib": max(rss[name]) / 1024,
+            "walls": walls[name],
+            "cpus": cpus[name],
         }
         for name in commands
     }
 
 
-def table(results: Mapping[str, Mapping[str, float]], baseline: str) -> str:
+def compare(results: Mapping[str, Mapping[str, Any]], a: str, b: str) -> str:
+    """One line: a against b, as the ratio of medians (wall and CPU) and the median of the
+    rounds' own ratios (each round ran both back to back, so a drift in the machine's
+    speed cancels out)."""
+    wall = results[a]["median_s"] / results[b]["median_s"]
+    cpu = results[a]["cpu_s"] / results[b]["cpu_s"]
+    paired = statistics.median(x / y for x, y in zip(results[a]["walls"], results[b]["walls"], strict=True))
+    return f"{a} / {b}: wall {wall:.2f}x (paired rounds {paired:.2f}x), CPU {cpu:.2f}x"
+
+
+def table(results: Mapping[str, Mapping[str, Any]], baseline: str) -> str:
     base = results[baseline]["median_s"]
-    lines = [f"{'command':<34} {'median':>9} {'min':>9} {'max':>9} {'peak RSS':>10} {'vs ' + baseline:>14}"]
+    lines = [f"{'command':<34} {'median':>9} {'min':>9} {'max':>9} {'CPU':>9} {'peak RSS':>10} {'vs ' + baseline:>14}"]
     for name, r in results.items():
         lines.append(
             f"{name:<34} {r['median_s'] * 1000:>7.0f}ms {r['min_s'] * 1000:>7.0f}ms {r['max_s'] * 1000:>7.0f}ms "
-            f"{r['peak_rss_mib']:>7.0f}MiB {r['median_s'] / base:>13.2f}x"
+            f"{r['cpu_s'] * 1000:>7.0f}ms {r['peak_rss_mib']:>7.0f}MiB {r['median_s'] / base:>13.2f}x"
         )
     return "\n".join(lines)

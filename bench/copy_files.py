@@ -44,7 +44,7 @@ def main() -> int:
             fh.write(os.urandom(1 << 20))
     cfg = tmp / "config.yaml"
     cfg.write_text(f"lab:\n  pod_name: {POD}\n  image: registry.example.com/lab:1\n")
-    results: dict[str, list[tuple[float, int]]] = {}
+    results: dict[str, list[tuple[float, int, float]]] = {}
     try:
         with checkouts(args.against) as trees:
             code = _run(args, {"": ROOT, **{f" at {rev}": tree for rev, tree in trees.items()}}, kubectl, tmp, big, cfg, results)
@@ -53,7 +53,7 @@ def main() -> int:
     return code
 
 
-def _run(args: argparse.Namespace, trees: dict[str, Path], kubectl: str, tmp: Path, big: Path, cfg: Path, results: dict[str, list[tuple[float, int]]]) -> int:
+def _run(args: argparse.Namespace, trees: dict[str, Path], kubectl: str, tmp: Path, big: Path, cfg: Path, results: dict[str, list[tuple[float, int, float]]]) -> int:
     with KubeSim(tls=True) as sim:
         sim.load(realistic_cluster())
         kc = sim.write_kubeconfig(tmp / "kubeconfig", {CONTEXT: {"namespace": NS}})
@@ -71,26 +71,32 @@ def _run(args: argparse.Namespace, trees: dict[str, Path], kubectl: str, tmp: Pa
             for name, argv in commands.items():
                 shutil.rmtree(out_dir, ignore_errors=True)
                 out_dir.mkdir()  # an "(out)" copies the file its "(in)" put in the pod
-                wall, rss, code = run_once(argv, env)
+                wall, rss, code, cpu = run_once(argv, env)
                 if code != 0:
                     print(f"{name} failed (exit {code})", file=sys.stderr)
                     return 1
-                results.setdefault(name, []).append((wall, rss))
+                results.setdefault(name, []).append((wall, rss, cpu))
                 back = Path(argv[-1])
                 if "(out)" in name and back.stat().st_size != big.stat().st_size:
                     print(f"{name}: the copied file has the wrong size", file=sys.stderr)
                     return 1
     print(f"{args.mib} MiB file, {args.repeat} rounds, {os.cpu_count()} CPUs (the emulator shares them)")
-    print(f"{'command':<34} {'median':>8} {'min':>7} {'max':>7} {'MiB/s':>7} {'peak RSS':>9}")
+    print(f"{'command':<34} {'median':>8} {'min':>7} {'max':>7} {'CPU':>7} {'MiB/s':>7} {'peak RSS':>9}")
     rates = {}
     for name, runs in results.items():
-        walls = [w for w, _ in runs]
+        walls = [w for w, _, _ in runs]
         med = statistics.median(walls)
         rates[name] = args.mib / med
-        print(f"{name:<34} {med:>7.2f}s {min(walls):>6.2f}s {max(walls):>6.2f}s {args.mib / med:>7.0f} {max(r for _, r in runs) / 1024:>6.0f}MiB")
+        cpu = statistics.median(c for _, _, c in runs)
+        print(f"{name:<34} {med:>7.2f}s {min(walls):>6.2f}s {max(walls):>6.2f}s {cpu:>6.2f}s {args.mib / med:>7.0f} {max(r for _, r, _ in runs) / 1024:>6.0f}MiB")
     for way in ("in",) if args.in_only else ("in", "out"):
         for tag in trees:
             print(f"throughput {way}{tag}: nsightlab / kubectl = {rates[f'nsightlab copy ({way}){tag}'] / rates[f'kubectl cp ({way})']:.2f}x")
+            if tag:  # this checkout against REV: wall time, paired by round, and CPU time
+                here, there = results[f"nsightlab copy ({way})"], results[f"nsightlab copy ({way}){tag}"]
+                paired = statistics.median(a[0] / b[0] for a, b in zip(here, there, strict=True))
+                cpu = statistics.median(c for _, _, c in here) / statistics.median(c for _, _, c in there)
+                print(f"  copy ({way}) here / {tag.strip()}: wall {rates[f'nsightlab copy ({way}){tag}'] / rates[f'nsightlab copy ({way})']:.2f}x (paired rounds {paired:.2f}x), CPU {cpu:.2f}x")
     return 0
 
 

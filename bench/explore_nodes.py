@@ -23,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from _timing import ROOT, checkouts, nsightlab_argv, side_by_side, table
+from _timing import ROOT, checkouts, compare, nsightlab_argv, side_by_side, table
 from kubesim import KubeSim, generate_cluster
 
 CONTEXT = "bench-stg"
@@ -58,8 +58,7 @@ def main() -> int:
     print(f"{args.nodes} nodes, {args.pods} pods, {os.cpu_count()} CPUs (the emulator shares them)")
     print(table(results, "kubectl get nodes -L instance-type"))
     for rev in trees:
-        ratio = results["nsightlab explore nodes"]["median_s"] / results[f"explore nodes at {rev}"]["median_s"]
-        print(f"explore nodes here / at {rev}: {ratio:.2f}x")
+        print(compare(results, "nsightlab explore nodes", f"explore nodes at {rev}"))
     return 0
 
 

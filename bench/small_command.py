@@ -22,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from _timing import ROOT, checkouts, nsightlab_argv, side_by_side, table
+from _timing import ROOT, checkouts, compare, nsightlab_argv, side_by_side, table
 from kubesim import KubeSim, realistic_cluster
 
 CONTEXT, NS, POD = "stg-online-use1", "ml-lab", "gpu-smoke-test"
@@ -52,8 +52,7 @@ def main() -> int:
     print(f"realistic cluster (10 nodes), {os.cpu_count()} CPUs (the emulator shares them)")
     print(table(results, "kubectl get pod"))
     for rev in trees:
-        ratio = results["nsightlab status"]["median_s"] / results[f"status at {rev}"]["median_s"]
-        print(f"status here / at {rev}: {ratio:.2f}x")
+        print(compare(results, "nsightlab status", f"status at {rev}"))
     return 0
 
 
