@@ -90,7 +90,8 @@ def compile_package() -> None:
 
 
 def side_by_side(commands: Mapping[str, Sequence[str]], *, repeat: int, warmup: int = 1, env: Mapping[str, str] | None = None) -> dict[str, dict[str, Any]]:
-    """Run each command `repeat` times, interleaved, after `warmup` untimed rounds."""
+    """Run each command `repeat` times, interleaved (the order turning each round), after
+    `warmup` untimed rounds."""
     compile_package()
     for _ in range(warmup):
         for argv in commands.values():
@@ -98,8 +99,12 @@ def side_by_side(commands: Mapping[str, Sequence[str]], *, repeat: int, warmup: 
     walls: dict[str, list[float]] = {name: [] for name in commands}
     rss: dict[str, list[int]] = {name: [] for name in commands}
     cpus: dict[str, list[float]] = {name: [] for name in commands}
-    for _ in range(repeat):
-        for name, argv in commands.items():
+    names = list(commands)
+    for round_ in range(repeat):
+        # the order turns each round: no command always runs after the same one (a copy
+        # leaves dirty pages to be written back, a big list a busy server behind it)
+        for name in names[round_ % len(names) :] + names[: round_ % len(names)]:
+            argv = commands[name]
             wall, peak, code, cpu = run_once(argv, env)
             if code != 0:
                 raise SystemExit(f"{name} failed (exit {code}): {' '.join(argv)}")

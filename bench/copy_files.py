@@ -67,8 +67,15 @@ def _run(args: argparse.Namespace, trees: dict[str, Path], kubectl: str, tmp: Pa
             commands["kubectl cp (out)"] = [kubectl, "--context", CONTEXT, "cp", f"{NS}/{POD}:/tmp/k.bin", str(out_dir / "k.bin")]
             for i, (tag, tree) in enumerate(trees.items()):
                 commands[f"nsightlab copy (out){tag}"] = nsightlab_argv(tree, "copy", "--context", CONTEXT, f":/tmp/n{i}.bin", str(out_dir / f"n{i}.bin"))
-        for _ in range(args.repeat):
-            for name, argv in commands.items():
+        ins = [name for name in commands if "(in)" in name]
+        outs = [name for name in commands if "(out)" in name]
+        for round_ in range(args.repeat):
+            # the order turns each round (the ins, then the outs in the same order): no copy
+            # always runs after the same one, whose dirty pages are still being written back
+            turn = round_ % len(ins)
+            order = ins[turn:] + ins[:turn] + outs[turn:] + outs[:turn]
+            for name in order:
+                argv = commands[name]
                 shutil.rmtree(out_dir, ignore_errors=True)
                 out_dir.mkdir()  # an "(out)" copies the file its "(in)" put in the pod
                 wall, rss, code, cpu = run_once(argv, env)
