@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import gc
 import json
 import os
 import re
@@ -67,37 +66,6 @@ def _continue_token(raw: bytes) -> str | None:
     head = raw[: raw.find(b'"items"')] if b'"items"' in raw[:4096] else b""
     m = _CONTINUE.search(head)
     return m.group(1).decode() if m and m.group(1) else None
-
-
-_gc_lock = threading.Lock()
-_gc_holders = 0
-
-
-@contextlib.contextmanager
-def gc_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector while a large list is decoded and reduced.
-
-    Decoding tens of thousands of objects allocates millions of dicts and lists with no
-    cycles; the collector's repeated full passes over the growing heap cost about as
-    much as the decoding itself. Reentrant and safe across threads.
-    """
-    global _gc_holders
-    with _gc_lock:
-        if _gc_holders == 0:
-            was_enabled = gc.isenabled()
-            gc.disable()
-            _gc_state[0] = was_enabled
-        _gc_holders += 1
-    try:
-        yield
-    finally:
-        with _gc_lock:
-            _gc_holders -= 1
-            if _gc_holders == 0 and _gc_state[0]:
-                gc.enable()
-
-
-_gc_state = [True]
 
 
 def loads(raw: bytes) -> Any:
@@ -381,10 +349,9 @@ class Kube:
     def _list(self, path: str, *, what: str, query: dict[str, Any] | None = None) -> tuple[list[dict[str, Any]], str]:
         items: list[dict[str, Any]] = []
         rv = ""
-        with gc_paused():
-            for page in self.pages(path, what=what, query=query):
-                items.extend(page.get("items") or [])
-                rv = str((page.get("metadata") or {}).get("resourceVersion") or rv)
+        for page in self.pages(path, what=what, query=query):
+            items.extend(page.get("items") or [])
+            rv = str((page.get("metadata") or {}).get("resourceVersion") or rv)
         return items, rv
 
     def list_nodes(self, *, label_selector: str | None = None) -> list[dict[str, Any]]:
