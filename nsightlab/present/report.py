@@ -389,7 +389,9 @@ def _profile_sections(profiles: list[ProfileResult], figure_keys: list[str]) -> 
                 )
             )
         elif p.ranges:
-            items.append(Table(title="NVTX ranges", columns=["RANGE", "KERNEL", "LAUNCHES", "GPU TIME (ms)"], right=[False, False, True, True], rows=[[r.name, r.kernel or "", str(r.kernel_instances or ""), _ms(r.gpu_ns)] for r in p.ranges]))
+            cpu = p.device_type == "cpu"  # a CPU profile's ranges hold ops, not GPU kernels
+            columns = ["RANGE", "OP", "OPS", "OP TIME (ms)"] if cpu else ["RANGE", "KERNEL", "LAUNCHES", "GPU TIME (ms)"]
+            items.append(Table(title="NVTX ranges" if p.profiler == "nsys" else "Labelled ranges (record_function)", columns=columns, right=[False, False, True, True], rows=[[r.name, r.kernel or "", str(r.kernel_instances or ""), _ms(r.gpu_ns)] for r in p.ranges]))
         if p.lesson:
             items += [Para(text="The lesson:"), Bullets(items=p.lesson)]
         if p.notes:
