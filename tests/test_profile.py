@@ -268,16 +268,13 @@ def test_a_range_is_never_a_kernel_even_in_an_older_torchprof_file(capsys: pytes
 
 
 def test_nsys_device_comes_from_the_gpu_trace(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    """A folder of `nsys stats` CSV exports: the real kernel summary (fixture 03) beside a
-    GPU trace (CONSTRUCTED with nsys's cuda_gpu_trace header, as in test_nsys.py): the GPU
-    is the trace's Device, not anything outside the report."""
+    """A folder of `nsys stats` CSV exports: a real kernel summary (fixture 03) beside a real
+    GPU trace (tests/data/traces, an RTX 5000 Ada laptop GPU; two runs put side by side):
+    the device is the trace's Device column, nothing from outside the report."""
+    trace = HERE / "data" / "traces" / "vernier_nsys2026.3.1_rtx5000ada_cuda_gpu_trace.csv"
     (tmp_path / "run_cuda_gpu_kern_sum.csv").write_bytes(FIXTURE03.read_bytes())
-    (tmp_path / "run_cuda_gpu_trace.csv").write_text(
-        "Start (ns),Duration (ns),CorrId,GrdX,GrdY,GrdZ,BlkX,BlkY,BlkZ,Reg/Trd,StcSMem (MB),"
-        "DymSMem (MB),Bytes (MB),Throughput (MB/s),SrcMemKd,DstMemKd,Device,Ctx,GreenCtx,Strm,Name\n"
-        "1000000,5000,118,65536,1,1,128,1,1,16,0.000,0.000,,,,,NVIDIA L40S (0),1,,7,\"void scale_kernel(float *)\"\n"
-    )
+    (tmp_path / "run_cuda_gpu_trace.csv").write_bytes(trace.read_bytes())
     r = run_cli(capsys, "analyze", str(tmp_path), "--json")
     assert r.code == 0, r
     data = json.loads(r.out)
-    assert (data["device_name"], data["device_type"], data["spec_name"]) == ("NVIDIA L40S", "cuda", "NVIDIA L40S")
+    assert (data["device_name"], data["device_type"]) == ("NVIDIA RTX 5000 Ada Generation Laptop GPU", "cuda")
