@@ -740,7 +740,12 @@ def test_users_script_in_a_gpu_pod_that_ran_on_the_cpu_says_so(capsys: pytest.Ca
     report = nsl(capsys, "report", "--terminal")
     assert report.code == 0, report
     assert f"cpu ({cpu_name})" in report.out and "CPU ops, by total time" in report.out
-    assert "GPU kernels" not in report.out and "RTX PRO 6000" not in report.out
+    assert "GPU kernels" not in report.out and "RTX PRO 6000" not in report.out and "GPU TIME" not in report.out
+    # the same figures, written the same way, in the terminal and in the report
+    def matmul_row(text: str) -> list[str]:
+        return next(line.split() for line in text.splitlines() if line.endswith(" aten::matmul"))
+
+    assert matmul_row(report.out) == matmul_row(ops)
 
 
 def test_lab_commands_without_a_ready_pod(capsys: pytest.CaptureFixture[str], home: Path) -> None:

@@ -402,11 +402,33 @@ def build_profile(
         timing_source=timing_source,
         lesson=lesson,
         notes=notes,
-        kernels_are=(torch.kernels_are if torch else None) or ("cpu ops" if device_type == "cpu" and profiler == "torch" else ("cuda kernels" if device_type == "cuda" and kernels else None)),
+        kernels_are=_kernels_are(profiler, torch, device_type, bool(kernels)),
         activities=torch.activities if torch else None,
         cuda_api=api_lines(report),
         memory_ops=memory_ops,
     )
+
+
+def _kernels_are(profiler: Profiler, torch: TorchInfo | None, device_type: str | None, any_kernels: bool) -> str | None:
+    """What the kernel table holds: "cuda kernels" or "cpu ops" (None: nothing, or not known)."""
+    if torch is not None and torch.kernels_are:
+        return torch.kernels_are
+    if not any_kernels:
+        return None
+    if profiler == "nsys":
+        return "cuda kernels"  # nsys's kernel summary holds GPU kernels only
+    return {"cpu": "cpu ops", "cuda": "cuda kernels"}.get(device_type or "")
+
+
+def ops_label(result: ProfileResult) -> str:
+    """What the kernel table holds, in words: "GPU kernels" or "CPU ops", from where they ran."""
+    if result.kernels_are is not None:
+        return "CPU ops" if result.kernels_are == "cpu ops" else "GPU kernels"
+    if result.device_type == "cpu":
+        return "CPU ops"
+    if result.device_type == "cuda" or result.profiler == "nsys":
+        return "GPU kernels"
+    return "ops"
 
 
 def _instances_lesson(kernels: list[KernelLine], record: analysis.Lesson1Record, per_range: dict[str, tuple[float, int, str | None]]) -> list[str]:

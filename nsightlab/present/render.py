@@ -13,7 +13,7 @@ import yaml
 from nsightlab.analysis import units
 from nsightlab.analysis.ncu import NcuResult
 from nsightlab.analysis.pods import human_duration
-from nsightlab.analysis.profile import ProfileResult
+from nsightlab.analysis.profile import ProfileResult, ops_label
 from nsightlab.analysis.sweep import SweepResult
 from nsightlab.configure import ConfigView
 from nsightlab.present.doc import Bullets, Para, Table
@@ -334,15 +334,6 @@ def _pct(r: Rates, kind: str) -> str:
     return f"{units.percent(pct)} of {label}" if pct is not None and label else "-"
 
 
-def ops_word(result: ProfileResult) -> str:
-    """What the kernel table holds: GPU kernels or CPU ops, from where they ran."""
-    if result.kernels_are == "cpu ops" or result.device_type == "cpu":
-        return "CPU ops"
-    if result.kernels_are == "cuda kernels" or result.device_type == "cuda" or result.profiler == "nsys":
-        return "GPU kernels"
-    return "ops"
-
-
 def kernel_table(env: Env, kernels: Sequence[KernelLine], *, top: int, title: str, what: str = "kernels") -> None:
     shown = list(kernels)[:top]
     total = units.time_unit(_secs(k.total_ns) for k in shown)
@@ -379,7 +370,7 @@ def profile(env: Env, result: ProfileResult, *, top: int = 15) -> None:
     if result.warnings:
         lines(env, [f"warning: {w}" for w in result.warnings], bullet="")
     blank(env)
-    what = ops_word(result)
+    what = ops_label(result)
     kernel_table(env, result.kernels, top=top, title=f"{what}, by total time", what=what)
     blank(env)
     cpu = result.device_type == "cpu"
