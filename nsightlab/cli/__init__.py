@@ -27,6 +27,20 @@ def _version(value: bool) -> None:
         typer.echo(f"nsightlab {__version__}")
         raise typer.Exit()
 
+def _request_timeout(value: Optional[str]) -> Optional[str]:  # noqa: UP045
+    """--request-timeout, set for this command (also when absent: tests run many commands
+    in one process)."""
+    from nsightlab.cluster import answers
+
+    seconds: Optional[float] = answers.DEFAULT_REQUEST_TIMEOUT  # noqa: UP045
+    if value is not None:
+        try:
+            seconds = answers.parse_duration(value)
+        except ValueError as e:
+            raise typer.BadParameter(str(e)) from None
+    answers.set_request_timeout(seconds)
+    return value
+
 @app.callback()
 def _root(
     version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True, help="Show the version and exit.")] = False,
@@ -35,6 +49,16 @@ def _root(
         typer.Option("--config", help="config file (default: $NSIGHTLAB_HOME/config.yaml).", envvar="NSIGHTLAB_CONFIG", show_default=False),
     ] = None,
     traceback: Annotated[bool, typer.Option("--traceback", help="Show the full traceback of an unexpected error.")] = False,
+    request_timeout: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option(
+            "--request-timeout",
+            metavar="DURATION",
+            callback=_request_timeout,
+            help="how long to wait for each answer of the API server, as kubectl's: seconds or a duration (30s, 2m, 1m30s); 0 waits forever. [default: 60s]",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """A lab driver for GPU profiling on Kubernetes.
 
@@ -48,15 +72,82 @@ def _root(
     """
     STATE.config_path = config
 
+def _click_errors() -> "tuple[type[Exception], ...]":
+    """What Click raises for a bad command line (typer carries its own copy of Click from
+    0.2x on; before, Click's own)."""
+    base = getattr(typer, "TyperException", None)
+    if isinstance(base, type) and issubclass(base, Exception):
+        return (base,)
+    import click
+
+    return (click.ClickException,)
+
+
+_built: "list[object]" = []
+
+
+def _command() -> "typer.core.TyperGroup":
+    """The Click command Typer builds from the app: built once per process (it reads every
+    command's signature; a Click command serves any number of invocations)."""
+    import typer.main
+
+    if not _built:
+        _built.append(typer.main.get_command(app))
+    command = _built[0]
+    assert isinstance(command, typer.core.TyperGroup)
+    return command
+
+
+def _invoke(args: "list[str]") -> None:
+    """The app, run as Typer's own runner runs it, except that everything that goes wrong
+    comes back to main() as an exception: Typer's runner turns Ctrl-C into a silent exit
+    130 (and a prompt's Ctrl-C into "Aborted!", exit 1), and prints usage errors over
+    several lines."""
+    import errno
+
+    from nsightlab.errors import Interrupted, UsageError
+
+    command = _command()
+    try:
+        with command.make_context("nsightlab", args) as ctx:
+            command.invoke(ctx)
+    except typer.Exit as e:
+        sys.exit(e.exit_code)
+    except (typer.Abort, EOFError):  # a prompt ended by Ctrl-C or by the end of its input
+        raise Interrupted("interrupted: nothing was changed") from None
+    except _click_errors() as e:
+        if type(e).__name__ == "NoArgsIsHelpError":  # a group called without a command: its help
+            show = getattr(e, "show", None)
+            if callable(show):
+                show()
+            sys.exit(int(getattr(e, "exit_code", 2)))
+        format_message = getattr(e, "format_message", None)
+        message = str(format_message()) if callable(format_message) else str(e)
+        where = getattr(getattr(e, "ctx", None), "command_path", None) or "nsightlab"
+        raise UsageError(message, hint=f"See `{where} --help`.") from None
+    except OSError as e:
+        if e.errno != errno.EPIPE:
+            raise
+        # the reader of our output is gone (`nsightlab ... | head`): nothing more to say
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - stays open until the process ends
+        sys.exit(1)
+
+
 def main(argv: list[str] | None = None) -> None:
-    """Run the CLI: one handler turns nsightlab errors into one line and an exit code."""
-    from nsightlab.errors import ExitCode, NsightlabError
+    """Run the CLI: one handler turns nsightlab errors, Ctrl-C and bad command lines into
+    one line on stderr and an exit code."""
+    from nsightlab.errors import ExitCode, Interrupted, NsightlabError
 
     args = list(sys.argv[1:] if argv is None else argv)
     own_args = args[: args.index("--")] if "--" in args else args
     show_traceback = "--traceback" in own_args or bool(os.environ.get("NSIGHTLAB_TRACEBACK"))
     try:
-        app(args=args, prog_name="nsightlab")
+        try:
+            _invoke(args)
+        except KeyboardInterrupt:
+            # Ctrl-C where no running work said what it leaves (see errors.OnInterrupt):
+            # a command that only reads, or one that had not started to change anything
+            raise Interrupted("interrupted: nothing was changed") from None
     except NsightlabError as e:
         if show_traceback:
             import traceback
@@ -64,9 +155,6 @@ def main(argv: list[str] | None = None) -> None:
             traceback.print_exc()
         sys.stderr.write(e.line() + "\n")
         sys.exit(int(e.exit_code))
-    except KeyboardInterrupt:
-        sys.stderr.write("error: interrupted.\n")
-        sys.exit(int(ExitCode.INTERRUPTED))
     except SystemExit:
         raise
     except Exception as e:
@@ -94,6 +182,8 @@ def entry() -> None:
     import contextlib
     import threading
 
+    from nsightlab.errors import ExitCode
+
     try:
         main()
         code = 0
@@ -103,7 +193,9 @@ def entry() -> None:
         else:
             sys.stderr.write(f"{e.code}\n")
             code = 1
-    if threading.active_count() > 1:
+    # After Ctrl-C nothing left running matters (a request stalled on a silent server would
+    # hold the exit for its whole timeout); otherwise other threads are waited for.
+    if threading.active_count() > 1 and code != ExitCode.INTERRUPTED:
         sys.exit(code)
     try:
         sys.stdout.flush()
