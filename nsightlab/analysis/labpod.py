@@ -46,6 +46,7 @@ class StatusReport(BaseModel):
     pod: str
     gone: bool
     lab: LabPod | None
+    note: str | None = None  # why the session's pod counts as gone (e.g. replaced under its name)
 
 
 class CleanupReport(BaseModel):

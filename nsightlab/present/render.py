@@ -237,6 +237,9 @@ def lab_pod(env: Env, lab: LabPod, *, title: str) -> None:
 
 def status(env: Env, report: StatusReport) -> None:
     if report.gone or report.lab is None:
+        if report.note:
+            lines(env, [f"{report.note}; the session was cleared (context {report.context})."], bullet="")
+            return
         lines(env, [f"lab pod {report.pod} is gone (context {report.context}, namespace {report.namespace}); the session was cleared."], bullet="")
         return
     lab_pod(env, report.lab, title="Lab pod")
