@@ -15,8 +15,9 @@ from nsightlab import assets
 from nsightlab.analysis.ncu import NcuResult, from_report
 from nsightlab.errors import CountersNotPermittedError, ParseError, RemoteCommandError
 from nsightlab.measure.profile import BUILTIN, _last_error, _streamer, resolve_script
+from nsightlab.measure.work import LabWork
 from nsightlab.parse import ncu as ncu_parse
-from nsightlab.runs.store import RunMeta, new_run
+from nsightlab.runs.store import RunMeta
 
 if TYPE_CHECKING:
     from nsightlab.env import Env
@@ -43,12 +44,29 @@ def run_ncu(
     sections: list[str],
     count: int,
 ) -> NcuResult:
+    """ncu on one kernel of `script` on `target`; the run is stored before the result is
+    returned (Ctrl-C: no run is stored)."""
+    with LabWork("ncu run", target) as work:
+        return _ncu(work, env, target, meta_fields, script=script, script_args=script_args, kernel=kernel, sections=sections, count=count)
 
+
+def _ncu(
+    work: LabWork,
+    env: Env,
+    target: Target,
+    meta_fields: dict[str, Any],
+    *,
+    script: str,
+    script_args: list[str],
+    kernel: str,
+    sections: list[str],
+    count: int,
+) -> NcuResult:
     local_script, name = resolve_script(script)
     if target.which("ncu") is None:
         raise RemoteCommandError(f"ncu (Nsight Compute) is not installed on {target.label}", returncode=127, hint="Use an image that ships Nsight Compute.")
     version = target.run(["ncu", "--version"], check=False).out
-    run, run_id = new_run("ncu", name)
+    run, run_id = work.new_run("ncu", name)
     wd = target.workdir()
     remote_script = posixpath.join(wd, local_script.name)
     target.put(local_script, remote_script)

@@ -26,8 +26,9 @@ from nsightlab.analysis.profile import (
     report_from_torch,
 )
 from nsightlab.errors import ParseError, RemoteCommandError, UsageError
+from nsightlab.measure.work import LabWork
 from nsightlab.parse import nsys
-from nsightlab.runs.store import RunMeta, new_run
+from nsightlab.runs.store import RunMeta
 
 if TYPE_CHECKING:
     from nsightlab.env import Env
@@ -102,8 +103,23 @@ def run_profile(
     profiler: Profiler,
     nsys_args: list[str],
 ) -> ProfileResult:
-    """Profile `script` on `target`; the run is stored before the result is returned."""
+    """Profile `script` on `target`; the run is stored before the result is returned
+    (Ctrl-C: no run is stored)."""
+    with LabWork("profile", target) as work:
+        return _profile(work, env, target, meta_fields, script=script, script_args=script_args, profiler=profiler, nsys_args=nsys_args)
 
+
+def _profile(
+    work: LabWork,
+    env: Env,
+    target: Target,
+    meta_fields: dict[str, Any],
+    *,
+    script: str,
+    script_args: list[str],
+    profiler: Profiler,
+    nsys_args: list[str],
+) -> ProfileResult:
     local_script, name = resolve_script(script)
     builtin = script in BUILTIN
     if profiler == "nsys" and target.which("nsys") is None:
@@ -112,7 +128,7 @@ def run_profile(
             returncode=127,
             hint="Use an image that ships it, or run the same tables under torch.profiler: `--profiler torch`.",
         )
-    run, run_id = new_run("profile", name)
+    run, run_id = work.new_run("profile", name)
     wd = target.workdir()
     remote_script = posixpath.join(wd, local_script.name)
     target.put(local_script, remote_script)

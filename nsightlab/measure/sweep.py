@@ -31,6 +31,7 @@ from nsightlab.analysis.sweep import (
 from nsightlab.env import Env
 from nsightlab.errors import RemoteCommandError, UsageError
 from nsightlab.measure.targets import LocalTarget, Target, Where
+from nsightlab.measure.work import LabWork
 from nsightlab.runs import store
 from nsightlab.runs.store import RunMeta
 from nsightlab.runs.sweeps import load_record, load_sweep_run
@@ -177,6 +178,22 @@ def run_sweep(
     no run folder behind."""
     if dtype not in DTYPES:
         raise UsageError(f"--dtype must be one of {', '.join(DTYPES)}, got '{dtype}'")
+    with LabWork("sweep", where.target) as work:
+        return _sweep(work, env, where, dtype=dtype, sizes=sizes, iters=iters, warmup=warmup, device=device, against=against)
+
+
+def _sweep(
+    work: LabWork,
+    env: Env,
+    where: Where,
+    *,
+    dtype: str,
+    sizes: Sequence[int] | None,
+    iters: int,
+    warmup: int,
+    device: str | None,
+    against: SweepResult | None,
+) -> SweepResult:
     target = where.target
     started = datetime.now(timezone.utc)
     workdir: str | None = None
@@ -208,7 +225,7 @@ def run_sweep(
                 hint=_failure_hint(last, code, where),
             )
         args = {"dtype": dtype, "sizes": list(sizes or []), "iters": iters, "warmup": warmup, "device": device}
-        return _store(target, where, remote_json, bytes(log), started, argv, _command(args, where.meta), against)
+        return _store(work, target, where, remote_json, bytes(log), started, argv, _command(args, where.meta), against)
     finally:
         if workdir is not None and isinstance(target, LocalTarget):
             with contextlib.suppress(OSError):
@@ -216,6 +233,7 @@ def run_sweep(
 
 
 def _store(
+    work: LabWork,
     target: Target,
     where: Where,
     remote_json: str,
@@ -226,7 +244,7 @@ def _store(
     against: SweepResult | None,
 ) -> SweepResult:
     """A new run folder with what came back, meta.json, and result.json written last."""
-    run, run_id = store.new_run("sweep", argv[argv.index("--dtype") + 1], now=started)
+    run, run_id = work.new_run("sweep", argv[argv.index("--dtype") + 1], now=started)
     try:
         (run.raw / RAW_LOG).write_bytes(log)
         local_json = run.raw / RAW_JSON
