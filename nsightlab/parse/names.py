@@ -294,3 +294,37 @@ def kernel_kind(name: str) -> KernelKind:
     if _GEMM.search(name):
         return "gemm"
     return "other"
+
+
+StepKernelKind = Literal["gemm", "attention", "norm", "elementwise", "copy", "other"]
+
+_NORM = re.compile(r"norm|rsqrt", re.I)
+_MEMORY_OP = re.compile(r"^\[CUDA mem(?:cpy|set)|^Mem(?:cpy|set)\b", re.I)
+_TRITON_POINTWISE = re.compile(r"^triton_poi_", re.I)
+
+
+def step_kernel_kind(name: str) -> StepKernelKind:
+    """The kind of a kernel in a decode step's anatomy, finer than `kernel_kind` where a
+    decode step needs it.
+
+    `gemm` covers every matrix kernel (GEMM and GEMV, cuBLAS, cutlass, nvjet...);
+    `attention` flash/paged attention; `norm` layer and RMS norms (by name, or a fused
+    kernel computing `rsqrt`, as inductor's fused RMSNorm does); `elementwise` pointwise
+    kernels (inductor's `triton_poi_*` too); `copy` copies, memcpy and memset operations
+    (`[CUDA memcpy ...]` as nsys names them, `Memcpy HtoD ...` as Kineto does); `other`
+    the rest, reductions and sampling included. `kernel_kind` is unchanged.
+    """
+    if _MEMORY_OP.search(name):
+        return "copy"
+    coarse = kernel_kind(name)
+    if coarse in ("gemm", "attention"):
+        return coarse
+    kernel, _args = _split_signature(name)
+    own = _unqualified(kernel)
+    if _NORM.search(own):
+        return "norm"
+    if coarse == "elementwise" or _TRITON_POINTWISE.search(own):
+        return "elementwise"
+    if coarse == "copy":
+        return "copy"
+    return "other"

@@ -1,0 +1,1255 @@
+"""A decode step's anatomy from a GPU timeline: how long a step takes, how busy the GPU is
+in it, where it sits idle, which kernels take the time, and what to try next.
+
+Entry points (one per input kind):
+
+    analyze_gpu_trace(["run_cuda_gpu_trace.csv", "run_nvtx_pushpop_trace.csv", ...],
+                      step_range=None) -> TraceAnatomy        # nsys stats --format csv
+    analyze_kineto("trace.json.gz", step_range=None) -> TraceAnatomy   # torch.profiler, vLLM
+    step_verdict(group, floor=memory_floor(...)) -> Verdict
+
+`TraceAnatomy` holds `trace` (the whole timeline: `span_ms` from the first GPU operation's
+start to the last one's end, `gpu_busy_pct` the union of kernels AND memory copies/sets
+over all streams, not their sum, `kernels`, `streams`) and `groups`: one `StepGroup` per
+enclosing range (`mode:eager`, `mode:graphs`, `batch:8`; `group` None when steps have no
+enclosing range). Each group's `anatomy` is the product's contract (`StepAnatomy`, keep
+its keys): `{"source", "step_range", "count", "step_ms": {"median","p90","min","max"},
+"kernels_per_step", "gpu_busy_pct", "idle_ms_per_step": {"between_kernels",
+"before_first","after_last"}, "top_kernels": [{"name","short_name","kind","ms_per_step",
+"pct"}], "notes"}`.
+
+Which ranges are steps (`step_range`): ranges named NAME, or torch's numbered ranges
+(`ProfilerStep#12` matches `ProfilerStep`); NVTX names match with or without their domain
+(`:decode_step`). By default `decode_step`, else `ProfilerStep`; with neither, steps are
+inferred from the kernel sequence (`source: repeating-sequence`, see `find_period`).
+
+Which kernels belong to a step:
+- Kineto: those whose launch (the `cuda_runtime`/`cuda_driver` call with the same
+  correlation id, from ANY thread: autograd's backward thread included) lies inside the
+  step's CPU range; every kernel a `cudaGraphLaunch` replays shares its correlation id and
+  so its step. A GPU operation whose launch is not in the file (launched before the
+  profile began) belongs to no step.
+- nsys with `cuda_api_trace`: the same, the launch found through `CorrId`.
+- nsys with `nvtx_gpu_proj_trace` but no `cuda_api_trace`: the operations inside the
+  range's projected GPU interval (nsys projects a range over the work launched inside it
+  on the same thread); work of another step running at the same time would be counted.
+- nsys with only `nvtx_pushpop_trace`: no launch times at all; the operations that start
+  between the step's CPU start and the next step's (an approximation, said in the notes).
+
+A step's window runs from the earlier of its CPU start and its first kernel's start to the
+later of its CPU end and its last kernel's end. GPU work is attributed by launch, so when
+the GPU lags the CPU a window can overlap the next step's; the notes say when it does.
+Within a window: `busy` is the union of the step's own operations; idle is time when the
+GPU ran nothing at all (other steps' work is not idle; it is `other_busy`), split into
+`before_first` (window start to its first kernel), `between_kernels` and `after_last`.
+So busy + other_busy + idle = window, per step, exactly (integer nanoseconds).
+
+Memory: whole-trace figures are computed while the file streams by; steps need the
+operations in compact arrays (about 60 bytes per GPU operation) and Kineto traces are
+sorted by start in memory (their events are not in time order). An nsys file that is not
+in start order is sorted the same way, with a note.
+"""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+import math
+import operator
+import re
+from array import array
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from nsightlab.errors import UsageError
+from nsightlab.parse import gputrace, kineto
+from nsightlab.parse.names import StepKernelKind, short_kernel_name, step_kernel_kind
+
+# ---------------------------------------------------------------- named thresholds
+
+# A step is launch-bound when the GPU sits idle for at least this share of it.
+LAUNCH_BOUND_IDLE_PCT = 30.0
+# A step within this factor of the memory floor is at the floor: the GPU is the limit.
+NEAR_FLOOR_RATIO = 1.3
+# Period detection: the share of kernels that must equal the kernel one period later.
+MIN_PERIOD_SCORE = 0.6
+# How many kernels the top-kernel table lists.
+TOP_KERNELS = 10
+
+DEFAULT_STEP_RANGES = ("decode_step", "ProfilerStep")
+
+StepSource = Literal["nvtx", "record_function", "repeating-sequence", "script"]
+
+_KIND_CODES: dict[str, int] = {"kernel": 0, "memcpy": 1, "memset": 2}
+
+
+# ------------------------------------------------------------------------- models
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class TraceSummary(_Model):
+    """The whole timeline: first GPU op start to last GPU op end, all streams."""
+
+    span_ms: float
+    gpu_busy_pct: float
+    kernels: int
+    streams: int
+
+
+class MsStats(_Model):
+    median: float
+    p90: float
+    min: float
+    max: float
+
+
+class IdleMs(_Model):
+    between_kernels: float
+    before_first: float
+    after_last: float
+
+
+class TopKernel(_Model):
+    """One kernel (all its calls in a step): time per step and share of the step time."""
+
+    name: str
+    short_name: str
+    kind: StepKernelKind
+    ms_per_step: float
+    pct: float
+
+
+class StepAnatomy(_Model):
+    """The anatomy of one group of steps. This shape is a contract: keep its keys."""
+
+    source: StepSource
+    step_range: str | None
+    count: int
+    step_ms: MsStats
+    kernels_per_step: float
+    gpu_busy_pct: float
+    idle_ms_per_step: IdleMs
+    top_kernels: list[TopKernel]
+    notes: list[str] = []
+
+
+class KindShare(_Model):
+    kind: StepKernelKind
+    ms_per_step: float
+    pct: float
+
+
+class StepTiming(_Model):
+    """One step, in integer nanoseconds: busy_ns + other_busy_ns + the idle = window."""
+
+    index: int
+    name: str
+    window_start_ns: int
+    window_end_ns: int
+    cpu_start_ns: int | None
+    cpu_end_ns: int | None
+    gpu_start_ns: int | None
+    gpu_end_ns: int | None
+    kernels: int
+    busy_ns: int
+    other_busy_ns: int
+    idle_before_first_ns: int
+    idle_between_kernels_ns: int
+    idle_after_last_ns: int
+
+    @property
+    def window_ns(self) -> int:
+        return self.window_end_ns - self.window_start_ns
+
+    @property
+    def idle_ns(self) -> int:
+        return self.idle_before_first_ns + self.idle_between_kernels_ns + self.idle_after_last_ns
+
+
+class StepGroup(_Model):
+    """The steps under one enclosing range (or none): their anatomy, and each step."""
+
+    group: str | None
+    anatomy: StepAnatomy
+    period: int | None = None
+    kinds: list[KindShare]
+    steps: list[StepTiming]
+
+
+class TraceAnatomy(_Model):
+    """What a trace says: the whole timeline, and the anatomy of its steps per group."""
+
+    input: Literal["nsys", "kineto"]
+    trace: TraceSummary
+    groups: list[StepGroup]
+    device_names: list[str] = []
+    notes: list[str] = []
+
+
+# ------------------------------------------------------------------ interval union
+
+
+class IntervalUnion:
+    """The union of [start, end) intervals, fed one at a time.
+
+    Fed in start order it runs in constant time per interval and keeps only the disjoint
+    busy segments (16 bytes each, needed to ask how busy any window was). Fed out of
+    order it keeps the late intervals aside and merges them at `finish()`.
+    """
+
+    def __init__(self) -> None:
+        self.seg_start = array("q")
+        self.seg_end = array("q")
+        self._cur_start: int | None = None
+        self._cur_end = 0
+        self._late: list[tuple[int, int]] = []
+        self.first_start: int | None = None
+        self.last_end: int | None = None
+        self.in_order = True
+        self._prefix: array[int] | None = None
+
+    def add(self, start: int, end: int) -> None:
+        if end < start:
+            end = start
+        if self.first_start is None or start < self.first_start:
+            self.first_start = start
+        if self.last_end is None or end > self.last_end:
+            self.last_end = end
+        cur = self._cur_start
+        if cur is None:
+            self._cur_start, self._cur_end = start, end
+        elif start >= cur:
+            if start <= self._cur_end:
+                if end > self._cur_end:
+                    self._cur_end = end
+            else:
+                self.seg_start.append(cur)
+                self.seg_end.append(self._cur_end)
+                self._cur_start, self._cur_end = start, end
+        else:
+            self.in_order = False
+            self._late.append((start, end))
+
+    def extend(self, starts: Sequence[int], ends: Sequence[int]) -> None:
+        """`add` every (start, end) pair: the same result, in one loop without a call
+        per interval while they come in start order."""
+        seg_start, seg_end = self.seg_start, self.seg_end
+        cur, cur_end = self._cur_start, self._cur_end
+        first, last = self.first_start, self.last_end
+        begin = 0
+        n = len(starts)
+        if cur is None and n:
+            cur, cur_end = starts[0], max(ends[0], starts[0])
+            first = cur if first is None else min(first, cur)
+            last = cur_end if last is None else max(last, cur_end)
+            begin = 1
+        if cur is None or first is None or last is None:
+            return
+        for k in range(begin, n):
+            start, end = starts[k], ends[k]
+            if start < cur:  # out of order: the general path from here on
+                self._cur_start, self._cur_end = cur, cur_end
+                self.first_start, self.last_end = first, last
+                for j in range(k, n):
+                    self.add(starts[j], ends[j])
+                return
+            if end > last:
+                last = end
+            if start <= cur_end:
+                if end > cur_end:
+                    cur_end = end
+            else:
+                seg_start.append(cur)
+                seg_end.append(cur_end)
+                cur, cur_end = start, end
+        self._cur_start, self._cur_end = cur, cur_end
+        self.first_start, self.last_end = first, last
+
+    def finish(self) -> IntervalUnion:
+        """Close the last segment and merge intervals that came out of order."""
+        if self._cur_start is not None:
+            self.seg_start.append(self._cur_start)
+            self.seg_end.append(self._cur_end)
+            self._cur_start = None
+        if self._late:
+            merged = sorted([*zip(self.seg_start, self.seg_end, strict=True), *self._late])
+            self._late = []
+            self.seg_start, self.seg_end = array("q"), array("q")
+            for s, e in merged:
+                if self.seg_start and s <= self.seg_end[-1]:
+                    if e > self.seg_end[-1]:
+                        self.seg_end[-1] = e
+                else:
+                    self.seg_start.append(s)
+                    self.seg_end.append(e)
+        prefix = array("q", [0])
+        total = 0
+        for s, e in zip(self.seg_start, self.seg_end, strict=True):
+            total += e - s
+            prefix.append(total)
+        self._prefix = prefix
+        return self
+
+    @property
+    def busy(self) -> int:
+        """Total length of the union (after `finish()`)."""
+        assert self._prefix is not None, "call finish() first"
+        return self._prefix[-1]
+
+    @property
+    def span(self) -> int:
+        if self.first_start is None or self.last_end is None:
+            return 0
+        return self.last_end - self.first_start
+
+    def busy_within(self, a: int, b: int) -> int:
+        """How long the union covers [a, b) (after `finish()`)."""
+        if b <= a:
+            return 0
+        assert self._prefix is not None, "call finish() first"
+        starts, ends = self.seg_start, self.seg_end
+        lo = bisect.bisect_right(ends, a)  # first segment ending after a
+        hi = bisect.bisect_left(starts, b)  # segments [lo, hi) start before b
+        if hi <= lo:
+            return 0
+        total = self._prefix[hi] - self._prefix[lo]
+        if starts[lo] < a:
+            total -= a - starts[lo]
+        if ends[hi - 1] > b:
+            total -= ends[hi - 1] - b
+        return total
+
+
+def union_length(intervals: Iterable[tuple[int, int]]) -> int:
+    """Length of the union of [start, end) intervals, in any order."""
+    union = IntervalUnion()
+    for start, end in intervals:
+        union.add(start, end)
+    return union.finish().busy
+
+
+# ------------------------------------------------------------------- the op table
+
+
+class _Ops:
+    """GPU operations in compact parallel arrays, sorted by start once `seal()`ed."""
+
+    def __init__(self) -> None:
+        self.start = array("q")
+        self.end = array("q")
+        self.name = array("l")
+        self.kind = array("b")
+        self.stream = array("l")
+        self.corr = array("q")
+        self.launch = array("q")
+        self.names: list[str] = []
+        self.name_ids: dict[str, int] = {}
+        self.stream_ids: dict[object, int] = {}
+        self.union = IntervalUnion()
+        self.kernels = 0
+
+    def __len__(self) -> int:
+        return len(self.start)
+
+    @classmethod
+    def from_columns(cls, cols: gputrace.GpuTraceColumns) -> _Ops:
+        ops = cls()
+        ops.start, ops.end, ops.name, ops.kind = cols.start, cols.end, cols.name, cols.kind
+        ops.stream, ops.corr, ops.names = cols.stream, cols.corr, cols.names
+        ops.stream_ids = {key: i for i, key in enumerate(cols.streams)}
+        ops.kernels = cols.kernels
+        if cols.in_start_order:
+            ops.union.extend(cols.start, cols.end)
+        else:
+            for a, b in zip(cols.start, cols.end, strict=True):
+                ops.union.add(a, b)
+        return ops
+
+    def add(self, start: int, end: int, name: str, kind: str, stream: object, corr: int | None) -> None:
+        nid = self.name_ids.get(name)
+        if nid is None:
+            nid = self.name_ids[name] = len(self.names)
+            self.names.append(name)
+        sid = self.stream_ids.get(stream)
+        if sid is None:
+            sid = self.stream_ids[stream] = len(self.stream_ids)
+        self.start.append(start)
+        self.end.append(end)
+        self.name.append(nid)
+        code = _KIND_CODES[kind]
+        self.kind.append(code)
+        if code == 0:
+            self.kernels += 1
+        self.stream.append(sid)
+        self.corr.append(-1 if corr is None else corr)
+        self.union.add(start, end)
+
+    def seal(self) -> bool:
+        """Finish the union and sort by start if needed; True when a sort was needed."""
+        self.union.finish()
+        if self.union.in_order:
+            return False
+        order = sorted(range(len(self.start)), key=self.start.__getitem__)
+        for attr in ("start", "end", "name", "kind", "stream", "corr"):
+            old = getattr(self, attr)
+            setattr(self, attr, array(old.typecode, [old[i] for i in order]))
+        return True
+
+    def set_launches(self, launch_of: Mapping[int, int]) -> int:
+        """Launch time of every op from its correlation id; returns how many have none."""
+        get = launch_of.get
+        self.launch = array("q", [get(c, -1) if c >= 0 else -1 for c in self.corr])
+        return self.launch.count(-1)
+
+    def summary(self) -> TraceSummary:
+        union = self.union
+        span = union.span
+        return TraceSummary(
+            span_ms=_ms(span),
+            gpu_busy_pct=_pct(union.busy, span),
+            kernels=self.kernels,
+            streams=len(self.stream_ids),
+        )
+
+
+def ops_streams(ops: _Ops) -> list[tuple[object, object]]:
+    """The (device, stream) keys of the operations' streams, in order of appearance."""
+    return [key for key in ops.stream_ids if isinstance(key, tuple)]
+
+
+def _ms(ns: float) -> float:
+    return round(ns / 1e6, 6)
+
+
+def _pct(part: float, whole: float) -> float:
+    return round(100.0 * part / whole, 3) if whole > 0 else 0.0
+
+
+# ------------------------------------------------------------------------- ranges
+
+
+@dataclass
+class _Range:
+    """A CPU range (NVTX push/pop or record_function), optionally with its projection."""
+
+    name: str
+    start: int
+    end: int
+    pid: object = None
+    tid: object = None
+    proj_start: int | None = None
+    proj_end: int | None = None
+
+
+_NUMBERED = re.compile(r"#\d+$")
+
+
+def range_matches(name: str, wanted: str) -> bool:
+    """Whether a range named `name` is a `wanted` step: equal, torch's numbered form
+    (`ProfilerStep#12` for `ProfilerStep`), or with an NVTX domain (`dom:decode_step`)."""
+    if name == wanted or name.endswith(":" + wanted):
+        return True
+    return name.startswith(wanted + "#") and name[len(wanted) + 1 :].isdigit()
+
+
+def _is_profiler_step(name: str) -> bool:
+    return range_matches(name, "ProfilerStep")
+
+
+def _choose_steps(ranges: Sequence[_Range], step_range: str | None) -> tuple[str | None, list[_Range]]:
+    """The step ranges and the name that chose them (None: no ranges; infer)."""
+    if step_range is not None:
+        steps = [r for r in ranges if range_matches(r.name, step_range)]
+        if not steps:
+            common = Counter(_NUMBERED.sub("#N", r.name) for r in ranges).most_common(8)
+            listed = ", ".join(f"{n} ({c})" for n, c in common) or "none"
+            raise UsageError(
+                f"no range named {step_range!r} in this trace",
+                hint=f"ranges in it: {listed}; or leave out --step-range to infer steps",
+            )
+        return step_range, steps
+    for wanted in DEFAULT_STEP_RANGES:
+        steps = [r for r in ranges if range_matches(r.name, wanted)]
+        if steps:
+            return wanted, steps
+    return None, []
+
+
+def _groups_of(steps: Sequence[_Range], ranges: Sequence[_Range], wanted: str) -> list[str | None]:
+    """For each step, the names of the ranges on its thread that enclose it (outermost
+    first, `ProfilerStep#N` and other steps left out), joined with ' > '; None if none."""
+    candidates = [
+        r for r in ranges if not range_matches(r.name, wanted) and not _is_profiler_step(r.name)
+    ]
+    by_thread: dict[tuple[object, object], list[_Range]] = {}
+    for r in candidates:
+        by_thread.setdefault((r.pid, r.tid), []).append(r)
+    for group in by_thread.values():
+        group.sort(key=lambda r: (r.start, -r.end))
+    labels: list[str | None] = [None] * len(steps)
+    order = sorted(range(len(steps)), key=lambda i: steps[i].start)
+    cursor: dict[tuple[object, object], int] = {}
+    active: dict[tuple[object, object], list[_Range]] = {}
+    for i in order:
+        step = steps[i]
+        key = (step.pid, step.tid)
+        pool = by_thread.get(key)
+        if not pool:
+            continue
+        pos = cursor.get(key, 0)
+        live = active.setdefault(key, [])
+        while pos < len(pool) and pool[pos].start <= step.start:
+            live.append(pool[pos])
+            pos += 1
+        cursor[key] = pos
+        live[:] = [r for r in live if r.end >= step.start]
+        enclosing = [r for r in live if r.end >= step.end and (r.start, r.end) != (step.start, step.end)]
+        if enclosing:
+            enclosing.sort(key=lambda r: (r.start, -r.end))
+            labels[i] = " > ".join(r.name for r in enclosing)
+    return labels
+
+
+# -------------------------------------------------------------- period detection
+
+
+@dataclass
+class Period:
+    """Steps found in a kernel-name sequence: `boundaries[i]` is the index where step i
+    starts; step i ends where step i+1 starts, the last one at `end`."""
+
+    period: int
+    score: float
+    boundaries: list[int]
+    end: int
+
+    @property
+    def count(self) -> int:
+        return len(self.boundaries)
+
+
+def _mismatches(a: Sequence[int], b: Sequence[int]) -> int:
+    different: int = sum(map(operator.ne, a, b))
+    return different + abs(len(a) - len(b))
+
+
+def _lag_score(seq: Sequence[int], lag: int) -> float:
+    n = len(seq) - lag
+    if n <= 0:
+        return 0.0
+    same: int = sum(map(operator.eq, seq[:n], seq[lag:]))
+    return same / n
+
+
+def find_period(
+    seq: Sequence[int], gaps: Sequence[int] | None = None, *, sample: int = 1 << 18
+) -> Period | None:
+    """The repeating step of a kernel-name sequence (names as small ints), or None.
+
+    1. Candidate periods: the most common distances between two calls of one kernel,
+       counted on (at most) `sample` names from the middle of the sequence.
+    2. Each candidate's score: the share of names equal to the name one period later.
+       The best-scoring candidate wins; a divisor d of it that scores within
+       max(0.01, min(0.05, 2/d)) is preferred: a period repeated twice scores as well as
+       the period itself, and a step whose last kernel alternates scores 1/d better at
+       twice its period.
+       Below MIN_PERIOD_SCORE there is no repeating step.
+    3. Where steps begin: from the first stretch of a whole period that repeats (exactly,
+       else but for p/16 names),
+       the position (within one period) after which the GPU typically waits longest
+       (`gaps[i]`: the idle time before name i); without gaps, that stretch's start.
+    4. Step boundaries: walking a period at a time in both directions, a step starts
+       where the first names of the template step recur (one substitution tolerated),
+       or, failing that, within a few names of there (an extra or a missing kernel in
+       a step); the walk stops where neither holds. What lies before the first and
+       after the last step (a prefill, a tail) belongs to no step.
+
+    Cost: O(n) time with a handful of passes, and O(sample) extra memory.
+    """
+    n = len(seq)
+    if n < 4:
+        return None
+    lo = max(0, (n - sample) // 2)
+    window = list(seq[lo : lo + sample])
+    last: dict[int, int] = {}
+    distances: Counter[int] = Counter()
+    half = len(window) // 2
+    for i, x in enumerate(window):
+        j = last.get(x)
+        if j is not None and i - j <= half:
+            distances[i - j] += 1
+        last[x] = i
+    candidates = [d for d, _ in distances.most_common(16)]
+    if not candidates:
+        return None
+    scores = {d: _lag_score(window, d) for d in candidates}
+    best = max(candidates, key=lambda d: (scores[d], -d))
+    # A divisor may lose up to ~2 names per period to a kernel that varies from step to
+    # step (2/d of its score), within [0.01, 0.05].
+    divisors = [
+        d
+        for d in candidates
+        if d < best and best % d == 0 and scores[d] >= scores[best] - max(0.01, min(0.05, 2 / d))
+    ]
+    if divisors:
+        best = min(divisors)
+    score = scores[best]
+    if score < MIN_PERIOD_SCORE:
+        return None
+    p = best
+    # 3. The first stretch of a whole period that repeats one period later, but for a
+    # kernel or two that vary from step to step.
+    matches = bytes(map(operator.eq, seq[: n - p], seq[p:]))
+    first = matches.find(b"\x01" * p)
+    if first < 0:
+        allowed = max(1, p // 16)
+        running = [0, *itertools.accumulate(matches)]
+        first = next((i for i in range(len(matches) - p + 1) if running[i + p] - running[i] >= p - allowed), -1)
+        if first < 0:
+            return None
+    anchor = first
+    if gaps is not None:
+        repeats = max(1, min(64, (n - first) // p - 1))
+        best_gap = -1.0
+        for r in range(first, first + p):
+            sample_gaps = sorted(gaps[r + k * p] for k in range(repeats) if r + k * p < n)
+            median = sample_gaps[len(sample_gaps) // 2] if sample_gaps else 0
+            if median > best_gap:
+                best_gap, anchor = median, r
+    k = min(p, 8)
+    template = list(seq[anchor : anchor + p])
+    sig = template[:k]
+    tol = max(2, p // 20)
+
+    def starts_here(i: int, exact: bool) -> bool:
+        if i < 0 or i + k > n:
+            return False
+        return _mismatches(seq[i : i + k], sig) <= (0 if exact else 1)
+
+    def next_start(expected: int, previous: int) -> int | None:
+        if starts_here(expected, exact=False):
+            return expected
+        for delta in range(1, tol + 1):
+            for j in (expected - delta, expected + delta):
+                if previous < j and starts_here(j, exact=True):
+                    return j
+        return None
+
+    boundaries = [anchor]
+    pos = anchor
+    while True:
+        found = next_start(pos + p, pos)
+        if found is None:
+            break
+        boundaries.append(found)
+        pos = found
+    pos = anchor
+    while True:
+        found = next_start(pos - p, -1)
+        if found is None or found >= pos:
+            break
+        boundaries.insert(0, found)
+        pos = found
+    # The last step: as long as a step, if it resembles the template.
+    tail = boundaries[-1]
+    length = min(p, n - tail)
+    if length >= p - tol and _mismatches(seq[tail : tail + length], template[:length]) <= max(1, p // 5):
+        end = tail + length
+    else:
+        boundaries.pop()
+        end = tail
+    if len(boundaries) < 2:
+        return None
+    return Period(period=p, score=round(score, 4), boundaries=boundaries, end=end)
+
+
+# ------------------------------------------------------------------- step anatomy
+
+
+@dataclass
+class _StepAcc:
+    """Running figures of one step while its operations go by in start order."""
+
+    name: str
+    cpu_start: int | None
+    cpu_end: int | None
+    group: str | None
+    next_start: int | None = None  # inferred steps: where the next step's work begins
+    count: int = 0
+    first: int | None = None
+    last_end: int | None = None
+    cur_start: int = 0
+    cur_end: int = 0
+    busy: int = 0
+    by_name: Counter[int] = field(default_factory=Counter)
+
+
+def _accumulate(ops: _Ops, steps: list[_StepAcc], step_of: Sequence[int]) -> None:
+    for s, a, b, nid in zip(step_of, ops.start, ops.end, ops.name, strict=True):
+        if s < 0:
+            continue
+        acc = steps[s]
+        if acc.count == 0:
+            acc.first, acc.last_end = a, b
+            acc.cur_start, acc.cur_end = a, b
+        else:
+            if acc.last_end is None or b > acc.last_end:
+                acc.last_end = b
+            if a <= acc.cur_end:
+                if b > acc.cur_end:
+                    acc.cur_end = b
+            else:
+                acc.busy += acc.cur_end - acc.cur_start
+                acc.cur_start, acc.cur_end = a, b
+        acc.count += 1
+        acc.by_name[nid] += b - a
+    for acc in steps:
+        if acc.count:
+            acc.busy += acc.cur_end - acc.cur_start
+
+
+def _timing(index: int, acc: _StepAcc, union: IntervalUnion) -> StepTiming:
+    if acc.count == 0 or acc.first is None or acc.last_end is None:
+        assert acc.cpu_start is not None and acc.cpu_end is not None
+        w0, w1 = acc.cpu_start, acc.cpu_end
+        other = union.busy_within(w0, w1)
+        return StepTiming(
+            index=index,
+            name=acc.name,
+            window_start_ns=w0,
+            window_end_ns=w1,
+            cpu_start_ns=acc.cpu_start,
+            cpu_end_ns=acc.cpu_end,
+            gpu_start_ns=None,
+            gpu_end_ns=None,
+            kernels=0,
+            busy_ns=0,
+            other_busy_ns=other,
+            idle_before_first_ns=(w1 - w0) - other,
+            idle_between_kernels_ns=0,
+            idle_after_last_ns=0,
+        )
+    first, last = acc.first, acc.last_end
+    w0 = first if acc.cpu_start is None else min(acc.cpu_start, first)
+    w1 = last if acc.cpu_end is None else max(acc.cpu_end, last)
+    if acc.next_start is not None:
+        w1 = max(w1, acc.next_start)
+    before = (first - w0) - union.busy_within(w0, first)
+    between = (last - first) - union.busy_within(first, last)
+    after = (w1 - last) - union.busy_within(last, w1)
+    other = (w1 - w0) - before - between - after - acc.busy
+    return StepTiming(
+        index=index,
+        name=acc.name,
+        window_start_ns=w0,
+        window_end_ns=w1,
+        cpu_start_ns=acc.cpu_start,
+        cpu_end_ns=acc.cpu_end,
+        gpu_start_ns=first,
+        gpu_end_ns=last,
+        kernels=acc.count,
+        busy_ns=acc.busy,
+        other_busy_ns=other,
+        idle_before_first_ns=before,
+        idle_between_kernels_ns=between,
+        idle_after_last_ns=after,
+    )
+
+
+def _quantile(sorted_values: Sequence[float], q: float) -> float:
+    if not sorted_values:
+        return 0.0
+    h = (len(sorted_values) - 1) * q
+    lo = math.floor(h)
+    hi = min(lo + 1, len(sorted_values) - 1)
+    return sorted_values[lo] + (h - lo) * (sorted_values[hi] - sorted_values[lo])
+
+
+def _group_anatomy(
+    label: str | None,
+    accs: Sequence[_StepAcc],
+    timings: Sequence[StepTiming],
+    ops: _Ops,
+    source: StepSource,
+    step_range: str | None,
+    period: int | None,
+    notes: list[str],
+) -> StepGroup:
+    count = len(timings)
+    windows = sorted(t.window_ns for t in timings)
+    total_window = sum(windows)
+    total_busy = sum(t.busy_ns for t in timings)
+    by_name: Counter[int] = Counter()
+    for acc in accs:
+        by_name.update(acc.by_name)
+    kinds: Counter[str] = Counter()
+    for nid, ns in by_name.items():
+        kinds[step_kernel_kind(ops.names[nid])] += ns
+    top = [
+        TopKernel(
+            name=ops.names[nid],
+            short_name=short_kernel_name(ops.names[nid]),
+            kind=step_kernel_kind(ops.names[nid]),
+            ms_per_step=_ms(ns / count),
+            pct=_pct(ns, total_window),
+        )
+        for nid, ns in sorted(by_name.items(), key=lambda kv: (-kv[1], ops.names[kv[0]]))[:TOP_KERNELS]
+    ]
+    anatomy = StepAnatomy(
+        source=source,
+        step_range=step_range,
+        count=count,
+        step_ms=MsStats(
+            median=_ms(_quantile(windows, 0.5)),
+            p90=_ms(_quantile(windows, 0.9)),
+            min=_ms(windows[0]),
+            max=_ms(windows[-1]),
+        ),
+        kernels_per_step=round(sum(t.kernels for t in timings) / count, 3),
+        gpu_busy_pct=_pct(total_busy, total_window),
+        idle_ms_per_step=IdleMs(
+            between_kernels=_ms(sum(t.idle_between_kernels_ns for t in timings) / count),
+            before_first=_ms(sum(t.idle_before_first_ns for t in timings) / count),
+            after_last=_ms(sum(t.idle_after_last_ns for t in timings) / count),
+        ),
+        top_kernels=top,
+        notes=notes,
+    )
+    shares = [
+        KindShare(kind=k, ms_per_step=_ms(ns / count), pct=_pct(ns, total_window))  # type: ignore[arg-type]
+        for k, ns in sorted(kinds.items(), key=lambda kv: -kv[1])
+    ]
+    return StepGroup(group=label, anatomy=anatomy, period=period, kinds=shares, steps=list(timings))
+
+
+def _build_groups(
+    ops: _Ops,
+    accs: list[_StepAcc],
+    step_of: Sequence[int],
+    source: StepSource,
+    step_range: str | None,
+    period: int | None,
+    notes: list[str],
+) -> list[StepGroup]:
+    _accumulate(ops, accs, step_of)
+    timings = [_timing(i, acc, ops.union) for i, acc in enumerate(accs)]
+    step_notes = list(notes)
+    overlaps = sum(
+        1
+        for a, b in itertools.pairwise(timings)
+        if a.window_end_ns > b.window_start_ns
+    )
+    if overlaps:
+        step_notes.append(
+            f"{overlaps} step window(s) overlap the next step's: the GPU ran behind the CPU; "
+            "kernels count in the step whose range launched them"
+        )
+    empty = sum(1 for t in timings if t.kernels == 0)
+    if empty:
+        step_notes.append(f"{empty} step(s) launched no GPU work")
+    labels: list[str | None] = []
+    for acc in accs:
+        if acc.group not in labels:
+            labels.append(acc.group)
+    groups: list[StepGroup] = []
+    for label in labels:
+        members = [i for i, acc in enumerate(accs) if acc.group == label]
+        groups.append(
+            _group_anatomy(
+                label,
+                [accs[i] for i in members],
+                [timings[i] for i in members],
+                ops,
+                source,
+                step_range,
+                period,
+                step_notes,
+            )
+        )
+    return groups
+
+
+def _steps_from_ranges(
+    ops: _Ops,
+    ranges: list[_Range],
+    step_range: str | None,
+    source: StepSource,
+    attribution: Literal["launch", "projection", "window"],
+    notes: list[str],
+) -> list[StepGroup] | None:
+    wanted, steps = _choose_steps(ranges, step_range)
+    if wanted is None:
+        return None
+    steps.sort(key=lambda r: (r.start, r.end))
+    labels = _groups_of(steps, ranges, wanted)
+    accs = [
+        _StepAcc(name=r.name, cpu_start=r.start, cpu_end=r.end, group=labels[i])
+        for i, r in enumerate(steps)
+    ]
+    step_of = array("l", [-1]) * len(ops)
+    starts = [r.start for r in steps]
+    if attribution == "launch":
+        ends = [r.end for r in steps]
+        for i, t in enumerate(ops.launch):
+            if t < 0:
+                continue
+            s = bisect.bisect_right(starts, t) - 1
+            # The latest step that started before the launch, unless it ended before it;
+            # a few earlier ones are tried for overlapping step ranges.
+            for k in range(s, max(s - 4, -1), -1):
+                if ends[k] >= t:
+                    step_of[i] = k
+                    break
+        unlaunched = ops.launch.count(-1)
+        if unlaunched:
+            notes.append(
+                f"{unlaunched} GPU operation(s) have no launch call in the trace (launched "
+                "before the profile began, or by an unrecorded API): they belong to no step"
+            )
+    elif attribution == "projection":
+        projected = [(r.proj_start, r.proj_end, k) for k, r in enumerate(steps) if r.proj_start is not None]
+        projected.sort()
+        pstarts = [p[0] for p in projected]
+        for i in range(len(ops)):
+            a, b = ops.start[i], ops.end[i]
+            j = bisect.bisect_right(pstarts, a) - 1
+            for k in range(j, max(j - 4, -1), -1):
+                _ps, pe, step = projected[k]
+                if pe is not None and b <= pe:
+                    step_of[i] = step
+                    break
+        notes.append(
+            "no cuda_api_trace: a step's kernels are those inside its range's GPU projection "
+            "(nvtx_gpu_proj_trace); add cuda_api_trace to attribute each kernel by its launch"
+        )
+    else:
+        for i in range(len(ops)):
+            a = ops.start[i]
+            s = bisect.bisect_right(starts, a) - 1
+            if s < 0:
+                continue
+            limit = starts[s + 1] if s + 1 < len(starts) else steps[s].end
+            if a < limit:
+                step_of[i] = s
+        notes.append(
+            "approximate: without launch times (cuda_api_trace) or GPU projections "
+            "(nvtx_gpu_proj_trace) a step's kernels are those starting between its CPU "
+            "start and the next step's"
+        )
+    return _build_groups(ops, accs, step_of, source, wanted, None, notes)
+
+
+def _steps_from_sequence(ops: _Ops, notes: list[str]) -> list[StepGroup]:
+    n = len(ops)
+    gaps = array("q")
+    add_gap = gaps.append
+    running = ops.start[0] if n else 0
+    for a, b in zip(ops.start, ops.end, strict=True):
+        add_gap(a - running if a > running else 0)
+        if b > running:
+            running = b
+    found = find_period(ops.name, gaps)
+    if found is None:
+        notes.append(
+            "no steps: the trace has no decode_step or ProfilerStep ranges and its kernel "
+            "sequence does not repeat (no period found)"
+        )
+        return []
+    step_of = array("l", [-1]) * n
+    accs: list[_StepAcc] = []
+    bounds = [*found.boundaries, found.end]
+    for k in range(found.count):
+        for i in range(bounds[k], bounds[k + 1]):
+            step_of[i] = k
+        next_start = ops.start[bounds[k + 1]] if bounds[k + 1] < n else None
+        accs.append(_StepAcc(name=f"step {k}", cpu_start=None, cpu_end=None, group=None, next_start=next_start))
+    step_notes = [
+        f"steps inferred from the kernel sequence: it repeats every {found.period} GPU "
+        f"operations ({found.score:.1%} of them equal the one a period later); a step "
+        "begins after the longest typical GPU wait, and there are no CPU ranges to time it",
+    ]
+    before, after = found.boundaries[0], n - found.end
+    if before or after:
+        step_notes.append(
+            f"{before} GPU operation(s) before the first step (e.g. prefill) and {after} "
+            "after the last belong to no step"
+        )
+    return _build_groups(ops, accs, step_of, "repeating-sequence", None, found.period, step_notes)
+
+
+# --------------------------------------------------------------------- entry points
+
+
+def _launch_like(name: str) -> bool:
+    return "Launch" in name or "Memcpy" in name or "Memset" in name or "memcpy" in name
+
+
+def analyze_gpu_trace(paths: Sequence[str | Path], step_range: str | None = None) -> TraceAnatomy:
+    """The step anatomy of an nsys capture from its `nsys stats --format csv` exports.
+
+    `paths` must hold one `cuda_gpu_trace` export and may hold `nvtx_pushpop_trace`,
+    `nvtx_gpu_proj_trace` and `cuda_api_trace` exports of the same capture (told apart
+    by their `BASE_<report>.csv` names, else their headers). See the module docstring
+    for how steps and their kernels are found. Raises ParseError for unreadable files
+    and UsageError for a missing gpu trace, a report given twice, or a `step_range`
+    that names no range.
+    """
+    files: dict[str, Path] = {}
+    for raw in paths:
+        path = Path(raw)
+        report = gputrace.identify_file(path)
+        if report in files:
+            raise UsageError(f"two {report} files: {files[report]} and {path}", hint="give one capture's exports")
+        files[report] = path
+    if "cuda_gpu_trace" not in files:
+        raise UsageError(
+            "no cuda_gpu_trace export among the files",
+            hint="export it with `nsys stats --format csv --report cuda_gpu_trace --output BASE REPORT.nsys-rep`",
+        )
+    notes: list[str] = []
+    ops = _Ops.from_columns(gputrace.read_gpu_trace_columns(files["cuda_gpu_trace"]))
+    devices = list(dict.fromkeys(str(device) for device, _ in ops_streams(ops) if device is not None))
+    if ops.seal():
+        notes.append(f"{files['cuda_gpu_trace'].name} was not in start order: sorted in memory")
+    if not len(ops):
+        raise UsageError(f"{files['cuda_gpu_trace']} holds no GPU operations", hint="was CUDA traced (`nsys profile -t cuda`)?")
+
+    ranges: list[_Range] = []
+    if "nvtx_pushpop_trace" in files:
+        ranges = [
+            _Range(r.name, r.start_ns, r.end_ns, r.pid, r.tid)
+            for r in gputrace.read_nvtx_pushpop(files["nvtx_pushpop_trace"])
+        ]
+    projections: list[gputrace.NvtxProjection] = []
+    if "nvtx_gpu_proj_trace" in files:
+        projections = list(gputrace.read_nvtx_gpu_proj(files["nvtx_gpu_proj_trace"]))
+        if ranges:
+            by_key: dict[tuple[object, object, int | None, str], gputrace.NvtxProjection] = {
+                (p.pid, p.tid, p.orig_start_ns, p.name): p for p in projections
+            }
+            for r in ranges:
+                p = by_key.get((r.pid, r.tid, r.start, r.name))
+                if p is not None:
+                    r.proj_start, r.proj_end = p.proj_start_ns, p.proj_end_ns
+        else:
+            ranges = [
+                _Range(
+                    p.name,
+                    p.orig_start_ns if p.orig_start_ns is not None else p.proj_start_ns,
+                    p.orig_end_ns if p.orig_end_ns is not None else p.proj_end_ns,
+                    p.pid,
+                    p.tid,
+                    p.proj_start_ns,
+                    p.proj_end_ns,
+                )
+                for p in projections
+            ]
+    attribution: Literal["launch", "projection", "window"] = "window"
+    if "cuda_api_trace" in files:
+        launch_of = {
+            c.corr_id: c.start_ns
+            for c in gputrace.read_cuda_api(files["cuda_api_trace"])
+            if c.corr_id is not None and _launch_like(c.name)
+        }
+        ops.set_launches(launch_of)
+        attribution = "launch"
+    elif projections:
+        attribution = "projection"
+    groups: list[StepGroup] | None = None
+    if ranges:
+        groups = _steps_from_ranges(ops, ranges, step_range, "nvtx", attribution, notes)
+    elif step_range is not None:
+        raise UsageError(
+            f"--step-range {step_range} needs NVTX ranges",
+            hint="add the nvtx_pushpop_trace (or nvtx_gpu_proj_trace) export of the same capture",
+        )
+    if groups is None:
+        groups = _steps_from_sequence(ops, notes)
+    return TraceAnatomy(input="nsys", trace=ops.summary(), groups=groups, device_names=devices, notes=notes)
+
+
+def analyze_kineto(path: str | Path, step_range: str | None = None) -> TraceAnatomy:
+    """The step anatomy of a torch.profiler / Kineto trace (`.json` or `.json.gz`).
+
+    Steps are `user_annotation` ranges (record_function, `ProfilerStep#N`); a step's
+    kernels are those launched inside it from any thread, graph replays included (see
+    the module docstring). Raises ParseError for an unreadable trace and UsageError for
+    a `step_range` that names no range.
+    """
+    reader = kineto.KinetoReader(path)
+    ops = _Ops()
+    launch_of: dict[int, int] = {}
+    ranges: list[_Range] = []
+    for event in reader:
+        if type(event) is kineto.GpuEvent:
+            ops.add(event.start_ns, event.end_ns, event.name, event.kind, (event.device, event.stream), event.correlation)
+        elif type(event) is kineto.LaunchCall:
+            if event.correlation is not None and _launch_like(event.name):
+                launch_of[event.correlation] = event.start_ns
+        elif type(event) is kineto.TraceRange and event.cat == "user_annotation":
+            ranges.append(_Range(event.name, event.start_ns, event.end_ns, event.pid, event.tid))
+    notes: list[str] = []
+    ops.seal()
+    if not len(ops):
+        raise UsageError(f"{path} holds no GPU operations", hint="profile with ProfilerActivity.CUDA")
+    ops.set_launches(launch_of)
+    groups = _steps_from_ranges(ops, ranges, step_range, "record_function", "launch", notes) if ranges or step_range else None
+    if groups is None:
+        groups = _steps_from_sequence(ops, notes)
+    return TraceAnatomy(
+        input="kineto",
+        trace=ops.summary(),
+        groups=groups,
+        device_names=sorted(set(reader.metadata.device_names)),
+        notes=notes,
+    )
+
+
+# -------------------------------------------------------------- floor and verdict
+
+
+class Floor(_Model):
+    """The memory floor of a step: the time to move its bytes once at DRAM bandwidth.
+
+    `pct_of_floor` is the step time as a percentage of the floor (100 = at the floor).
+    """
+
+    bytes_per_step: int
+    bandwidth_tbps: float
+    basis: Literal["measured", "spec"]
+    floor_ms: float
+    pct_of_floor: float | None = None
+
+
+def memory_floor(
+    bytes_per_step: int,
+    bandwidth_tbps: float,
+    basis: Literal["measured", "spec"],
+    step_ms: float | None = None,
+) -> Floor:
+    """floor = bytes per step / DRAM bandwidth (TB/s = 10^12 bytes/s); the caller supplies
+    both (a measured sweep plateau, or the GPU's spec sheet)."""
+    if bandwidth_tbps <= 0:
+        raise ValueError("bandwidth must be positive")
+    floor_ms = bytes_per_step / (bandwidth_tbps * 1e12) * 1e3
+    pct = round(100.0 * step_ms / floor_ms, 1) if step_ms is not None and floor_ms > 0 else None
+    return Floor(
+        bytes_per_step=bytes_per_step,
+        bandwidth_tbps=bandwidth_tbps,
+        basis=basis,
+        floor_ms=round(floor_ms, 6),
+        pct_of_floor=pct,
+    )
+
+
+VerdictKind = Literal["launch-bound", "compute-bound", "near-memory-floor", "memory-bound", "busy"]
+
+
+class Verdict(_Model):
+    """What limits the step, in one sentence, and the next thing to try."""
+
+    kind: VerdictKind
+    text: str
+    next_step: str
+    thresholds: dict[str, float]
+
+
+def _thresholds() -> dict[str, float]:
+    return {"launch_bound_idle_pct": LAUNCH_BOUND_IDLE_PCT, "near_floor_ratio": NEAR_FLOOR_RATIO}
+
+
+def step_verdict(
+    group: StepGroup,
+    *,
+    floor: Floor | None = None,
+    flop_per_step: float | None = None,
+    ridge_flop_per_byte: float | None = None,
+    kernel_bytes: Mapping[str, int] | None = None,
+) -> Verdict:
+    """The verdict on one group of steps.
+
+    In order: launch-bound when the GPU is idle for at least LAUNCH_BOUND_IDLE_PCT of the
+    step; compute-bound when FLOP per byte (needs `flop_per_step`, `ridge_flop_per_byte`
+    and the floor's bytes) exceeds the ridge point; at the memory floor when the median
+    step is within NEAR_FLOOR_RATIO of `floor`; else memory-bound but far from the floor,
+    naming the kernels with the lowest achieved bandwidth when `kernel_bytes` (bytes per
+    step, by full kernel name) is given, else the largest. Without a floor: `busy`.
+    """
+    steps = group.steps
+    window = sum(t.window_ns for t in steps)
+    idle = sum(t.idle_ns for t in steps)
+    idle_pct = 100.0 * idle / window if window else 0.0
+    step_ms = group.anatomy.step_ms.median
+    thresholds = _thresholds()
+    rule = f"(launch-bound at >= {LAUNCH_BOUND_IDLE_PCT:g}% idle; at the floor within {NEAR_FLOOR_RATIO:g}x)"
+    floor_text = ""
+    if floor is not None:
+        floor_text = f", the memory floor is {floor.floor_ms:.3g} ms ({floor.basis} {floor.bandwidth_tbps:g} TB/s)"
+    head = f"the step takes {step_ms:.3g} ms{floor_text}"
+    if idle_pct >= LAUNCH_BOUND_IDLE_PCT:
+        gaps = group.anatomy.idle_ms_per_step
+        return Verdict(
+            kind="launch-bound",
+            text=f"{head}; the GPU sits idle {idle_pct:.0f}% of each step "
+            f"({gaps.between_kernels:.3g} ms between kernels, {gaps.before_first:.3g} ms before the "
+            f"first, {gaps.after_last:.3g} ms after the last): launch-bound {rule}",
+            next_step="capture the step in a CUDA graph, or launch fewer, fused kernels (torch.compile)",
+            thresholds=thresholds,
+        )
+    if (
+        flop_per_step is not None
+        and ridge_flop_per_byte is not None
+        and floor is not None
+        and floor.bytes_per_step > 0
+        and flop_per_step / floor.bytes_per_step > ridge_flop_per_byte
+    ):
+        intensity = flop_per_step / floor.bytes_per_step
+        return Verdict(
+            kind="compute-bound",
+            text=f"{head}; {intensity:.3g} FLOP per byte is above the GPU's ridge point of "
+            f"{ridge_flop_per_byte:.3g}: compute-bound at this batch {rule}",
+            next_step="lower precision matrix math (FP8), or a smaller batch per GPU",
+            thresholds=thresholds,
+        )
+    if floor is None:
+        return Verdict(
+            kind="busy",
+            text=f"{head}; the GPU is busy {100 - idle_pct:.0f}% of the step {rule}",
+            next_step="give the bytes moved per step (weights + KV cache) to compare with the memory floor",
+            thresholds=thresholds,
+        )
+    ratio = step_ms / floor.floor_ms if floor.floor_ms > 0 else math.inf
+    if ratio <= NEAR_FLOOR_RATIO:
+        return Verdict(
+            kind="near-memory-floor",
+            text=f"{head}; the step is {ratio:.2f}x the floor: the GPU's memory is the limit {rule}",
+            next_step="faster memory (another GPU), or a smaller / quantized model",
+            thresholds=thresholds,
+        )
+    if kernel_bytes:
+        rates = []
+        for k in group.anatomy.top_kernels:
+            moved = kernel_bytes.get(k.name)
+            if moved and k.ms_per_step > 0:
+                rates.append((moved / (k.ms_per_step * 1e-3) / 1e12, k.short_name))
+        rates.sort()
+        named = ", ".join(f"{name} ({tbps:.2g} TB/s)" for tbps, name in rates[:3])
+        which = f"lowest achieved bandwidth: {named}"
+    else:
+        named = ", ".join(f"{k.short_name} ({k.ms_per_step:.3g} ms)" for k in group.anatomy.top_kernels[:3])
+        which = f"largest kernels: {named}"
+    return Verdict(
+        kind="memory-bound",
+        text=f"{head}; the GPU is busy but the step is {ratio:.2f}x the floor: memory-bound, "
+        f"far from the floor {rule}; {which}",
+        next_step="look at those kernels with ncu (memory throughput, achieved occupancy)",
+        thresholds=thresholds,
+    )

@@ -1,0 +1,412 @@
+"""A streaming reader of Chrome-trace JSON as torch.profiler (Kineto) and vLLM write it.
+
+The file (`.json`, or gzipped `.json.gz` / `.pt.trace.json.gz`, told by its first bytes)
+is an object whose `traceEvents` array holds the events, next to metadata
+(`deviceProperties`, `schemaVersion`, `distributedInfo`); the bare-array form of the
+Chrome trace format (`[{...}, ...]`, closing bracket optional) is read too.
+
+Nothing is loaded whole: the text is decoded in 1 MiB chunks and each element of
+`traceEvents` is parsed on its own with `json.JSONDecoder.raw_decode` (the stdlib's C
+scanner) over a sliding buffer, so memory holds one chunk plus the event being read.
+Every other top-level value is parsed whole (they are small).
+
+`KinetoReader(path)` yields, in file order:
+
+- `GpuEvent`: complete events (`ph: X`) of cat `kernel`, `gpu_memcpy`, `gpu_memset`
+  (and the older `Kernel`, `Memcpy`, `Memset`); `device` is `args.device` (else `pid`),
+  `stream` is `args.stream` (else `tid`), `correlation` is `args.correlation`.
+- `LaunchCall`: CPU calls of cat `cuda_runtime` / `cuda_driver` (older: `Runtime`,
+  `Driver`): `cudaLaunchKernel`, `cudaLaunchKernelExC`, `cuLaunchKernel`,
+  `cudaMemcpyAsync`, `cudaMemsetAsync`, `cudaGraphLaunch`, ... with their correlation id,
+  process and thread. Every call is yielded; the analysis keeps the ones that launch.
+- `TraceRange`: `user_annotation` (record_function ranges, `ProfilerStep#N`) and
+  `gpu_user_annotation` ranges.
+
+After iteration `reader.metadata` holds the device names (`deviceProperties[].name`),
+the schema version and the distributed rank, wherever in the file they were.
+
+Timestamps are microseconds, often with fractions (`1712195495537248.2`). Floats are
+kept as their JSON text (the decoder's `parse_float=str`) and converted to integer
+nanoseconds by decimal arithmetic: exact for up to three decimals (all that Kineto
+writes), rounded half-to-even to the nanosecond beyond that. Converting through a
+binary float instead would be off by up to 125 ns at today's epoch values (a double
+holds 1.7e15 us to a quarter of a microsecond). A negative duration is read as zero.
+
+Any input that is not such a trace raises `ParseError` naming the file and the line.
+"""
+
+from __future__ import annotations
+
+import codecs
+import gzip
+import json
+import re
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from decimal import ROUND_HALF_EVEN, Decimal, InvalidOperation
+from pathlib import Path
+from typing import Any, BinaryIO, Literal
+
+from nsightlab.errors import ParseError
+
+GpuKind = Literal["kernel", "memcpy", "memset"]
+RangeCat = Literal["user_annotation", "gpu_user_annotation"]
+
+_CHUNK = 1 << 20
+# The largest single event we accept before calling the file malformed.
+_MAX_EVENT_CHARS = 64 << 20
+
+_GPU_CATS: dict[str, GpuKind] = {
+    "kernel": "kernel",
+    "gpu_memcpy": "memcpy",
+    "gpu_memset": "memset",
+    "memcpy": "memcpy",
+    "memset": "memset",
+}
+_LAUNCH_CATS = {"cuda_runtime", "cuda_driver", "runtime", "driver"}
+_RANGE_CATS: dict[str, RangeCat] = {
+    "user_annotation": "user_annotation",
+    "gpu_user_annotation": "gpu_user_annotation",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class GpuEvent:
+    """A kernel, memcpy or memset on the GPU. Times in ns."""
+
+    start_ns: int
+    end_ns: int
+    name: str
+    kind: GpuKind
+    device: int | str | None
+    stream: int | str | None
+    correlation: int | None
+    line: int
+
+
+@dataclass(frozen=True, slots=True)
+class LaunchCall:
+    """A CUDA runtime or driver call on a CPU thread (`cudaLaunchKernel`...). Times in ns."""
+
+    start_ns: int
+    end_ns: int
+    name: str
+    correlation: int | None
+    pid: int | str | None
+    tid: int | str | None
+    line: int
+
+
+@dataclass(frozen=True, slots=True)
+class TraceRange:
+    """A `user_annotation` (CPU) or `gpu_user_annotation` (GPU) range. Times in ns."""
+
+    start_ns: int
+    end_ns: int
+    name: str
+    cat: RangeCat
+    pid: int | str | None
+    tid: int | str | None
+    line: int
+
+
+KinetoEvent = GpuEvent | LaunchCall | TraceRange
+
+
+@dataclass
+class KinetoMetadata:
+    """What the trace says about where it ran."""
+
+    device_names: list[str] = field(default_factory=list)
+    schema_version: int | str | None = None
+    rank: int | None = None
+    world_size: int | None = None
+
+
+# ----------------------------------------------------------------- time conversion
+
+_WHITESPACE = re.compile(r"[ \t\r\n]*")
+_PLAIN_DECIMAL = re.compile(r"\d+(?:\.\d{1,3})?")
+
+
+def us_to_ns(value: object) -> int:
+    """Microseconds as JSON gave them (an int, or a float's text) -> integer ns.
+
+    Exact for up to three decimals; more are rounded half-to-even. Raises ValueError for
+    anything that is not a number.
+    """
+    if type(value) is int:
+        return value * 1000
+    if type(value) is str:
+        if _PLAIN_DECIMAL.fullmatch(value):
+            whole, _, frac = value.partition(".")
+            return int(whole) * 1000 + (int(frac.ljust(3, "0")) if frac else 0)
+        try:
+            scaled = Decimal(value) * 1000
+            return int(scaled.to_integral_value(rounding=ROUND_HALF_EVEN))
+        except (InvalidOperation, ValueError, OverflowError):
+            raise ValueError(f"not a number: {value!r}") from None
+    if type(value) is float:  # only when a caller decoded floats itself
+        return round(value * 1000)
+    raise ValueError(f"not a number: {value!r}")
+
+
+# ------------------------------------------------------------------- JSON stream
+
+
+class _JsonStream:
+    """Values parsed one by one from a text stream through a sliding buffer."""
+
+    def __init__(self, read: Any, source: str) -> None:
+        self._read = read
+        self.source = source
+        self.buf = ""
+        self.pos = 0
+        self.eof = False
+        # Line numbers are counted incrementally from a mark: counting from the start
+        # of the buffer at every event would cost a buffer's length per event.
+        self._mark = 0
+        self._mark_line = 1
+        self._decoder = json.JSONDecoder(parse_float=str)
+
+    def line_at(self, pos: int) -> int:
+        """The 1-based line of buffer position `pos`."""
+        if pos >= self._mark:
+            self._mark_line += self.buf.count("\n", self._mark, pos)
+        else:
+            self._mark_line -= self.buf.count("\n", pos, self._mark)
+        self._mark = pos
+        return self._mark_line
+
+    def fail(self, message: str, pos: int | None = None) -> ParseError:
+        return ParseError(message, source=self.source, line=self.line_at(self.pos if pos is None else pos))
+
+    def fill(self) -> bool:
+        """Append the next chunk (dropping what was consumed); False at the end."""
+        if self.eof:
+            return False
+        chunk = self._read(_CHUNK)
+        if self.pos:
+            self.line_at(self.pos)
+            self.buf = self.buf[self.pos :]
+            self._mark = 0
+            self.pos = 0
+        if not chunk:
+            self.eof = True
+            return False
+        self.buf += chunk
+        return True
+
+    def skip_ws(self) -> str:
+        """Skip whitespace; the next character, or '' at the end."""
+        while True:
+            buf = self.buf
+            pos = _WHITESPACE.match(buf, self.pos).end()  # type: ignore[union-attr]
+            self.pos = pos
+            if pos < len(buf):
+                return buf[pos]
+            if not self.fill():
+                return ""
+
+    def value(self) -> Any:
+        """Decode the JSON value that starts at the current position."""
+        while True:
+            try:
+                obj, end = self._decoder.raw_decode(self.buf, self.pos)
+            except json.JSONDecodeError as exc:
+                # An error at (or just before) the end of the buffer, or inside a string
+                # that runs to it, may only mean the value continues in the next chunk.
+                near_end = exc.pos >= len(self.buf) - 16 or exc.msg.startswith("Unterminated string")
+                if near_end and len(self.buf) - self.pos < _MAX_EVENT_CHARS and self.fill():
+                    continue
+                # A value cut short by the end of the file is named by the line it starts on.
+                where = self.pos if near_end else exc.pos
+                raise self.fail(f"malformed JSON: {exc.msg}", where) from None
+            except RecursionError:
+                raise self.fail("malformed JSON: nested too deeply") from None
+            if end >= len(self.buf) and not self.eof and self.fill():
+                # A number cut at the chunk's end parses as a shorter number: re-read.
+                continue
+            self.pos = end
+            return obj
+
+    def expect(self, char: str, what: str) -> None:
+        got = self.skip_ws()
+        if got != char:
+            found = repr(got) if got else "the end of the file"
+            raise self.fail(f"malformed JSON: expected {char!r} {what}, found {found}")
+        self.pos += 1
+
+
+# --------------------------------------------------------------------------- reader
+
+
+class KinetoReader:
+    """Iterate the GPU ops, launch calls and ranges of a Kineto trace (see module doc)."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.source = str(path)
+        self.metadata = KinetoMetadata()
+        self.events = 0
+
+    def __iter__(self) -> Iterator[KinetoEvent]:
+        try:
+            raw: BinaryIO = open(self.path, "rb")  # noqa: SIM115
+        except OSError as exc:
+            raise ParseError(f"cannot read the file: {exc.strerror or exc}", source=self.source) from None
+        with raw:
+            magic = raw.read(2)
+            raw.seek(0)
+            binary: BinaryIO | gzip.GzipFile = gzip.GzipFile(fileobj=raw, mode="rb") if magic == b"\x1f\x8b" else raw
+            decoder = codecs.getincrementaldecoder("utf-8")("strict")
+            first = [True]
+
+            def read(size: int) -> str:
+                data = binary.read(size)
+                text = decoder.decode(data, final=not data)
+                if first[0]:
+                    first[0] = False
+                    text = text.removeprefix("\ufeff")
+                return text
+
+            stream = _JsonStream(read, self.source)
+            try:
+                yield from self._document(stream)
+            except UnicodeDecodeError as exc:
+                raise stream.fail(f"not UTF-8 text ({exc.reason})", len(stream.buf)) from None
+            except (OSError, EOFError, zlib.error) as exc:
+                raise stream.fail(f"cannot decompress: {exc}", len(stream.buf)) from None
+
+    def _document(self, stream: _JsonStream) -> Iterator[KinetoEvent]:
+        first = stream.skip_ws()
+        if first == "[":
+            stream.pos += 1
+            yield from self._events(stream, top_level=True)
+        elif first == "{":
+            stream.pos += 1
+            yield from self._object(stream)
+        else:
+            found = repr(first) if first else "an empty file"
+            raise stream.fail(f"not a Chrome trace (JSON object or array expected, found {found})")
+        if stream.skip_ws():
+            raise stream.fail("malformed JSON: extra data after the trace")
+
+    def _object(self, stream: _JsonStream) -> Iterator[KinetoEvent]:
+        seen_events = False
+        if stream.skip_ws() == "}":
+            stream.pos += 1
+        else:
+            while True:
+                if stream.skip_ws() != '"':
+                    raise stream.fail("malformed JSON: expected a key")
+                key = stream.value()
+                stream.expect(":", "after a key")
+                stream.skip_ws()
+                if key == "traceEvents":
+                    if stream.skip_ws() != "[":
+                        raise stream.fail("`traceEvents` is not an array")
+                    stream.pos += 1
+                    seen_events = True
+                    yield from self._events(stream, top_level=False)
+                else:
+                    self._metadata(key, stream.value())
+                sep = stream.skip_ws()
+                if sep == ",":
+                    stream.pos += 1
+                    continue
+                if sep == "}":
+                    stream.pos += 1
+                    break
+                found = repr(sep) if sep else "the end of the file"
+                raise stream.fail(f"malformed JSON: expected ',' or '}}' after a value, found {found}")
+        if not seen_events:
+            raise stream.fail("no `traceEvents` in this JSON: not a Chrome trace")
+
+    def _metadata(self, key: str, value: Any) -> None:
+        meta = self.metadata
+        if key == "deviceProperties" and isinstance(value, list):
+            meta.device_names = [str(d["name"]) for d in value if isinstance(d, dict) and "name" in d]
+        elif key == "schemaVersion" and isinstance(value, int | str):
+            meta.schema_version = value
+        elif key == "distributedInfo" and isinstance(value, dict):
+            rank, world = value.get("rank"), value.get("world_size")
+            meta.rank = rank if type(rank) is int else None
+            meta.world_size = world if type(world) is int else None
+
+    def _events(self, stream: _JsonStream, *, top_level: bool) -> Iterator[KinetoEvent]:
+        if stream.skip_ws() == "]":
+            stream.pos += 1
+            return
+        gpu_cats, launch_cats, range_cats = _GPU_CATS, _LAUNCH_CATS, _RANGE_CATS
+        while True:
+            stream.skip_ws()
+            start_pos = stream.pos
+            event = stream.value()
+            self.events += 1
+            if type(event) is dict:
+                cat = event.get("cat")
+                if type(cat) is str:
+                    low = cat.lower()
+                    if low in gpu_cats or low in launch_cats or low in range_cats:
+                        item = self._event(event, low, stream, start_pos)
+                        if item is not None:
+                            yield item
+            sep = stream.skip_ws()
+            if sep == ",":
+                stream.pos += 1
+                if top_level and stream.skip_ws() in ("", "]"):
+                    # The array format allows a trailing comma and no closing bracket.
+                    if stream.skip_ws() == "]":
+                        stream.pos += 1
+                    return
+                continue
+            if sep == "]":
+                stream.pos += 1
+                return
+            if sep == "" and top_level:
+                return
+            found = repr(sep) if sep else "the end of the file"
+            raise stream.fail(f"malformed JSON: expected ',' or ']' in traceEvents, found {found}")
+
+    def _event(self, event: dict[str, Any], cat: str, stream: _JsonStream, pos: int) -> KinetoEvent | None:
+        if event.get("ph", "X") != "X":
+            return None
+        try:
+            start = us_to_ns(event["ts"])
+            dur = us_to_ns(event.get("dur", 0))
+        except (KeyError, ValueError) as exc:
+            raise stream.fail(f"a {cat} event without a numeric ts/dur ({exc})", pos) from None
+        end = start + dur if dur > 0 else start
+        name = event.get("name")
+        if type(name) is not str:
+            name = "" if name is None else str(name)
+        args = event.get("args")
+        if type(args) is not dict:
+            args = {}
+        corr = args.get("correlation")
+        if type(corr) is not int:
+            corr = None
+        line = stream.line_at(pos)
+        kind = _GPU_CATS.get(cat)
+        if kind is not None:
+            device = args.get("device", event.get("pid"))
+            stream_id = args.get("stream", event.get("tid"))
+            return GpuEvent(start, end, name, kind, _ident(device), _ident(stream_id), corr, line)
+        if cat in _LAUNCH_CATS:
+            return LaunchCall(start, end, name, corr, _ident(event.get("pid")), _ident(event.get("tid")), line)
+        return TraceRange(
+            start, end, name, _RANGE_CATS[cat], _ident(event.get("pid")), _ident(event.get("tid")), line
+        )
+
+
+def _ident(value: object) -> int | str | None:
+    if type(value) is int or type(value) is str:
+        return value
+    return None if value is None else str(value)
+
+
+def read_kineto(path: str | Path) -> Iterator[KinetoEvent]:
+    """The events of a Kineto trace, in file order (see `KinetoReader`)."""
+    return iter(KinetoReader(path))

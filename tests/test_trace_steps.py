@@ -1,0 +1,419 @@
+"""Step anatomy on traces whose answer is known exactly (hand-built in the profilers' exact
+shapes, see tracebuild), period detection on sequences with noise, the interval union
+against a brute force, and the floor and verdict."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from tracebuild import (
+    API_HEADER,
+    GPU_TRACE_HEADER,
+    PROJ_HEADER,
+    PUSHPOP_HEADER,
+    annotation,
+    api_row,
+    kernel,
+    kernel_row,
+    launch,
+    memcpy_row,
+    proj_row,
+    pushpop_row,
+    write_csv,
+    write_kineto,
+)
+
+from nsightlab.analysis import steps
+from nsightlab.analysis.steps import (
+    LAUNCH_BOUND_IDLE_PCT,
+    NEAR_FLOOR_RATIO,
+    IntervalUnion,
+    StepGroup,
+    analyze_gpu_trace,
+    analyze_kineto,
+    find_period,
+    memory_floor,
+    range_matches,
+    step_verdict,
+    union_length,
+)
+from nsightlab.errors import UsageError
+
+DATA = Path(__file__).parent / "data" / "traces"
+GEMV = "void gemv_kernel<float, 128>(float const*, float*, int)"
+
+
+def _check_invariants(group: StepGroup) -> None:
+    for t in group.steps:
+        assert t.busy_ns + t.other_busy_ns + t.idle_ns == t.window_ns
+        assert min(t.busy_ns, t.other_busy_ns, t.idle_before_first_ns, t.idle_between_kernels_ns, t.idle_after_last_ns) >= 0
+
+
+# --------------------------------------------------------------------- Kineto
+
+
+def _kineto_events() -> list[dict[str, object]]:
+    """Two ProfilerSteps inside `mode:eager` (times in us). Step 1 launches from two
+    threads, replays a CUDA graph of three kernels under one correlation id, and its
+    memcpy runs into step 2's CPU range; step 2 launches through the driver API and a
+    memset; one kernel's launch predates the profile and one has no launch at all."""
+    return [
+        annotation("mode:eager", 900, 2200),
+        annotation("ProfilerStep#1", 1000, 1000),
+        annotation("ProfilerStep#2", 2000, 1000),
+        launch("cudaLaunchKernel", 1100, 20, 1),
+        kernel(GEMV, 1200, 100, 1),
+        launch("cudaLaunchKernelExC", 1400, 20, 2, tid=2),  # autograd's thread
+        kernel("rms_norm_kernel", 1500, 50, 2),
+        launch("cudaGraphLaunch", 1600, 30, 3),
+        kernel("graph_gemm", 1700, 50, 3),
+        kernel("graph_gemm", 1760, 40, 3),
+        kernel("graph_attention", 1800, 50, 3),
+        launch("cudaMemcpyAsync", 1900, 10, 4),
+        kernel("Memcpy DtoH (Device -> Pinned)", 1950, 150, 4, stream=9, cat="gpu_memcpy"),
+        launch("cuLaunchKernel", 2050, 10, 5, cat="cuda_driver"),
+        kernel("triton_poi_fused_add_0", 2150, 100, 5, stream=8),
+        launch("cudaMemsetAsync", 2300, 5, 6),
+        kernel("Memset (Device)", 2400, 10, 6, cat="gpu_memset"),
+        kernel("orphan_kernel", 2500, 100, 99),
+        kernel("before_profile_kernel", 500, 100, 98),
+        launch("cudaStreamSynchronize", 2950, 40, 7),
+    ]
+
+
+def test_kineto_steps_exactly(tmp_path: Path) -> None:
+    result = analyze_kineto(write_kineto(tmp_path / "t.json.gz", _kineto_events(), gz=True))
+    # Whole trace: 500..2600 us; the union of all 11 GPU operations is 750 us.
+    assert result.trace.model_dump() == {"span_ms": 2.1, "gpu_busy_pct": 35.714, "kernels": 8, "streams": 3}
+    (group,) = result.groups
+    assert group.group == "mode:eager"
+    one, two = group.steps
+    # Step 1: CPU 1000..2000, its work 1200..2100 -> window 1000..2100; busy 100+50+90+150.
+    assert (one.window_start_ns, one.window_end_ns, one.kernels, one.busy_ns) == (1_000_000, 2_100_000, 6, 440_000)
+    assert (one.idle_before_first_ns, one.idle_between_kernels_ns, one.idle_after_last_ns, one.other_busy_ns) == (200_000, 460_000, 0, 0)
+    # Step 2: CPU 2000..3000; step 1's memcpy (until 2100) and the orphan kernel are GPU
+    # work, so not idle, but not step 2's either.
+    assert (two.window_start_ns, two.window_end_ns, two.kernels, two.busy_ns) == (2_000_000, 3_000_000, 2, 110_000)
+    assert (two.idle_before_first_ns, two.idle_between_kernels_ns, two.idle_after_last_ns, two.other_busy_ns) == (50_000, 150_000, 490_000, 200_000)
+    _check_invariants(group)
+    a = group.anatomy
+    assert (a.source, a.step_range, a.count, a.kernels_per_step) == ("record_function", "ProfilerStep", 2, 4.0)
+    assert a.step_ms.model_dump() == {"median": 1.05, "p90": 1.09, "min": 1.0, "max": 1.1}
+    assert a.gpu_busy_pct == pytest.approx(100 * 550 / 2100, abs=1e-3)
+    assert a.idle_ms_per_step.model_dump() == {"between_kernels": 0.305, "before_first": 0.125, "after_last": 0.245}
+    top = {k.name: (k.kind, k.ms_per_step) for k in a.top_kernels}
+    assert top["Memcpy DtoH (Device -> Pinned)"] == ("copy", 0.075)
+    assert top["graph_gemm"] == ("gemm", 0.045)  # two replayed kernels, 90 us over 2 steps
+    assert top["graph_attention"] == ("attention", 0.025)
+    assert top[GEMV] == ("gemm", 0.05)
+    assert top["rms_norm_kernel"] == ("norm", 0.025)
+    assert top["triton_poi_fused_add_0"] == ("elementwise", 0.05)
+    assert "orphan_kernel" not in top and "before_profile_kernel" not in top
+    assert [k.ms_per_step for k in a.top_kernels] == sorted((k.ms_per_step for k in a.top_kernels), reverse=True)
+    assert any("2 GPU operation(s) have no launch" in n for n in a.notes)
+    assert any("overlap the next step" in n for n in a.notes)
+    assert {k.kind: k.ms_per_step for k in group.kinds}["gemm"] == 0.095  # gemv 100 + graph 90 us
+
+
+def test_step_range_option(tmp_path: Path) -> None:
+    path = write_kineto(tmp_path / "t.json", _kineto_events())
+    assert range_matches("ProfilerStep#12", "ProfilerStep") and range_matches(":decode_step", "decode_step")
+    assert not range_matches("ProfilerStep#x", "ProfilerStep") and not range_matches("decode_steps", "decode_step")
+    eager = analyze_kineto(path, step_range="mode:eager")
+    (group,) = eager.groups
+    assert (group.group, group.anatomy.count, group.steps[0].kernels) == (None, 1, 8)
+    with pytest.raises(UsageError) as info:
+        analyze_kineto(path, step_range="decode_step")
+    assert "no range named 'decode_step'" in str(info.value)
+    assert "ProfilerStep#N (2)" in (info.value.hint or "")
+
+
+def test_real_kineto_steps_attribute_graph_replays_and_second_thread() -> None:
+    result = analyze_kineto(DATA / "hta_negative_queue_length_rank0.json.gz")
+    (group,) = result.groups
+    assert group.anatomy.count == 5 and result.device_names == ["NVIDIA A100-SXM4-80GB"]
+    _check_invariants(group)
+    # 7747 GPU operations; 872 have no launch in the file; every other one was launched
+    # inside one of the 5 steps (from either thread, graph replays included).
+    assert sum(t.kernels for t in group.steps) == 7747 - 872
+    assert any("872 GPU operation(s) have no launch" in n for n in result.notes)
+
+
+# ----------------------------------------------------------------------- nsys
+
+
+def _nsys_files(tmp_path: Path, *, api: bool = True, proj: bool = False, pushpop: bool = True) -> list[Path]:
+    """Four decode steps (times in ns): two in `mode:eager` (gemv, norm, copy back: three
+    launches each) and two in `mode:graphs` (one cudaGraphLaunch replaying two kernels)."""
+    gpu = [
+        kernel_row(1500, 500, 10, GEMV),
+        kernel_row(2500, 100, 11, "rms_norm_kernel"),
+        memcpy_row(2700, 100, 12, "0.004"),
+        kernel_row(5500, 500, 13, GEMV),
+        kernel_row(6500, 100, 14, "rms_norm_kernel"),
+        memcpy_row(6700, 100, 15, "0.004"),
+        kernel_row(21500, 400, 20, GEMV),
+        kernel_row(21900, 100, 20, "rms_norm_kernel"),
+        kernel_row(24500, 400, 21, GEMV),
+        kernel_row(24900, 100, 21, "rms_norm_kernel"),
+    ]
+    files = [write_csv(tmp_path / "run_cuda_gpu_trace.csv", GPU_TRACE_HEADER, gpu)]
+    if pushpop:
+        files.append(
+            write_csv(
+                tmp_path / "run_nvtx_pushpop_trace.csv",
+                PUSHPOP_HEADER,
+                [
+                    pushpop_row(0, 10000, "mode:eager", 1, None, 0),
+                    pushpop_row(1000, 4000, "decode_step", 2, 1, 1),
+                    pushpop_row(5000, 8000, "decode_step", 3, 1, 1),
+                    pushpop_row(20000, 30000, "mode:graphs", 4, None, 0),
+                    pushpop_row(21000, 23000, "decode_step", 5, 4, 1),
+                    pushpop_row(24000, 26000, "decode_step", 6, 4, 1),
+                ],
+            )
+        )
+    if api:
+        files.append(
+            write_csv(
+                tmp_path / "run_cuda_api_trace.csv",
+                API_HEADER,
+                [
+                    api_row(1100, 20, "cudaLaunchKernel", 10),
+                    api_row(1200, 20, "cudaLaunchKernel", 11),
+                    api_row(1300, 20, "cudaMemcpyAsync", 12),
+                    api_row(3900, 50, "cudaStreamSynchronize", 16),
+                    api_row(5100, 20, "cudaLaunchKernel", 13),
+                    api_row(5200, 20, "cudaLaunchKernel", 14),
+                    api_row(5300, 20, "cudaMemcpyAsync", 15),
+                    api_row(21100, 30, "cudaGraphLaunch", 20),
+                    api_row(24100, 30, "cudaGraphLaunch", 21),
+                ],
+            )
+        )
+    if proj:
+        files.append(
+            write_csv(
+                tmp_path / "run_nvtx_gpu_proj_trace.csv",
+                PROJ_HEADER,
+                [
+                    proj_row("mode:eager", 1500, 6800, 0, 10000, 6, 1, None, 0),
+                    proj_row("decode_step", 1500, 2800, 1000, 4000, 3, 2, 1, 1),
+                    proj_row("decode_step", 5500, 6800, 5000, 8000, 3, 3, 1, 1),
+                    proj_row("mode:graphs", 21500, 25000, 20000, 30000, 4, 4, None, 0),
+                    proj_row("decode_step", 21500, 22000, 21000, 23000, 2, 5, 4, 1),
+                    proj_row("decode_step", 24500, 25000, 24000, 26000, 2, 6, 4, 1),
+                ],
+            )
+        )
+    return files
+
+
+def _expect_modes(result: steps.TraceAnatomy) -> None:
+    eager, graphs = result.groups
+    assert (eager.group, graphs.group) == ("mode:eager", "mode:graphs")
+    for g in result.groups:
+        _check_invariants(g)
+        assert (g.anatomy.source, g.anatomy.step_range, g.anatomy.count) == ("nvtx", "decode_step", 2)
+    e = eager.anatomy
+    # Window 1000..4000: busy 500+100+100; idle 500 before, 600 between, 1200 after.
+    assert (e.step_ms.median, e.kernels_per_step, e.gpu_busy_pct) == (0.003, 3.0, 23.333)
+    assert e.idle_ms_per_step.model_dump() == {"between_kernels": 0.0006, "before_first": 0.0005, "after_last": 0.0012}
+    assert [(k.short_name, k.kind, k.ms_per_step) for k in e.top_kernels] == [
+        ("gemv_kernel<float, 128>", "gemm", 0.0005),
+        ("[CUDA memcpy Device-to-Host]", "copy", 0.0001),
+        ("rms_norm_kernel", "norm", 0.0001),
+    ]
+    gr = graphs.anatomy
+    assert (gr.step_ms.median, gr.kernels_per_step, gr.gpu_busy_pct) == (0.002, 2.0, 25.0)
+    assert gr.idle_ms_per_step.model_dump() == {"between_kernels": 0.0, "before_first": 0.0005, "after_last": 0.001}
+
+
+def test_nsys_steps_by_launch_grouped_by_mode(tmp_path: Path) -> None:
+    result = analyze_gpu_trace(_nsys_files(tmp_path))
+    assert result.trace.model_dump() == {"span_ms": 0.0235, "gpu_busy_pct": 10.213, "kernels": 8, "streams": 1}
+    _expect_modes(result)
+    assert step_verdict(result.groups[0]).kind == "launch-bound"
+
+
+def test_nsys_steps_from_projection_only(tmp_path: Path) -> None:
+    # No cuda_api_trace: the kernels inside each range's GPU projection (same answer here).
+    result = analyze_gpu_trace(_nsys_files(tmp_path, api=False, proj=True, pushpop=False))
+    _expect_modes(result)
+    assert any("nvtx_gpu_proj_trace" in n for n in result.groups[0].anatomy.notes)
+
+
+def test_nsys_pushpop_only_is_marked_approximate(tmp_path: Path) -> None:
+    result = analyze_gpu_trace(_nsys_files(tmp_path, api=False))
+    assert all(any(n.startswith("approximate:") for n in g.anatomy.notes) for g in result.groups)
+    assert [g.anatomy.count for g in result.groups] == [2, 2]
+
+
+def test_nsys_inputs_checked(tmp_path: Path) -> None:
+    files = _nsys_files(tmp_path)
+    with pytest.raises(UsageError, match="no cuda_gpu_trace export"):
+        analyze_gpu_trace(files[1:])
+    with pytest.raises(UsageError, match="two cuda_gpu_trace files"):
+        analyze_gpu_trace([files[0], files[0]])
+
+
+def test_unsorted_gpu_trace_sorted_in_memory(tmp_path: Path) -> None:
+    files = _nsys_files(tmp_path)
+    lines = files[0].read_text().splitlines(keepends=True)
+    files[0].write_text(lines[0] + "".join(reversed(lines[1:])))
+    result = analyze_gpu_trace(files)
+    _expect_modes(result)
+    assert any("not in start order: sorted in memory" in n for n in result.notes)
+
+
+def test_real_nsys_export_without_ranges_infers_steps() -> None:
+    result = analyze_gpu_trace(
+        [DATA / "vernier_nsys2025.3.2_thor_cuda_gpu_trace.csv", DATA / "vernier_nsys2025.3.2_thor_nvtx_pushpop_trace.csv"]
+    )
+    (group,) = result.groups
+    # No decode_step/ProfilerStep range: the demo's 4 calls of (copy, copy, saxpy, copy back).
+    assert (group.anatomy.source, group.period, group.anatomy.count) == ("repeating-sequence", 4, 4)
+    assert [t.kernels for t in group.steps] == [4, 4, 4, 4]
+    assert result.device_names == ["NVIDIA Thor (0)"]
+    _check_invariants(group)
+    named = analyze_gpu_trace(
+        [DATA / "vernier_nsys2025.3.2_thor_cuda_gpu_trace.csv", DATA / "vernier_nsys2025.3.2_thor_nvtx_pushpop_trace.csv"],
+        step_range="copy_in",
+    )
+    assert [g.group for g in named.groups] == [None, "NvtxAnnotation.G1Phases"]
+
+
+# ------------------------------------------------------------- period detection
+
+
+def _decode_template(layers: int = 4) -> list[int]:
+    """embed, per layer (norm, qkv, attn, o, norm, up, down), final norm, lm_head, sample."""
+    return [100] + [1, 2, 3, 4, 1, 5, 6] * layers + [1, 7, 8]
+
+
+def _steps_of(found: steps.Period | None) -> list[int]:
+    assert found is not None
+    return [*found.boundaries, found.end]
+
+
+def test_period_with_prefill_prefix_and_gaps() -> None:
+    template = _decode_template()
+    p = len(template)  # 32
+    rng = random.Random(1)
+    prefix = [rng.randrange(200, 300) for _ in range(45)]
+    seq = prefix + template * 20
+    # The GPU waits longest before each step's embed kernel.
+    gaps = [0] * len(seq)
+    for k in range(20):
+        gaps[45 + k * p] = 500
+    found = find_period(seq, gaps)
+    assert found is not None and found.period == p
+    assert _steps_of(found) == [45 + k * p for k in range(21)]
+
+
+def test_period_prefers_the_step_over_the_layer_and_its_double() -> None:
+    # The last kernel alternates between two sampling kernels: twice the period would
+    # match better, the layer period (7) repeats too; the step is still 32.
+    template = _decode_template()
+    seq: list[int] = []
+    for k in range(30):
+        seq += [*template[:-1], 8 if k % 2 else 9]
+    found = find_period(seq)
+    assert found is not None and found.period == 32
+    assert found.count == 30 and found.boundaries[0] == 0 and found.end == len(seq)
+
+
+def test_period_tolerates_a_one_off_kernel_and_a_tail() -> None:
+    template = _decode_template()
+    steps_ = [list(template) for _ in range(12)]
+    steps_[6].insert(10, 555)  # a one-off kernel inside step 6
+    seq = [x for s in steps_ for x in s] + [300, 301, 302]  # a tail that is no step
+    gaps = [0] * len(seq)
+    pos = 0
+    for s in steps_:
+        gaps[pos] = 900
+        pos += len(s)
+    found = find_period(seq, gaps)
+    bounds = _steps_of(found)
+    assert bounds[:7] == [k * 32 for k in range(7)]
+    assert bounds[7:] == [7 * 32 + 1 + k * 32 for k in range(6)]  # shifted by the extra kernel
+    assert len(seq) - bounds[-1] == 3
+
+
+def test_no_period_in_noise() -> None:
+    rng = random.Random(7)
+    assert find_period([rng.randrange(0, 1000) for _ in range(2000)]) is None
+    assert find_period([1, 2, 3]) is None
+
+
+def test_no_repeating_step_is_reported(tmp_path: Path) -> None:
+    rng = random.Random(3)
+    rows = [kernel_row(i * 1000, 500, i, f"k{rng.randrange(10_000)}") for i in range(300)]
+    path = write_csv(tmp_path / "x_cuda_gpu_trace.csv", GPU_TRACE_HEADER, rows)
+    result = analyze_gpu_trace([path])
+    assert result.groups == []
+    assert any("does not repeat" in n for n in result.notes)
+    assert result.trace.gpu_busy_pct == pytest.approx(100 * 150_000 / 299_500, abs=1e-3)
+
+
+# -------------------------------------------------------------- interval union
+
+_INTERVALS = st.lists(st.tuples(st.integers(0, 300), st.integers(0, 40)).map(lambda t: (t[0], t[0] + t[1])), max_size=40)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_INTERVALS, st.randoms(use_true_random=False))
+def test_union_matches_brute_force(intervals: list[tuple[int, int]], rnd: random.Random) -> None:
+    covered = {x for s, e in intervals for x in range(s, e)}
+    shuffled = list(intervals)
+    rnd.shuffle(shuffled)
+    union = IntervalUnion()
+    for s, e in shuffled:
+        union.add(s, e)
+    union.finish()
+    assert union.busy == len(covered) == union_length(sorted(intervals))
+    assert union.busy <= union.span
+    # Busy time within any window, against the brute force too.
+    a, b = sorted((rnd.randrange(0, 350), rnd.randrange(0, 350)))
+    assert union.busy_within(a, b) == len({x for x in covered if a <= x < b})
+
+
+# ------------------------------------------------------------- floor and verdict
+
+
+def _group(tmp_path: Path) -> StepGroup:
+    return analyze_gpu_trace(_nsys_files(tmp_path)).groups[1]  # mode:graphs, 2 us steps, 25% busy
+
+
+def test_floor() -> None:
+    floor = memory_floor(16_000_000_000, 4.8, "spec", step_ms=9.8)
+    assert floor.floor_ms == pytest.approx(3.333333, abs=1e-6)
+    assert floor.pct_of_floor == pytest.approx(294.0, abs=0.1)
+    with pytest.raises(ValueError):
+        memory_floor(1, 0, "measured")
+
+
+def test_verdicts_name_their_thresholds(tmp_path: Path) -> None:
+    group = _group(tmp_path)
+    launch = step_verdict(group)
+    assert launch.kind == "launch-bound"
+    assert "idle 75%" in launch.text and f">= {LAUNCH_BOUND_IDLE_PCT:g}% idle" in launch.text
+    assert "CUDA graph" in launch.next_step
+    assert launch.thresholds == {"launch_bound_idle_pct": 30.0, "near_floor_ratio": NEAR_FLOOR_RATIO}
+    busy = group.model_copy(deep=True)
+    for t in busy.steps:  # the same steps with no idle time: the GPU is the limit
+        t.busy_ns, t.idle_before_first_ns, t.idle_between_kernels_ns, t.idle_after_last_ns = t.window_ns, 0, 0, 0
+    near = step_verdict(busy, floor=memory_floor(6_000_000, 3.35, "measured"))  # 1.79 us floor, step 2 us
+    assert near.kind == "near-memory-floor" and "1.12x the floor" in near.text
+    assert step_verdict(busy, floor=memory_floor(5_000_000, 3.35, "measured")).kind == "memory-bound"  # 1.34x
+    far = step_verdict(busy, floor=memory_floor(1_000_000, 3.35, "spec"))
+    assert far.kind == "memory-bound" and "largest kernels: gemv_kernel<float, 128>" in far.text
+    rated = step_verdict(busy, floor=memory_floor(1_000_000, 3.35, "spec"), kernel_bytes={GEMV: 400_000, "rms_norm_kernel": 10_000})
+    assert "lowest achieved bandwidth: rms_norm_kernel (0.1 TB/s), gemv_kernel<float, 128> (1 TB/s)" in rated.text
+    compute = step_verdict(busy, floor=memory_floor(1_000_000, 3.35, "spec"), flop_per_step=1e9, ridge_flop_per_byte=295)
+    assert compute.kind == "compute-bound" and "1e+03 FLOP per byte" in compute.text
+    assert step_verdict(busy).kind == "busy"
