@@ -136,7 +136,7 @@ def decode_floor(
     CPU whose sizes all fitted in cache) gives no line, and a note says why.
     """
     if not 0 < weights_gb < float("inf"):  # (NaN fails this too)
-        raise UsageError(f"--weights-gb must be a positive number of GB, got {weights_gb:g}")
+        raise UsageError(f"--weights-gb must be positive, got {weights_gb:g}")
     weight_bytes = weights_gb * GB
     lines: list[FloorLine] = []
     notes: list[str] = []
