@@ -76,9 +76,21 @@ def test_human_output_marks_torch_profiler(capsys: pytest.CaptureFixture[str]) -
     assert "memory_bound_scale" in r.out and "aten::mul_" in r.out
 
 
-def test_nsys_command_sequence_copy_back_and_store(capsys: pytest.CaptureFixture[str], nsl_home: Path, nsys_standin: None) -> None:
+@pytest.fixture
+def scratch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """This machine's temporary folder for the test: where a --local run's work folder goes."""
+    import tempfile
+
+    folder = tmp_path / "scratch"
+    folder.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(folder))
+    return folder
+
+
+def test_nsys_command_sequence_copy_back_and_store(capsys: pytest.CaptureFixture[str], nsl_home: Path, nsys_standin: None, scratch: Path) -> None:
     r = run_cli(capsys, "profile", "lesson1", "--local", "--json", *SMALL)
     assert r.code == 0, r
+    assert list(scratch.iterdir()) == []  # the work folder went once the run was stored
     data = json.loads(r.out)
     assert data["profiler"] == "nsys" and data["versions"]["nsys"].startswith("2024.6.1")
     run = _run_dir(nsl_home)
@@ -118,11 +130,12 @@ def test_qdstrm_only_install_is_explained(capsys: pytest.CaptureFixture[str], ns
     assert "nsys-rep" in r.err and "importer" in r.err.lower()
 
 
-def test_failing_script_is_exit_6(capsys: pytest.CaptureFixture[str], tmp_path: Path, nsys_standin: None) -> None:
+def test_failing_script_is_exit_6(capsys: pytest.CaptureFixture[str], tmp_path: Path, nsys_standin: None, scratch: Path) -> None:
     script = tmp_path / "boom.py"
     script.write_text("import sys\nprint('about to fail', file=sys.stderr)\nsys.exit(3)\n")
     r = run_cli(capsys, "profile", str(script), "--local")
     assert r.code == 6 and "exit 3" in r.err and "about to fail" in r.err
+    assert list(scratch.iterdir()) == []  # a failed run leaves no work folder either
 
 
 def test_users_own_script_gets_kernel_table_without_rates(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
@@ -144,3 +157,36 @@ def test_users_own_script_gets_kernel_table_without_rates(capsys: pytest.Capture
 def test_missing_script_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
     r = run_cli(capsys, "profile", "nope.py", "--local")
     assert r.code == 2 and "no script 'nope.py'" in r.err
+
+
+# ---------------------------------------------------------------------------- a server
+
+
+def test_serving_options_are_those_vllms_guide_asks_for() -> None:
+    from nsightlab.measure.profile import Serving, command_name
+
+    both = ["--trace-fork-before-exec=true", "--cuda-graph-trace=node"]
+    # by default the server's cudaProfilerStart/Stop (vLLM's /start_profile, /stop_profile) bound it
+    assert Serving().nsys_options() == [*both, "--capture-range=cudaProfilerApi", "--capture-range-end=stop-shutdown"]
+    # or a window of time, and no capture range then
+    assert Serving(duration=20).nsys_options() == [*both, "--duration=20"]
+    assert Serving(delay=60, duration=20).nsys_options() == [*both, "--delay=60", "--duration=20"]
+    assert command_name(["vllm", "serve", "Qwen/Qwen2.5-0.5B"]) == "vllm-serve"
+    assert command_name(["/usr/bin/python3", "-m", "vllm.entrypoints.openai.api_server"]) == "python3"
+
+
+@pytest.mark.parametrize(
+    ("argv", "words"),
+    [
+        (["profile", "--serving", "--local", "lesson1"], "the server's command goes after --"),
+        (["profile", "--serving", "--local", "vllm", "--", "serve", "m"], "the server's command goes after --, and nothing else"),
+        (["profile", "--serving", "--local", "--delay", "5", "--", "vllm", "serve"], "--delay needs --duration"),
+        (["profile", "--local", "--duration", "5", "lesson1"], "--delay and --duration go with --serving"),
+        (["profile", "--serving", "--local", "--duration", "0", "--", "vllm", "serve"], "--duration '0' must be at least 1"),
+        (["profile", "--serving", "--local", "--profiler", "torch", "--", "vllm", "serve"], "--serving profiles under nsys only"),
+    ],
+)
+def test_serving_arguments_are_unambiguous(capsys: pytest.CaptureFixture[str], argv: list[str], words: str) -> None:
+    r = run_cli(capsys, *argv)
+    assert r.code == 2, r
+    assert words in r.err.strip().splitlines()[-1]

@@ -201,7 +201,7 @@ def test_bad_sizes_are_a_usage_error(capsys: pytest.CaptureFixture[str], home: P
 
 def test_bad_dtype_is_a_usage_error(capsys: pytest.CaptureFixture[str], home: Path) -> None:
     r = run_cli(capsys, "sweep", "--local", "--dtype", "int8")
-    assert r.code == 2 and "'int8' is not one of 'float16', 'bfloat16', 'float32', 'float64'" in r.err
+    assert r.code == 2 and "--dtype 'int8' is not an element type" in r.err and "float32 (fp32, float)" in r.err
 
 
 def test_compare_needs_a_stored_sweep(capsys: pytest.CaptureFixture[str], home: Path) -> None:

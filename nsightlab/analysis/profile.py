@@ -15,7 +15,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from nsightlab.analysis import gpus
 from nsightlab.analysis import rates as analysis
-from nsightlab.errors import ParseError
+from nsightlab.errors import ParseError, validation_message
 from nsightlab.parse import names, nsys
 
 Profiler = Literal["nsys", "torch"]
@@ -209,7 +209,7 @@ def load_record(path: Path) -> analysis.Lesson1Record | None:
         return analysis.Lesson1Record.model_validate(data)
     except ValidationError as e:
         err = e.errors()[0]
-        raise ParseError(f"bad work description at {'.'.join(str(p) for p in err['loc'])}: {err['msg']}", source=path) from None
+        raise ParseError(f"bad work description at {'.'.join(str(p) for p in err['loc'])}: {validation_message(err)}", source=path) from None
 
 
 def report_from_torch(data: dict[str, Any], source: str) -> nsys.NsysReport:
@@ -223,7 +223,7 @@ def report_from_torch(data: dict[str, Any], source: str) -> nsys.NsysReport:
         )
     except ValidationError as e:
         err = e.errors()[0]
-        raise ParseError(f"bad torch.profiler table at {'.'.join(str(p) for p in err['loc'])}: {err['msg']}", source=source) from None
+        raise ParseError(f"bad torch.profiler table at {'.'.join(str(p) for p in err['loc'])}: {validation_message(err)}", source=source) from None
 
 
 def headline(result: ProfileResult) -> str | None:

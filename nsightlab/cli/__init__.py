@@ -6,6 +6,7 @@ calls one function and draws the typed result it returns. One module per command
 import os
 import sys
 from pathlib import Path
+from types import ModuleType
 from typing import Annotated, Optional
 
 import typer
@@ -63,25 +64,16 @@ def _root(
     """A lab driver for GPU profiling on Kubernetes.
 
     \b
-    Example, the tutorial in five commands:
-      nsightlab explore nodes --context stg
+    Example, from nothing:
+      nsightlab init --context CTX --namespace NS --image IMG
+      nsightlab doctor --context stg
       nsightlab create --context stg
+    then the tutorial:
       nsightlab profile lesson1
-      nsightlab sweep --dtype float32
+      nsightlab sweep --dtype fp32
       nsightlab cleanup
     """
     STATE.config_path = config
-
-def _click_errors() -> "tuple[type[Exception], ...]":
-    """What Click raises for a bad command line (typer carries its own copy of Click from
-    0.2x on; before, Click's own)."""
-    base = getattr(typer, "TyperException", None)
-    if isinstance(base, type) and issubclass(base, Exception):
-        return (base,)
-    import click
-
-    return (click.ClickException,)
-
 
 _built: "list[object]" = []
 
@@ -101,11 +93,11 @@ def _command() -> "typer.core.TyperGroup":
 def _invoke(args: "list[str]") -> None:
     """The app, run as Typer's own runner runs it, except that everything that goes wrong
     comes back to main() as an exception: Typer's runner turns Ctrl-C into a silent exit
-    130 (and a prompt's Ctrl-C into "Aborted!", exit 1), and prints usage errors over
-    several lines."""
+    130 (standalone or not), a prompt's Ctrl-C into "Aborted!", and prints usage errors
+    over several lines."""
     import errno
 
-    from nsightlab.errors import Interrupted, UsageError
+    from nsightlab.errors import Interrupted
 
     command = _command()
     try:
@@ -115,16 +107,6 @@ def _invoke(args: "list[str]") -> None:
         sys.exit(e.exit_code)
     except (typer.Abort, EOFError):  # a prompt ended by Ctrl-C or by the end of its input
         raise Interrupted("interrupted: nothing was changed") from None
-    except _click_errors() as e:
-        if type(e).__name__ == "NoArgsIsHelpError":  # a group called without a command: its help
-            show = getattr(e, "show", None)
-            if callable(show):
-                show()
-            sys.exit(int(getattr(e, "exit_code", 2)))
-        format_message = getattr(e, "format_message", None)
-        message = str(format_message()) if callable(format_message) else str(e)
-        where = getattr(getattr(e, "ctx", None), "command_path", None) or "nsightlab"
-        raise UsageError(message, hint=f"See `{where} --help`.") from None
     except OSError as e:
         if e.errno != errno.EPIPE:
             raise
@@ -140,7 +122,9 @@ def main(argv: list[str] | None = None) -> None:
 
     args = list(sys.argv[1:] if argv is None else argv)
     own_args = args[: args.index("--")] if "--" in args else args
+    STATE.after_dashes = args[args.index("--") + 1 :] if "--" in args else None
     show_traceback = "--traceback" in own_args or bool(os.environ.get("NSIGHTLAB_TRACEBACK"))
+    click_errors = _click_exceptions()
     try:
         try:
             _invoke(args)
@@ -148,6 +132,17 @@ def main(argv: list[str] | None = None) -> None:
             # Ctrl-C where no running work said what it leaves (see errors.OnInterrupt):
             # a command that only reads, or one that had not started to change anything
             raise Interrupted("interrupted: nothing was changed") from None
+    except click_errors.NoArgsIsHelpError as e:
+        e.show()  # `nsightlab` alone, or a command group without its command: the help
+        sys.exit(int(ExitCode.USAGE))
+    except click_errors.UsageError as e:
+        from nsightlab.cli.usage import usage_line
+
+        sys.stderr.write(f"error: {usage_line(e, args, _command())}\n")
+        sys.exit(int(ExitCode.USAGE))
+    except click_errors.ClickException as e:
+        sys.stderr.write(f"error: {e.format_message()}\n")
+        sys.exit(int(e.exit_code))
     except NsightlabError as e:
         if show_traceback:
             import traceback
@@ -167,6 +162,14 @@ def main(argv: list[str] | None = None) -> None:
             f"error: unexpected {type(e).__name__}: {e}. This is a bug in nsightlab; rerun with --traceback and report it.\n"
         )
         sys.exit(int(ExitCode.BUG))
+
+def _click_exceptions() -> ModuleType:
+    """Click's exception classes as Typer raises them (its own copy of Click since 0.29)."""
+    try:
+        from typer._click import exceptions
+    except ImportError:  # Typer before 0.29 uses Click itself
+        from click import exceptions  # type: ignore[no-redef]
+    return exceptions
 
 def entry() -> None:
     """The console script (and `python -m nsightlab`): `main()`, then a quick exit.

@@ -28,6 +28,9 @@ def profile(
     script_args: Annotated[Optional[list[str]], typer.Argument(help="arguments for the script (after --).", show_default=False)] = None,  # noqa: UP045
     profiler: Annotated[ProfilerChoice, typer.Option("--profiler", help="nsys, or torch (torch.profiler: for targets without Nsight).")] = ProfilerChoice.nsys,
     nsys_args: Annotated[str, typer.Option("--nsys-args", help="extra options for `nsys profile`, e.g. '--sample=none'.")] = "",
+    serving: Annotated[bool, typer.Option("--serving", help="Profile a server: the command after -- runs as given (e.g. vllm serve ...), with the nsys options vLLM's profiling guide asks for.")] = False,
+    delay: Annotated[Optional[int], typer.Option("--delay", metavar="SECONDS", min=0, help="with --serving and --duration: start collecting this many seconds after the server starts.", show_default=False)] = None,  # noqa: UP045
+    duration: Annotated[Optional[int], typer.Option("--duration", metavar="SECONDS", min=1, help="with --serving: collect this many seconds, then nsys ends the server (default: between the server's cudaProfilerStart and Stop).", show_default=False)] = None,  # noqa: UP045
     local: LocalOpt = False,
     context: ContextOpt = None,
     kubeconfig: KubeconfigOpt = None,
@@ -43,18 +46,41 @@ def profile(
     the .nsys-rep) as a run, then shows the kernels, the rates of the timed ranges
     against the GPU's spec, and what they mean.
 
+    With --serving, the command after -- is a server, run as given under
+    `--trace-fork-before-exec=true --cuda-graph-trace=node`: nsys records between the
+    server's cudaProfilerStart and Stop (vLLM: start it with --profiler-config.profiler
+    cuda, then POST /start_profile and /stop_profile, or `vllm bench serve --profile`),
+    or for --duration seconds after --delay; then nsys ends the server and the trace
+    comes back as a run.
+
     \b
     Example:
       nsightlab profile lesson1
       nsightlab profile lesson1 --local --profiler torch
       nsightlab profile my_model.py -- --batch 8
+      nsightlab profile --serving -- vllm serve Qwen/Qwen2.5-0.5B --profiler-config.profiler cuda
+      nsightlab profile --serving --delay 60 --duration 20 -- vllm serve Qwen/Qwen2.5-0.5B
     """
     import shlex
 
-    from nsightlab.measure.profile import run_profile
+    from nsightlab.errors import UsageError
+    from nsightlab.measure.profile import Serving, run_profile
     from nsightlab.measure.targets import open_target
     from nsightlab.present import render
 
+    plan: Serving | None = None
+    args = list(script_args or [])
+    if serving:
+        # the server's command is everything after `--`, verbatim: none of it is ours
+        command = STATE.after_dashes
+        if not command or [script, *args] != command:
+            raise UsageError("with --serving, the server's command goes after --, and nothing else", hint="e.g. `nsightlab profile --serving -- vllm serve MODEL --profiler-config.profiler cuda`.")
+        if delay is not None and duration is None:
+            raise UsageError("--delay needs --duration: a server does not stop by itself, so a window that starts late needs an end")
+        plan = Serving(delay=delay, duration=duration)
+        args = list(command)
+    elif delay is not None or duration is not None:
+        raise UsageError("--delay and --duration go with --serving", hint="For a script, pass nsys's own with --nsys-args, e.g. --nsys-args '--delay=5'.")
     env = make_env(json_out)
     with open_target(env, local=local, context=context, kubeconfig=kubeconfig, namespace=namespace, config_path=STATE.config_path, action="profile in a pod") as w:
         result = run_profile(
@@ -62,9 +88,10 @@ def profile(
             w.target,
             w.meta,
             script=script,
-            script_args=list(script_args or []),
+            script_args=args,
             profiler=profiler.value,
             nsys_args=shlex.split(nsys_args),
+            serving=plan,
         )
     if env.json:
         env.print_json(result)
@@ -103,19 +130,13 @@ def ncu(
         result = run_ncu(env, w.target, w.meta, script=script, script_args=list(script_args or []), kernel=kernel, sections=list(section or ["SpeedOfLight"]), count=count)
     show(env, result, render.ncu)
 
-class _Dtype(str, Enum):
-    float16 = "float16"
-    bfloat16 = "bfloat16"
-    float32 = "float32"
-    float64 = "float64"
-
 class _Device(str, Enum):
     cpu = "cpu"
     cuda = "cuda"
 
 @app.command()
 def sweep(
-    dtype: Annotated[Optional[_Dtype], typer.Option("--dtype", help="element type (default float16; with --compare, the other element size).", show_default=False)] = None,  # noqa: UP045
+    dtype: Annotated[Optional[str], typer.Option("--dtype", metavar="TYPE", help="element type: float16 (fp16, half), bfloat16 (bf16), float32 (fp32, float) or float64 (fp64, double); default float16, with --compare the other element size.", show_default=False)] = None,  # noqa: UP045
     sizes: Annotated[Optional[str], typer.Option("--sizes", metavar="N,N,...", help="log2 of the element counts, 10..34, e.g. 16,20,24 (default: 16..30 on a GPU, 12..26 on a CPU).", show_default=False)] = None,  # noqa: UP045
     iters: Annotated[Optional[int], typer.Option("--iters", help="timed calls per size (default 50).", min=1, show_default=False)] = None,  # noqa: UP045
     warmup: Annotated[Optional[int], typer.Option("--warmup", help="warm-up calls per size (default 5).", min=0, show_default=False)] = None,  # noqa: UP045
@@ -138,7 +159,7 @@ def sweep(
 
     \b
     Example:
-      nsightlab sweep --dtype float16
+      nsightlab sweep --dtype fp16
       nsightlab sweep --compare latest          # float32 now, checked against it
       nsightlab sweep --local --device cpu --sizes 12,16,20,24
       nsightlab sweep --compare 3fa2c1 --compare 9b07d4 --json
@@ -161,7 +182,7 @@ def sweep(
             render.sweep_compare(env, cmp)
         return
     plan = sw.plan_sweep(
-        dtype=dtype.value if dtype else None,
+        dtype=dtype,
         sizes=sizes,
         iters=iters,
         warmup=warmup,

@@ -65,6 +65,11 @@ def is_json_type(content_type: str | None) -> bool:
     return not mime or mime == "application/json" or mime.endswith("+json")
 
 
+def is_text_type(content_type: str | None) -> bool:
+    """True for what a pod's log may be: anything but an HTML page (a proxy's)."""
+    return _mime(content_type) not in ("text/html", "application/xhtml+xml")
+
+
 def describe_body(content_type: str | None, body: bytes) -> str:
     """What a body that is not the API's JSON is, in a few words."""
     mime = _mime(content_type)

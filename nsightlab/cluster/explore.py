@@ -7,6 +7,7 @@ anything.
 
 from __future__ import annotations
 
+import shlex
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
@@ -109,7 +110,7 @@ def explore_pod(kube: Kube, text: str, *, namespace: str) -> PodDetail:
         pods, _ = kube.list_pods(namespace)
         pod = find_pod(pods, text)
     if pod is None:
-        raise ClusterError(f"no pod matching '{text}' in namespace {namespace}", hint="List them with `nsightlab explore pods`.")
+        raise ClusterError(f"no pod matching '{text}' in namespace {namespace}", hint=f"List them with `nsightlab explore pods --context {shlex.quote(kube.ctx.alias or kube.ctx.name)} -n {shlex.quote(namespace)}`.")
     node_name = (pod.get("spec") or {}).get("nodeName")
     node = kube.get_node(node_name) if node_name else None
     return build_pod_detail(pod, node, context=kube.ctx.name)
@@ -121,6 +122,6 @@ def explore_pod(kube: Kube, text: str, *, namespace: str) -> PodDetail:
 def explore_node(kube: Kube, name: str) -> NodeDetail:
     node = kube.get_node(name)
     if node is None:
-        raise ClusterError(f"no node named '{name}' on context '{kube.ctx.name}'", hint="List them with `nsightlab explore nodes`.")
+        raise ClusterError(f"no node named '{name}' on context '{kube.ctx.name}'", hint=f"List them with `nsightlab explore nodes --context {shlex.quote(kube.ctx.alias or kube.ctx.name)}`.")
     pods, _ = kube.list_pods(None, field_selector=f"spec.nodeName={name},{NON_TERMINAL}")
     return build_node_detail(node, pods, context=kube.ctx.name)

@@ -236,9 +236,11 @@ class Kube:
         body: Any = None,
         content_type: str = "application/json",
         timeout: Any = None,
+        text: bool = False,
     ) -> Any:
         """Every HTTP call goes through here. Returns the urllib3 response of a 2xx answer
-        that says it is JSON (the caller reads it: `_json`, or a stream).
+        that says it is JSON (with `text`, a pod's log: anything but an HTML page); the
+        caller reads it (`_json`, or a stream).
 
         Uses the client's configured connection pool (CA, client certificates) and its
         auth settings (which run an exec credential plugin's refresh when needed), but
@@ -264,13 +266,16 @@ class Kube:
         if body is not None:
             data = json.dumps(body).encode()
             headers["Content-Type"] = content_type
+        connect, read = timeout or self.timeout
         limit = self.timeout[1]
         deadline = None if limit is None else time.monotonic() + limit
         tries = 0
         while True:
             try:
+                # by name: Timeout's first parameter is `total`, which would cap every read,
+                # a watch's or a followed log's too, at the connect timeout
                 resp = self._pool.request(
-                    method, url, body=data, headers=headers, timeout=urllib3.Timeout(*(timeout or self.timeout)), preload_content=False, retries=_retries()
+                    method, url, body=data, headers=headers, timeout=urllib3.Timeout(connect=connect, read=read), preload_content=False, retries=_retries()
                 )
             except urllib3.exceptions.MaxRetryError as e:
                 raise self._unreachable(what, e.reason) from None
@@ -278,7 +283,7 @@ class Kube:
                 raise self._unreachable(what, e) from None
             if 200 <= resp.status < 300:
                 ctype = resp.headers.get("Content-Type")
-                if not answers.is_json_type(ctype):
+                if not (answers.is_text_type(ctype) if text else answers.is_json_type(ctype)):
                     raise answers.not_json(self._peer(), what, resp.status, ctype, answers.read(self._peer(), what, resp))
                 return resp
             payload = answers.read(self._peer(), what, resp)
@@ -330,7 +335,7 @@ class Kube:
         if status == 403:
             return ClusterError(
                 f"forbidden: cannot {what} ({message})",
-                hint="Ask the cluster admins for that permission, or run `nsightlab doctor` to see what you may do.",
+                hint=f"Ask the cluster admins for that permission, or run `nsightlab doctor {self.ctx.cli_args}` to see what you may do.",
             )
         if status == 404:
             return NotFound(f"not found while trying to {what}: {message}")
@@ -426,6 +431,30 @@ class Kube:
         except NotFound:
             return None
         return result
+
+    def list_events(self, namespace: str, *, field_selector: str | None = None) -> list[dict[str, Any]]:
+        """core/v1 Events of one namespace (e.g. `involvedObject.name=POD`)."""
+        return self._list(f"/api/v1/namespaces/{namespace}/events", what=f"list events in namespace {namespace}", query={"fieldSelector": field_selector})[0]
+
+    def pod_log(self, namespace: str, name: str, *, container: str | None = None, tail_lines: int | None = None, follow: bool = False) -> Iterator[bytes]:
+        """A container's log, in pieces as they come; with `follow`, until the container
+        ends or the pod goes (the server closes the stream), with no read timeout: a log
+        is quiet as long as its program is."""
+        import urllib3
+
+        what = f"read the log of pod {name} in namespace {namespace}"
+        query = {"container": container, "tailLines": tail_lines, "follow": True if follow else None}
+        resp = self.request("GET", f"/api/v1/namespaces/{namespace}/pods/{name}/log", what=what, query=query, text=True)
+        if follow:  # its headers came within the request timeout; the lines then come when they come
+            _stream_timeout(resp, None)
+        try:
+            for chunk in resp.stream(64 * 1024, decode_content=True):
+                if chunk:
+                    yield chunk
+        except (urllib3.exceptions.ProtocolError, urllib3.exceptions.ReadTimeoutError, OSError) as e:
+            raise self._unreachable(what, e) from None
+        finally:
+            resp.release_conn()
 
     def namespace_exists(self, name: str) -> bool:
         try:
@@ -633,9 +662,9 @@ class Kube:
             )
         message = answers.status_of(raw, ctype)[1]
         if status == 400:
-            return PodNotReadyError(f"cannot {what}: {message or 'the pod is not running'}", hint="Check it with `nsightlab status`.")
+            return PodNotReadyError(f"cannot {what}: {message or 'the pod is not running'}", hint=f"Check it with `nsightlab status {self.ctx.cli_args}`.")
         if status == 404:
-            return NotFound(f"cannot {what}: {message or 'no such pod'}", hint="The pod is gone; create a new one with `nsightlab create`.")
+            return NotFound(f"cannot {what}: {message or 'no such pod'}", hint=f"The pod is gone; create a new one with `nsightlab create {self.ctx.cli_args}`.")
         return self._translate(what, status, raw, content_type=ctype)
 
 
@@ -649,9 +678,9 @@ def _retries() -> Any:
     return urllib3.Retry(1, respect_retry_after_header=False, raise_on_status=False)
 
 
-def _stream_timeout(resp: Any, seconds: float) -> None:
-    """Let a streamed body (a watch) wait `seconds` between reads, once its headers came
-    within the request timeout."""
+def _stream_timeout(resp: Any, seconds: float | None) -> None:
+    """Let a streamed body (a watch, a followed log) wait `seconds` between reads (None:
+    as long as it takes), once its headers came within the request timeout."""
     sock = getattr(getattr(resp, "connection", None), "sock", None)
     if sock is not None:
         with contextlib.suppress(OSError):

@@ -13,7 +13,7 @@ import threading
 import time
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -22,14 +22,7 @@ from nsightlab.analysis import pods as r
 from nsightlab.analysis.inventory import requested_by_node
 from nsightlab.analysis.labpod import CleanupReport, GpuFree, LabPod, StatusReport, lab_pod
 from nsightlab.cluster.kube import Gone
-from nsightlab.config import (
-    Config,
-    Session,
-    clear_session,
-    load_session,
-    save_session,
-    session_path,
-)
+from nsightlab.config import Config, Session, end_session, load_session, save_session, session_path
 from nsightlab.errors import (
     ClusterError,
     Interrupted,
@@ -37,6 +30,7 @@ from nsightlab.errors import (
     PodNotReadyError,
     SafetyError,
     UsageError,
+    validation_message,
 )
 
 if TYPE_CHECKING:
@@ -190,7 +184,7 @@ def load_template(path: Path) -> dict[str, Any]:
     except ValidationError as e:
         err = e.errors()[0]
         key = ".".join(str(p) for p in err["loc"])
-        raise UsageError(f"{path}: bad pod template at '{key}': {err['msg']}") from None
+        raise UsageError(f"{path}: bad pod template at '{key}': {validation_message(err)}") from None
     if data.get("apiVersion") != "v1" or data.get("kind") != "Pod":
         raise UsageError(f"{path}: the template must be apiVersion v1, kind Pod (got {data.get('apiVersion')}/{data.get('kind')})")
     return data
@@ -291,8 +285,24 @@ def next_steps(ctx: ResolvedContext) -> list[str]:
     ]
 
 
+def follow_steps(ctx: ResolvedContext) -> list[str]:
+    """How to follow a pod that was created without waiting for it."""
+    steps = [
+        ("nsightlab status", "phase, node, conditions"),
+        ("nsightlab events", "what the scheduler and the kubelet say"),
+        ("nsightlab logs -f", "the container's output, once it runs"),
+        (create_command(ctx), "wait until it is Ready"),
+    ]
+    width = max(len(cmd) for cmd, _ in steps) + 2
+    return [f"{cmd:<{width}}# {why}" for cmd, why in steps]
+
+
 def cleanup_command(ctx: ResolvedContext) -> str:
     return f"nsightlab cleanup --context {ctx.alias or ctx.name} --namespace {ctx.namespace}"
+
+
+def create_command(ctx: ResolvedContext) -> str:
+    return f"nsightlab create {ctx.cli_args}"
 
 
 def record_session(ctx: ResolvedContext, pod: dict[str, Any], lab: LabPod, owner: str) -> Session:
@@ -336,8 +346,9 @@ def find_existing(kube: Kube, namespace: str, name: str, owner: str) -> dict[str
 class _Waiter:
     """Follows one pod with a watch (resuming after drops) and its events, until Ready."""
 
-    def __init__(self, kube: Kube, env: Env, namespace: str, name: str, uid: str, resource_version: str) -> None:
+    def __init__(self, kube: Kube, env: Env, namespace: str, name: str, uid: str, resource_version: str, *, create_command: str = "nsightlab create") -> None:
         self.kube = kube
+        self.create_command = create_command
         self.env = env
         self.namespace = namespace
         self.name = name
@@ -386,7 +397,7 @@ class _Waiter:
                             if (obj.get("metadata") or {}).get("uid") != self.uid:
                                 continue
                             if etype == "DELETED":
-                                raise PodNotReadyError(f"pod {self.name} was deleted while waiting for it", hint="Create it again with `nsightlab create`.")
+                                raise PodNotReadyError(f"pod {self.name} was deleted while waiting for it", hint=f"Create it again with `{self.create_command}`.")
                             self.pod = obj
                             self._drain_events()
                             spinner.update(self._describe())
@@ -398,7 +409,7 @@ class _Waiter:
                     except Gone:
                         fresh = self.kube.get_pod(self.namespace, self.name)
                         if fresh is None or (fresh.get("metadata") or {}).get("uid") != self.uid:
-                            raise PodNotReadyError(f"pod {self.name} was deleted while waiting for it") from None
+                            raise PodNotReadyError(f"pod {self.name} was deleted while waiting for it", hint=f"Create it again with `{self.create_command}`.") from None
                         self.pod = fresh
                         self.rv = fresh["metadata"].get("resourceVersion", "")
                         done = self._verdict()
@@ -467,14 +478,16 @@ def create(
     manifest: dict[str, Any],
     *,
     timeout: float,
+    wait: bool = True,
 ) -> LabPod:
-    """Create (or reuse) this owner's lab pod and wait until it is Ready.
+    """Create (or reuse) this owner's lab pod and wait until it is Ready (with `wait`
+    False: return the pod as it is).
 
     The lab session is recorded as soon as the pod exists (and again once it is Ready),
     so that a wait cut short by Ctrl-C or the timeout leaves a pod that `nsightlab status`
     and `nsightlab cleanup` know."""
     with OnInterrupt("nothing was created") as progress:
-        return _create(progress, env, kube, ctx, config, manifest, timeout=timeout)
+        return _create(progress, env, kube, ctx, config, manifest, timeout=timeout, wait=wait)
 
 
 def _create(
@@ -486,6 +499,7 @@ def _create(
     manifest: dict[str, Any],
     *,
     timeout: float,
+    wait: bool,
 ) -> LabPod:
     owner = config.owner()
     name = manifest["metadata"]["name"]
@@ -518,10 +532,14 @@ def _create(
         pod = existing
         env.note(f"reusing your lab pod {name} ({r.pod_status(pod)})")
     uid = pod["metadata"]["uid"]
-    _record(ctx, pod, lab_pod(pod, None, context=ctx.name, server=ctx.server, namespace=ns, reused=reused), owner)
+    early = lab_pod(pod, None, context=ctx.name, server=ctx.server, namespace=ns, reused=reused)
+    _record(ctx, pod, early, owner)
     progress.state = f"the lab pod {name} stays in place; `nsightlab status` shows it, `{cleanup_command(ctx)}` removes it"
+    if not wait and not r.pod_is_ready(pod):
+        early.next_steps = follow_steps(ctx)
+        return early
     if not r.pod_is_ready(pod):
-        waiter = _Waiter(kube, env, ns, name, uid, pod["metadata"].get("resourceVersion", ""))
+        waiter = _Waiter(kube, env, ns, name, uid, pod["metadata"].get("resourceVersion", ""), create_command=create_command(ctx))
         try:
             pod = waiter.wait(timeout)
         except TimeoutError:
@@ -530,7 +548,7 @@ def _create(
             state = r.pod_status(waiter.pod or pod)
             raise Interrupted(
                 f"interrupted while waiting: the lab pod {name} is still being created ({state}) and stays in place; "
-                f"`nsightlab status` shows it, `{cleanup_command(ctx)}` removes it, `nsightlab create` waits again",
+                f"`nsightlab status` shows it, `{cleanup_command(ctx)}` removes it, `{create_command(ctx)}` waits again",
             ) from None
     node_name = (pod.get("spec") or {}).get("nodeName")
     node = kube.get_node(node_name) if node_name else None
@@ -597,7 +615,7 @@ def status(kube: Kube, ctx: ResolvedContext, name: str) -> StatusReport:
     pod = kube.get_pod(ctx.namespace, name)
     if pod is None:
         forget_session(ctx, [name])
-        return StatusReport(context=ctx.name, namespace=ctx.namespace, pod=name, gone=True, lab=None)
+        return StatusReport(context=ctx.name, namespace=ctx.namespace, pod=name, gone=True, lab=None, next_steps=[create_command(ctx)])
     session = session_for(ctx, load_session())
     uid = (pod.get("metadata") or {}).get("uid")
     if session is not None and session.pod == name and uid != session.uid:
@@ -606,7 +624,7 @@ def status(kube: Kube, ctx: ResolvedContext, name: str) -> StatusReport:
             f"the lab session's pod {name} (uid {session.uid}) is gone; pod {name} in {ctx.namespace} now has uid {uid} "
             "and is not the pod nsightlab created"
         )
-        return StatusReport(context=ctx.name, namespace=ctx.namespace, pod=name, gone=True, lab=None, note=note)
+        return StatusReport(context=ctx.name, namespace=ctx.namespace, pod=name, gone=True, lab=None, note=note, next_steps=[create_command(ctx)])
     node_name = (pod.get("spec") or {}).get("nodeName")
     node = kube.get_node(node_name) if node_name else None
     return StatusReport(context=ctx.name, namespace=ctx.namespace, pod=name, gone=False, lab=lab_pod(pod, node, context=ctx.name, server=ctx.server, namespace=ctx.namespace))
@@ -621,7 +639,7 @@ def cleanup(env: Env, kube: Kube, ctx: ResolvedContext, *, owner: str, names: li
 
 def _cleanup(progress: OnInterrupt, env: Env, kube: Kube, ctx: ResolvedContext, *, owner: str, names: list[str], all_mine: bool, wait: float) -> CleanupReport:
     ns = ctx.namespace
-    report = CleanupReport(context=ctx.name, namespace=ns, deleted=[], already_gone=[], skipped=[])
+    report = CleanupReport(context=ctx.name, namespace=ns, deleted=[], already_gone=[], skipped=[], owner=owner, all_mine=all_mine)
     targets: dict[str, dict[str, Any]] = {}
     if all_mine:
         mine, _ = kube.list_pods(ns, label_selector=selector(owner))
@@ -654,15 +672,18 @@ def _cleanup(progress: OnInterrupt, env: Env, kube: Kube, ctx: ResolvedContext, 
             if _wait_gone(kube, ns, name, uid, timeout=wait):
                 report.deleted.append(name)
             else:
-                raise ClusterError(f"pod {name} is still terminating after {int(wait)} s", hint="It will go on its own; check with `nsightlab status`.")
-    forget_session(ctx, report.deleted + report.already_gone)
+                raise ClusterError(f"pod {name} is still terminating after {int(wait)} s", hint=f"It will go on its own; check with `nsightlab status {ctx.cli_args}`.")
+    forget_session(ctx, report.deleted, how="deleted")
+    forget_session(ctx, report.already_gone, how="gone")
     return report
 
 
-def forget_session(ctx: ResolvedContext, pods: list[str]) -> None:
-    """Clear the lab session if it is about one of these pods in this context, on the
-    server and in the namespace it was recorded for (nothing else may end it)."""
+def forget_session(ctx: ResolvedContext, pods: list[str], *, how: Literal["deleted", "gone"] = "gone") -> None:
+    """End the lab session if it is about one of these pods in this context, on the server
+    and in the namespace it was recorded for (nothing else may end it): the pod was
+    deleted (by cleanup) or found gone. What is left is the record of its end, so that
+    the next command can say so (see config.end_session)."""
 
     session = session_for(ctx, load_session())
     if session and _server(session.server) == _server(ctx.server) and session.namespace == ctx.namespace and session.pod in pods:
-        clear_session()
+        end_session(session, how=how)

@@ -25,12 +25,25 @@ if TYPE_CHECKING:
 
 DEFAULT_KERNEL = "vectorized_elementwise"  # the scale kernel of lesson1
 
-COUNTERS_HINT = (
-    "ncu needs the GPU's performance counters. Two ways forward: ask the platform team for a "
-    "profiling-enabled node (driver option NVreg_RestrictProfilingToAdminUsers=0; `nsightlab doctor` "
-    "shows RmProfilingAdminOnly: 0 there), or, only with their OK, recreate the lab pod with "
-    "`nsightlab create --profiling-caps` (adds CAP_SYS_ADMIN, which weakens isolation)."
-)
+
+
+def counters_hint(target: Target) -> str:
+    """The two ways forward when ncu may not read the counters, as commands for this target
+    (the lab pod is made anew: `create` would reuse the one without the capability)."""
+    kube = getattr(target, "kube", None)
+    if kube is None:
+        doctor = "`grep RmProfilingAdminOnly /proc/driver/nvidia/params`"
+        recreate = "run it in a lab pod made with `nsightlab create --context stg --profiling-caps`"
+    else:
+        args = kube.ctx.cli_args
+        doctor = f"`nsightlab doctor {args}`"
+        recreate = f"recreate the lab pod with `nsightlab cleanup {args}` then `nsightlab create {args} --profiling-caps`"
+    return (
+        "ncu needs the GPU's performance counters. Two ways forward: ask the platform team for a "
+        f"profiling-enabled node (driver option NVreg_RestrictProfilingToAdminUsers=0; {doctor} "
+        f"shows RmProfilingAdminOnly: 0 there), or, only with their OK, {recreate} "
+        "(adds CAP_SYS_ADMIN, which weakens isolation)."
+    )
 
 
 def run_ncu(
@@ -87,12 +100,12 @@ def _ncu(
     raw.write_text(text, encoding="utf-8")
     blocked = ncu_parse.detect_counter_permission_error(text + "\n" + b"\n".join(tail).decode("utf-8", "replace"))
     if blocked:
-        raise CountersNotPermittedError(f"ncu cannot read GPU counters on {target.label}: {blocked.split(' - ')[0].strip('= ')}", hint=COUNTERS_HINT)
+        raise CountersNotPermittedError(f"ncu cannot read GPU counters on {target.label}: {blocked.split(' - ')[0].strip('= ')}", hint=counters_hint(target))
     if code != 0:
         raise RemoteCommandError(f"ncu failed on {target.label} (exit {code}): {_last_error(tail)}", returncode=code)
     report = ncu_parse.parse_ncu_csv(text, source=str(raw))
     if not report.kernels:
-        raise RemoteCommandError(f"ncu profiled no kernel matching regex:{kernel} on {target.label}", hint="Check --kernel against the names `nsightlab profile` shows.")
+        raise RemoteCommandError(f"ncu profiled no kernel matching regex:{kernel} on {target.label}", hint=f"Check --kernel against the names `nsightlab profile {shlex.quote(script)}{' --local' if target.label == 'this machine' else ''}` shows.")
     result = from_report(report, target.label)
     result.run_id = run_id
     try:

@@ -22,11 +22,12 @@ from nsightlab.analysis.sweep import (
     DEFAULT_DTYPE,
     DEFAULT_ITERS,
     DEFAULT_WARMUP,
-    DTYPES,
     SIZE_MAX_LOG2,
     SIZE_MIN_LOG2,
     SweepResult,
     build_result,
+    canonical_dtype,
+    dtype_choices,
 )
 from nsightlab.env import Env
 from nsightlab.errors import RemoteCommandError, UsageError
@@ -87,8 +88,11 @@ def plan_sweep(
 ) -> SweepPlan:
     """Validate the options. With a run to compare with, what is not given follows it: the
     other element size (float16 <-> float32), the same sizes, the same device type."""
-    if dtype is not None and dtype not in DTYPES:
-        raise UsageError(f"--dtype must be one of {', '.join(DTYPES)}, got '{dtype}'")
+    if dtype is not None:
+        known = canonical_dtype(dtype)
+        if known is None:
+            raise UsageError(f"--dtype '{dtype}' is not an element type the sweep knows", hint=f"Use one of {dtype_choices()}.")
+        dtype = known
     size_list = parse_sizes(sizes) if sizes is not None else None
     against = load_sweep_run(compare) if compare is not None else None
     notes: list[str] = []
@@ -176,10 +180,11 @@ def run_sweep(
     """Run the sweep on `where.target`, store it (raw JSON and log, meta.json, result.json)
     and return the result. A failing script raises RemoteCommandError (exit 6) and leaves
     no run folder behind."""
-    if dtype not in DTYPES:
-        raise UsageError(f"--dtype must be one of {', '.join(DTYPES)}, got '{dtype}'")
+    known = canonical_dtype(dtype)
+    if known is None:
+        raise UsageError(f"--dtype '{dtype}' is not an element type the sweep knows", hint=f"Use one of {dtype_choices()}.")
     with LabWork("sweep", where.target) as work:
-        return _sweep(work, env, where, dtype=dtype, sizes=sizes, iters=iters, warmup=warmup, device=device, against=against)
+        return _sweep(work, env, where, dtype=known, sizes=sizes, iters=iters, warmup=warmup, device=device, against=against)
 
 
 def _sweep(
@@ -298,7 +303,7 @@ def _failure_hint(last: str, code: int, where: Where) -> str | None:
     if "No module named 'torch'" in last:
         return "Install torch here (pip install torch) or run in the lab pod." if local else "The lab pod's image needs PyTorch."
     if "torch cannot see the GPU" in last:
-        return "Drop --device cuda to use the CPU, or run in the lab pod (without --local)." if local else "Check the pod's GPU with `nsightlab doctor`."
+        return "Drop --device cuda to use the CPU, or run in the lab pod (without --local)." if local else f"Check the pod's GPU with `nsightlab doctor --context {where.meta.get('context')} -n {where.meta.get('namespace')}`."
     if code == 127:
         return "Python was not found on the target."
     return "The script's output is above."

@@ -134,8 +134,15 @@ class LocalTarget:
             self._workdir = tempfile.mkdtemp(prefix="nsightlab-")
         return self._workdir
 
+    def close(self) -> None:
+        """Remove the work folder: what a run needs was copied into the run store, and a
+        failed run's leftovers are of no use to anyone."""
+        if self._workdir is not None:
+            shutil.rmtree(self._workdir, ignore_errors=True)
+            self._workdir = None
+
     def made_workdir(self) -> str | None:
-        return self._workdir if self._workdir is not None and os.path.isdir(self._workdir) else None
+        return None  # nothing stays here: open_target removes the work folder (close)
 
     def put(self, local: Path, remote: str) -> None:
         dest = Path(remote)
@@ -188,7 +195,7 @@ class PodTarget:
                 return 127
             if failure:
                 raise RemoteCommandError(f"{argv[0]} could not run in {self.label}: {failure}")
-            raise ClusterError(f"the connection to {self.label} dropped while running {argv[0]}", hint="Check the pod with `nsightlab status`.")
+            raise ClusterError(f"the connection to {self.label} dropped while running {argv[0]}", hint=f"Check the pod with `nsightlab status {self.kube.ctx.cli_args}`.")
         return code
 
     def run(self, argv: Sequence[str], *, check: bool = True, what: str | None = None) -> Completed:
@@ -250,7 +257,11 @@ def open_target(
     and that the lab pod is the one `create` made (see connect.lab_pod_name)."""
     ensure_home()
     if local:
-        yield Where(LocalTarget(), {"target": "this machine"})
+        here = LocalTarget()
+        try:
+            yield Where(here, {"target": "this machine"})
+        finally:
+            here.close()
         return
     with connect(context, kubeconfig, config_path=config_path, intent=Intent.CHANGE, namespace=namespace, use_session=True, action=action) as c:
         note_session(env, c)

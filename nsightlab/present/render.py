@@ -22,7 +22,13 @@ from nsightlab.present.text import sweep_summary_lines
 if TYPE_CHECKING:
     from nsightlab.analysis.doctor import DoctorReport
     from nsightlab.analysis.inventory import NodeDetail, NodesReport, PodDetail, PodsReport
-    from nsightlab.analysis.labpod import CleanupReport, CopyResult, LabPod, StatusReport
+    from nsightlab.analysis.labpod import (
+        CleanupReport,
+        CopyResult,
+        EventsReport,
+        LabPod,
+        StatusReport,
+    )
     from nsightlab.analysis.ncu import NcuResult
     from nsightlab.analysis.profile import KernelLine, ProfileResult
     from nsightlab.analysis.rates import Rates
@@ -202,7 +208,10 @@ def node_detail(env: Env, d: NodeDetail) -> None:
         lines(env, [f"{k}={v}" for k, v in sorted(d.gpu_labels.items())])
     blank(env)
     cols = [Column("NAMESPACE"), Column("POD"), Column("READY"), Column("STATUS"), Column("GPUS", justify="right"), Column("AGE", justify="right")]
-    table(env, cols, [[p.namespace, p.name, p.ready, p.status, p.gpus or "", p.age] for p in d.pods], title=f"Pods on {d.name}")
+    if d.pods:
+        table(env, cols, [[p.namespace, p.name, p.ready, p.status, p.gpus or "", p.age] for p in d.pods], title=f"Pods on {d.name}")
+    else:
+        lines(env, [f"no pods on {d.name}"], bullet="")
     blank(env)
     heading(env, "What to notice")
     lines(env, d.notes)
@@ -241,15 +250,32 @@ def status(env: Env, report: StatusReport) -> None:
             lines(env, [f"{report.note}; the session was cleared (context {report.context})."], bullet="")
             return
         lines(env, [f"lab pod {report.pod} is gone (context {report.context}, namespace {report.namespace}); the session was cleared."], bullet="")
+        if report.next_steps:
+            lines(env, [f"start a new one with `{step}`" for step in report.next_steps], bullet="")
         return
     lab_pod(env, report.lab, title="Lab pod")
 
 
 def cleanup(env: Env, report: CleanupReport) -> None:
     out = [f"deleted {name}" for name in report.deleted]
-    out += [f"{name} was already gone" for name in report.already_gone]
+    if report.all_mine and not report.deleted:
+        out.append(f"there were no lab pods of {report.owner} in {report.namespace}")
+    else:
+        out += [f"{name} was already gone" for name in report.already_gone]
     out += [f"left {name} alone (not yours)" for name in report.skipped]
     lines(env, out or ["nothing to delete"], bullet="")
+
+
+def events(env: Env, report: EventsReport) -> None:
+    """The pod's Events as `kubectl describe pod` lists them."""
+    where = f"pod {report.pod} (context {report.context}, namespace {report.namespace})"
+    if report.gone:
+        lines(env, [f"{where} is gone; the events still kept about that name:"], bullet="")
+    if not report.events:
+        lines(env, [f"no events for {where} (the API server keeps them about an hour)"], bullet="")
+        return
+    cols = [Column("TYPE"), Column("REASON"), Column("AGE"), Column("FROM"), Column("MESSAGE")]
+    table(env, cols, [[e.type, e.reason, e.age, e.source, e.message] for e in report.events], title=f"Events of {where}")
 
 
 def doctor(env: Env, report: DoctorReport) -> None:

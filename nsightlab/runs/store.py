@@ -120,7 +120,7 @@ def resolve(ref: str) -> Run:
     runs = all_runs()
     if ref in ("latest", "last"):
         if not runs:
-            raise UsageError("there are no runs yet", hint="Make one with `nsightlab profile` or `nsightlab sweep`.")
+            raise UsageError("there are no runs yet", hint="Make one with `nsightlab profile lesson1` or `nsightlab sweep`.")
         return runs[-1]
     matches = [r for r in runs if r.folder.rsplit("-", 1)[-1].startswith(ref) or r.folder.startswith(ref)]
     if not matches:
