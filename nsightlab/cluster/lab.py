@@ -11,6 +11,7 @@ import queue
 import re
 import threading
 import time
+from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -21,7 +22,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from nsightlab.analysis import pods as r
 from nsightlab.analysis.inventory import requested_by_node
 from nsightlab.analysis.labpod import CleanupReport, GpuFree, LabPod, StatusReport, lab_pod
-from nsightlab.cluster.kube import Gone
+from nsightlab.cluster.kube import Forbidden, Gone
+from nsightlab.cluster.permissions import optional, skipped_note
 from nsightlab.config import Config, Session, end_session, load_session, save_session
 from nsightlab.errors import (
     ClusterError,
@@ -285,14 +287,36 @@ class _Waiter:
             try:
                 for etype, ev in self.kube.watch_events(self.namespace, field_selector=field, resource_version=rv, timeout_seconds=30):
                     rv = (ev.get("metadata") or {}).get("resourceVersion") or rv
-                    if etype in ("ADDED", "MODIFIED") and (ev.get("involvedObject") or {}).get("uid") in (None, "", self.uid):
-                        self.events.put(ev)
+                    if etype in ("ADDED", "MODIFIED"):
+                        self._event(ev)
                     if self._stop.is_set():
                         return
+            except Forbidden:
+                # the lab needs `list` on events, not `watch`: ask every second instead
+                self._poll_events(field)
+                return
             except ClusterError:
                 if self._stop.wait(1.0):
                     return
                 rv = None
+
+    def _event(self, ev: dict[str, Any]) -> None:
+        if (ev.get("involvedObject") or {}).get("uid") in (None, "", self.uid):
+            self.events.put(ev)
+
+    def _poll_events(self, field: str) -> None:
+        """The pod's events by listing them, until the wait ends (events are context:
+        a list that is refused too ends this thread quietly)."""
+        while not self._stop.is_set():
+            try:
+                for ev in self.kube.list_events(self.namespace, field_selector=field):
+                    self._event(ev)
+            except Forbidden:
+                return
+            except ClusterError:
+                pass
+            if self._stop.wait(1.0):
+                return
 
     def wait(self, timeout: float) -> dict[str, Any]:
 
@@ -404,7 +428,6 @@ def create(
     owner = config.owner()
     name = manifest["metadata"]["name"]
     ns = ctx.namespace
-    kube.require_namespace(ns)
     existing = find_existing(kube, ns, name, owner)
     reused = existing is not None
     if existing is not None and r.is_terminal(existing):
@@ -414,9 +437,12 @@ def create(
         existing, reused = None, False
     if existing is None:
         itype = config.lab.instance_type
-        free = free_gpus(kube, itype)
-        total_free = sum(g.gpu_free for g in free)
-        if not free:
+        # context, not a need: an account limited to its namespace cannot read nodes
+        free = optional(lambda: free_gpus(kube, itype), consequence="free-GPU check skipped", note=env.note)
+        total_free = sum(g.gpu_free for g in free or [])
+        if free is None:
+            pass  # said so in the note
+        elif not free:
             env.warn(f"no node of instance type {itype} exists right now; the pod will wait for one (an autoscaler may add it).")
         elif total_free < config.lab.gpus:
             env.warn(f"0 GPUs of {itype} are free right now ({free[0].nodes} nodes, {free[0].gpu_allocatable} GPUs, all in use); the pod may stay Pending.")
@@ -445,12 +471,21 @@ def create(
                 f"interrupted while waiting; pod {name} is {state} and stays in place",
                 hint=f"Delete it with `{cleanup_command(ctx)}`, or run `{create_command(ctx)}` again to keep waiting.",
             ) from None
-    node_name = (pod.get("spec") or {}).get("nodeName")
-    node = kube.get_node(node_name) if node_name else None
+    node = lab_node(kube, pod, note=env.note)
     result = lab_pod(pod, node, context=ctx.name, server=ctx.server, namespace=ctx.namespace, reused=reused)
     record_session(ctx, pod, result, owner)
     result.next_steps = next_steps(ctx)
     return result
+
+
+def lab_node(kube: Kube, pod: dict[str, Any], *, note: Callable[[str], None] | None) -> dict[str, Any] | None:
+    """The node the pod runs on (its GPU model and instance type), when this account may
+    read nodes; else None and one note (the instance type then comes from the pod's node
+    selector, see analysis.labpod.lab_pod)."""
+    node_name = (pod.get("spec") or {}).get("nodeName")
+    if not node_name:
+        return None
+    return optional(lambda: kube.get_node(node_name), consequence="the node's GPU model is not shown", note=note)
 
 
 def _not_ready(kube: Kube, ctx: ResolvedContext, config: Config, waiter: _Waiter, timeout: float) -> PodNotReadyError:
@@ -461,6 +496,9 @@ def _not_ready(kube: Kube, ctx: ResolvedContext, config: Config, waiter: _Waiter
         parts.append(f"scheduler: {sched.get('message') or sched.get('reason')}")
         try:
             free = free_gpus(kube)
+        except Forbidden as e:
+            free = []
+            parts.append(skipped_note(e.what, "free GPUs per type not shown"))
         except ClusterError:
             free = []
         if free:
@@ -492,13 +530,12 @@ def _wait_gone(kube: Kube, namespace: str, name: str, uid: str | None, *, timeou
 # ---------------------------------------------------------------------------- status / cleanup
 
 
-def status(kube: Kube, ctx: ResolvedContext, name: str) -> StatusReport:
+def status(kube: Kube, ctx: ResolvedContext, name: str, *, note: Callable[[str], None] | None = None) -> StatusReport:
     pod = kube.get_pod(ctx.namespace, name)
     if pod is None:
         forget_session(ctx, [name])
         return StatusReport(context=ctx.name, namespace=ctx.namespace, pod=name, gone=True, lab=None, next_steps=[create_command(ctx)])
-    node_name = (pod.get("spec") or {}).get("nodeName")
-    node = kube.get_node(node_name) if node_name else None
+    node = lab_node(kube, pod, note=note)
     return StatusReport(context=ctx.name, namespace=ctx.namespace, pod=name, gone=False, lab=lab_pod(pod, node, context=ctx.name, server=ctx.server, namespace=ctx.namespace))
 
 
