@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import yaml
 from clirun import Result, run_cli
-from kubesim import KubeSim
+from kubesim import KubeSim, realistic_cluster
 
 from nsightlab.cluster.permissions import FLEET_PERMISSIONS, LAB_PERMISSIONS, Permission
 
@@ -182,6 +182,10 @@ def test_explore_nodes_names_the_missing_permission(capsys: pytest.CaptureFixtur
     # the hint runs as printed
     r = nsl(capsys, "explore", "pods", "--context", "lab", "-n", NS)
     assert r.code == 0, r
+    # one pod's detail needs no node: its node's facts are a note
+    r = nsl(capsys, "explore", "pod", "gpu-smoke-test", "--context", "lab", "--json")
+    assert r.code == 0 and json.loads(r.out)["name"] == "gpu-smoke-test"
+    assert r.err.count("here (forbidden): the node's instance type and GPU model are not shown") == 1
 
 
 def test_namespace_permissions_never_relax_the_protected_context_rules(capsys: pytest.CaptureFixture[str], team: Path, sim: KubeSim) -> None:
@@ -247,3 +251,47 @@ def test_doctor_in_a_namespace_where_nothing_is_granted(capsys: pytest.CaptureFi
     )
     # cluster-wide views stay information, whatever the namespace
     assert checks["nodes of g7e.8xlarge"]["ok"] is None and checks["namespace"]["ok"] is None
+
+
+def _exec_role(verbs: str) -> list[dict[str, Any]]:
+    """The README's lab Role with other verbs on pods/exec."""
+    docs = readme_roles()["nsightlab-lab"]
+    role = next(d for d in docs if d["kind"] == "Role")
+    for rule in role["rules"]:
+        if rule["resources"] == ["pods/exec"]:
+            rule["verbs"] = verbs.split()
+    return docs
+
+
+def test_from_kubernetes_1_35_an_exec_needs_create_too(capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with KubeSim(tls=True, kubelet_delay=0.05, rbac=True, version="v1.35.0") as sim:
+        sim.load(realistic_cluster())
+        sim.load(_exec_role("get"))  # enough before 1.35
+        token = sim.add_user(OWNER, groups=["ml-team"])
+        kubeconfig = sim.write_kubeconfig(tmp_path / "kubeconfig", {"lab": {"namespace": NS, "token": token, "user": OWNER}})
+        config = tmp_path / "config.yaml"
+        config.write_text(f"lab:\n  image: {IMAGE}\n  owner: {OWNER}\n")
+        monkeypatch.setenv("NSIGHTLAB_HOME", str(tmp_path / "home"))
+        monkeypatch.setenv("NSIGHTLAB_CONFIG", str(config))
+        monkeypatch.setenv("KUBECONFIG", str(kubeconfig))
+        assert nsl(capsys, "create", "--context", "lab", "--yes").code == 0
+        r = nsl(capsys, "shell", "--", "true")
+        assert r.code == 4 and f'User "{OWNER}" cannot create resource "pods/exec"' in r.err
+        doctor = {c["name"]: c for c in json.loads(nsl(capsys, "doctor", "--context", "lab", "--json").out)["checks"]}
+        assert (doctor["may create/get pods/exec"]["ok"], doctor["may create/get pods/exec"]["detail"]) == (False, f"in {NS}: denied create")
+        sim.load(readme_roles()["nsightlab-lab"])  # the README's Role grants both
+        assert nsl(capsys, "shell", "--", "true").code == 0
+
+
+def test_doctor_passes_the_fleet_checks_once_its_role_is_bound(capsys: pytest.CaptureFixture[str], team: Path, sim: KubeSim) -> None:
+    fleet = readme_roles()["nsightlab-fleet"]
+    binding = {
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": {"name": "nsightlab-fleet", "namespace": NS},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "nsightlab-fleet"},
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "ml-team"}],
+    }
+    sim.load([*fleet, binding])
+    r = nsl(capsys, "doctor", "--context", "lab", "--json")
+    checks = {c["name"]: c for c in json.loads(r.out)["checks"]}
+    assert r.code == 0 and checks["fleet: may create/get/list/watch/delete jobs.batch"]["ok"] is True
+    assert checks["fleet: may create/get/delete configmaps"]["ok"] is True
