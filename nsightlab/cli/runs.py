@@ -101,16 +101,20 @@ def runs_rm(
 
 @app.command()
 def analyze(
-    path: Annotated[Path, typer.Argument(help="a run folder, nsys CSV exports (folder), nsys console output, an ncu CSV, or a lesson1/sweep JSON.")],
+    path: Annotated[Path, typer.Argument(help="a stored run (id, prefix, 'latest') or its folder, nsys CSV exports (folder), nsys console output, an ncu CSV, or a lesson1/torchprof/sweep JSON.")],
     json_out: JsonOpt = False,
 ) -> None:
     """Offline: the same tables as the live commands, from files you already have.
+
+    From nsys output: the kernels, the NVTX ranges, the CUDA API calls and the memory
+    operations, and why there are no rates when nothing says what one call did.
 
     \b
     Example:
       nsightlab analyze l1_stats.txt
       nsightlab analyze ./exports/ --json
       nsightlab analyze ncu_speedoflight.csv
+      nsightlab analyze latest
     """
     from nsightlab.analysis.ncu import NcuResult
     from nsightlab.analysis.profile import ProfileResult

@@ -29,7 +29,7 @@ from nsightlab.analysis.inventory import (
     node_facts,
     nodes_report,
 )
-from nsightlab.cluster.kube import Forbidden, gc_paused, loads
+from nsightlab.cluster.kube import Forbidden, loads
 from nsightlab.cluster.permissions import cluster_read_refused, optional
 from nsightlab.errors import ClusterError
 
@@ -73,12 +73,11 @@ def gpu_use(kube: Kube) -> dict[str, int]:
     """
 
     used: dict[str, int] = {}
-    with gc_paused():
-        for raw, decoded in kube.raw_pages("/api/v1/pods", what="list pods in all namespaces", query={"fieldSelector": NON_TERMINAL}):
-            if decoded is None and _GPU_MARK not in raw:
-                continue
-            page = decoded if decoded is not None else loads(raw)
-            add_gpu_use(used, page.get("items") or [])
+    for raw, decoded in kube.raw_pages("/api/v1/pods", what="list pods in all namespaces", query={"fieldSelector": NON_TERMINAL}):
+        if decoded is None and _GPU_MARK not in raw:
+            continue
+        page = decoded if decoded is not None else loads(raw)
+        add_gpu_use(used, page.get("items") or [])
     return used
 
 
@@ -86,11 +85,10 @@ def node_facts_of(pages: list[tuple[bytes, dict[str, Any] | None]], now: datetim
     """Decode node pages (as `Kube.raw_pages` yields them) and reduce each node to its facts."""
 
     out: list[NodeFacts] = []
-    with gc_paused():
-        for raw, decoded in pages:
-            page = decoded if decoded is not None else loads(raw)
-            out.extend(node_facts(n, now) for n in page.get("items") or [])
-            del page
+    for raw, decoded in pages:
+        page = decoded if decoded is not None else loads(raw)
+        out.extend(node_facts(n, now) for n in page.get("items") or [])
+        del page
     return out
 
 

@@ -225,10 +225,17 @@ class PodTarget:
 
 @dataclass
 class Where:
-    """Where lab work runs, and what a run's meta.json should say about it."""
+    """Where lab work runs, and what a run's meta.json should say about it.
+
+    `wants_gpu`: the target requests a GPU (the lab pod asks for `nvidia.com/gpu`), so
+    torch must see one there unless `--device cpu` is asked for
+    (`nsightlab.measure.device.plan_device`). `place` names it in messages.
+    """
 
     target: Target
     meta: dict[str, object]
+    wants_gpu: bool = False
+    place: str = "on this machine"
 
 
 @contextmanager
@@ -264,8 +271,9 @@ def open_target(
             "pod": pod_name,
             "node": node_name,
             "instance_type": r.instance_type(node) if node else selected_instance_type(pod),
-            "gpu": gpu_product(node) if node else None,
+            # the node's label, not what the work runs on: that comes from the run itself
+            "node_gpu": gpu_product(node) if node else None,
             "image": containers[0].get("image"),
             "session_uid": (pod.get("metadata") or {}).get("uid"),
         }
-        yield Where(PodTarget(c.kube, c.ctx.namespace, pod_name), meta)
+        yield Where(PodTarget(c.kube, c.ctx.namespace, pod_name), meta, wants_gpu=r.pod_gpus(pod) > 0, place="in the pod")
