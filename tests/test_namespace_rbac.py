@@ -138,7 +138,8 @@ def test_the_whole_lab_with_namespace_permissions(capsys: pytest.CaptureFixture[
     assert r.code == 0, r
     assert json.loads(r.out)["target"] == f"pod {NS}/{POD}"
     meta = json.loads((next((team / "runs").iterdir()) / "meta.json").read_text())
-    assert (meta["node"], meta["instance_type"]) == (lab["node"], "g7e.8xlarge")  # from the pod's node selector
+    assert (meta["node"], meta["instance_type"], meta["node_gpu"]) == (lab["node"], "g7e.8xlarge", None)  # from the pod's node selector
+    assert r.err.count(f"cannot get node {lab['node']} here (forbidden): the node's GPU label is not recorded with the run") == 1
 
     sim.append_log(NS, POD, "hello from the lab\n")
     r = nsl(capsys, "logs")

@@ -478,14 +478,14 @@ def create(
     return result
 
 
-def lab_node(kube: Kube, pod: dict[str, Any], *, note: Callable[[str], None] | None) -> dict[str, Any] | None:
+def lab_node(kube: Kube, pod: dict[str, Any], *, note: Callable[[str], None] | None, consequence: str = "the node's GPU model is not shown") -> dict[str, Any] | None:
     """The node the pod runs on (its GPU model and instance type), when this account may
     read nodes; else None and one note (the instance type then comes from the pod's node
     selector, see analysis.labpod.lab_pod)."""
     node_name = (pod.get("spec") or {}).get("nodeName")
     if not node_name:
         return None
-    return optional(lambda: kube.get_node(node_name), consequence="the node's GPU model is not shown", note=note)
+    return optional(lambda: kube.get_node(node_name), consequence=consequence, note=note)
 
 
 def _not_ready(kube: Kube, ctx: ResolvedContext, config: Config, waiter: _Waiter, timeout: float) -> PodNotReadyError:

@@ -262,7 +262,7 @@ def open_target(
         pod_name = lab_pod_name(c)
         pod = c.kube.get_pod(c.ctx.namespace, pod_name) or {}
         node_name = (pod.get("spec") or {}).get("nodeName")
-        node = lab_node(c.kube, pod, note=env.note)
+        node = lab_node(c.kube, pod, note=env.note, consequence="the node's GPU label is not recorded with the run")
         containers = (pod.get("spec") or {}).get("containers") or [{}]
         meta: dict[str, object] = {
             "target": f"pod {c.ctx.namespace}/{pod_name}",
