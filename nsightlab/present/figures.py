@@ -238,6 +238,48 @@ def sweep_figure(sweeps: Sequence[SweepResult]) -> Plot:
     return Plot(key="sweep", title="Bandwidth sweep", caption=caption, figure=fig)
 
 
+def fleet_figure(fleet_id: str, curves: Sequence[tuple[str, SweepResult]]) -> Plot:
+    """A fleet's sweeps on one figure: TB/s by size, one colour per instance type (one
+    curve per node with --every-node), each type's DRAM spec as a dashed line of its colour."""
+    if not curves:
+        raise ValueError("no sweep to plot")
+    fig = _figure(10.0, 7.0)
+    ax = fig.add_subplot()
+    types = list(dict.fromkeys(label.split(" ", 1)[0] for label, _ in curves))
+    colour = {t: SERIES[i % len(SERIES)] for i, t in enumerate(types)}
+    values: list[float] = []
+    specs: dict[str, tuple[float, str]] = {}
+    for i, (label, s) in enumerate(curves):
+        itype = label.split(" ", 1)[0]
+        rows = sorted(s.rows, key=lambda r: r.log2)
+        ys = [r.tbps for r in rows]
+        values += ys
+        ax.plot([r.log2 for r in rows], ys, marker="o", lw=1.8, color=colour[itype], label=_text(f"{label}: {device_label(s)}"), gid=f"fleet-series-{i}", zorder=3)
+        if s.summary.spec_dram_tbps is not None and itype not in specs:
+            specs[itype] = (s.summary.spec_dram_tbps, s.summary.spec_label or f"{s.summary.spec_dram_tbps:.4g} TB/s")
+    for itype, (value, label) in specs.items():
+        values.append(value)
+        ax.axhline(value, color=colour[itype], ls="--", lw=1.2, label=_text(f"DRAM spec of {itype}: {label}"), gid=f"fleet-spec-{itype}")
+    positive = [v for v in values if v > 0]
+    if positive and max(positive) / min(positive) > LOG_Y_RATIO:
+        ax.set_yscale("log")
+        ax.set_ylabel("TB/s, log scale (bytes read + written / time per call)")
+    else:
+        ax.set_ylim(bottom=0)
+        ax.set_ylabel("TB/s (bytes read + written / time per call)")
+    all_x = sorted({r.log2 for _, s in curves for r in s.rows})
+    ax.set_xticks(all_x, [f"$2^{{{n}}}$" for n in all_x])
+    ax.set_xlabel("tensor size, log2(elements)")
+    ax.grid(True, which="major", alpha=0.3)
+    ax.set_title(_text(f"Fleet {fleet_id}: the same sweep on {len(types)} instance type{'s' if len(types) != 1 else ''}"), loc="left")
+    fig.legend(loc="outside lower center", ncols=2, fontsize="small")
+    caption = (
+        f"Fleet {fleet_id}: TB/s by size on {', '.join(types)}. Where the curves flatten at the largest sizes is each "
+        "GPU's DRAM plateau, the figure that sets its decode speed; above its dashed spec line the data came from cache."
+    )
+    return Plot(key=f"fleet-{fleet_id}", title=f"Fleet {fleet_id}", caption=caption, figure=fig)
+
+
 def _flops_unit(values: Sequence[float]) -> tuple[float, str]:
     top = max(values, default=0.0)
     return (1e12, "TFLOPS") if top >= 1e12 else (1e9, "GFLOP/s")

@@ -11,17 +11,20 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from nsightlab.analysis import units
+from nsightlab.analysis.fleet import FleetResult
 from nsightlab.analysis.ncu import NcuResult
 from nsightlab.analysis.pods import human_duration
 from nsightlab.analysis.profile import ProfileResult, ops_label
 from nsightlab.analysis.sweep import SweepResult
 from nsightlab.configure import ConfigView
 from nsightlab.present.doc import Bullets, Para, Table
+from nsightlab.present.fleetview import fleet_tables, log_tails
 from nsightlab.present.report import floor_table
 from nsightlab.present.text import sweep_summary_lines
 
 if TYPE_CHECKING:
     from nsightlab.analysis.doctor import DoctorReport
+    from nsightlab.analysis.fleet import FleetStatusReport
     from nsightlab.analysis.inventory import NodeDetail, NodesReport, PodDetail, PodsReport
     from nsightlab.analysis.labpod import (
         CleanupReport,
@@ -264,6 +267,11 @@ def cleanup(env: Env, report: CleanupReport) -> None:
     else:
         out += [f"{name} was already gone" for name in report.already_gone]
     out += [f"left {name} alone (not yours)" for name in report.skipped]
+    f = report.fleets
+    if f is not None:
+        out += [f"deleted fleet {fid}" for fid in f.fleets]
+        out += [f"deleted {kind} {name}" for kind, names in (("job", f.jobs), ("configmap", f.configmaps)) for name in names]
+        out += [f"left {name} alone (not yours)" for name in f.skipped]
     lines(env, out or ["nothing to delete"], bullet="")
 
 
@@ -661,6 +669,8 @@ def run_detail(env: Env, detail: RunDetail) -> None:
         sweep(env, SweepResult.model_validate(detail.result))
     elif kind == "ncu":
         ncu(env, NcuResult.model_validate(detail.result))
+    elif kind == "fleet":
+        fleet(env, FleetResult.model_validate(detail.result))
 
 
 def runs_removed(env: Env, removed: RemovedRuns) -> None:
@@ -720,6 +730,41 @@ def report_files(env: Env, files: ReportFiles) -> None:
     lines(env, out, bullet="")
     if files.notes:
         lines(env, [f"note: {n}" for n in files.notes], bullet="")
+
+
+# ---------------------------------------------------------------------------- fleet
+
+
+def fleet(env: Env, result: FleetResult) -> None:
+    """A fleet's result: its Jobs, its types, the notes, the failed Jobs' last log lines."""
+    n = len(result.types)
+    heading(env, f"Fleet {result.fleet_id}: {result.dtype} bandwidth sweep on {n} instance type{'s' if n != 1 else ''} (context {result.context}, namespace {result.namespace})")
+    for t in fleet_tables(result):
+        blank(env)
+        report_table(env, t)
+    if result.notes:
+        blank(env)
+        heading(env, "Notes")
+        lines(env, result.notes)
+    tails = log_tails(result)
+    if tails:
+        blank(env)
+        heading(env, "The failed Jobs' last log lines")
+        lines(env, tails, bullet="")
+    blank(env)
+    lines(env, [f"stored as run {result.fleet_id} (`nsightlab runs show {result.fleet_id}`; `nsightlab report {result.fleet_id}` draws the curves)"], bullet="")
+
+
+def fleet_status(env: Env, report: FleetStatusReport) -> None:
+    """`fleet status`: this owner's fleets, their age and Jobs by phase."""
+    if not report.fleets:
+        lines(env, [f"no fleet of {report.owner} in namespace {report.namespace} (context {report.context})"], bullet="")
+        return
+    cols = [Column(c, justify="left" if c == "FLEET" else "right") for c in ("FLEET", "AGE", "WAITING", "PENDING", "RUNNING", "SUCCEEDED", "FAILED")]
+    rows = [[f.fleet_id, f.age, str(f.jobs.waiting) if f.planned is not None else "?", str(f.jobs.pending), str(f.jobs.running), str(f.jobs.succeeded), str(f.jobs.failed)] for f in report.fleets]
+    table(env, cols, rows)
+    blank(env)
+    lines(env, ["collect one with `nsightlab fleet collect ID`, remove one with `nsightlab cleanup --fleet ID`"], bullet="")
 
 
 # ---------------------------------------------------------------------------- config

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel
 
 from nsightlab.analysis import units
+from nsightlab.analysis.fleet import FleetResult
 from nsightlab.analysis.gpus import lookup
 from nsightlab.analysis.ncu import NcuResult
 from nsightlab.analysis.profile import ProfileResult, ops_label
@@ -50,6 +51,7 @@ from nsightlab.present.doc import (
     Table,
 )
 from nsightlab.present.figures import device_label
+from nsightlab.present.fleetview import member_sweeps, report_sections
 from nsightlab.present.text import sweep_summary_lines, when_text
 from nsightlab.present.writers import render_html, render_markdown
 from nsightlab.runs import store
@@ -227,6 +229,8 @@ class ReportBundle:
     profiles: list[ProfileResult]
     ncus: list[NcuResult]
     figure_keys: list[str]
+    # each fleet and its members' sweeps, labelled by instance type (and node)
+    fleets: list[tuple[FleetResult, list[tuple[str, SweepResult]]]] = field(default_factory=list)
 
 
 def _runs_table(lines: list[RunLine]) -> Table:
@@ -474,8 +478,9 @@ def build_report(selection: Selection, *, weights_gb: float | None = None, now: 
     sweeps = [x.result for x in selection.runs if isinstance(x.result, SweepResult)]
     profiles = [x.result for x in selection.runs if isinstance(x.result, ProfileResult)]
     ncus = [x.result for x in selection.runs if isinstance(x.result, NcuResult)]
+    fleets = [(x.result, member_sweeps(x.result)) for x in selection.runs if isinstance(x.result, FleetResult)]
     for x in selection.runs:  # what the store knows fills what a result read from files lacks
-        if getattr(x.result, "run_id", None) is None:
+        if "run_id" in type(x.result).model_fields and getattr(x.result, "run_id", None) is None:
             x.result.run_id = x.meta.id  # type: ignore[attr-defined]
         if isinstance(x.result, ProfileResult) and x.result.device_name is None and x.meta.gpu:
             x.result.device_name = x.meta.gpu
@@ -496,11 +501,16 @@ def build_report(selection: Selection, *, weights_gb: float | None = None, now: 
         sections += _profile_sections(profiles, keys)
     if ncus:
         sections += _ncu_sections(ncus)
+    for fleet, curves in fleets:
+        key = f"fleet-{fleet.fleet_id}" if curves else None
+        if key is not None:
+            keys.append(key)
+        sections.append(report_sections(fleet, key))
     floor = None
     if weights_gb is not None:
         floor = _report_floor(weights_gb, sweeps, profiles)
         sections.append(_floor_section(floor))
-    kinds = ", ".join(f"{n} {k}{'s' if n != 1 else ''}" for k, n in (("sweep", len(sweeps)), ("profile", len(profiles)), ("ncu run", len(ncus))) if n)
+    kinds = ", ".join(f"{n} {k}{'s' if n != 1 else ''}" for k, n in (("sweep", len(sweeps)), ("profile", len(profiles)), ("ncu run", len(ncus)), ("fleet", len(fleets))) if n)
     doc = ReportDoc(
         title=f"nsightlab report: {kinds}",
         created=now,
@@ -510,7 +520,7 @@ def build_report(selection: Selection, *, weights_gb: float | None = None, now: 
         decode_floor=floor,
         notes=list(selection.notes),
     )
-    return ReportBundle(doc=doc, sweeps=sweeps, profiles=profiles, ncus=ncus, figure_keys=keys)
+    return ReportBundle(doc=doc, sweeps=sweeps, profiles=profiles, ncus=ncus, figure_keys=keys, fleets=fleets)
 
 
 # ---------------------------------------------------------------------------- figures
@@ -534,6 +544,9 @@ def draw_figures(bundle: ReportBundle) -> list[Plot]:
         k = figures.kernels_figure(p)
         if k is not None:
             plots.append(k)
+    for fleet, curves in bundle.fleets:
+        if curves:
+            plots.append(figures.fleet_figure(fleet.fleet_id, curves))
     return plots
 
 

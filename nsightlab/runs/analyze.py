@@ -16,6 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from nsightlab.analysis.fleet import FleetResult
 from nsightlab.analysis.ncu import NcuResult, from_report
 from nsightlab.analysis.profile import (
     ProfileResult,
@@ -148,4 +149,6 @@ def _stored(kind: str, data: dict[str, Any], path: Path) -> BaseModel:
     if kind == "sweep":
 
         return SweepResult.model_validate(data)
+    if kind == "fleet":
+        return FleetResult.model_validate(data)
     raise ParseError(f"unknown result kind {kind!r}", source=path)

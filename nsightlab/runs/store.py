@@ -29,7 +29,7 @@ _SAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 
 class RunMeta(BaseModel):
     id: str
-    kind: str  # "profile", "sweep", "ncu"
+    kind: str  # "profile", "sweep", "ncu", "fleet"
     name: str  # the script, or the dtype of a sweep
     created: datetime
     target: str  # "pod NS/NAME" or "this machine"
@@ -49,6 +49,7 @@ class RunMeta(BaseModel):
     device: str | None = None  # what the work ran on: the GPU's or the CPU's name
     device_type: str | None = None  # "cuda" or "cpu", from the run itself
     device_requested: str | None = None  # --device as asked: auto, cuda or cpu
+    fleet_id: str | None = None  # the fleet a run belongs to (its sweeps, and the fleet run itself)
 
 
 class Run:
@@ -98,10 +99,11 @@ def runs_dir() -> Path:
     return home() / "runs"
 
 
-def new_run(kind: str, name: str, *, now: datetime | None = None) -> tuple[Run, str]:
-    """A fresh run folder (with raw/) and its id."""
+def new_run(kind: str, name: str, *, now: datetime | None = None, run_id: str | None = None) -> tuple[Run, str]:
+    """A fresh run folder (with raw/) and its id (a new one unless `run_id` is given: a
+    fleet's run takes the fleet's id)."""
     now = now or datetime.now(timezone.utc)
-    run_id = secrets.token_hex(3)
+    run_id = run_id or secrets.token_hex(3)
     folder = f"{now:%Y%m%dT%H%M%SZ}-{_SAFE.sub('-', kind)}-{_SAFE.sub('-', name).strip('-')[:40] or 'run'}-{run_id}"
     path = runs_dir() / folder
     (path / "raw").mkdir(parents=True)
