@@ -11,7 +11,7 @@ runs_app = typer.Typer(rich_markup_mode=None)  # help: the docstring of runs_mai
 app.add_typer(runs_app, name="runs")
 
 
-KindOpt = Annotated[Optional[str], typer.Option("--kind", help="only runs of this kind: profile, sweep or ncu.", show_default=False)]  # noqa: UP045
+KindOpt = Annotated[Optional[str], typer.Option("--kind", help="only runs of this kind: profile, sweep, ncu or fleet.", show_default=False)]  # noqa: UP045
 
 def _runs_list(kind: str | None, json_out: bool) -> None:
     from nsightlab.present import render
