@@ -14,6 +14,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -197,12 +198,25 @@ def test_a_job_whose_torch_cannot_see_the_gpu_fails_with_the_scripts_reason(caps
     sim.wait_until(lambda: not [p for p in sim.list("pods", NS) if p["metadata"]["name"].startswith(job)], what="the Job's pod collected")
 
 
-def test_a_job_past_its_deadline_is_a_timeout(capsys: pytest.CaptureFixture[str], home: Path, sim: KubeSim) -> None:
-    # activeDeadlineSeconds counts from the Job's start: Pending for a GPU counts too
-    r = nsl(capsys, "fleet", "sweep", "--context", "stg", "--types", "g6.xlarge", *TINY, "--job-deadline", "1", "--json")
+def test_a_job_past_its_deadline_is_a_timeout_seen_through_broken_watches(capsys: pytest.CaptureFixture[str], home: Path, sim: KubeSim) -> None:
+    # activeDeadlineSeconds counts from the Job's start: Pending for a GPU counts too. While
+    # the Job waits, the server forgets its watch history and closes every watch: the
+    # fleet must watch again (a 410 makes it list again) to see the Job fail.
+    def break_watches() -> None:
+        sim.wait_until(lambda: any(p["metadata"]["name"].startswith("nsl-fleet-") for p in sim.list("pods", NS)), timeout=30, what="the Job's pod")
+        sim.faults.compact()
+        sim.faults.close_watches()
+
+    breaker = threading.Thread(target=break_watches, daemon=True)
+    breaker.start()
+    r = nsl(capsys, "fleet", "sweep", "--context", "stg", "--types", "g6.xlarge", *TINY, "--job-deadline", "3", "--json")
+    breaker.join(timeout=30)
     assert r.code == 6, r
     [entry] = json.loads(r.out)["entries"]
-    assert (entry["status"], entry["reason"]) == ("timeout", "not done within --job-deadline 1 s (Job was active longer than specified deadline)")
+    assert (entry["status"], entry["reason"]) == ("timeout", "not done within --job-deadline 3 s (Job was active longer than specified deadline)")
+    watched = [q for q in sim.requests if q.method == "GET" and q.path.endswith("/jobs") and "nsightlab/owner" in q.query.get("labelSelector", "")]
+    lists = [q for q in watched if "watch" not in q.query]
+    assert len(lists) == 2 and len(watched) - len(lists) >= 2  # listed, watched; 410: listed again, watched again
     assert fleet_objects(sim) == []
 
 
@@ -345,7 +359,9 @@ def test_cleanup_of_a_fleet_touches_only_objects_with_both_labels(capsys: pytest
     assert json.loads(r.out)["fleets"] == {"fleets": ["f00001"], "jobs": ["nsl-fleet-f00001-g7e"], "configmaps": ["nsightlab-fleet-f00001"],
                                            "skipped": ["job/nsl-fleet-f00001-bob", "job/nsl-fleet-f00001-hand"]}
     assert "warning: not deleting job nsl-fleet-f00001-bob: it is not an nsightlab fleet Job of ana" in r.err
-    assert [q.path.rsplit("/", 1)[1] for q in sim.requests if q.method == "DELETE"] == ["nsl-fleet-f00001-g7e", "nsightlab-fleet-f00001"]
+    deletes = [q for q in sim.requests if q.method == "DELETE"]
+    assert [q.path.rsplit("/", 1)[1] for q in deletes] == ["nsl-fleet-f00001-g7e", "nsightlab-fleet-f00001"]
+    assert json.loads(deletes[0].body)["propagationPolicy"] == "Background"  # the pods go with the Job (batch/v1 would orphan them)
     # --all-mine: this owner's other fleet too, and still nobody else's
     r = nsl(capsys, "cleanup", "--all-mine", "--context", "stg", "--yes", "--json")
     assert r.code == 0, r

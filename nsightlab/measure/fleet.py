@@ -20,15 +20,17 @@ import contextlib
 import json
 import queue
 import secrets
+import shlex
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from nsightlab import __version__, assets
 from nsightlab.analysis.fleet import (
     CONFIRM_ABOVE,
+    Device,
     FleetEntry,
     FleetPlan,
     FleetResult,
@@ -44,7 +46,7 @@ from nsightlab.analysis.sweep import DTYPES, SweepResult, build_result, record_f
 from nsightlab.cluster import fleetjobs as fj
 from nsightlab.cluster.kube import Conflict, Forbidden, Kube
 from nsightlab.cluster.safety import ResolvedContext
-from nsightlab.config import Config
+from nsightlab.config import Config, atomic_write_json
 from nsightlab.env import Env
 from nsightlab.errors import (
     ClusterError,
@@ -153,7 +155,7 @@ def types_hint(place: Place, opts: FleetOptions, example: str) -> str:
         cmd += ["--warmup", str(opts.warmup)]
     if opts.device != "auto":
         cmd += ["--device", opts.device]
-    return " ".join(cmd)
+    return shlex.join(cmd)
 
 
 def plan_fleet(kube: Kube | None, place: Place, config: Config, opts: FleetOptions, *, fleet_id: str | None = None) -> FleetPlan:
@@ -164,6 +166,8 @@ def plan_fleet(kube: Kube | None, place: Place, config: Config, opts: FleetOptio
     sizes = parse_sizes(opts.sizes) if opts.sizes is not None else None
     if opts.max_parallel < 1:
         raise UsageError("--max-parallel must be at least 1")
+    if opts.device not in ("auto", "cuda", "cpu"):
+        raise UsageError(f"--device must be auto, cuda or cpu, got '{opts.device}'")
     fleet_id = fleet_id or secrets.token_hex(3)
     notes: list[str] = []
     if opts.types and not opts.every_node:
@@ -192,7 +196,7 @@ def plan_fleet(kube: Kube | None, place: Place, config: Config, opts: FleetOptio
         sizes=sizes,
         iters=opts.iters,
         warmup=opts.warmup,
-        device=opts.device,  # type: ignore[arg-type]
+        device=cast(Device, opts.device),
         max_parallel=opts.max_parallel,
         schedule_timeout=opts.schedule_timeout,
         job_deadline=opts.job_deadline,
@@ -307,9 +311,12 @@ def _saved_entries(run: Run) -> dict[str, FleetEntry]:
 
 
 def _save_entries(run: Run, entries: dict[str, FleetEntry]) -> None:
-    from nsightlab.config import atomic_write_json
-
-    atomic_write_json(run.raw / RAW_ENTRIES, {k: e.model_dump(mode="json") for k, e in entries.items()})
+    """The targets finished so far (a later `collect` does not measure them again), with
+    what the JSON leaves out (the GPU's memory and spec, the log's last lines)."""
+    atomic_write_json(
+        run.raw / RAW_ENTRIES,
+        {k: {**e.model_dump(mode="json"), "memory_bytes": e.memory_bytes, "spec_dram_tbps": e.spec_dram_tbps, "log_tail": e.log_tail} for k, e in entries.items()},
+    )
 
 
 # ---------------------------------------------------------------------------- storing a result
@@ -392,6 +399,10 @@ class _Slot:
 
 
 class _Runner:
+    """Follows one fleet to its end: creates its Jobs (at most max_parallel alive), reads
+    the watch events of its Jobs and pods, deletes what waits past the schedule timeout,
+    and turns each finished Job into an entry (storing its sweep)."""
+
     def __init__(self, env: Env, kube: Kube, place: Place, config: Config, plan: FleetPlan, template: dict[str, Any], progress: Progress, run: Run) -> None:
         self.env = env
         self.kube = kube
@@ -526,8 +537,11 @@ class _Runner:
 
     def _pod_event(self, etype: str, pod: dict[str, Any]) -> None:
         slot = self.by_job.get(fj.job_of_pod(pod) or "")
-        if slot is None or slot.entry is not None or etype == "DELETED":
+        if slot is None or slot.entry is not None or slot.job is None or etype == "DELETED":
             return
+        owner = next((o.get("uid") for o in (pod.get("metadata") or {}).get("ownerReferences") or [] if o.get("controller")), None)
+        if owner != (slot.job.get("metadata") or {}).get("uid"):
+            return  # a pod of an earlier Job of that name, still going away
         slot.pod = pod
         fatal = fj.fatal_waiting(pod)
         if fatal is not None:
@@ -542,7 +556,9 @@ class _Runner:
         if slot.pod is not None:
             return self.kube.get_pod(self.ns, slot.pod["metadata"]["name"])  # None: gone (a deadline deletes it)
         pods, _ = self.kube.list_pods(self.ns, label_selector=f"{fj.FLEET}={self.plan.fleet_id},job-name={slot.target.job}")
-        return pods[-1] if pods else None
+        uid = ((slot.job or {}).get("metadata") or {}).get("uid")
+        mine = [p for p in pods if uid in (o.get("uid") for o in (p.get("metadata") or {}).get("ownerReferences") or [])]
+        return mine[-1] if mine else None
 
     def _collect(self, slot: _Slot, outcome: str, reason: str, message: str) -> None:
         """A finished Job: its log, then its result (stored as a sweep run) or why it failed."""
