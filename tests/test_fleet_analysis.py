@@ -226,7 +226,7 @@ def test_exit_codes_follow_the_rules() -> None:
     none = failure(build_fleet_result(p, [unscheduled]))
     assert none is not None and none.exit_code == ExitCode.NOT_READY
     for status in ("failed", "timeout"):
-        bad = failure(build_fleet_result(p, [unscheduled, outcome_entry(target(G7E), status, "exit 3: no GPU", node="ip-1")]))  # type: ignore[arg-type]
+        bad = failure(build_fleet_result(p, [unscheduled, outcome_entry(target(G7E), status, "exit 3: no GPU", node="ip-1")]))
         assert bad is not None and bad.exit_code == ExitCode.REMOTE
         assert "1 Job of fleet abc123 failed or timed out (g7e.8xlarge on ip-1)" in bad.message
 
