@@ -238,6 +238,17 @@ def test_protected_context_is_refused_before_any_request(capsys: pytest.CaptureF
     assert sim.requests == []
 
 
+def test_a_placeholder_in_the_config_reaches_no_job(capsys: pytest.CaptureFixture[str], home: Path, sim: KubeSim, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    config = tmp_path / "placeholder.yaml"
+    config.write_text(f"lab:\n  image: CHANGE-ME.registry.example.com/triton-vllm-container:1.0-1\n  owner: {OWNER}\n")
+    monkeypatch.setenv("NSIGHTLAB_CONFIG", str(config))
+    for extra in ([], ["--dry-run"]):
+        r = nsl(capsys, "fleet", "sweep", "--context", STG_CONTEXT, "--types", "g7e.8xlarge", *extra)
+        assert r.code == 2, r
+        assert r.err.startswith(f"error: the config still holds placeholder (CHANGE-ME): lab.image ({config}:2)")
+    assert sim.requests == []
+
+
 @needs_kubectl
 def test_dry_run_yaml_is_what_kubectl_would_create_and_creates_nothing(capsys: pytest.CaptureFixture[str], home: Path, sim: KubeSim, kubeconfig: Path) -> None:
     r = nsl(capsys, "fleet", "sweep", "--context", "stg", "--types", "g7e.8xlarge,g6.12xlarge", *TINY, "--dry-run")
@@ -317,8 +328,8 @@ def test_ctrl_c_leaves_the_jobs_and_collect_finishes_them(capsys: pytest.Capture
     assert proc.returncode == 130, seen + err
     fleet_id = seen.split("start fleet ")[1].split(":")[0]
     assert err.strip().splitlines()[-1] == (
-        f"error: interrupted; the Jobs of fleet {fleet_id} are left running. Collect them with "
-        f"`nsightlab fleet collect {fleet_id} --context stg --namespace serving` (or remove them with "
+        f"error: interrupted: the Jobs of fleet {fleet_id} are left running (1 of 2 created). Collect the fleet with "
+        f"`nsightlab fleet collect {fleet_id} --context stg --namespace serving` (or remove it with "
         f"`nsightlab cleanup --fleet {fleet_id} --context stg --namespace serving`)."
     )
     assert fleet_objects(sim) == [f"job/nsl-fleet-{fleet_id}-g6-xlarge", f"configmap/nsightlab-fleet-{fleet_id}"]

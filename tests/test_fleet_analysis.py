@@ -273,7 +273,7 @@ def test_prices_in_the_config_are_checked(tmp_path: Path, capsys: pytest.Capture
     bad.write_text("lab:\n  owner: ana\nprices:\n  g7e.8xlarge: -1\n")
     r = run_cli(capsys, "--config", str(bad), "config")
     assert r.code == 2
-    assert r.err.startswith(f"error: {bad}:3: bad value for 'prices': Value error, the price of g7e.8xlarge must be a positive number of USD per hour")
+    assert r.err == f"error: {bad}:3: bad value for 'prices': the price of g7e.8xlarge must be a positive number of USD per hour, got -1.0. See `nsightlab config` for the expected shape.\n"
     assert parse_prices(["g7e.8xlarge=3.14", " g6.xlarge = 0.8 "]) == {"g7e.8xlarge": 3.14, "g6.xlarge": 0.8}
     for text, words in (("g7e.8xlarge", "TYPE=USD"), ("g7e=3", "not an instance type"), ("g7e.8xlarge=free", "TYPE=USD"), ("g7e.8xlarge=0", "positive")):
         with pytest.raises(UsageError, match=words):

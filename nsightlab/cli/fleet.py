@@ -32,13 +32,6 @@ class _Device(str, Enum):
     cpu = "cpu"
 
 
-class _Dtype(str, Enum):
-    float16 = "float16"
-    bfloat16 = "bfloat16"
-    float32 = "float32"
-    float64 = "float64"
-
-
 MaxParallelOpt = Annotated[Optional[int], typer.Option("--max-parallel", help="Jobs (GPUs) at once (default 4).", min=1, show_default=False)]  # noqa: UP045
 ScheduleTimeoutOpt = Annotated[Optional[float], typer.Option("--schedule-timeout", help="seconds a Job may wait for a GPU before it is reported not-scheduled and deleted (default 120).", min=0.1, show_default=False)]  # noqa: UP045
 KeepOpt = Annotated[bool, typer.Option("--keep", help="Leave the Jobs and the ConfigMap in place when done.")]
@@ -51,7 +44,7 @@ def fleet_sweep(
     namespace: NamespaceOpt = None,
     types: Annotated[Optional[str], typer.Option("--types", metavar="TYPE,TYPE", help="instance types to measure (default: every GPU instance type of the nodes).", show_default=False)] = None,  # noqa: UP045
     every_node: Annotated[bool, typer.Option("--every-node", help="One Job per GPU node (pinned by kubernetes.io/hostname): find the slow ones.")] = False,
-    dtype: Annotated[Optional[_Dtype], typer.Option("--dtype", help="element type (default float16; float32 with --device cpu).", show_default=False)] = None,  # noqa: UP045
+    dtype: Annotated[Optional[str], typer.Option("--dtype", metavar="TYPE", help="element type: float16 (fp16, half), bfloat16 (bf16), float32 (fp32, float) or float64 (fp64, double); default float16, float32 with --device cpu.", show_default=False)] = None,  # noqa: UP045
     sizes: Annotated[Optional[str], typer.Option("--sizes", metavar="N,N,...", help="log2 of the element counts, 10..34 (default: the script's, 16..30 on a GPU).", show_default=False)] = None,  # noqa: UP045
     iters: Annotated[Optional[int], typer.Option("--iters", help="timed calls per size (default 50).", min=1, show_default=False)] = None,  # noqa: UP045
     warmup: Annotated[Optional[int], typer.Option("--warmup", help="warm-up calls per size (default 5).", min=0, show_default=False)] = None,  # noqa: UP045
@@ -98,7 +91,7 @@ def fleet_sweep(
     opts = fl.FleetOptions(
         types=fl.parse_types(types),
         every_node=every_node,
-        dtype=dtype.value if dtype else None,
+        dtype=dtype,
         sizes=sizes,
         iters=iters,
         warmup=warmup,
@@ -110,6 +103,7 @@ def fleet_sweep(
         prices=fl.parse_prices(price or []),
         target_tokens_per_s=target_tokens_per_s,
     )
+    _refuse_placeholders(context, namespace)
     template = fj.load_job_template(assets.fleet_job_template())
     if dry_run:
         _dry_run(env, context, kubeconfig, namespace, opts, template)
@@ -125,6 +119,15 @@ def fleet_sweep(
         with fleetview.progress(env) as live:
             result = fl.run_fleet(env, c.kube, place, c.config, plan, template, live, keep=keep, create=True)
     _finish(env, result)
+
+
+def _refuse_placeholders(context: Optional[str], namespace: Optional[str]) -> None:  # noqa: UP045
+    """A placeholder from the starter config must not reach a Job, printed or sent (as for create)."""
+    from nsightlab import configure
+    from nsightlab.config import load_config
+
+    loaded = load_config(STATE.config_path)
+    configure.refuse_placeholders(loaded, alias=context if context in loaded.config.clusters else None, namespace_given=namespace is not None)
 
 
 def _dry_run(env: "Env", context: Optional[str], kubeconfig: Optional[Path], namespace: Optional[str], opts: "FleetOptions", template: dict[str, Any]) -> None:  # noqa: UP045
@@ -195,6 +198,7 @@ def fleet_collect(
 
     env = make_env(json_out)
     context, namespace = _fleet_place(env, fleet_id, context, namespace)
+    _refuse_placeholders(context, namespace)
     template = fj.load_job_template(assets.fleet_job_template())
     with connect(context, kubeconfig, config_path=STATE.config_path, intent=Intent.CHANGE, namespace=namespace, action="collect a fleet") as c:
         place = fl.Place.of(c.ctx)

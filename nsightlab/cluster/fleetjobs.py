@@ -223,6 +223,9 @@ def build_job(template: dict[str, Any], config: Config, plan: FleetPlan, target:
             "lab.image is not set in config.yaml",
             hint="Set it to the image with PyTorch (the serving sidecar's image), e.g. `nsightlab init --force --image REGISTRY/triton-vllm-container:1.0-1`.",
         )
+    for key, value in lab.node_selector.items():
+        if PLACEHOLDER in key or PLACEHOLDER in value:
+            raise UsageError(f"lab.node_selector still holds a placeholder ({key}: {value})", hint="Fill it in config.yaml or remove it.")
     m = copy.deepcopy(template)
     labels = {**_labels(plan)}
     meta = m.setdefault("metadata", {})

@@ -42,7 +42,14 @@ from nsightlab.analysis.fleet import (
     outcome_entry,
     tail,
 )
-from nsightlab.analysis.sweep import DTYPES, SweepResult, build_result, record_from_json
+from nsightlab.analysis.sweep import (
+    DEFAULT_DTYPE,
+    SweepResult,
+    build_result,
+    canonical_dtype,
+    dtype_choices,
+    record_from_json,
+)
 from nsightlab.cluster import fleetjobs as fj
 from nsightlab.cluster.kube import Conflict, Forbidden, Kube
 from nsightlab.cluster.safety import ResolvedContext
@@ -90,7 +97,7 @@ class Place:
         return cls(context=ctx.name, label=ctx.alias or ctx.name, namespace=ctx.namespace)
 
     def options(self) -> str:
-        return f"--context {self.label} --namespace {self.namespace}"
+        return f"--context {shlex.quote(self.label)} --namespace {shlex.quote(self.namespace)}"
 
 
 @dataclass
@@ -161,8 +168,11 @@ def types_hint(place: Place, opts: FleetOptions, example: str) -> str:
 def plan_fleet(kube: Kube | None, place: Place, config: Config, opts: FleetOptions, *, fleet_id: str | None = None) -> FleetPlan:
     """The targets (from --types alone, or from the nodes) and the sweep's options.
     `kube` may be None when --types names everything and nothing is to be read."""
-    if opts.dtype is not None and opts.dtype not in DTYPES:
-        raise UsageError(f"--dtype must be one of {', '.join(DTYPES)}, got '{opts.dtype}'")
+    dtype = None
+    if opts.dtype is not None:
+        dtype = canonical_dtype(opts.dtype)
+        if dtype is None:
+            raise UsageError(f"--dtype '{opts.dtype}' is not an element type the sweep knows", hint=f"Use one of {dtype_choices()}.")
     sizes = parse_sizes(opts.sizes) if opts.sizes is not None else None
     if opts.max_parallel < 1:
         raise UsageError("--max-parallel must be at least 1")
@@ -192,7 +202,7 @@ def plan_fleet(kube: Kube | None, place: Place, config: Config, opts: FleetOptio
         owner=config.owner(),
         created=datetime.now(timezone.utc),
         every_node=opts.every_node,
-        dtype=opts.dtype or ("float32" if opts.device == "cpu" else "float16"),
+        dtype=dtype or ("float32" if opts.device == "cpu" else DEFAULT_DTYPE),
         sizes=sizes,
         iters=opts.iters,
         warmup=opts.warmup,
@@ -569,7 +579,7 @@ class _Runner:
         log = ""
         if pod is not None:
             try:
-                log = self.kube.pod_log(self.ns, pod["metadata"]["name"])
+                log = b"".join(self.kube.pod_log(self.ns, pod["metadata"]["name"])).decode("utf-8", "replace")
             except ClusterError as e:
                 log = ""
                 message = f"{message}; its log could not be read ({e.message})"
@@ -636,6 +646,7 @@ def run_fleet(env: Env, kube: Kube, place: Place, config: Config, plan: FleetPla
     store the fleet run, then delete the Jobs and the ConfigMap unless `keep`. Ctrl-C
     leaves everything running and says how to collect it (exit 130)."""
     run = open_fleet_run(plan)
+    runner = _Runner(env, kube, place, config, plan, template, progress, run)
     try:
         if create:
             try:
@@ -644,7 +655,6 @@ def run_fleet(env: Env, kube: Kube, place: Place, config: Config, plan: FleetPla
                 if not isinstance(e, KeyboardInterrupt):
                     store.remove(run)  # nothing was started
                 raise
-        runner = _Runner(env, kube, place, config, plan, template, progress, run)
         try:
             entries = runner.run()
         except ClusterError as e:
@@ -656,9 +666,15 @@ def run_fleet(env: Env, kube: Kube, place: Place, config: Config, plan: FleetPla
                 raise
             raise ClusterError(e.message, hint=" ".join(x for x in (e.hint, f"The Jobs already started go on: collect them with `{collect_command(place, plan.fleet_id)}`.") if x)) from None
     except KeyboardInterrupt:
+        started = sum(1 for s in runner.slots if s.job is not None)
+        left = (
+            f"the Jobs of fleet {plan.fleet_id} are left running ({started} of {len(plan.targets)} created)"
+            if started
+            else f"fleet {plan.fleet_id} created no Job yet (its ConfigMap is left)"
+        )
         raise Interrupted(
-            f"interrupted; the Jobs of fleet {plan.fleet_id} are left running",
-            hint=f"Collect them with `{collect_command(place, plan.fleet_id)}` (or remove them with `{cleanup_command(place, plan.fleet_id)}`).",
+            f"interrupted: {left}",
+            hint=f"Collect the fleet with `{collect_command(place, plan.fleet_id)}` (or remove it with `{cleanup_command(place, plan.fleet_id)}`).",
         ) from None
     result = build_fleet_result(plan, entries)
     run.write_meta(_fleet_meta(plan, result))
