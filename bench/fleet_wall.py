@@ -71,11 +71,11 @@ def main() -> int:
         by_hand: list[float] = []
         for _ in range(args.repeat):
             for name, argv in cases.items():
-                wall, _rss, code = run_once(argv, env)
+                wall, _rss, code, _cpu = run_once(argv, env)
                 if code != 0:
                     raise SystemExit(f"{name} failed (exit {code})")
                 walls[name].append(wall)
-            wall, _rss, code = run_once(alone, env)
+            wall, _rss, code, _cpu = run_once(alone, env)
             by_hand.append(wall if code == 0 else float("nan"))
     print(f"{'case':44} {'median':>8} {'min':>8} {'max':>8}")
     print(f"{'one Job`s work alone (wrapper + sweep.py here)':44} {statistics.median(by_hand):8.2f} {min(by_hand):8.2f} {max(by_hand):8.2f}")
