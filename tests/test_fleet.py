@@ -25,8 +25,8 @@ from clirun import Result, run_cli
 from conftest import STG_CONTEXT
 from kubesim import KubeSim, kubectl, realistic_cluster
 
-from nsightlab.cluster.doctor import FLEET_PERMISSIONS
 from nsightlab.cluster.fleetjobs import job_names
+from nsightlab.cluster.permissions import FLEET_PERMISSIONS, rules
 
 ROOT = Path(__file__).resolve().parents[1]
 NS = "serving"
@@ -283,12 +283,9 @@ def test_every_node_above_16_nodes_needs_yes(capsys: pytest.CaptureFixture[str],
 def test_a_namespace_scoped_user_runs_it_with_types(capsys: pytest.CaptureFixture[str], home: Path, sim: KubeSim, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     sim.enable_rbac()
     token = sim.add_user("alice")
-    rules: dict[tuple[str, str], list[str]] = {}
-    for verb, group, resource, sub in FLEET_PERMISSIONS:
-        rules.setdefault((group, f"{resource}/{sub}" if sub else resource), []).append(verb)
-    sim.load([
+    sim.load([  # a Role granting exactly FLEET_PERMISSIONS, in the fleet's namespace only
         {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": {"name": "fleet", "namespace": NS},
-         "rules": [{"apiGroups": [g], "resources": [res], "verbs": verbs} for (g, res), verbs in rules.items()]},
+         "rules": [{"apiGroups": [r.group], "resources": [r.resource], "verbs": list(r.verbs)} for r in rules(FLEET_PERMISSIONS)]},
         {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": {"name": "fleet", "namespace": NS},
          "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "fleet"},
          "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "alice"}]},

@@ -3,7 +3,7 @@ batch/v1 Job per target, their manifests, watches, status and cleanup.
 
 Every object carries `app.kubernetes.io/managed-by: nsightlab`, `nsightlab/owner: <owner>`
 and `nsightlab/fleet: <fleet id>`; nothing without the first two (and the right owner) is
-ever deleted. What a fleet may do is FLEET_PERMISSIONS (cluster/doctor.py): Jobs, one
+ever deleted. What a fleet may do is FLEET_PERMISSIONS (cluster/permissions.py): Jobs, one
 ConfigMap, reading pods and their logs; no exec, no copy, no nodes unless the types are
 to be found.
 """
