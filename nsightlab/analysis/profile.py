@@ -15,6 +15,8 @@ from pydantic import BaseModel, Field, ValidationError
 
 from nsightlab.analysis import gpus
 from nsightlab.analysis import rates as analysis
+from nsightlab.analysis.decode import GroupSteps
+from nsightlab.analysis.steps import TraceSummary
 from nsightlab.errors import ParseError
 from nsightlab.parse import names, nsys
 
@@ -59,6 +61,10 @@ class ProfileResult(BaseModel):
     lesson: list[str]
     notes: list[str]
     files: list[str] = Field(default_factory=list)
+    # the step anatomy, when a GPU timeline (cuda_gpu_trace) came with the tables
+    steps: list[GroupSteps] | None = None
+    trace: TraceSummary | None = None
+    trace_notes: list[str] | None = None  # how the trace's kernels were given to steps, ...
 
 
 def _range_name(name: str) -> str:
