@@ -16,10 +16,18 @@ from typing import Any
 import pytest
 from clirun import run_cli
 from tracebuild import (
+    API_HEADER,
     DEVICE,
+    GEMV,
+    GPU_TRACE_HEADER,
+    PUSHPOP_HEADER,
     annotation,
+    api_row,
     decode_exports,
     decode_kernels,
+    kernel_row,
+    pushpop_row,
+    write_csv,
     write_kineto,
     x_event,
 )
@@ -357,6 +365,32 @@ def test_options_that_need_a_timeline(capsys: pytest.CaptureFixture[str]) -> Non
     assert r.code == 2 and "--kv-gb adds the KV cache to --weights-gb" in r.err
 
 
+# ------------------------------------------------------------- profile decode: errors
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["decode", "--local", "--batch", "0,8"], "--batch must be positive whole numbers"),
+        (["decode", "--local", "--modes", "eager,fast"], "--modes takes eager, graphs or both"),
+        (["decode", "--local", "--dtype", "int8"], "--dtype must be bfloat16, float16 or float32"),
+        (["lesson1", "--local", "--preset", "tiny"], "--preset: only `profile decode` takes this option"),
+        (["lesson1", "--local", "--profiler", "none"], "--profiler none: only `profile decode`"),
+    ],
+)
+def test_bad_options_are_one_line(capsys: pytest.CaptureFixture[str], nsl_home: Path, args: list[str], message: str) -> None:
+    r = run_cli(capsys, "profile", *args)
+    assert r.code == 2 and message in r.err and r.err.count("\n") == 1, r
+    assert not (nsl_home / "runs").exists()
+
+
+def test_no_nsys_names_both_ways_forward(capsys: pytest.CaptureFixture[str], nsl_home: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))  # certainly no nsys
+    r = run_cli(capsys, "profile", "decode", "--local")
+    assert r.code == 6 and "nsys (Nsight Systems) is not installed" in r.err
+    assert "--profiler torch" in r.err and "--profiler none" in r.err and r.err.count("\n") == 1
+
+
 # ------------------------------------------------------------- hand-built CPU trace
 
 
@@ -398,3 +432,31 @@ def test_decode_result_roundtrips() -> None:
     again = DecodeResult.model_validate_json(r.model_dump_json())
     assert again == r
     assert math.isfinite(again.modes[0].tokens_per_s)
+
+
+def test_steps_queued_behind_a_lagging_gpu_are_tiled(tmp_path: Path) -> None:
+    """Graph replays launched by a CPU that runs ahead: each step's range is 10 us, its
+    four kernels (200 us, 50 us apart) run long after. Tiled, each step is its own 1 ms on
+    the GPU (as CUDA events around it measure); untiled, the queueing inflates them."""
+    us = 1000
+    gpu, api, ranges = [], [], []
+    for k in range(6):
+        cpu = 10 * us * k
+        ranges.append(pushpop_row(cpu, cpu + 10 * us, "decode_step", k + 1, None, 0))
+        api.append(api_row(cpu + us, 2 * us, "cudaGraphLaunch", 100 + k))
+        start = 50 * us + 1000 * us * k  # the GPU is busy with the earlier steps until then
+        for j in range(4):
+            gpu.append(kernel_row(start + j * 250 * us, 200 * us, 100 + k, GEMV))
+    paths = [
+        write_csv(tmp_path / "r_cuda_gpu_trace.csv", GPU_TRACE_HEADER, gpu),
+        write_csv(tmp_path / "r_cuda_api_trace.csv", API_HEADER, api),
+        write_csv(tmp_path / "r_nvtx_pushpop_trace.csv", PUSHPOP_HEADER, ranges),
+    ]
+    tiled = steps_mod.analyze_gpu_trace(paths, tile=True).groups[0]
+    assert [t.window_ns for t in tiled.steps] == [1000 * us] * 6
+    assert tiled.anatomy.step_ms.median == 1.0 and tiled.anatomy.gpu_busy_pct == 80.0
+    assert tiled.anatomy.idle_ms_per_step.model_dump() == {"between_kernels": 0.15, "before_first": 0.05, "after_last": 0.0}
+    assert any("5 step(s) had their GPU work queued" in n for n in tiled.anatomy.notes)
+    plain = steps_mod.analyze_gpu_trace(paths).groups[0]
+    assert [t.window_ns for t in plain.steps] == [(950 + 1000 * k - 10 * k + 50) * us for k in range(6)]
+    assert plain.anatomy.step_ms.median > 3.0  # the queue, not the step

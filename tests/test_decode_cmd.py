@@ -25,6 +25,7 @@ from tracebuild import decode_kernels
 from nsightlab.cli import main
 
 pytest.importorskip("torch")
+pytestmark = pytest.mark.torch
 
 HERE = Path(__file__).resolve().parent
 FIXTURE03 = HERE / "fixtures" / "nsys" / "03_nsys_cuda_gpu_kern_sum_pytorch_rtx5090.csv"
@@ -182,32 +183,6 @@ def test_report_draws_one_step_and_the_batch_sweep(torch_run: dict[str, Any], in
     bars = sum(len(c.get_paths()) for c in ax.collections if (c.get_gid() or "").startswith("ops-eager"))
     assert bars == len(data.timelines[0].timeline.ops)
     assert "eager, batch 1" in ax.get_title(loc="left")
-
-
-# ---------------------------------------------------------------------- errors
-
-
-@pytest.mark.parametrize(
-    ("args", "message"),
-    [
-        (["decode", "--local", "--batch", "0,8"], "--batch must be positive whole numbers"),
-        (["decode", "--local", "--modes", "eager,fast"], "--modes takes eager, graphs or both"),
-        (["decode", "--local", "--dtype", "int8"], "--dtype must be bfloat16, float16 or float32"),
-        (["lesson1", "--local", "--preset", "tiny"], "--preset: only `profile decode` takes this option"),
-        (["lesson1", "--local", "--profiler", "none"], "--profiler none: only `profile decode`"),
-    ],
-)
-def test_bad_options_are_one_line(capsys: pytest.CaptureFixture[str], nsl_home: Path, args: list[str], message: str) -> None:
-    r = run_cli(capsys, "profile", *args)
-    assert r.code == 2 and message in r.err and r.err.count("\n") == 1, r
-    assert not (nsl_home / "runs").exists()
-
-
-def test_no_nsys_names_both_ways_forward(capsys: pytest.CaptureFixture[str], nsl_home: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setenv("PATH", str(tmp_path))  # certainly no nsys
-    r = run_cli(capsys, "profile", "decode", "--local")
-    assert r.code == 6 and "nsys (Nsight Systems) is not installed" in r.err
-    assert "--profiler torch" in r.err and "--profiler none" in r.err and r.err.count("\n") == 1
 
 
 # -------------------------------------------------------------- the lab pod, nsys

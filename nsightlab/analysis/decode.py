@@ -434,15 +434,22 @@ def verdict(
         )
     largest = ", ".join(f"{k.short_name} ({_ms_text(k.ms_per_step)})" for k in anatomy.top_kernels[:3])
     if base_kind == "memory-bound" and ratio is not None:
+        if cpu:
+            why = "its ops read memory slowly, or arithmetic on too few threads limits them (a CPU has no compute peak here to tell)"
+            nxt = "more threads (OMP_NUM_THREADS), a CPU-tuned matmul library, or a GPU; on a GPU, ncu gives each kernel's DRAM throughput"
+        else:
+            why = f"its {ops} move their bytes slowly"
+            nxt = "look at the largest kernels with ncu (DRAM throughput, achieved occupancy)"
         return Verdict(
             kind="memory-bound",
             text=(
                 f"{head}; the {unit} is busy {units.percent(anatomy.gpu_busy_pct)} of the step but the step "
-                f"is {units.ratio(ratio)} the floor: its {ops} move their bytes slowly {RULE}; largest {ops}: {largest}"
+                f"is {units.ratio(ratio)} the floor: {why} {RULE}; largest {ops}: {largest}"
             ),
-            next_step="look at the largest kernels with ncu (DRAM throughput, achieved occupancy)",
+            next_step=nxt,
             thresholds=thresholds,
         )
+    sweep = "`nsightlab sweep --local --device cpu`" if cpu else "`nsightlab sweep`"
     return Verdict(
         kind="busy",
         text=(
@@ -450,7 +457,7 @@ def verdict(
             f"launch-bound; no memory floor to compare with {RULE}; largest {ops}: {largest}"
         ),
         next_step=(
-            "measure this device's DRAM plateau (`nsightlab sweep`) or give the bytes a step reads "
+            f"measure this device's memory bandwidth ({sweep}) or give the bytes a step reads "
             "(--weights-gb, --kv-gb) to compare the step with its memory floor"
         ),
         thresholds=thresholds,

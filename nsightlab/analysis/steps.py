@@ -37,7 +37,10 @@ Which kernels belong to a step:
   between the step's CPU start and the next step's (an approximation, said in the notes).
 
 A step's window runs from the earlier of its CPU start and its first kernel's start to the
-later of its CPU end and its last kernel's end. GPU work is attributed by launch, so when
+later of its CPU end and its last kernel's end; with `tile=True` it begins no earlier than
+the previous step's window ended (unless its own first kernel did), so that a step queued
+behind the previous one on a GPU that runs behind the CPU is timed as CUDA events around
+it time it. GPU work is attributed by launch, so when
 the GPU lags the CPU a window can overlap the next step's; the notes say when it does.
 Within a window: `busy` is the union of the step's own operations; idle is time when the
 GPU ran nothing at all (other steps' work is not idle; it is `other_busy`), split into
@@ -753,7 +756,7 @@ def _accumulate(ops: _Ops, steps: list[_StepAcc], step_of: Sequence[int]) -> Non
             acc.busy += acc.cur_end - acc.cur_start
 
 
-def _timing(index: int, acc: _StepAcc, union: IntervalUnion) -> StepTiming:
+def _timing(index: int, acc: _StepAcc, union: IntervalUnion, after: int | None = None) -> StepTiming:
     if acc.count == 0 or acc.first is None or acc.last_end is None:
         assert acc.cpu_start is not None and acc.cpu_end is not None
         w0, w1 = acc.cpu_start, acc.cpu_end
@@ -776,6 +779,10 @@ def _timing(index: int, acc: _StepAcc, union: IntervalUnion) -> StepTiming:
         )
     first, last = acc.first, acc.last_end
     w0 = first if acc.cpu_start is None else min(acc.cpu_start, first)
+    if after is not None and acc.cpu_start is not None:
+        # tiled: the step's GPU time begins once the previous step's has ended, if its work
+        # was queued behind it (what CUDA events recorded around the step measure)
+        w0 = min(first, max(acc.cpu_start, after))
     w1 = last if acc.cpu_end is None else max(acc.cpu_end, last)
     if acc.next_start is not None:
         w1 = max(w1, acc.next_start)
@@ -875,10 +882,24 @@ def _build_groups(
     step_range: str | None,
     period: int | None,
     notes: list[str],
+    tile: bool = False,
 ) -> list[StepGroup]:
     _accumulate(ops, accs, step_of)
-    timings = [_timing(i, acc, ops.union) for i, acc in enumerate(accs)]
+    timings: list[StepTiming] = []
+    queued = 0
+    for i, acc in enumerate(accs):
+        after = timings[-1].window_end_ns if tile and timings else None
+        timing = _timing(i, acc, ops.union, after)
+        if acc.cpu_start is not None and timing.window_start_ns > min(acc.cpu_start, timing.gpu_start_ns or acc.cpu_start):
+            queued += 1
+        timings.append(timing)
     step_notes = list(notes)
+    if queued:
+        step_notes.append(
+            f"{queued} step(s) had their GPU work queued behind the previous step's (the CPU ran "
+            "ahead of the GPU): their windows begin where the previous step's ended, the step's "
+            "own time on the GPU, as CUDA events recorded around it measure it"
+        )
     overlaps = sum(
         1
         for a, b in itertools.pairwise(timings)
@@ -968,6 +989,7 @@ def _steps_from_ranges(
     source: StepSource,
     attribution: Literal["launch", "projection", "window"],
     notes: list[str],
+    tile: bool = False,
 ) -> list[StepGroup] | None:
     wanted, steps = _choose_steps(ranges, step_range)
     if wanted is None:
@@ -1028,7 +1050,7 @@ def _steps_from_ranges(
             "(nvtx_gpu_proj_trace) a step's kernels are those starting between its CPU "
             "start and the next step's"
         )
-    return _build_groups(ops, accs, step_of, source, wanted, None, notes)
+    return _build_groups(ops, accs, step_of, source, wanted, None, notes, tile)
 
 
 def _steps_from_sequence(ops: _Ops, notes: list[str]) -> list[StepGroup]:
@@ -1076,13 +1098,16 @@ def _launch_like(name: str) -> bool:
     return "Launch" in name or "Memcpy" in name or "Memset" in name or "memcpy" in name
 
 
-def analyze_gpu_trace(paths: Sequence[str | Path], step_range: str | None = None) -> TraceAnatomy:
+def analyze_gpu_trace(paths: Sequence[str | Path], step_range: str | None = None, *, tile: bool = False) -> TraceAnatomy:
     """The step anatomy of an nsys capture from its `nsys stats --format csv` exports.
 
     `paths` must hold one `cuda_gpu_trace` export and may hold `nvtx_pushpop_trace`,
     `nvtx_gpu_proj_trace` and `cuda_api_trace` exports of the same capture (told apart
     by their `BASE_<report>.csv` names, else their headers). See the module docstring
-    for how steps and their kernels are found. Raises ParseError for unreadable files
+    for how steps and their kernels are found. With `tile`, a step whose GPU work was
+    queued behind the previous step's (the CPU ran ahead) begins where that one ended,
+    not at its range's start: windows then tile the GPU's timeline, each the step's own
+    GPU time. Raises ParseError for unreadable files
     and UsageError for a missing gpu trace, a report given twice, or a `step_range`
     that names no range.
     """
@@ -1149,7 +1174,7 @@ def analyze_gpu_trace(paths: Sequence[str | Path], step_range: str | None = None
         attribution = "projection"
     groups: list[StepGroup] | None = None
     if ranges:
-        groups = _steps_from_ranges(ops, ranges, step_range, "nvtx", attribution, notes)
+        groups = _steps_from_ranges(ops, ranges, step_range, "nvtx", attribution, notes, tile)
     elif step_range is not None:
         raise UsageError(
             f"--step-range {step_range} needs NVTX ranges",
@@ -1161,13 +1186,15 @@ def analyze_gpu_trace(paths: Sequence[str | Path], step_range: str | None = None
     return TraceAnatomy(input="nsys", trace=ops.summary(), groups=groups, device_names=devices, notes=notes, attribution=used)
 
 
-def analyze_kineto(path: str | Path, step_range: str | None = None) -> TraceAnatomy:
+def analyze_kineto(path: str | Path, step_range: str | None = None, *, tile: bool = False) -> TraceAnatomy:
     """The step anatomy of a torch.profiler / Kineto trace (`.json` or `.json.gz`).
 
     Steps are `user_annotation` ranges (record_function, `ProfilerStep#N`); a step's
     kernels are those launched inside it from any thread, graph replays included (see
-    the module docstring). Raises ParseError for an unreadable trace and UsageError for
-    a `step_range` that names no range.
+    the module docstring; `tile` as for `analyze_gpu_trace`). A trace with no GPU work
+    (a script that ran on the CPU) has its top-level CPU ops stand in for kernels
+    (`ops_are: cpu`). Raises ParseError for an unreadable trace and UsageError for a
+    `step_range` that names no range.
     """
     reader = kineto.KinetoReader(path)
     ops = _Ops()
@@ -1189,7 +1216,7 @@ def analyze_kineto(path: str | Path, step_range: str | None = None) -> TraceAnat
             raise UsageError(f"{path} holds no GPU operations and no CPU ops", hint="profile with ProfilerActivity.CUDA (or CPU)")
         return cpu
     ops.set_launches(launch_of)
-    groups = _steps_from_ranges(ops, ranges, step_range, "record_function", "launch", notes) if ranges or step_range else None
+    groups = _steps_from_ranges(ops, ranges, step_range, "record_function", "launch", notes, tile) if ranges or step_range else None
     used: Literal["launch"] | None = "launch" if groups is not None else None
     if groups is None:
         groups = _steps_from_sequence(ops, notes)

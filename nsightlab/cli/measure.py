@@ -37,7 +37,7 @@ DecodeDeviceOpt = Annotated[Optional[str], typer.Option("--device", metavar="aut
 def profile(
     script: Annotated[str, typer.Argument(help="a built-in lab script (lesson1) or a path to your .py file.")],
     script_args: Annotated[Optional[list[str]], typer.Argument(help="arguments for the script (after --).", show_default=False)] = None,  # noqa: UP045
-    profiler: Annotated[ProfilerChoice, typer.Option("--profiler", help="nsys, or torch (torch.profiler: for targets without Nsight).")] = ProfilerChoice.nsys,
+    profiler: Annotated[ProfilerChoice, typer.Option("--profiler", help="nsys, or torch (torch.profiler: for targets without Nsight); `profile decode` also takes none (the script's own step times).")] = ProfilerChoice.nsys,
     nsys_args: Annotated[str, typer.Option("--nsys-args", help="extra options for `nsys profile`, e.g. '--sample=none'.")] = "",
     local: LocalOpt = False,
     context: ContextOpt = None,

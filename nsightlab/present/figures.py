@@ -448,7 +448,8 @@ def decode_batch_figure(result: DecodeResult, data: DecodeTimelines | None, run_
     if data is not None and data.roofline:
         xs = [p.batch for p in data.roofline]
         ys = [p.tokens_per_s for p in data.roofline]
-        ax.plot(xs, ys, ls="--", color=SPEC_COLOR, lw=1.8, label=_text(f"roofline: {data.bandwidth_label}"), gid="roofline")
+        what = "roofline" if any(p.bound == "compute" for p in data.roofline) or data.crossover_batch else "memory floor (no compute peak known)"
+        ax.plot(xs, ys, ls="--", color=SPEC_COLOR, lw=1.8, label=_text(f"{what}: {data.bandwidth_label}"), gid="roofline")
         if data.crossover_batch is not None and data.crossover_batch <= xs[-1]:
             ax.axvline(data.crossover_batch, color="0.3", ls=":", lw=1.2, label=f"memory-bound below batch {math.ceil(data.crossover_batch)}, compute-bound above", gid="crossover")
     from matplotlib.ticker import FuncFormatter, NullFormatter

@@ -158,12 +158,14 @@ def split_csvs(paths: Sequence[Path]) -> tuple[list[Path], list[Path]]:
 
 
 def gpu_anatomy(trace_csvs: Sequence[Path], step_range: str | None = None) -> TraceAnatomy:
-    """The step anatomy of one capture's trace exports (one cuda_gpu_trace among them)."""
-    return analyze_gpu_trace(list(trace_csvs), step_range)
+    """The step anatomy of one capture's trace exports (one cuda_gpu_trace among them),
+    with tiled windows: a step queued behind the previous one is timed from its end."""
+    return analyze_gpu_trace(list(trace_csvs), step_range, tile=True)
 
 
 def kineto_anatomy(path: Path, step_range: str | None = None) -> TraceAnatomy:
-    return analyze_kineto(path, step_range)
+    """The step anatomy of a Kineto trace, windows tiled as for `gpu_anatomy`."""
+    return analyze_kineto(path, step_range, tile=True)
 
 
 # ------------------------------------------------------------------- analyze: steps
