@@ -185,6 +185,23 @@ def test_report_draws_one_step_and_the_batch_sweep(torch_run: dict[str, Any], in
     assert "eager, batch 1" in ax.get_title(loc="left")
 
 
+# ------------------------------------------------------------------ the device rule
+
+
+def test_a_gpu_asked_for_and_not_seen_is_exit_6(capsys: pytest.CaptureFixture[str], nsl_home: Path) -> None:
+    """decode.py stops with its exit code 3 when torch cannot see the GPU asked for; that
+    is one line and exit 6 here, and no run is stored. In the lab pod `auto` asks for it."""
+    from nsightlab.measure.decode import DecodeOptions
+
+    assert DecodeOptions().script_args(on_pod=True)[:2] == ["--device", "cuda"]
+    assert DecodeOptions().script_args(on_pod=False)[:2] == ["--device", "auto"]
+    assert DecodeOptions(device="cpu").script_args(on_pod=True)[:2] == ["--device", "cpu"]
+    r = run_cli(capsys, "profile", "decode", "--local", "--profiler", "none", "--device", "cuda", "--preset", "tiny")
+    assert r.code == 6, r
+    assert "error: torch on this machine cannot see the GPU: " in r.err and "--device cpu" in r.err
+    assert r.err.strip().splitlines()[-1].startswith("error: ") and not (nsl_home / "runs").exists()
+
+
 # -------------------------------------------------------------- the lab pod, nsys
 
 
@@ -208,12 +225,7 @@ def test_in_the_pod_under_nsys(capsys: pytest.CaptureFixture[str], pod_home: Pat
     assert r.code == 0, r
     standin = (HERE / "standins" / "nsys").read_text().replace("@FIXTURE@", str(FIXTURE03)).replace("@TESTS@", str(HERE))
     sim.put_tool(NS, POD, "nsys", standin)
-    # the pod requests a GPU: `auto` insists on it, and this CPU-only torch cannot see one
-    r = run_cli(capsys, "profile", "decode", "--preset", "tiny", "--tokens", "2", "--prompt-len", "2")
-    assert r.code == 6, r
-    assert "error: torch in the pod cannot see the GPU: " in r.err and "--device cpu" in r.err
-    assert r.err.strip().splitlines()[-1].startswith("error: ") and not (pod_home / "runs").exists()
-    # measured on the CPU on purpose
+    # measured on the CPU on purpose (`auto` in the pod would insist on its GPU)
     r = run_cli(capsys, "profile", "decode", "--device", "cpu", "--json", *SMALL)
     assert r.code == 0, r
     data = json.loads(r.out)
