@@ -1,11 +1,13 @@
 """`nsightlab copy` against `kubectl cp`, side by side, through the same emulated API
 server (HTTPS, exec over websockets): a file of --mib MiB into the lab pod and back out.
 
-    python bench/copy_files.py [--mib 256] [--repeat 3]
+    python bench/copy_files.py [--mib 256] [--repeat 3] [--against REV ...] [--in-only]
 
 Reports wall time, throughput and the peak RSS of each process. nsightlab also checks
-size and sha256 on both ends (one more exec each way) and writes atomically; kubectl cp
-does neither. Targets: nsightlab's RSS under 150 MB, throughput at least 0.7x kubectl's.
+size and sha256 on both ends and writes atomically; kubectl cp does neither. Targets:
+nsightlab's RSS under 150 MB, throughput at least 0.7x kubectl's. The nsightlab timed is
+this checkout's; `--against REV` (repeatable) adds the copies of a checkout of REV,
+interleaved with the rest; `--in-only` times copies into the pod only.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from _timing import compile_package, run_once
+from _timing import ROOT, checkouts, compile_package, nsightlab_argv, run_once
 from kubesim import KubeSim, realistic_cluster
 
 CONTEXT, NS, POD = "stg-online-use1", "ml-lab", "gpu-smoke-test"
@@ -30,8 +32,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--mib", type=int, default=256)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--against", metavar="REV", action="append", default=[], help="also time the copies of this git revision (repeatable)")
+    parser.add_argument("--in-only", action="store_true", help="copies into the pod only")
     args = parser.parse_args()
-    nsl = shutil.which("nsightlab") or sys.exit("nsightlab is not on PATH (pip install -e .)")
     kubectl = shutil.which("kubectl") or sys.exit("kubectl is not installed")
     compile_package()
     tmp = Path(tempfile.mkdtemp(prefix="bench-copy-"))
@@ -41,15 +44,16 @@ def main() -> int:
             fh.write(os.urandom(1 << 20))
     cfg = tmp / "config.yaml"
     cfg.write_text(f"lab:\n  pod_name: {POD}\n  image: registry.example.com/lab:1\n")
-    results: dict[str, list[tuple[float, int]]] = {}
+    results: dict[str, list[tuple[float, int, float]]] = {}
     try:
-        code = _run(args, nsl, kubectl, tmp, big, cfg, results)
+        with checkouts(args.against) as trees:
+            code = _run(args, {"": ROOT, **{f" at {rev}": tree for rev, tree in trees.items()}}, kubectl, tmp, big, cfg, results)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)  # 2 x --mib of files
     return code
 
 
-def _run(args: argparse.Namespace, nsl: str, kubectl: str, tmp: Path, big: Path, cfg: Path, results: dict[str, list[tuple[float, int]]]) -> int:
+def _run(args: argparse.Namespace, trees: dict[str, Path], kubectl: str, tmp: Path, big: Path, cfg: Path, results: dict[str, list[tuple[float, int, float]]]) -> int:
     with KubeSim(tls=True) as sim:
         sim.load(realistic_cluster())
         kc = sim.write_kubeconfig(tmp / "kubeconfig", {CONTEXT: {"namespace": NS}})
@@ -57,32 +61,49 @@ def _run(args: argparse.Namespace, nsl: str, kubectl: str, tmp: Path, big: Path,
         out_dir = tmp / "out"
         commands = {
             "kubectl cp (in)": [kubectl, "--context", CONTEXT, "cp", str(big), f"{NS}/{POD}:/tmp/k.bin"],
-            "nsightlab copy (in)": [nsl, "copy", "--context", CONTEXT, str(big), ":/tmp/n.bin"],
-            "kubectl cp (out)": [kubectl, "--context", CONTEXT, "cp", f"{NS}/{POD}:/tmp/k.bin", str(out_dir / "k.bin")],
-            "nsightlab copy (out)": [nsl, "copy", "--context", CONTEXT, ":/tmp/n.bin", str(out_dir / "n.bin")],
+            **{f"nsightlab copy (in){tag}": nsightlab_argv(tree, "copy", "--context", CONTEXT, str(big), f":/tmp/n{i}.bin") for i, (tag, tree) in enumerate(trees.items())},
         }
-        for _ in range(args.repeat):
-            for name, argv in commands.items():
+        if not args.in_only:
+            commands["kubectl cp (out)"] = [kubectl, "--context", CONTEXT, "cp", f"{NS}/{POD}:/tmp/k.bin", str(out_dir / "k.bin")]
+            for i, (tag, tree) in enumerate(trees.items()):
+                commands[f"nsightlab copy (out){tag}"] = nsightlab_argv(tree, "copy", "--context", CONTEXT, f":/tmp/n{i}.bin", str(out_dir / f"n{i}.bin"))
+        ins = [name for name in commands if "(in)" in name]
+        outs = [name for name in commands if "(out)" in name]
+        for round_ in range(args.repeat):
+            # the order turns each round (the ins, then the outs in the same order): no copy
+            # always runs after the same one, whose dirty pages are still being written back
+            turn = round_ % len(ins)
+            order = ins[turn:] + ins[:turn] + outs[turn:] + outs[:turn]
+            for name in order:
+                argv = commands[name]
                 shutil.rmtree(out_dir, ignore_errors=True)
-                out_dir.mkdir()  # "(out)" copies the file the "(in)" before it put in the pod
-                wall, rss, code = run_once(argv, env)
+                out_dir.mkdir()  # an "(out)" copies the file its "(in)" put in the pod
+                wall, rss, code, cpu = run_once(argv, env)
                 if code != 0:
                     print(f"{name} failed (exit {code})", file=sys.stderr)
                     return 1
-                results.setdefault(name, []).append((wall, rss))
-            back = out_dir / "n.bin"
-            if back.stat().st_size != big.stat().st_size:
-                print("the copied file has the wrong size", file=sys.stderr)
-                return 1
+                results.setdefault(name, []).append((wall, rss, cpu))
+                back = Path(argv[-1])
+                if "(out)" in name and back.stat().st_size != big.stat().st_size:
+                    print(f"{name}: the copied file has the wrong size", file=sys.stderr)
+                    return 1
     print(f"{args.mib} MiB file, {args.repeat} rounds, {os.cpu_count()} CPUs (the emulator shares them)")
-    print(f"{'command':<24} {'median':>8} {'MiB/s':>8} {'peak RSS':>9}")
+    print(f"{'command':<34} {'median':>8} {'min':>7} {'max':>7} {'CPU':>7} {'MiB/s':>7} {'peak RSS':>9}")
     rates = {}
     for name, runs in results.items():
-        med = statistics.median(w for w, _ in runs)
+        walls = [w for w, _, _ in runs]
+        med = statistics.median(walls)
         rates[name] = args.mib / med
-        print(f"{name:<24} {med:>7.2f}s {args.mib / med:>8.0f} {max(r for _, r in runs) / 1024:>6.0f}MiB")
-    for way in ("in", "out"):
-        print(f"throughput {way}: nsightlab / kubectl = {rates[f'nsightlab copy ({way})'] / rates[f'kubectl cp ({way})']:.2f}x")
+        cpu = statistics.median(c for _, _, c in runs)
+        print(f"{name:<34} {med:>7.2f}s {min(walls):>6.2f}s {max(walls):>6.2f}s {cpu:>6.2f}s {args.mib / med:>7.0f} {max(r for _, r, _ in runs) / 1024:>6.0f}MiB")
+    for way in ("in",) if args.in_only else ("in", "out"):
+        for tag in trees:
+            print(f"throughput {way}{tag}: nsightlab / kubectl = {rates[f'nsightlab copy ({way}){tag}'] / rates[f'kubectl cp ({way})']:.2f}x")
+            if tag:  # this checkout against REV: wall time, paired by round, and CPU time
+                here, there = results[f"nsightlab copy ({way})"], results[f"nsightlab copy ({way}){tag}"]
+                paired = statistics.median(a[0] / b[0] for a, b in zip(here, there, strict=True))
+                cpu = statistics.median(c for _, _, c in here) / statistics.median(c for _, _, c in there)
+                print(f"  copy ({way}) here / {tag.strip()}: wall {rates[f'nsightlab copy ({way}){tag}'] / rates[f'nsightlab copy ({way})']:.2f}x (paired rounds {paired:.2f}x), CPU {cpu:.2f}x")
     return 0
 
 

@@ -1,10 +1,11 @@
 """Start-up: `nsightlab --help` against `python -c "import typer, rich"`, side by side.
 
-    python bench/startup.py [--repeat 30] [--against REV]
+    python bench/startup.py [--repeat 30] [--against REV ...]
 
-`--against REV` adds `python -m nsightlab --help` from a checkout of REV (a temporary git
-worktree, byte-compiled like this tree), so a change is measured against the code before
-it in the same run.
+The nsightlab timed is this checkout's (its package first on sys.path, whatever is
+installed). `--against REV` (repeatable) adds `nsightlab --help` from a checkout of REV (a
+temporary git worktree, byte-compiled like this tree), so a change is measured against
+the code before it in the same run.
 
 Target: the median of `nsightlab --help` within 1.5x of the bare imports, and `--help`
 imports neither kubernetes, torch nor a plotting library (tests/test_quality.py checks that).
@@ -13,45 +14,30 @@ imports neither kubernetes, torch nor a plotting library (tests/test_quality.py 
 from __future__ import annotations
 
 import argparse
-import compileall
-import shutil
-import subprocess
+import os
 import sys
-import tempfile
-from pathlib import Path
 
-from _timing import side_by_side, table
+from _timing import ROOT, checkouts, compare, nsightlab_argv, side_by_side, table
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeat", type=int, default=30)
-    parser.add_argument("--against", metavar="REV", help="also time --help from this git revision")
+    parser.add_argument("--against", metavar="REV", action="append", default=[], help="also time --help from this git revision (repeatable)")
     args = parser.parse_args()
-    exe = shutil.which("nsightlab") or sys.exit("nsightlab is not on PATH (pip install -e .)")
-    root = Path(__file__).resolve().parents[1]
     commands = {
         "python -c 'import typer, rich'": [sys.executable, "-c", "import typer, rich"],
-        "nsightlab --help": [exe, "--help"],
+        "nsightlab --help": nsightlab_argv(ROOT, "--help"),
         "python -m nsightlab --help": [sys.executable, "-m", "nsightlab", "--help"],
     }
-    with tempfile.TemporaryDirectory(prefix="nsightlab-startup-") as tmp:
-        if args.against:
-            old = Path(tmp) / "old"
-            subprocess.run(["git", "-C", str(root), "worktree", "add", "--detach", "-q", str(old), args.against], check=True)
-            compileall.compile_dir(str(old / "nsightlab"), quiet=1)
-            # run from inside the old checkout: its package comes first on sys.path
-            commands[f"--help at {args.against}"] = [sys.executable, "-c", f"import os, sys; os.chdir({str(old)!r}); sys.path.insert(0, {str(old)!r}); sys.argv[1:] = ['--help']; from nsightlab.cli import entry; entry()"]
-            commands["--help here"] = [sys.executable, "-c", f"import os, sys; os.chdir({str(root)!r}); sys.path.insert(0, {str(root)!r}); sys.argv[1:] = ['--help']; from nsightlab.cli import entry; entry()"]
-        try:
-            results = side_by_side(commands, repeat=args.repeat)
-        finally:
-            if args.against:
-                subprocess.run(["git", "-C", str(root), "worktree", "remove", "--force", str(Path(tmp) / "old")], check=False)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}  # `python -m nsightlab` finds this checkout's
+    with checkouts(args.against) as trees:
+        for rev, tree in trees.items():
+            commands[f"--help at {rev}"] = nsightlab_argv(tree, "--help")
+        results = side_by_side(commands, repeat=args.repeat, env=env)
     print(table(results, "python -c 'import typer, rich'"))
-    if args.against:
-        ratio = results["--help here"]["median_s"] / results[f"--help at {args.against}"]["median_s"]
-        print(f"\n--help here / at {args.against}: {ratio:.2f}x")
+    for rev in trees:
+        print(compare(results, "nsightlab --help", f"--help at {rev}"))
     return 0
 
 

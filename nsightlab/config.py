@@ -10,14 +10,15 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shlex
 import tempfile
-from datetime import datetime
+from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from nsightlab.errors import ConfigError
+from nsightlab.errors import ConfigError, validation_message
 
 DEFAULT_PROTECTED = ("prd", "prod", "production")
 
@@ -143,7 +144,7 @@ def load_config(path: Path | None = None) -> LoadedConfig:
         if explicit:
             raise ConfigError(
                 f"config file {cfg_path} does not exist",
-                hint="Create one with `nsightlab init`, or drop --config.",
+                hint=f"Create one with `nsightlab --config {shlex.quote(str(cfg_path))} init`, or drop --config.",
             )
         config = Config()
         return LoadedConfig(config=config, path=cfg_path, exists=False, sources=_sources(config, {}, cfg_path))
@@ -170,7 +171,8 @@ def _parse_yaml(text: str, path: Path) -> tuple[dict[str, Any], dict[tuple[str, 
         mark = getattr(e, "problem_mark", None)
         where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
         problem = getattr(e, "problem", None) or str(e).splitlines()[0]
-        raise ConfigError(f"{where}: not valid YAML ({problem})", hint="Fix the file or re-create it with `nsightlab init --force`.") from None
+        config_opt = "" if path == default_config_path() else f"--config {shlex.quote(str(path))} "
+        raise ConfigError(f"{where}: not valid YAML ({problem})", hint=f"Fix the file or re-create it with `nsightlab {config_opt}init --force`.") from None
     if data is None:
         return {}, {}
     if not isinstance(data, dict):
@@ -202,7 +204,7 @@ def _config_error(e: ValidationError, path: Path, lines: dict[tuple[str, ...], i
         msg = f"{where}: unknown key '{key}'"
         hint = "Check the spelling; `nsightlab init` writes a commented example of every key."
     else:
-        msg = f"{where}: bad value for '{key}': {err['msg']}"
+        msg = f"{where}: bad value for '{key}': {validation_message(err)}"
         hint = "See `nsightlab config` for the expected shape."
     return ConfigError(msg, hint=hint)
 
@@ -268,12 +270,50 @@ def load_session() -> Session | None:
 def save_session(session: Session) -> Path:
     path = session_path()
     atomic_write_text(path, session.model_dump_json(indent=2) + "\n")
+    with contextlib.suppress(FileNotFoundError):
+        ended_session_path().unlink()  # a live session makes the record of the last one moot
     return path
 
 
 def clear_session() -> None:
     with contextlib.suppress(FileNotFoundError):
         session_path().unlink()
+
+
+class EndedSession(BaseModel):
+    """What is left of a lab session once its pod is gone: which pod, when, and where a
+    new one would go. A file of its own (not session.json), so that nothing, this version
+    or an older one, takes it for a live session."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    context: str
+    alias: str | None = None
+    namespace: str
+    pod: str
+    ended: datetime
+    how: Literal["deleted", "gone"] = "deleted"  # deleted by cleanup, or found gone
+
+
+def ended_session_path() -> Path:
+    return home() / "session-ended.json"
+
+
+def end_session(session: Session, *, how: Literal["deleted", "gone"]) -> EndedSession:
+    """Replace the live session by the record of its end (now)."""
+    ended = EndedSession(context=session.context, alias=session.alias, namespace=session.namespace, pod=session.pod, ended=datetime.now(timezone.utc), how=how)
+    atomic_write_text(ended_session_path(), ended.model_dump_json(indent=2) + "\n")
+    clear_session()
+    return ended
+
+
+def load_ended_session() -> EndedSession | None:
+    """The record of the last lab session that ended, if any (a damaged one is ignored)."""
+    path = ended_session_path()
+    try:
+        return EndedSession.model_validate_json(path.read_text(encoding="utf-8"))
+    except (OSError, ValidationError, ValueError):
+        return None
 
 
 def atomic_write_text(path: Path, text: str) -> None:

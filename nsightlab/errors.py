@@ -6,8 +6,11 @@ The CLI catches `NsightlabError` once, prints `line()` on stderr and exits with
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
 from enum import IntEnum
 from pathlib import Path
+from typing import Any
 
 
 class ExitCode(IntEnum):
@@ -27,17 +30,19 @@ class NsightlabError(Exception):
 
     exit_code: ExitCode = ExitCode.BUG
 
-    def __init__(self, message: str, *, hint: str | None = None) -> None:
+    def __init__(self, message: str, *, hint: str | None = None, ends_with_command: bool = False) -> None:
         super().__init__(message)
         self.message = message
         self.hint = hint
+        # a line that ends with a command gets no full stop: pasted, it must run as printed
+        self.ends_with_command = ends_with_command
 
     def line(self) -> str:
         """The one line printed on stderr."""
         text = self.message.rstrip(".")
         if self.hint:
             return f"error: {text}. {self.hint}"
-        return f"error: {text}."
+        return f"error: {text}" if self.ends_with_command else f"error: {text}."
 
 
 class UsageError(NsightlabError):
@@ -110,3 +115,36 @@ class Interrupted(NsightlabError):
     """Ctrl-C; the message says what state things were left in."""
 
     exit_code = ExitCode.INTERRUPTED
+
+
+# pydantic's words for a value that did not convert, and ours. The first match wins.
+_PYDANTIC: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"^Value error, "), ""),
+    (re.compile(r"^Input should be a valid integer.*"), "is not a whole number"),
+    (re.compile(r"^Input should be a finite number.*"), "is not a finite number"),
+    (re.compile(r"^Input should be a valid number.*"), "is not a number"),
+    (re.compile(r"^Input should be a valid boolean.*"), "is not true or false"),
+    (re.compile(r"^Input should be greater than or equal to (\S+)"), r"must be at least \1"),
+    (re.compile(r"^Input should be greater than (\S+)"), r"must be more than \1"),
+    (re.compile(r"^Input should be less than or equal to (\S+)"), r"must be at most \1"),
+    (re.compile(r"^Input should be less than (\S+)"), r"must be less than \1"),
+    (re.compile(r"^Input should be "), "should be "),
+)
+
+
+def plain_value_message(message: str) -> str:
+    """A value's problem without pydantic's phrasing ("Value error, ...", "Input should be ...")."""
+    text = message.strip()
+    for pattern, ours in _PYDANTIC:
+        if pattern.search(text):
+            return pattern.sub(ours, text, count=1).rstrip(".")
+    return text.rstrip(".")
+
+
+def validation_message(error: Mapping[str, Any]) -> str:
+    """One pydantic error (an item of `ValidationError.errors()`) in our words, with the
+    value that was given when the words need it: "'lots' is not a whole number"."""
+    text = plain_value_message(str(error.get("msg", "")))
+    if text.startswith(("is not", "must be", "should be")) and "input" in error and not isinstance(error["input"], (dict, list)):
+        return f"{error['input']!r} {text}"
+    return text

@@ -1,7 +1,7 @@
 """A run store recorded once per test session, for the runs / report / roofline tests.
 
 CPU runs come from the real commands (the lab scripts run on this machine's CPU):
-    nsightlab sweep --local --device cpu --sizes 12,14,16 --iters 5 --warmup 1  (float16, float32)
+    nsightlab sweep --local --device cpu --sizes 12,14,16 --iters 5 --warmup 1  (float16, fp32)
     nsightlab profile lesson1 --local --profiler torch -- --scale-log2 16 --gemm-n 64
 
 GPU-shaped runs are stored through the store's own API from real data, as runs of a lab
@@ -144,7 +144,7 @@ def record(base: Path) -> Recorded:
         mp.setenv("NSIGHTLAB_HOME", str(home))
         mp.delenv("NSIGHTLAB_CONFIG", raising=False)
         f16 = cli_json("sweep", *SMALL_SWEEP, "--dtype", "float16")["run_id"]
-        f32 = cli_json("sweep", *SMALL_SWEEP, "--dtype", "float32")["run_id"]
+        f32 = cli_json("sweep", *SMALL_SWEEP, "--dtype", "fp32")["run_id"]  # an alias: stored as float32
         prof = cli_json("profile", "lesson1", "--local", "--profiler", "torch", *SMALL_LESSON1)["run_id"]
 
         # the lab session's runs: later than the CPU runs, one second apart

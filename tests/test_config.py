@@ -87,34 +87,42 @@ def test_session_roundtrip_and_damage(nsl_home: Path) -> None:
     assert load_session() is None
 
 
-def test_init_writes_valid_commented_config(capsys: pytest.CaptureFixture[str], nsl_home: Path) -> None:
-    r = run_cli(capsys, "init", "--context", "stg-online-use1", "--namespace", "ml-lab")
+def test_init_writes_valid_commented_config(capsys: pytest.CaptureFixture[str], nsl_home: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "no-kubeconfig"))  # none to check the context against
+    r = run_cli(capsys, "init", "--context", "stg-online-use1", "--namespace", "ml-lab", "--image", "reg.example.com/lab:0")
     assert r.code == 0, r
     path = nsl_home / "config.yaml"
     text = path.read_text()
-    assert "# " in text and "CHANGE-ME" in text  # comments and placeholders for blanks
+    assert "# " in text and "CHANGE-ME" not in text  # comments, and no placeholder left to fill
     data = yaml.safe_load(text)
     assert data["clusters"]["stg"] == {"context": "stg-online-use1", "namespace": "ml-lab", "protected": False}
     lab = load_config(path).config.lab
     assert (lab.instance_type, lab.cpu, lab.memory, lab.gpus, lab.deadline_seconds) == ("g7e.8xlarge", "4", "24Gi", 1, 14400)
+    assert lab.image == "reg.example.com/lab:0"
+    assert "nsightlab doctor --context stg" in r.err and "nsightlab create --context stg" in r.err  # what comes next
     again = run_cli(capsys, "init")
     assert again.code == 2 and "already exists" in again.err and "--force" in again.err
     assert path.read_text() == text
+    # --force keeps what is not given: a new image, the same alias
     forced = run_cli(capsys, "init", "--force", "--image", "reg.example.com/lab:1")
-    assert forced.code == 0 and load_config(path).config.lab.image == "reg.example.com/lab:1"
+    assert forced.code == 0, forced
+    again_data = load_config(path).config
+    assert again_data.lab.image == "reg.example.com/lab:1"
+    assert (again_data.clusters["stg"].context, again_data.clusters["stg"].namespace) == ("stg-online-use1", "ml-lab")
 
 
-def test_config_command_json_and_text(capsys: pytest.CaptureFixture[str], nsl_home: Path) -> None:
+def test_config_command_json_and_text(capsys: pytest.CaptureFixture[str], nsl_home: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     import json
 
-    assert run_cli(capsys, "init", "--context", "stg-online-use1").code == 0
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "no-kubeconfig"))
+    assert run_cli(capsys, "init", "--context", "stg-online-use1", "-n", "ml-lab", "--image", "reg.example.com/lab:0").code == 0
     r = run_cli(capsys, "config", "--json")
     assert r.code == 0, r
     data = json.loads(r.out)
     by_key = {v["key"]: v for v in data["values"]}
     assert by_key["clusters.stg.context"]["value"] == "stg-online-use1"
     assert by_key["clusters.stg.context"]["source"].endswith("config.yaml:14")
-    assert "clusters.stg.namespace" in data["placeholders"]
+    assert data["placeholders"] == []
     assert data["protected_patterns"][:3] == ["prd", "prod", "production"]
     text = run_cli(capsys, "config")
     assert text.code == 0 and "lab.instance_type" in text.out and "g7e.8xlarge" in text.out

@@ -192,10 +192,14 @@ def test_a_gpu_asked_for_and_not_seen_is_exit_6(capsys: pytest.CaptureFixture[st
     """decode.py stops with its exit code 3 when torch cannot see the GPU asked for; that
     is one line and exit 6 here, and no run is stored. In the lab pod `auto` asks for it."""
     from nsightlab.measure.decode import DecodeOptions
+    from nsightlab.measure.device import plan_device
+    from nsightlab.measure.targets import LocalTarget, Where
 
-    assert DecodeOptions().script_args(on_pod=True)[:2] == ["--device", "cuda"]
-    assert DecodeOptions().script_args(on_pod=False)[:2] == ["--device", "auto"]
-    assert DecodeOptions(device="cpu").script_args(on_pod=True)[:2] == ["--device", "cpu"]
+    pod = Where(LocalTarget(), {}, wants_gpu=True, place="in the pod")
+    here = Where(LocalTarget(), {})
+    assert DecodeOptions(preset="tiny").script_args(plan_device(pod, "auto"))[:4] == ["--device", "cuda", "--preset", "tiny"]
+    assert DecodeOptions().script_args(plan_device(here, "auto"))[:2] == ["--device", "auto"]
+    assert DecodeOptions().script_args(plan_device(pod, "cpu"))[:2] == ["--device", "cpu"]
     r = run_cli(capsys, "profile", "decode", "--local", "--profiler", "none", "--device", "cuda", "--preset", "tiny")
     assert r.code == 6, r
     assert "error: torch on this machine cannot see the GPU: " in r.err and "--device cpu" in r.err

@@ -127,6 +127,10 @@ def test_explore_node_and_missing_names(capsys: pytest.CaptureFixture[str]) -> N
     assert missing.code == 4 and "no node named 'no-such-node'" in missing.err
     nopod = nsl(capsys, "explore", "pod", "zzz", "--context", STG_CONTEXT)
     assert nopod.code == 4 and "no pod matching 'zzz'" in nopod.err
+    # each hint is a command that runs as printed
+    assert f"`nsightlab explore nodes --context {STG_CONTEXT}`" in missing.err
+    hint = re.search(r"`nsightlab (explore pods [^`]+)`", nopod.err)
+    assert hint is not None and nsl(capsys, *hint.group(1).split()).code == 0
 
 
 def test_read_only_commands_work_on_protected_contexts(capsys: pytest.CaptureFixture[str]) -> None:
@@ -307,3 +311,17 @@ def test_console_script_with_a_reader_that_stops_early() -> None:
     err = proc.stderr.read().decode()
     assert proc.wait(timeout=60) in (0, 1)
     assert "Traceback" not in err and "Exception ignored" not in err
+
+
+def test_a_node_without_pods_says_so(capsys: pytest.CaptureFixture[str], sim: KubeSim) -> None:
+    import copy
+
+    node = copy.deepcopy(next(n for n in sim.list("nodes", None) if n["metadata"]["name"] == "ip-10-0-90-66.ec2.internal"))
+    node["metadata"] = {"name": "ip-10-0-99-1.ec2.internal", "labels": node["metadata"].get("labels", {})}
+    sim.put(node)  # a new node: nothing runs there yet
+    r = nsl(capsys, "explore", "node", "ip-10-0-99-1.ec2.internal", "--context", STG_CONTEXT)
+    assert r.code == 0, r
+    assert "no pods on ip-10-0-99-1.ec2.internal" in r.out and "Pods on" not in r.out
+    assert "NAMESPACE" not in r.out  # no header over no rows
+    busy = nsl(capsys, "explore", "node", "ip-10-0-90-66.ec2.internal", "--context", STG_CONTEXT)
+    assert "Pods on ip-10-0-90-66.ec2.internal" in busy.out and "no pods on" not in busy.out

@@ -258,3 +258,52 @@ def test_regime_spans() -> None:
 
     rows = [Row(16, "launch"), Row(20, "launch"), Row(24, "cache"), Row(28, "dram"), Row(30, "dram")]
     assert figures._regime_runs(rows) == [(15, 22, "launch"), (22, 26, "cache"), (26, 31, "dram")]
+
+
+# --- recorded CPU runs (tests/data): two plateaus, a regime only one run reaches ---
+
+DATA = Path(__file__).resolve().parent / "data"
+
+
+def _data_sweep(dtype: str, run_id: str) -> SweepResult:
+    from nsightlab.runs.sweeps import analyze_record_file
+
+    s = analyze_record_file(DATA / f"sweep_cpu_{dtype}_epyc-2c-l3-32mib.json")
+    s.run_id = run_id
+    return s
+
+
+def test_roofline_plateaus_have_their_own_colours_and_the_remark_is_off_the_lines(tmp_path: Path) -> None:
+    f16, f32 = _data_sweep("float16", "aaa111"), _data_sweep("float32", "bbb222")
+    prof = analyze_path(DATA / "lesson1_cpu_float32_epyc-2c-l3-32mib.json")
+    assert isinstance(prof, ProfileResult)
+    plateaus = [(s.summary.device_name or "", f"run {s.run_id}", (s.summary.dram_tbps or 0) * 1e12) for s in (f16, f32)]
+    plot = figures.roofline_figure([prof], plateaus)
+    assert plot is not None
+    fig, ax = plot.figure, plot.figure.axes[0]
+    lines = _by_gid(ax, "measured-roof")
+    assert len(lines) == 2
+    colours = [line.get_color() for line in lines]
+    assert colours[0] != colours[1]
+    points = {tuple(p.get_facecolor()[0][:3]) for p in _by_gid(ax, "point-")}
+    from matplotlib.colors import to_rgb
+
+    assert not {to_rgb(c) for c in colours} & points  # nor a point's colour
+    (remark,) = [t for t in ax.texts if "no spec roofs" in t.get_text()]
+    fig.canvas.draw()
+    box, plot_area = remark.get_window_extent(), ax.get_window_extent()
+    assert box.y0 >= plot_area.y1  # above the plot area: no roof or point can run through it
+    title = ax.title if ax.title.get_text() else ax._left_title
+    assert box.y1 <= title.get_window_extent().y0  # and under the title, not over it
+    png, _ = figures.save(plot, tmp_path)
+    _image_ok(png)
+
+
+def test_sweep_legend_names_a_regime_only_the_strip_shows() -> None:
+    bf16, f32 = _data_sweep("bfloat16", "bf1600"), _data_sweep("float32", "f32000")
+    assert "transition" not in {r.regime for r in bf16.rows} and "transition" in {r.regime for r in f32.rows}
+    plot = figures.sweep_figure([bf16, f32])  # the background shows bf16's regimes
+    labels = _legend(plot.figure)
+    assert "transition (in the strip below)" in labels
+    for regime in ("launch", "cache", "dram"):
+        assert any(t.startswith(figures.REGIME_NAMES[regime] + " (regimes of bfloat16") for t in labels), regime

@@ -33,7 +33,8 @@ def test_sixteen_gb_on_the_tutorials_plateau_and_spec() -> None:
     assert spec.source == "1.597 TB/s, RTX PRO 6000 Blackwell Server Edition datasheet"
     assert floor.measured_pct_of_spec == pytest.approx(100 * 1.46 / 1.597)
     assert "11.0 ms per token" in floor.summary[0] and "10.0 ms" in floor.summary[0] and "91%" in floor.summary[0]
-    assert floor.weight_bytes == 16e9
+    assert floor.weight_bytes == 16e9 and isinstance(floor.weight_bytes, int)
+    assert decode_floor(0.5, sweeps=[src]).weight_bytes == 500_000_000
 
 
 def test_from_the_reference_sweep_analysed(tmp_path: Path) -> None:
@@ -85,6 +86,7 @@ def test_command_from_a_stored_sweep(capsys: pytest.CaptureFixture[str], rec: Re
     assert r.code == 0, r
     doc = json.loads(r.out)
     assert doc["kind"] == "decode-floor" and doc["weights_gb"] == 16
+    assert '"weight_bytes": 16000000000,' in r.out  # a count of bytes: an integer, not 16000000000.0
     assert {"basis", "label", "source", "gpu", "run_id", "bandwidth_tbps", "ms_per_token", "tokens_per_s", "estimate"} <= set(doc["lines"][0])
     measured, spec = doc["lines"]
     assert measured["run_id"] == rec.ref_sweep and measured["ms_per_token"] == pytest.approx(10.94, abs=0.02)

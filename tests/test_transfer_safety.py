@@ -118,17 +118,16 @@ def test_symlink_rule() -> None:
     assert not _inside("run", ["run", "a"], "/b")
 
 
-def test_websocket_masking_matches_the_reference_library() -> None:
+def test_websocket_frames_match_the_reference_library() -> None:
     import os
 
     from websocket import ABNF
 
-    from nsightlab.cluster.kube import frame_bytes, mask_payload
+    from nsightlab.cluster.kube import frame_bytes
 
     for size in (0, 1, 3, 4, 5, 125, 126, 65535, 65536, 300001):
         data = os.urandom(size)
         key = os.urandom(4)
-        assert mask_payload(key, data) == ABNF.mask(key, data)
         ours = frame_bytes(ABNF.OPCODE_BINARY, data, key)
         theirs = ABNF(fin=1, opcode=ABNF.OPCODE_BINARY, data=data, mask_value=1)
         theirs.get_mask_key = lambda n, k=key: k  # type: ignore[method-assign]

@@ -46,6 +46,7 @@ class StatusReport(BaseModel):
     pod: str
     gone: bool
     lab: LabPod | None
+    next_steps: list[str] = Field(default_factory=list)
 
 
 class CleanupReport(BaseModel):
@@ -54,6 +55,8 @@ class CleanupReport(BaseModel):
     deleted: list[str]
     already_gone: list[str]
     skipped: list[str]  # pods that are not ours (never touched)
+    owner: str | None = None
+    all_mine: bool = False  # --all-mine: every lab pod of `owner` in the namespace
 
 
 def _deadline(pod: dict[str, Any]) -> datetime | None:
@@ -88,6 +91,74 @@ def lab_pod(pod: dict[str, Any], node: dict[str, Any] | None, *, context: str, s
         seconds_left=max(0, left) if left is not None else None,
         reused=reused,
     )
+
+
+class PodEvent(BaseModel):
+    """One Event about the pod, as `kubectl describe pod` lists them."""
+
+    type: str  # Normal or Warning
+    reason: str
+    age: str  # "12s", or "3m (x4 over 10m)" for a repeated event
+    seconds_ago: int | None  # since it was last seen
+    count: int
+    source: str  # the FROM column: default-scheduler, kubelet, ...
+    message: str
+    first: datetime | None
+    last: datetime | None
+
+
+class EventsReport(BaseModel):
+    """`nsightlab events`: the lab pod's Events, oldest first."""
+
+    context: str
+    namespace: str
+    pod: str
+    uid: str | None  # None when the pod is gone (then every event about that name is shown)
+    gone: bool
+    events: list[PodEvent]
+
+
+def _event_time(e: dict[str, Any], *keys: str) -> datetime | None:
+    for key in keys:
+        t = r.parse_time(e.get(key))
+        if t is not None:
+            return t
+    return r.parse_time((e.get("metadata") or {}).get("creationTimestamp"))
+
+
+def pod_events(events: list[dict[str, Any]], *, uid: str | None, now: datetime | None = None) -> list[PodEvent]:
+    """The Events about one pod (of that uid, when known), oldest first, with kubectl's
+    AGE: since last seen, and for a repeated event how often over how long."""
+    now = now or datetime.now(timezone.utc)
+    out: list[tuple[datetime, PodEvent]] = []
+    for e in events:
+        if uid and (e.get("involvedObject") or {}).get("uid") not in (None, "", uid):
+            continue
+        first = _event_time(e, "firstTimestamp", "eventTime")
+        last = _event_time(e, "lastTimestamp", "eventTime", "firstTimestamp")
+        count = int(e.get("count") or (e.get("series") or {}).get("count") or 1)
+        ago = int((now - last).total_seconds()) if last else None
+        age = r.human_duration(max(0, ago)) if ago is not None else "<unknown>"
+        if count > 1 and first is not None:
+            age += f" (x{count} over {r.human_duration(max(0, (now - first).total_seconds()))})"
+        source = (e.get("source") or {}).get("component") or e.get("reportingComponent") or ""
+        out.append(
+            (
+                last or first or now,
+                PodEvent(
+                    type=str(e.get("type") or "Normal"),
+                    reason=str(e.get("reason") or ""),
+                    age=age,
+                    seconds_ago=ago,
+                    count=count,
+                    source=str(source),
+                    message=str(e.get("message") or "").strip(),
+                    first=first,
+                    last=last,
+                ),
+            )
+        )
+    return [ev for _, ev in sorted(out, key=lambda pair: pair[0])]
 
 
 class CopyResult(BaseModel):

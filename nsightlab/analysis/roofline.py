@@ -49,7 +49,7 @@ class DecodeFloor(BaseModel):
 
     kind: Literal["decode-floor"] = "decode-floor"
     weights_gb: float
-    weight_bytes: float
+    weight_bytes: int  # a count of bytes: 16 GB is 16000000000
     lines: list[FloorLine]
     measured_pct_of_spec: float | None = None  # the first measured floor's bandwidth vs its spec
     summary: list[str] = Field(default_factory=list)
@@ -137,7 +137,7 @@ def decode_floor(
     """
     if weights_gb <= 0:
         raise UsageError(f"--weights-gb must be positive, got {weights_gb:g}")
-    weight_bytes = weights_gb * GB
+    weight_bytes = round(weights_gb * GB)
     lines: list[FloorLine] = []
     notes: list[str] = []
     specs: list[GpuSpec] = []

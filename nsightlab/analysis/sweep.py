@@ -30,16 +30,47 @@ from nsightlab.analysis.rates import (
     SweepSummary,
     analyze_sweep,
 )
-from nsightlab.errors import ParseError
+from nsightlab.errors import ParseError, validation_message
 
 #: Element sizes of the dtypes the sweep script accepts.
 DTYPES: dict[str, int] = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8}
 DEFAULT_DTYPE = "float16"
+#: What people type for them (PyTorch's own short names and the usual abbreviations).
+DTYPE_ALIASES: dict[str, str] = {
+    "fp16": "float16",
+    "half": "float16",
+    "bf16": "bfloat16",
+    "fp32": "float32",
+    "float": "float32",
+    "fp64": "float64",
+    "double": "float64",
+}
 DEFAULT_ITERS = 50
 DEFAULT_WARMUP = 5
 #: The range `--sizes` accepts (log2 of the element count): 1 Ki to 16 Gi elements.
 SIZE_MIN_LOG2 = 10
 SIZE_MAX_LOG2 = 34
+
+
+def canonical_dtype(name: str) -> str | None:
+    """The canonical name (a key of DTYPES) for a dtype or one of its aliases, else None.
+    A `torch.` prefix and letter case are ignored: `fp16`, `half`, `torch.float16` are
+    all float16."""
+    key = name.strip().lower().removeprefix("torch.")
+    if key in DTYPES:
+        return key
+    return DTYPE_ALIASES.get(key)
+
+
+def dtype_choices() -> str:
+    """The accepted names, each canonical one with its aliases: for help and errors."""
+    parts = []
+    for canonical in DTYPES:
+        aliases = [a for a, c in DTYPE_ALIASES.items() if c == canonical]
+        parts.append(f"{canonical} ({', '.join(aliases)})" if aliases else canonical)
+    return ", ".join(parts)
+
+
 #: What `--compare` runs when no --dtype is given: the type with the other element size.
 COUNTERPART_DTYPE: dict[str, str] = {
     "float16": "float32",
@@ -187,7 +218,7 @@ def record_from_json(data: Any, *, source: str | Path) -> SweepRecord:
     except ValidationError as e:
         err = e.errors()[0]
         where = ".".join(str(x) for x in err["loc"])
-        raise ParseError(f"bad sweep JSON: {where + ': ' if where else ''}{err['msg']}", source=source) from None
+        raise ParseError(f"bad sweep JSON: {where + ': ' if where else ''}{validation_message(err)}", source=source) from None
 
 
 def _fmt_tbps(tbps: float) -> str:

@@ -6,6 +6,7 @@ calls one function and draws the typed result it returns. One module per command
 import os
 import sys
 from pathlib import Path
+from types import ModuleType
 from typing import Annotated, Optional
 
 import typer
@@ -39,11 +40,13 @@ def _root(
     """A lab driver for GPU profiling on Kubernetes.
 
     \b
-    Example, the tutorial in five commands:
-      nsightlab explore nodes --context stg
+    Example, from nothing:
+      nsightlab init --context CTX --namespace NS --image IMG
+      nsightlab doctor --context stg
       nsightlab create --context stg
+    then the tutorial:
       nsightlab profile lesson1
-      nsightlab sweep --dtype float32
+      nsightlab sweep --dtype fp32
       nsightlab cleanup
     """
     STATE.config_path = config
@@ -54,9 +57,31 @@ def main(argv: list[str] | None = None) -> None:
 
     args = list(sys.argv[1:] if argv is None else argv)
     own_args = args[: args.index("--")] if "--" in args else args
+    STATE.after_dashes = args[args.index("--") + 1 :] if "--" in args else None
     show_traceback = "--traceback" in own_args or bool(os.environ.get("NSIGHTLAB_TRACEBACK"))
+    click_errors = _click_exceptions()
     try:
-        app(args=args, prog_name="nsightlab")
+        # Not standalone: Click's usage errors come here to be said in our words, and
+        # `typer.Exit(code)` comes back as the code.
+        code = app(args=args, prog_name="nsightlab", standalone_mode=False)
+        if isinstance(code, int) and code:
+            sys.exit(code)
+    except click_errors.NoArgsIsHelpError as e:
+        e.show()  # `nsightlab` alone, or a command group without its command: the help
+        sys.exit(int(ExitCode.USAGE))
+    except click_errors.UsageError as e:
+        from typer.main import get_command
+
+        from nsightlab.cli.usage import usage_line
+
+        sys.stderr.write(f"error: {usage_line(e, args, get_command(app))}\n")
+        sys.exit(int(ExitCode.USAGE))
+    except typer.Abort:
+        sys.stderr.write("error: interrupted.\n")
+        sys.exit(int(ExitCode.INTERRUPTED))
+    except click_errors.ClickException as e:
+        sys.stderr.write(f"error: {e.format_message()}\n")
+        sys.exit(int(e.exit_code))
     except NsightlabError as e:
         if show_traceback:
             import traceback
@@ -79,6 +104,14 @@ def main(argv: list[str] | None = None) -> None:
             f"error: unexpected {type(e).__name__}: {e}. This is a bug in nsightlab; rerun with --traceback and report it.\n"
         )
         sys.exit(int(ExitCode.BUG))
+
+def _click_exceptions() -> ModuleType:
+    """Click's exception classes as Typer raises them (its own copy of Click since 0.29)."""
+    try:
+        from typer._click import exceptions
+    except ImportError:  # Typer before 0.29 uses Click itself
+        from click import exceptions  # type: ignore[no-redef]
+    return exceptions
 
 def entry() -> None:
     """The console script (and `python -m nsightlab`): `main()`, then a quick exit.

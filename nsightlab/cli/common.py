@@ -33,6 +33,9 @@ app = typer.Typer(
 @dataclass
 class _State:
     config_path: Path | None = None
+    # what followed the first `--` on the command line, exactly as typed (None: no `--`):
+    # Click drops the `--` itself, and `profile --serving` must know where it was
+    after_dashes: list[str] | None = None
 
 STATE = _State()
 

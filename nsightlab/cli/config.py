@@ -1,32 +1,144 @@
 """`init` and `config`: the starter config file and the effective configuration."""
 
-from typing import Annotated, Optional
+import shlex
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
-from nsightlab.cli.common import STATE, JsonOpt, app, make_env, show
+from nsightlab.cli.common import STATE, JsonOpt, KubeconfigOpt, app, make_env, show
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from nsightlab.cluster.kubeconfig import Kubeconfig
+    from nsightlab.present.console import Env
 
 
 @app.command()
 def init(
-    context: Annotated[Optional[str], typer.Option("--context", help="kubeconfig context for the 'stg' alias.")] = None,  # noqa: UP045
-    namespace: Annotated[Optional[str], typer.Option("--namespace", help="namespace for the lab pod.")] = None,  # noqa: UP045
-    image: Annotated[Optional[str], typer.Option("--image", help="lab pod image (with nsys, ncu, PyTorch).")] = None,  # noqa: UP045
-    force: Annotated[bool, typer.Option("--force", help="Overwrite an existing config file.")] = False,
+    context: Annotated[Optional[str], typer.Option("--context", help="kubeconfig context for the 'stg' alias (asked on a terminal).", show_default=False)] = None,  # noqa: UP045
+    namespace: Annotated[Optional[str], typer.Option("--namespace", "-n", help="namespace for the lab pod (asked on a terminal).", show_default=False)] = None,  # noqa: UP045
+    image: Annotated[Optional[str], typer.Option("--image", help="lab pod image, with nsys, ncu and PyTorch (asked on a terminal).", show_default=False)] = None,  # noqa: UP045
+    kubeconfig: KubeconfigOpt = None,
+    force: Annotated[bool, typer.Option("--force", help="Overwrite an existing config file (values not given are kept from it).")] = False,
 ) -> None:
-    """Write a commented starter config.yaml with the tutorial's lab pod settings.
+    """Write a commented starter config.yaml: the 'stg' alias and the tutorial's lab pod.
+
+    It needs the kubeconfig context of your staging cluster, the namespace for the lab
+    pod and the image (with nsys, ncu and PyTorch). On a terminal it asks for those not
+    given, offering the kubeconfig's contexts; otherwise a missing one is exit 2.
 
     \b
     Example:
       nsightlab init --context stg-online-use1 --namespace ml-lab \\
           --image registry.example.com/triton-vllm-container:1.0-1
+      nsightlab init --force --image registry.example.com/triton-vllm-container:1.1
     """
     from nsightlab import configure
 
     env = make_env()
-    path = configure.write_starter_config(STATE.config_path, context=context, namespace=namespace, image=image, force=force)
+    target = configure.config_target(STATE.config_path, force=force)
+    kept = configure.starter_values(target) if target.exists() else {}
+    values = {"context": context, "namespace": namespace, "image": image}
+    values = {k: v if v is not None else kept.get(k) for k, v in values.items()}
+    kc = _kubeconfig_or_none(kubeconfig)
+    if values["context"] is not None:
+        _check_context(values["context"], kc)
+    if not all(values.values()):
+        _ask_for_missing(env, values, kc)
+    path = configure.write_starter_config(STATE.config_path, force=force, **values)
     env.note(f"wrote {path}")
     env.write(f"{path}\n")
+    config_opt = "" if STATE.config_path is None else f"--config {shlex.quote(str(path))} "
+    env.note(f"next: nsightlab {config_opt}doctor --context {configure.STARTER_ALIAS}    # checks access, GPUs and the image")
+    env.note(f"then: nsightlab {config_opt}create --context {configure.STARTER_ALIAS}    # the lab pod")
+
+
+def _kubeconfig_or_none(path: "Path | None") -> "Kubeconfig | None":
+    """The kubeconfig, to offer and check contexts; None when there is none to read."""
+    from nsightlab.cluster.kubeconfig import load_kubeconfig
+    from nsightlab.errors import ClusterError
+
+    try:
+        return load_kubeconfig(path)
+    except ClusterError:
+        if path is not None:
+            raise
+        return None
+
+
+def _check_context(name: str, kc: "Kubeconfig | None") -> None:
+    """A context the kubeconfig does not have is a usage error, with the closest names."""
+    import difflib
+
+    from nsightlab.errors import UsageError
+
+    if kc is None or name in kc.contexts:
+        return
+    names = kc.context_names()
+    close = difflib.get_close_matches(name, names, n=1, cutoff=0.6)
+    guess = f"Did you mean {close[0]}? " if close else ""
+    raise UsageError(f"context '{name}' is not in {kc.path_arg()}", hint=f"{guess}Its contexts: {', '.join(names) or '(none)'}.")
+
+
+def _ask_for_missing(env: "Env", values: dict[str, "str | None"], kc: "Kubeconfig | None") -> None:
+    """Ask on the terminal for each value not given; without one, name the flags (exit 2)."""
+    from nsightlab import configure
+    from nsightlab.errors import UsageError
+
+    missing = [(key, flag) for key, flag, _ in configure.STARTER_FLAGS if not values[key]]
+    if not env.stdin_tty:
+        example = " ".join(f"{flag} {shlex.quote(values[key] or word)}" for key, flag, word in configure.STARTER_FLAGS)
+        contexts = f" Contexts in {kc.path_arg()}: {', '.join(kc.context_names())}." if kc is not None and not values["context"] else ""
+        raise UsageError(
+            f"nsightlab init needs {', '.join(flag for _, flag in missing)} (there is no terminal to ask on)",
+            hint=f"Run `nsightlab init {example}` with your values.{contexts}",
+        )
+    if not values["context"]:
+        values["context"] = _ask_context(env, kc)
+    if not values["namespace"]:
+        usual = kc.namespace(values["context"] or "") if kc is not None else None
+        values["namespace"] = _ask(env, "Namespace for the lab pod", "namespace", default=usual)
+    if not values["image"]:
+        values["image"] = _ask(env, "Lab pod image (with nsys, ncu and PyTorch, e.g. registry.example.com/triton-vllm-container:1.0-1)", "image")
+
+
+def _ask(env: "Env", question: str, key: str, *, default: "str | None" = None) -> str:
+    """One value from the terminal, asked again until it is acceptable."""
+    from nsightlab import configure
+    from nsightlab.errors import UsageError
+
+    while True:
+        answer = str(typer.prompt(question, default=default, err=True, show_default=default is not None))
+        try:
+            return configure.check_starter_value(key, answer)
+        except UsageError as e:
+            env.note(e.line())
+
+
+def _ask_context(env: "Env", kc: "Kubeconfig | None") -> str:
+    """The context for the 'stg' alias: a number from the kubeconfig's list, or a name."""
+    from nsightlab.cluster.safety import protection_reason
+    from nsightlab.config import DEFAULT_PROTECTED
+    from nsightlab.errors import UsageError
+
+    names = kc.context_names() if kc is not None else []
+    if kc is not None and names:
+        env.note(f"Contexts in {kc.path_arg()}:")
+        for i, name in enumerate(names, 1):
+            guarded = "   (protected: nsightlab never changes anything there)" if protection_reason(name, list(DEFAULT_PROTECTED)) else ""
+            env.note(f"  {i:>2}  {name}{guarded}")
+    while True:
+        answer = _ask(env, "Context of your staging cluster (number or name)", "context")
+        if answer.isdigit() and 1 <= int(answer) <= len(names):
+            return names[int(answer) - 1]
+        try:
+            _check_context(answer, kc)
+        except UsageError as e:
+            env.note(e.line())
+            continue
+        return answer
+
 
 @app.command("config")
 def config_cmd(json_out: JsonOpt = False) -> None:

@@ -31,6 +31,7 @@ def create(
     manifest: Annotated[Optional[Path], typer.Option("--manifest", help="pod template to fill instead of manifests/pod.yaml.")] = None,  # noqa: UP045
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the final manifest as YAML and send nothing.")] = False,
     timeout: Annotated[float, typer.Option("--timeout", help="seconds to wait for Ready before giving up (exit 5).", min=1)] = 600,
+    no_wait: Annotated[bool, typer.Option("--no-wait", help="Create the pod, record the session and return at once; follow it with `nsightlab status` and `nsightlab events`.")] = False,
     profiling_caps: Annotated[bool, typer.Option("--profiling-caps", help="Add CAP_SYS_ADMIN so ncu can read GPU counters (weakens isolation: only with your platform team's OK).")] = False,
     yes: YesOpt = False,
     json_out: JsonOpt = False,
@@ -44,8 +45,9 @@ def create(
     Example:
       nsightlab create --context stg
       nsightlab create --context stg --dry-run
+      nsightlab create --context stg --no-wait && nsightlab events
     """
-    from nsightlab import assets
+    from nsightlab import assets, configure
     from nsightlab.cluster import lab
     from nsightlab.cluster.connect import connect
     from nsightlab.cluster.kubeconfig import load_kubeconfig
@@ -54,7 +56,17 @@ def create(
     from nsightlab.present import render
 
     env = make_env(json_out)
-    cfg = load_config(STATE.config_path).config
+    loaded = load_config(STATE.config_path)
+    cfg = loaded.config
+    if not loaded.exists:
+        from nsightlab.errors import UsageError
+
+        raise UsageError(
+            f"there is no config file yet ({loaded.path}): the lab pod needs an image, and --context stg an alias",
+            hint="Write one with `nsightlab init`: it asks for the context, the namespace and the image (or pass --context, --namespace, --image).",
+        )
+    # a placeholder from an old starter config must not reach a manifest, printed or sent
+    configure.refuse_placeholders(loaded, alias=context if context in cfg.clusters else None, namespace_given=namespace is not None)
     template = lab.load_template(manifest or assets.pod_template())
     if dry_run:
         kc = load_kubeconfig(kubeconfig) if context else None
@@ -72,9 +84,11 @@ def create(
     with connect(context, kubeconfig, config_path=STATE.config_path, intent=Intent.CHANGE, namespace=namespace, action="create the lab pod") as c:
         m = lab.build_manifest(template, c.config, namespace=c.ctx.namespace, profiling_caps=profiling_caps)
         confirm_change(env, c.ctx, f"create lab pod {m['metadata']['name']} ({c.config.lab.gpus} GPU on a {c.config.lab.instance_type})", yes=yes)
-        result = lab.create(env, c.kube, c.ctx, c.config, m, timeout=timeout)
+        result = lab.create(env, c.kube, c.ctx, c.config, m, timeout=timeout, wait=not no_wait)
     if env.json:
         env.print_json(result)
+    elif no_wait and not result.ready:
+        render.lab_pod(env, result, title="Lab pod created, not waiting for it" if not result.reused else "Lab pod reused, not waiting for it")
     else:
         render.lab_pod(env, result, title="Lab pod ready" if not result.reused else "Lab pod ready (reused)")
 
@@ -102,6 +116,72 @@ def status(
         note_session(env, c)
         report = lab.status(c.kube, c.ctx, lab_pod_name(c, require_ready=False))
     show(env, report, render.status)
+
+@app.command()
+def logs(
+    follow: Annotated[bool, typer.Option("--follow", "-f", help="Keep streaming until Ctrl-C or the container ends.")] = False,
+    tail: Annotated[Optional[int], typer.Option("--tail", metavar="N", help="only the last N lines (default: all).", min=0, show_default=False)] = None,  # noqa: UP045
+    container: Annotated[Optional[str], typer.Option("--container", help="the container (default: the pod's first).", show_default=False)] = None,  # noqa: UP045
+    context: ContextOpt = None,
+    kubeconfig: KubeconfigOpt = None,
+    namespace: NamespaceOpt = None,
+) -> None:
+    """The lab pod's log on stdout, as `kubectl logs` gives it.
+
+    With -f it keeps streaming until Ctrl-C (exit 0) or the container ends. A container
+    that has not started has no log yet: exit 5, and `nsightlab events` says why.
+
+    \b
+    Example:
+      nsightlab logs
+      nsightlab logs -f --tail 20
+      nsightlab logs --context stg --container lab
+    """
+    import codecs
+
+    from nsightlab.cluster.connect import connect, lab_pod_name, note_session
+    from nsightlab.cluster.podlogs import stream_log
+    from nsightlab.cluster.safety import Intent
+
+    env = make_env()
+    decoder = codecs.getincrementaldecoder("utf-8")("replace")  # a character may span two pieces
+    try:
+        with connect(context, kubeconfig, config_path=STATE.config_path, intent=Intent.READ, namespace=namespace, use_session=True) as c:
+            note_session(env, c)
+            stream_log(c.kube, c.ctx, lab_pod_name(c, require_ready=False), write=lambda data: env.write(decoder.decode(data)), container=container, tail=tail, follow=follow)
+    except KeyboardInterrupt:
+        if not follow:
+            raise
+        # Ctrl-C is how a followed log is meant to end
+    env.write(decoder.decode(b"", final=True))
+
+
+@app.command()
+def events(
+    context: ContextOpt = None,
+    kubeconfig: KubeconfigOpt = None,
+    namespace: NamespaceOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """The lab pod's Events, as `kubectl describe pod` lists them: type, reason, age,
+    where from, message. What the scheduler and the kubelet said while it started.
+
+    \b
+    Example:
+      nsightlab events
+      nsightlab events --context stg --json
+    """
+    from nsightlab.cluster.connect import connect, lab_pod_name, note_session
+    from nsightlab.cluster.podlogs import lab_events
+    from nsightlab.cluster.safety import Intent
+    from nsightlab.present import render
+
+    env = make_env(json_out)
+    with connect(context, kubeconfig, config_path=STATE.config_path, intent=Intent.READ, namespace=namespace, use_session=True) as c:
+        note_session(env, c)
+        report = lab_events(c.kube, c.ctx, lab_pod_name(c, require_ready=False))
+    show(env, report, render.events)
+
 
 @app.command(context_settings={"allow_interspersed_args": False})
 def shell(

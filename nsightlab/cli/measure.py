@@ -31,7 +31,13 @@ TokensOpt = Annotated[Optional[int], typer.Option("--tokens", help="decode: time
 PromptOpt = Annotated[Optional[int], typer.Option("--prompt-len", help="decode: prompt positions before the first step (default 128).", show_default=False, rich_help_panel=_DECODE)]  # noqa: UP045
 ModesOpt = Annotated[Optional[str], typer.Option("--modes", metavar="eager,graphs", help="decode: launch each kernel from Python (eager), replay a CUDA graph (graphs), or both (the default on a GPU).", show_default=False, rich_help_panel=_DECODE)]  # noqa: UP045
 DtypeOpt = Annotated[Optional[str], typer.Option("--dtype", help="decode: bfloat16, float16 or float32 (default bfloat16 on a GPU, float32 on a CPU).", show_default=False, rich_help_panel=_DECODE)]  # noqa: UP045
-DecodeDeviceOpt = Annotated[Optional[str], typer.Option("--device", metavar="auto|cuda|cpu", help="decode: auto (in the lab pod: its GPU), cuda (the GPU, else exit 6), cpu (on purpose).", show_default=False, rich_help_panel=_DECODE)]  # noqa: UP045
+
+class _Device(str, Enum):
+    auto = "auto"
+    cuda = "cuda"
+    cpu = "cpu"
+
+DeviceOpt = Annotated[_Device, typer.Option("--device", help="auto (the GPU where the target requests one, else what torch sees), cuda, or cpu (measure the CPU on purpose).")]
 
 @app.command(context_settings={"allow_interspersed_args": True})
 def profile(
@@ -39,6 +45,10 @@ def profile(
     script_args: Annotated[Optional[list[str]], typer.Argument(help="arguments for the script (after --).", show_default=False)] = None,  # noqa: UP045
     profiler: Annotated[ProfilerChoice, typer.Option("--profiler", help="nsys, or torch (torch.profiler: for targets without Nsight); `profile decode` also takes none (the script's own step times).")] = ProfilerChoice.nsys,
     nsys_args: Annotated[str, typer.Option("--nsys-args", help="extra options for `nsys profile`, e.g. '--sample=none'.")] = "",
+    serving: Annotated[bool, typer.Option("--serving", help="Profile a server: the command after -- runs as given (e.g. vllm serve ...), with the nsys options vLLM's profiling guide asks for.")] = False,
+    delay: Annotated[Optional[int], typer.Option("--delay", metavar="SECONDS", min=0, help="with --serving and --duration: start collecting this many seconds after the server starts.", show_default=False)] = None,  # noqa: UP045
+    duration: Annotated[Optional[int], typer.Option("--duration", metavar="SECONDS", min=1, help="with --serving: collect this many seconds, then nsys ends the server (default: between the server's cudaProfilerStart and Stop).", show_default=False)] = None,  # noqa: UP045
+    device: DeviceOpt = _Device.auto,
     local: LocalOpt = False,
     context: ContextOpt = None,
     kubeconfig: KubeconfigOpt = None,
@@ -50,7 +60,6 @@ def profile(
     prompt_len: PromptOpt = None,
     modes: ModesOpt = None,
     dtype: DtypeOpt = None,
-    decode_device: DecodeDeviceOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Profile a script under Nsight Systems: kernel table, then TB/s and TFLOPS per range.
@@ -66,6 +75,17 @@ def profile(
     memory floor (bytes per step / DRAM bandwidth) and a verdict, per mode and batch.
     `--profiler none` runs it without a profiler (the script's own step times).
 
+    With --serving, the command after -- is a server, run as given under
+    `--trace-fork-before-exec=true --cuda-graph-trace=node`: nsys records between the
+    server's cudaProfilerStart and Stop (vLLM: start it with --profiler-config.profiler
+    cuda, then POST /start_profile and /stop_profile, or `vllm bench serve --profile`),
+    or for --duration seconds after --delay; then nsys ends the server and the trace
+    comes back as a run.
+
+    In a lab pod (which requests a GPU) torch must see the GPU: a CPU-only torch is
+    exit 6, unless --device cpu asks for the CPU on purpose. Your own script gets no
+    --device; the profile tells where its ops ran.
+
     \b
     Example:
       nsightlab profile lesson1
@@ -73,28 +93,43 @@ def profile(
       nsightlab profile my_model.py -- --batch 8
       nsightlab profile decode --preset llama-1b --batch 1,8,32 --modes eager,graphs
       nsightlab profile decode --local --profiler torch --preset tiny
+      nsightlab profile --serving -- vllm serve Qwen/Qwen2.5-0.5B --profiler-config.profiler cuda
+      nsightlab profile --serving --delay 60 --duration 20 -- vllm serve Qwen/Qwen2.5-0.5B
     """
     import shlex
 
-    from nsightlab.measure.profile import run_profile
+    from nsightlab.errors import UsageError
+    from nsightlab.measure.device import plan_device
+    from nsightlab.measure.profile import Serving, run_profile
     from nsightlab.measure.targets import open_target
     from nsightlab.present import render
 
+    plan: Serving | None = None
+    args = list(script_args or [])
+    if serving:
+        # the server's command is everything after `--`, verbatim: none of it is ours
+        command = STATE.after_dashes
+        if not command or [script, *args] != command:
+            raise UsageError("with --serving, the server's command goes after --, and nothing else", hint="e.g. `nsightlab profile --serving -- vllm serve MODEL --profiler-config.profiler cuda`.")
+        if delay is not None and duration is None:
+            raise UsageError("--delay needs --duration: a server does not stop by itself, so a window that starts late needs an end")
+        plan = Serving(delay=delay, duration=duration)
+        args = list(command)
+    elif delay is not None or duration is not None:
+        raise UsageError("--delay and --duration go with --serving", hint="For a script, pass nsys's own with --nsys-args, e.g. --nsys-args '--delay=5'.")
     env = make_env(json_out)
-    decode_opts = {"--preset": preset, "--batch": batch, "--tokens": tokens, "--prompt-len": prompt_len, "--modes": modes, "--dtype": dtype, "--device": decode_device}
-    if script == "decode":
+    decode_opts = {"--preset": preset, "--batch": batch, "--tokens": tokens, "--prompt-len": prompt_len, "--modes": modes, "--dtype": dtype}
+    if script == "decode" and not serving:
         from nsightlab.measure.decode import DecodeOptions, run_decode
 
-        options = DecodeOptions(preset=preset, batch=batch, tokens=tokens, prompt_len=prompt_len, modes=modes, dtype=dtype, device=decode_device, extra=list(script_args or []))
+        options = DecodeOptions(preset=preset, batch=batch, tokens=tokens, prompt_len=prompt_len, modes=modes, dtype=dtype, extra=args)
         options.check()
         with open_target(env, local=local, context=context, kubeconfig=kubeconfig, namespace=namespace, config_path=STATE.config_path, action="profile decode in a pod") as w:
-            decoded = run_decode(env, w.target, w.meta, options=options, profiler=profiler.value, nsys_args=shlex.split(nsys_args))
+            decoded = run_decode(env, w.target, w.meta, options=options, profiler=profiler.value, nsys_args=shlex.split(nsys_args), device=plan_device(w, device.value))
         show(env, decoded, render.decode)
         return
     given = [flag for flag, value in decode_opts.items() if value is not None]
     if given or profiler is ProfilerChoice.none:
-        from nsightlab.errors import UsageError
-
         flags = ", ".join(given) or "--profiler none"
         raise UsageError(f"{flags}: only `profile decode` takes {'this option' if len(given) < 2 else 'these options'}", hint=f"Pass your script's own options after --: `nsightlab profile {script} -- ...`.")
     with open_target(env, local=local, context=context, kubeconfig=kubeconfig, namespace=namespace, config_path=STATE.config_path, action="profile in a pod") as w:
@@ -103,9 +138,11 @@ def profile(
             w.target,
             w.meta,
             script=script,
-            script_args=list(script_args or []),
+            script_args=args,
             profiler=profiler.value,
             nsys_args=shlex.split(nsys_args),
+            serving=plan,
+            device=plan_device(w, device.value),
         )
     if env.json:
         env.print_json(result)
@@ -119,6 +156,7 @@ def ncu(
     kernel: Annotated[str, typer.Option("--kernel", "-k", help="regex of the kernel to profile (default: lesson1's scale kernel).")] = "vectorized_elementwise",
     section: Annotated[Optional[list[str]], typer.Option("--section", help="ncu section(s) to collect.", show_default=False)] = None,  # noqa: UP045
     count: Annotated[int, typer.Option("--count", "-c", help="kernel launches to profile.", min=1)] = 1,
+    device: DeviceOpt = _Device.auto,
     local: LocalOpt = False,
     context: ContextOpt = None,
     kubeconfig: KubeconfigOpt = None,
@@ -135,34 +173,29 @@ def ncu(
       nsightlab ncu
       nsightlab ncu lesson1 --kernel gemm --section SpeedOfLight --section MemoryWorkloadAnalysis
     """
+    from nsightlab.errors import UsageError
+    from nsightlab.measure.device import plan_device
     from nsightlab.measure.ncu import run_ncu
     from nsightlab.measure.targets import open_target
     from nsightlab.present import render
 
     env = make_env(json_out)
+    if device is _Device.cpu:
+        raise UsageError("ncu profiles GPU kernels: --device cpu leaves it nothing to measure", hint="On the CPU use `nsightlab profile --profiler torch --device cpu`.")
     with open_target(env, local=local, context=context, kubeconfig=kubeconfig, namespace=namespace, config_path=STATE.config_path, action="run ncu in a pod") as w:
-        result = run_ncu(env, w.target, w.meta, script=script, script_args=list(script_args or []), kernel=kernel, sections=list(section or ["SpeedOfLight"]), count=count)
+        result = run_ncu(env, w.target, w.meta, script=script, script_args=list(script_args or []), kernel=kernel, sections=list(section or ["SpeedOfLight"]), count=count, device=plan_device(w, device.value))
     show(env, result, render.ncu)
 
-class _Dtype(str, Enum):
-    float16 = "float16"
-    bfloat16 = "bfloat16"
-    float32 = "float32"
-    float64 = "float64"
-
-class _Device(str, Enum):
-    cpu = "cpu"
-    cuda = "cuda"
 
 @app.command()
 def sweep(
-    dtype: Annotated[Optional[_Dtype], typer.Option("--dtype", help="element type (default float16; with --compare, the other element size).", show_default=False)] = None,  # noqa: UP045
+    dtype: Annotated[Optional[str], typer.Option("--dtype", metavar="TYPE", help="element type: float16 (fp16, half), bfloat16 (bf16), float32 (fp32, float) or float64 (fp64, double); default float16, with --compare the other element size.", show_default=False)] = None,  # noqa: UP045
     sizes: Annotated[Optional[str], typer.Option("--sizes", metavar="N,N,...", help="log2 of the element counts, 10..34, e.g. 16,20,24 (default: 16..30 on a GPU, 12..26 on a CPU).", show_default=False)] = None,  # noqa: UP045
     iters: Annotated[Optional[int], typer.Option("--iters", help="timed calls per size (default 50).", min=1, show_default=False)] = None,  # noqa: UP045
     warmup: Annotated[Optional[int], typer.Option("--warmup", help="warm-up calls per size (default 5).", min=0, show_default=False)] = None,  # noqa: UP045
     compare: Annotated[Optional[list[str]], typer.Option("--compare", metavar="RUN", help="a stored sweep (id, prefix or 'latest') to check against; give it twice to compare two stored runs without running anything.", show_default=False)] = None,  # noqa: UP045
     local: LocalOpt = False,
-    device: Annotated[Optional[_Device], typer.Option("--device", help="cuda or cpu (default: cuda if the target has one).", show_default=False)] = None,  # noqa: UP045
+    device: Annotated[Optional[_Device], typer.Option("--device", help="auto (the GPU where the target requests one, else what torch sees), cuda, or cpu (on purpose); with --compare, the stored run's. [default: auto]", show_default=False)] = None,  # noqa: UP045
     context: ContextOpt = None,
     kubeconfig: KubeconfigOpt = None,
     namespace: NamespaceOpt = None,
@@ -179,7 +212,7 @@ def sweep(
 
     \b
     Example:
-      nsightlab sweep --dtype float16
+      nsightlab sweep --dtype fp16
       nsightlab sweep --compare latest          # float32 now, checked against it
       nsightlab sweep --local --device cpu --sizes 12,16,20,24
       nsightlab sweep --compare 3fa2c1 --compare 9b07d4 --json
@@ -202,7 +235,7 @@ def sweep(
             render.sweep_compare(env, cmp)
         return
     plan = sw.plan_sweep(
-        dtype=dtype.value if dtype else None,
+        dtype=dtype,
         sizes=sizes,
         iters=iters,
         warmup=warmup,

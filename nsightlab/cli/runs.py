@@ -101,7 +101,7 @@ def runs_rm(
 
 @app.command()
 def analyze(
-    path: Annotated[Path, typer.Argument(help="a run folder, nsys CSV exports (folder), a cuda_gpu_trace CSV, a Kineto trace (.json, .json.gz), a .nsys-rep, nsys console output, an ncu CSV, or a lesson1/sweep/decode JSON.")],
+    path: Annotated[Path, typer.Argument(help="a stored run (id, prefix, 'latest') or its folder, nsys CSV exports (folder), a cuda_gpu_trace CSV, a Kineto trace (.json, .json.gz), a .nsys-rep, nsys console output, an ncu CSV, or a lesson1/torchprof/sweep/decode JSON.")],
     step_range: Annotated[Optional[str], typer.Option("--step-range", metavar="NAME", help="the ranges that are steps (default: decode_step, else ProfilerStep, else inferred from a repeating kernel sequence).", show_default=False)] = None,  # noqa: UP045
     weights_gb: Annotated[Optional[float], typer.Option("--weights-gb", help="bytes one step reads, in GB (10^9): adds each step's memory floor.", show_default=False)] = None,  # noqa: UP045
     kv_gb: Annotated[Optional[float], typer.Option("--kv-gb", help="KV cache GB a step reads, added to --weights-gb.", show_default=False)] = None,  # noqa: UP045
@@ -109,14 +109,17 @@ def analyze(
 ) -> None:
     """Offline: the same tables as the live commands, from files you already have.
 
-    With a GPU timeline (a cuda_gpu_trace export, a Kineto trace, a .nsys-rep) it adds
-    the step anatomy: step time, GPU idle between kernels, the top kernels, a verdict.
+    From nsys output: the kernels, the NVTX ranges, the CUDA API calls and the memory
+    operations, and why there are no rates when nothing says what one call did. With a
+    GPU timeline (a cuda_gpu_trace export, a Kineto trace, a .nsys-rep) it adds the step
+    anatomy: step time, GPU idle between kernels, the top kernels, a verdict.
 
     \b
     Example:
       nsightlab analyze l1_stats.txt
       nsightlab analyze ./exports/ --json
       nsightlab analyze ncu_speedoflight.csv
+      nsightlab analyze latest
       nsightlab analyze trace.pt.trace.json.gz --step-range ProfilerStep --weights-gb 16
     """
     from nsightlab.analysis.decode import DecodeResult, TraceResult

@@ -15,7 +15,7 @@ from nsightlab.cluster.kube import Kube
 from nsightlab.cluster.kubeconfig import load_kubeconfig
 from nsightlab.cluster.lab import forget_session
 from nsightlab.cluster.safety import Intent, ResolvedContext, resolve_context
-from nsightlab.config import Config, Session, load_config, load_session
+from nsightlab.config import Config, Session, load_config, load_ended_session, load_session
 from nsightlab.env import Env
 from nsightlab.errors import PodNotReadyError
 
@@ -46,11 +46,12 @@ def connect(
     (`allowed` runs in between: local work that may start once the guard said yes)."""
     cfg = load_config(config_path).config
     session = load_session() if use_session else None
+    ended = load_ended_session() if use_session and session is None else None
     kc_path = kubeconfig
     if kc_path is None and context is None and session is not None and session.kubeconfig:
         kc_path = Path(session.kubeconfig) if os.pathsep not in session.kubeconfig else None
     kc = load_kubeconfig(kc_path)
-    ctx = resolve_context(context, config=cfg, kubeconfig=kc, intent=intent, session=session, namespace=namespace, action=action)
+    ctx = resolve_context(context, config=cfg, kubeconfig=kc, intent=intent, session=session, namespace=namespace, action=action, ended=ended)
     if allowed is not None:
         allowed()
     kube = Kube(ctx)
@@ -70,10 +71,10 @@ def lab_pod_name(c: Cluster, *, require_ready: bool = True) -> str:
             forget_session(c.ctx, [name])
             raise PodNotReadyError(
                 f"no lab pod {name} in namespace {c.ctx.namespace} (context {c.ctx.name})",
-                hint="Create one with `nsightlab create --context CTX`.",
+                hint=f"Create one with `nsightlab create {c.ctx.cli_args}`.",
             )
         if not r.pod_is_ready(pod):
-            raise PodNotReadyError(f"lab pod {name} is {r.pod_status(pod)}, not Ready", hint="Wait for it with `nsightlab create`, or see `nsightlab status`.")
+            raise PodNotReadyError(f"lab pod {name} is {r.pod_status(pod)}, not Ready", hint=f"Wait for it with `nsightlab create {c.ctx.cli_args}`, or see `nsightlab events {c.ctx.cli_args}`.")
     return name
 
 

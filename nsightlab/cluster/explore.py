@@ -7,6 +7,7 @@ anything.
 
 from __future__ import annotations
 
+import shlex
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
@@ -26,7 +27,7 @@ from nsightlab.analysis.inventory import (
     node_facts,
     nodes_report,
 )
-from nsightlab.cluster.kube import gc_paused, loads
+from nsightlab.cluster.kube import loads
 from nsightlab.errors import ClusterError
 
 if TYPE_CHECKING:
@@ -52,12 +53,11 @@ def gpu_use(kube: Kube) -> dict[str, int]:
     """
 
     used: dict[str, int] = {}
-    with gc_paused():
-        for raw, decoded in kube.raw_pages("/api/v1/pods", what="list pods in all namespaces", query={"fieldSelector": NON_TERMINAL}):
-            if decoded is None and _GPU_MARK not in raw:
-                continue
-            page = decoded if decoded is not None else loads(raw)
-            add_gpu_use(used, page.get("items") or [])
+    for raw, decoded in kube.raw_pages("/api/v1/pods", what="list pods in all namespaces", query={"fieldSelector": NON_TERMINAL}):
+        if decoded is None and _GPU_MARK not in raw:
+            continue
+        page = decoded if decoded is not None else loads(raw)
+        add_gpu_use(used, page.get("items") or [])
     return used
 
 
@@ -65,11 +65,10 @@ def node_facts_of(pages: list[tuple[bytes, dict[str, Any] | None]], now: datetim
     """Decode node pages (as `Kube.raw_pages` yields them) and reduce each node to its facts."""
 
     out: list[NodeFacts] = []
-    with gc_paused():
-        for raw, decoded in pages:
-            page = decoded if decoded is not None else loads(raw)
-            out.extend(node_facts(n, now) for n in page.get("items") or [])
-            del page
+    for raw, decoded in pages:
+        page = decoded if decoded is not None else loads(raw)
+        out.extend(node_facts(n, now) for n in page.get("items") or [])
+        del page
     return out
 
 
@@ -110,7 +109,7 @@ def explore_pod(kube: Kube, text: str, *, namespace: str) -> PodDetail:
         pods, _ = kube.list_pods(namespace)
         pod = find_pod(pods, text)
     if pod is None:
-        raise ClusterError(f"no pod matching '{text}' in namespace {namespace}", hint="List them with `nsightlab explore pods`.")
+        raise ClusterError(f"no pod matching '{text}' in namespace {namespace}", hint=f"List them with `nsightlab explore pods --context {shlex.quote(kube.ctx.alias or kube.ctx.name)} -n {shlex.quote(namespace)}`.")
     node_name = (pod.get("spec") or {}).get("nodeName")
     node = kube.get_node(node_name) if node_name else None
     return build_pod_detail(pod, node, context=kube.ctx.name)
@@ -122,6 +121,6 @@ def explore_pod(kube: Kube, text: str, *, namespace: str) -> PodDetail:
 def explore_node(kube: Kube, name: str) -> NodeDetail:
     node = kube.get_node(name)
     if node is None:
-        raise ClusterError(f"no node named '{name}' on context '{kube.ctx.name}'", hint="List them with `nsightlab explore nodes`.")
+        raise ClusterError(f"no node named '{name}' on context '{kube.ctx.name}'", hint=f"List them with `nsightlab explore nodes --context {shlex.quote(kube.ctx.alias or kube.ctx.name)}`.")
     pods, _ = kube.list_pods(None, field_selector=f"spec.nodeName={name},{NON_TERMINAL}")
     return build_node_detail(node, pods, context=kube.ctx.name)

@@ -17,8 +17,6 @@ names what was being done.
 from __future__ import annotations
 
 import contextlib
-import functools
-import gc
 import json
 import os
 import re
@@ -67,37 +65,6 @@ def _continue_token(raw: bytes) -> str | None:
     head = raw[: raw.find(b'"items"')] if b'"items"' in raw[:4096] else b""
     m = _CONTINUE.search(head)
     return m.group(1).decode() if m and m.group(1) else None
-
-
-_gc_lock = threading.Lock()
-_gc_holders = 0
-
-
-@contextlib.contextmanager
-def gc_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector while a large list is decoded and reduced.
-
-    Decoding tens of thousands of objects allocates millions of dicts and lists with no
-    cycles; the collector's repeated full passes over the growing heap cost about as
-    much as the decoding itself. Reentrant and safe across threads.
-    """
-    global _gc_holders
-    with _gc_lock:
-        if _gc_holders == 0:
-            was_enabled = gc.isenabled()
-            gc.disable()
-            _gc_state[0] = was_enabled
-        _gc_holders += 1
-    try:
-        yield
-    finally:
-        with _gc_lock:
-            _gc_holders -= 1
-            if _gc_holders == 0 and _gc_state[0]:
-                gc.enable()
-
-
-_gc_state = [True]
 
 
 def loads(raw: bytes) -> Any:
@@ -252,9 +219,12 @@ class Kube:
         if body is not None:
             data = json.dumps(body).encode()
             headers["Content-Type"] = content_type
+        connect, read = timeout or self.timeout
         try:
+            # by name: Timeout's first parameter is `total`, which would cap every read,
+            # a watch's or a followed log's too, at the connect timeout
             resp = self._pool.request(
-                method, url, body=data, headers=headers, timeout=urllib3.Timeout(*(timeout or self.timeout)), preload_content=False
+                method, url, body=data, headers=headers, timeout=urllib3.Timeout(connect=connect, read=read), preload_content=False
             )
         except urllib3.exceptions.MaxRetryError as e:
             raise self._unreachable(what, e.reason) from None
@@ -314,7 +284,7 @@ class Kube:
         if status == 403:
             return ClusterError(
                 f"forbidden: cannot {what} ({message})",
-                hint="Ask the cluster admins for that permission, or run `nsightlab doctor` to see what you may do.",
+                hint=f"Ask the cluster admins for that permission, or run `nsightlab doctor {self.ctx.cli_args}` to see what you may do.",
             )
         if status == 404:
             return NotFound(f"not found while trying to {what}: {message}")
@@ -378,10 +348,9 @@ class Kube:
     def _list(self, path: str, *, what: str, query: dict[str, Any] | None = None) -> tuple[list[dict[str, Any]], str]:
         items: list[dict[str, Any]] = []
         rv = ""
-        with gc_paused():
-            for page in self.pages(path, what=what, query=query):
-                items.extend(page.get("items") or [])
-                rv = str((page.get("metadata") or {}).get("resourceVersion") or rv)
+        for page in self.pages(path, what=what, query=query):
+            items.extend(page.get("items") or [])
+            rv = str((page.get("metadata") or {}).get("resourceVersion") or rv)
         return items, rv
 
     def list_nodes(self, *, label_selector: str | None = None) -> list[dict[str, Any]]:
@@ -413,6 +382,28 @@ class Kube:
         except NotFound:
             return None
         return result
+
+    def list_events(self, namespace: str, *, field_selector: str | None = None) -> list[dict[str, Any]]:
+        """core/v1 Events of one namespace (e.g. `involvedObject.name=POD`)."""
+        return self._list(f"/api/v1/namespaces/{namespace}/events", what=f"list events in namespace {namespace}", query={"fieldSelector": field_selector})[0]
+
+    def pod_log(self, namespace: str, name: str, *, container: str | None = None, tail_lines: int | None = None, follow: bool = False) -> Iterator[bytes]:
+        """A container's log, in pieces as they come; with `follow`, until the container
+        ends or the pod goes (the server closes the stream), with no read timeout: a log
+        is quiet as long as its program is."""
+        import urllib3
+
+        what = f"read the log of pod {name} in namespace {namespace}"
+        query = {"container": container, "tailLines": tail_lines, "follow": True if follow else None}
+        resp = self.request("GET", f"/api/v1/namespaces/{namespace}/pods/{name}/log", what=what, query=query, timeout=(self.timeout[0], None) if follow else None)
+        try:
+            for chunk in resp.stream(64 * 1024, decode_content=True):
+                if chunk:
+                    yield chunk
+        except (urllib3.exceptions.ProtocolError, urllib3.exceptions.ReadTimeoutError, OSError) as e:
+            raise self._unreachable(what, e) from None
+        finally:
+            resp.release_conn()
 
     def namespace_exists(self, name: str) -> bool:
         try:
@@ -607,9 +598,9 @@ class Kube:
 
         message = _message_of(body)
         if status == 400:
-            return PodNotReadyError(f"cannot {what}: {message or 'the pod is not running'}", hint="Check it with `nsightlab status`.")
+            return PodNotReadyError(f"cannot {what}: {message or 'the pod is not running'}", hint=f"Check it with `nsightlab status {self.ctx.cli_args}`.")
         if status == 404:
-            return NotFound(f"cannot {what}: {message or 'no such pod'}", hint="The pod is gone; create a new one with `nsightlab create`.")
+            return NotFound(f"cannot {what}: {message or 'no such pod'}", hint=f"The pod is gone; create a new one with `nsightlab create {self.ctx.cli_args}`.")
         if status in (401, 403):
             return self._translate(what, status, body)
         return ClusterError(f"cannot {what}: the API server answered {status}: {message}")
@@ -665,46 +656,20 @@ def _bool(value: bool) -> str:
 _OP_CONT, _OP_TEXT, _OP_BIN, _OP_CLOSE, _OP_PING, _OP_PONG = 0x0, 0x1, 0x2, 0x8, 0x9, 0xA
 _RECV_SIZE = 1 << 20
 _DIRECT = 1 << 16  # frames this big are received straight into their own buffer (see _direct)
-# Data bytes per stdin frame: with the channel byte, 65532 (a 2-byte length), so that a
-# frame (4-byte header, 4-byte key, payload) is a whole number of 32-bit words.
+# Data bytes per stdin frame: with the channel byte, just under 64 KiB (see write_stdin).
 STDIN_FRAME = 65531
-_STDIN_HEAD_LEN = 4
-
-
-SMALL_MASK = 32 * 1024  # below this, no numpy (a copy out never needs it)
-
-
-@functools.cache
-def _xor_table(k: int) -> bytes:
-    return bytes(b ^ k for b in range(256))
 
 
 def mask_payload(key: bytes, data: bytes | bytearray | memoryview) -> bytes:
-    """RFC 6455 client masking: XOR with the 4-byte key repeated."""
-    out = bytearray(len(data))
-    _mask_into(out, 0, key, data)
-    return bytes(out)
+    """RFC 6455 client masking: XOR with the 4-byte key repeated (websocket-client's own)."""
+    from websocket import ABNF
+
+    return ABNF.mask(key, bytes(data))
 
 
 def _mask_into(out: bytearray, at: int, key: bytes, data: bytes | bytearray | memoryview) -> None:
-    """XOR `data` with the repeated `key` into out[at:at + len(data)].
-
-    numpy XORs whole 32-bit words (over 10 GB/s); a copy of hundreds of MiB through a
-    byte-at-a-time or big-int XOR in Python would spend most of its time here.
-    """
-    n = len(data)
-    if n < SMALL_MASK:  # a short message: not worth importing numpy for
-        for i in range(min(4, n)):
-            out[at + i : at + n : 4] = bytes(data[i::4]).translate(_xor_table(key[i]))
-        return
-    import numpy as np
-
-    words = n // 4
-    if words:
-        dst = np.frombuffer(out, dtype=np.uint32, count=words, offset=at)
-        np.bitwise_xor(np.frombuffer(data, dtype=np.uint32, count=words), np.frombuffer(key, dtype=np.uint32)[0], out=dst)
-    for i in range(words * 4, n):
-        out[at + i] = data[i] ^ key[i % 4]
+    """XOR `data` with the repeated `key` into out[at:at + len(data)]."""
+    out[at : at + len(data)] = mask_payload(key, data)
 
 
 def _frame_head(opcode: int, n: int) -> bytes:
@@ -741,10 +706,10 @@ def frame_bytes(opcode: int, payload: bytes | memoryview, mask_key: bytes, *, ch
 class ExecSession:
     """One exec: write stdin, read (channel, bytes) frames, resize, get the exit code.
 
-    websocket-client makes the connection (TLS, the HTTP upgrade, the subprotocol);
-    frames are then read and written here, straight on the socket: reads of up to 1 MiB
-    at a time and masking by numpy (see _mask_into), several times faster than the
-    library's per-frame path on copies of hundreds of MiB.
+    websocket-client makes the connection (TLS, the HTTP upgrade, the subprotocol) and
+    masks what is sent; frames are read and written here, straight on the socket: reads
+    of up to 1 MiB at a time, several times faster than the library's per-frame path on
+    copies of hundreds of MiB.
     """
 
     def __init__(self, ws: Any, protocol: str, what: str) -> None:
@@ -758,7 +723,6 @@ class ExecSession:
         # received into one reused buffer: TLS hands over a record (<= 16 KiB) per call,
         # and a fresh 1 MiB object per call would be allocated and shrunk each time
         self._inbox = bytearray(_RECV_SIZE)
-        self._outbox = bytearray()
         self._inbox_view = memoryview(self._inbox)
         self._fragments: list[bytes] = []
         self._frag_opcode = _OP_BIN
@@ -788,30 +752,10 @@ class ExecSession:
         API server or proxy buffers a whole frame before passing it on); one socket write
         per call keeps the sending end cheap.
         """
-        if len(data) <= STDIN_FRAME:
-            self._send(_OP_BIN, data, channel=STDIN)
-            return
-        import numpy as np
-
-        full = len(data) // STDIN_FRAME
-        whole = _STDIN_HEAD_LEN + 4 + 1 + STDIN_FRAME  # header, key, channel byte, data
-        keys = np.frombuffer(os.urandom(4 * full), dtype=np.uint8).reshape(full, 4)
-        tail = memoryview(data)[full * STDIN_FRAME :]
-        last = frame_bytes(_OP_BIN, tail, os.urandom(4), channel=STDIN) if tail else b""
-        if len(self._outbox) != full * whole + len(last):  # reused while the sizes repeat
-            self._outbox = bytearray(full * whole + len(last))
-        out = self._outbox
-        # the whole frames at once: every payload (channel byte and data) is a whole number
-        # of 32-bit words at a word boundary, so one XOR masks them all with their own keys
-        frames = np.frombuffer(out, dtype=np.uint8, count=full * whole).reshape(full, whole)
-        frames[:, :_STDIN_HEAD_LEN] = np.frombuffer(_frame_head(_OP_BIN, STDIN_FRAME + 1), dtype=np.uint8)
-        frames[:, _STDIN_HEAD_LEN : _STDIN_HEAD_LEN + 4] = keys
-        frames[:, _STDIN_HEAD_LEN + 4] = STDIN
-        frames[:, _STDIN_HEAD_LEN + 5 :] = np.frombuffer(data, dtype=np.uint8, count=full * STDIN_FRAME).reshape(full, STDIN_FRAME)
-        words = np.frombuffer(out, dtype=np.uint32, count=full * whole // 4).reshape(full, whole // 4)
-        words[:, (_STDIN_HEAD_LEN + 4) // 4 :] ^= keys.copy().view(np.uint32)
-        del frames, words  # (they hold the buffer: it could not be resized while they live)
-        out[full * whole :] = last
+        view = memoryview(data)
+        out = bytearray()
+        for at in range(0, max(len(view), 1), STDIN_FRAME):  # (an empty write is one empty frame)
+            out += frame_bytes(_OP_BIN, view[at : at + STDIN_FRAME], os.urandom(4), channel=STDIN)
         self._sendall(out)
 
     def close_stdin(self) -> None:

@@ -13,7 +13,7 @@ import threading
 import time
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -22,8 +22,14 @@ from nsightlab.analysis import pods as r
 from nsightlab.analysis.inventory import requested_by_node
 from nsightlab.analysis.labpod import CleanupReport, GpuFree, LabPod, StatusReport, lab_pod
 from nsightlab.cluster.kube import Gone
-from nsightlab.config import Config, Session, clear_session, load_session, save_session
-from nsightlab.errors import ClusterError, Interrupted, PodNotReadyError, UsageError
+from nsightlab.config import Config, Session, end_session, load_session, save_session
+from nsightlab.errors import (
+    ClusterError,
+    Interrupted,
+    PodNotReadyError,
+    UsageError,
+    validation_message,
+)
 
 if TYPE_CHECKING:
     from nsightlab.cluster.kube import Kube
@@ -97,7 +103,7 @@ def load_template(path: Path) -> dict[str, Any]:
     except ValidationError as e:
         err = e.errors()[0]
         key = ".".join(str(p) for p in err["loc"])
-        raise UsageError(f"{path}: bad pod template at '{key}': {err['msg']}") from None
+        raise UsageError(f"{path}: bad pod template at '{key}': {validation_message(err)}") from None
     if data.get("apiVersion") != "v1" or data.get("kind") != "Pod":
         raise UsageError(f"{path}: the template must be apiVersion v1, kind Pod (got {data.get('apiVersion')}/{data.get('kind')})")
     return data
@@ -198,8 +204,24 @@ def next_steps(ctx: ResolvedContext) -> list[str]:
     ]
 
 
+def follow_steps(ctx: ResolvedContext) -> list[str]:
+    """How to follow a pod that was created without waiting for it."""
+    steps = [
+        ("nsightlab status", "phase, node, conditions"),
+        ("nsightlab events", "what the scheduler and the kubelet say"),
+        ("nsightlab logs -f", "the container's output, once it runs"),
+        (create_command(ctx), "wait until it is Ready"),
+    ]
+    width = max(len(cmd) for cmd, _ in steps) + 2
+    return [f"{cmd:<{width}}# {why}" for cmd, why in steps]
+
+
 def cleanup_command(ctx: ResolvedContext) -> str:
     return f"nsightlab cleanup --context {ctx.alias or ctx.name} --namespace {ctx.namespace}"
+
+
+def create_command(ctx: ResolvedContext) -> str:
+    return f"nsightlab create {ctx.cli_args}"
 
 
 def record_session(ctx: ResolvedContext, pod: dict[str, Any], lab: LabPod, owner: str) -> Session:
@@ -243,8 +265,9 @@ def find_existing(kube: Kube, namespace: str, name: str, owner: str) -> dict[str
 class _Waiter:
     """Follows one pod with a watch (resuming after drops) and its events, until Ready."""
 
-    def __init__(self, kube: Kube, env: Env, namespace: str, name: str, uid: str, resource_version: str) -> None:
+    def __init__(self, kube: Kube, env: Env, namespace: str, name: str, uid: str, resource_version: str, *, create_command: str = "nsightlab create") -> None:
         self.kube = kube
+        self.create_command = create_command
         self.env = env
         self.namespace = namespace
         self.name = name
@@ -293,7 +316,7 @@ class _Waiter:
                             if (obj.get("metadata") or {}).get("uid") != self.uid:
                                 continue
                             if etype == "DELETED":
-                                raise PodNotReadyError(f"pod {self.name} was deleted while waiting for it", hint="Create it again with `nsightlab create`.")
+                                raise PodNotReadyError(f"pod {self.name} was deleted while waiting for it", hint=f"Create it again with `{self.create_command}`.")
                             self.pod = obj
                             self._drain_events()
                             spinner.update(self._describe())
@@ -305,7 +328,7 @@ class _Waiter:
                     except Gone:
                         fresh = self.kube.get_pod(self.namespace, self.name)
                         if fresh is None or (fresh.get("metadata") or {}).get("uid") != self.uid:
-                            raise PodNotReadyError(f"pod {self.name} was deleted while waiting for it") from None
+                            raise PodNotReadyError(f"pod {self.name} was deleted while waiting for it", hint=f"Create it again with `{self.create_command}`.") from None
                         self.pod = fresh
                         self.rv = fresh["metadata"].get("resourceVersion", "")
                         done = self._verdict()
@@ -374,8 +397,10 @@ def create(
     manifest: dict[str, Any],
     *,
     timeout: float,
+    wait: bool = True,
 ) -> LabPod:
-    """Create (or reuse) this owner's lab pod and wait until it is Ready."""
+    """Create (or reuse) this owner's lab pod and wait until it is Ready (with `wait`
+    False: record the session at once and return the pod as it is)."""
     owner = config.owner()
     name = manifest["metadata"]["name"]
     ns = ctx.namespace
@@ -403,8 +428,13 @@ def create(
         pod = existing
         env.note(f"reusing your lab pod {name} ({r.pod_status(pod)})")
     uid = pod["metadata"]["uid"]
+    if not wait and not r.pod_is_ready(pod):
+        result = lab_pod(pod, None, context=ctx.name, server=ctx.server, namespace=ctx.namespace, reused=reused)
+        record_session(ctx, pod, result, owner)
+        result.next_steps = follow_steps(ctx)
+        return result
     if not r.pod_is_ready(pod):
-        waiter = _Waiter(kube, env, ns, name, uid, pod["metadata"].get("resourceVersion", ""))
+        waiter = _Waiter(kube, env, ns, name, uid, pod["metadata"].get("resourceVersion", ""), create_command=create_command(ctx))
         try:
             pod = waiter.wait(timeout)
         except TimeoutError:
@@ -413,7 +443,7 @@ def create(
             state = r.pod_status(waiter.pod or pod)
             raise Interrupted(
                 f"interrupted while waiting; pod {name} is {state} and stays in place",
-                hint=f"Delete it with `{cleanup_command(ctx)}`, or run `nsightlab create` again to keep waiting.",
+                hint=f"Delete it with `{cleanup_command(ctx)}`, or run `{create_command(ctx)}` again to keep waiting.",
             ) from None
     node_name = (pod.get("spec") or {}).get("nodeName")
     node = kube.get_node(node_name) if node_name else None
@@ -466,7 +496,7 @@ def status(kube: Kube, ctx: ResolvedContext, name: str) -> StatusReport:
     pod = kube.get_pod(ctx.namespace, name)
     if pod is None:
         forget_session(ctx, [name])
-        return StatusReport(context=ctx.name, namespace=ctx.namespace, pod=name, gone=True, lab=None)
+        return StatusReport(context=ctx.name, namespace=ctx.namespace, pod=name, gone=True, lab=None, next_steps=[create_command(ctx)])
     node_name = (pod.get("spec") or {}).get("nodeName")
     node = kube.get_node(node_name) if node_name else None
     return StatusReport(context=ctx.name, namespace=ctx.namespace, pod=name, gone=False, lab=lab_pod(pod, node, context=ctx.name, server=ctx.server, namespace=ctx.namespace))
@@ -475,7 +505,7 @@ def status(kube: Kube, ctx: ResolvedContext, name: str) -> StatusReport:
 def cleanup(env: Env, kube: Kube, ctx: ResolvedContext, *, owner: str, names: list[str], all_mine: bool, wait: float = 120) -> CleanupReport:
     """Delete this owner's lab pod(s); never a pod without both nsightlab labels."""
     ns = ctx.namespace
-    report = CleanupReport(context=ctx.name, namespace=ns, deleted=[], already_gone=[], skipped=[])
+    report = CleanupReport(context=ctx.name, namespace=ns, deleted=[], already_gone=[], skipped=[], owner=owner, all_mine=all_mine)
     targets: dict[str, dict[str, Any]] = {}
     if all_mine:
         mine, _ = kube.list_pods(ns, label_selector=selector(owner))
@@ -504,14 +534,17 @@ def cleanup(env: Env, kube: Kube, ctx: ResolvedContext, *, owner: str, names: li
             if _wait_gone(kube, ns, name, uid, timeout=wait):
                 report.deleted.append(name)
             else:
-                raise ClusterError(f"pod {name} is still terminating after {int(wait)} s", hint="It will go on its own; check with `nsightlab status`.")
-    forget_session(ctx, report.deleted + report.already_gone)
+                raise ClusterError(f"pod {name} is still terminating after {int(wait)} s", hint=f"It will go on its own; check with `nsightlab status {ctx.cli_args}`.")
+    forget_session(ctx, report.deleted, how="deleted")
+    forget_session(ctx, report.already_gone, how="gone")
     return report
 
 
-def forget_session(ctx: ResolvedContext, pods: list[str]) -> None:
-    """Clear the lab session if it is about one of these pods in this context."""
+def forget_session(ctx: ResolvedContext, pods: list[str], *, how: Literal["deleted", "gone"] = "gone") -> None:
+    """End the lab session if it is about one of these pods in this context: the pod was
+    deleted (by cleanup) or found gone. What is left is the record of its end, so that
+    the next command can say so (see config.end_session)."""
 
     session = load_session()
     if session and session.context == ctx.name and session.namespace == ctx.namespace and session.pod in pods:
-        clear_session()
+        end_session(session, how=how)

@@ -23,7 +23,7 @@ from nsightlab.errors import ClusterError, Interrupted, SafetyError
 
 if TYPE_CHECKING:
     from nsightlab.cluster.kubeconfig import Kubeconfig
-    from nsightlab.config import Config, Session
+    from nsightlab.config import Config, EndedSession, Session
     from nsightlab.env import Env
 
 _TOKEN_SPLIT = re.compile(r"[-_.:/@]+")
@@ -50,6 +50,14 @@ class ResolvedContext:
     @property
     def label(self) -> str:
         return f"{self.alias} ({self.name})" if self.alias and self.alias != self.name else self.name
+
+    @property
+    def cli_args(self) -> str:
+        """`--context X -n NS` as a command for this context is written in a hint, so that
+        it runs as printed whatever the session or the defaults are by then."""
+        import shlex
+
+        return f"--context {shlex.quote(self.alias or self.name)} -n {shlex.quote(self.namespace)}"
 
 
 def name_tokens(name: str) -> list[str]:
@@ -78,6 +86,28 @@ def protection_reason(name: str, patterns: list[str], *, alias: str | None = Non
     return None
 
 
+def _did_you_mean(name: str, kubeconfig: Kubeconfig, config: Config) -> str:
+    """'Did you mean X? ' for the context or alias closest to a mistyped name, else ''."""
+    import difflib
+
+    close = difflib.get_close_matches(name, [*kubeconfig.context_names(), *sorted(config.clusters)], n=1, cutoff=0.6)
+    return f"Did you mean {close[0]}? " if close else ""
+
+
+def _no_session(ended: EndedSession, kubeconfig: Kubeconfig, config: Config) -> SafetyError:
+    """After cleanup: say that the lab session ended, when, and how to start the next."""
+    from datetime import datetime
+
+    when = ended.ended.astimezone()
+    at = when.strftime("%H:%M") if when.date() == datetime.now().astimezone().date() else when.strftime("%Y-%m-%d %H:%M")
+    how = "was deleted" if ended.how == "deleted" else "was found gone"
+    name = ended.alias if ended.alias and ended.alias in config.clusters else ended.context
+    entry = config.clusters.get(name)
+    usual = (entry.namespace if entry else None) or kubeconfig.namespace(ended.context) or "default"
+    command = f"nsightlab create --context {name}" + ("" if ended.namespace == usual else f" -n {ended.namespace}")
+    return SafetyError(f"no lab session ({ended.pod} {how} at {at}); start one with {command}", ends_with_command=True)
+
+
 def _known_list(kubeconfig: Kubeconfig, config: Config) -> str:
     names = kubeconfig.context_names()
     aliases = sorted(config.clusters)
@@ -97,12 +127,14 @@ def resolve_context(
     session: Session | None = None,
     namespace: str | None = None,
     action: str = "change the cluster",
+    ended: EndedSession | None = None,
 ) -> ResolvedContext:
     """Turn `--context` (or the lab session) into a ResolvedContext, or refuse.
 
-    Raises SafetyError (exit 3) when no context is given (and no session may stand in),
-    or when `intent` is CHANGE and the context is protected; ClusterError (exit 4) for
-    a context the kubeconfig does not have. Sends no request.
+    Raises SafetyError (exit 3) when no context is given (and no session may stand in:
+    with `ended`, the record of the last one, it says that session ended), or when
+    `intent` is CHANGE and the context is protected; ClusterError (exit 4) for a context
+    the kubeconfig does not have. Sends no request.
     """
     from_session = False
     alias: str | None = None
@@ -110,6 +142,8 @@ def resolve_context(
     alias_flag = False
     if requested is None:
         if session is None:
+            if ended is not None:
+                raise _no_session(ended, kubeconfig, config)
             raise SafetyError(
                 "no context given; nsightlab never uses the kubeconfig's current-context",
                 hint=f"Pass --context NAME ({_known_list(kubeconfig, config)}).",
@@ -125,7 +159,7 @@ def resolve_context(
         where = f" (alias '{alias}')" if alias else ""
         raise ClusterError(
             f"unknown context '{name}'{where} in {kubeconfig.path_arg()}",
-            hint=f"Known {_known_list(kubeconfig, config)}.",
+            hint=f"{_did_you_mean(name, kubeconfig, config)}Known {_known_list(kubeconfig, config)}.",
         )
     reason = protection_reason(name, config.all_protected_patterns(), alias=alias, alias_flag=alias_flag)
     if reason and intent is Intent.CHANGE:

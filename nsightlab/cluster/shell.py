@@ -24,14 +24,14 @@ if TYPE_CHECKING:
 SHELL_ARGV = ["sh", "-c", "if command -v bash >/dev/null 2>&1; then exec bash -l; else exec sh -l; fi"]
 
 
-def _exit_code(session: ExecSession) -> int:
+def _exit_code(session: ExecSession, kube: Kube) -> int:
     code = session.returncode()
     if code is not None:
         return code
     failure = session.failure_message()
     if failure:
         raise RemoteCommandError(f"the command could not run: {failure}", returncode=127)
-    raise ClusterError(f"the connection dropped ({session.what})", hint="Check the pod with `nsightlab status`.")
+    raise ClusterError(f"the connection dropped ({session.what})", hint=f"Check the pod with `nsightlab status {kube.ctx.cli_args}`.")
 
 
 def run_command(kube: Kube, namespace: str, pod: str, argv: list[str], *, forward_stdin: bool = False, stdout: BinaryIO | None = None, stderr: BinaryIO | None = None) -> int:
@@ -49,7 +49,7 @@ def run_command(kube: Kube, namespace: str, pod: str, argv: list[str], *, forwar
         _pump(session, sys.stdin.fileno() if forward_stdin else None, write)
     finally:
         session.close()
-    return _exit_code(session)
+    return _exit_code(session, kube)
 
 
 def _pump(session: ExecSession, fd_in: int | None, write: Callable[[int, bytes], None], *, before_wait: Callable[[], None] | None = None) -> None:
@@ -115,4 +115,4 @@ def interactive(kube: Kube, namespace: str, pod: str, argv: list[str] | None = N
         termios.tcsetattr(fd_in, termios.TCSADRAIN, saved)
         signal.signal(signal.SIGWINCH, previous)
         session.close()
-    return _exit_code(session)
+    return _exit_code(session, kube)

@@ -23,15 +23,15 @@ The run is stored as kind `decode`: `raw/` (the CSVs or the trace, the script's 
 the .nsys-rep), `meta.json`, `timeline.json` (each mode's median step, op by op, for the
 report's figure), and `result.json` last.
 
-`--device auto|cuda|cpu` goes to the script. In the lab pod `auto` asks for the GPU
-(the pod requests one): a torch there that cannot see it stops the script with its exit
-code 3, which is exit 6 here with the script's reason, never a quiet CPU run.
+`--device auto|cuda|cpu` is decided once (`nsightlab.measure.device.plan_device`) and
+goes to the script: on a target that requests a GPU `auto` insists on it, and a torch
+there that cannot see it stops the script with its exit code 3, which is exit 6 here with
+the script's reason (`no_gpu_error`), never a quiet CPU run.
 """
 
 from __future__ import annotations
 
 import posixpath
-import re
 import shlex
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -43,7 +43,9 @@ from nsightlab.analysis.decode import DecodeResult, load_decode_record
 from nsightlab.analysis.steps import TraceAnatomy
 from nsightlab.config import atomic_write_json
 from nsightlab.errors import ParseError, RemoteCommandError, UsageError
+from nsightlab.measure.device import DevicePlan, no_gpu_error
 from nsightlab.parse import nsys
+from nsightlab.parse.noise import is_library_noise
 from nsightlab.runs.decode import (
     TIMELINE_FILE,
     TRACE_REPORTS,
@@ -76,12 +78,10 @@ SUMMARIES: tuple[nsys.ReportId, ...] = (
 NSYS_TRACE_ARGS = ("-t", "cuda,nvtx", "--cuda-graph-trace=node")
 # decode.py's exit codes (lab_scripts/README.md)
 SCRIPT_USAGE_EXIT = 2
-SCRIPT_NO_GPU_EXIT = 3
-SCRIPT_NO_ROOM_EXIT = 4
+SCRIPT_NO_ROOM_EXIT = 4  # (3, no GPU: measure.device.SCRIPT_NO_GPU_EXIT)
 _DTYPES = {"bfloat16": "bfloat16", "bf16": "bfloat16", "float16": "float16", "fp16": "float16", "half": "float16", "float32": "float32", "fp32": "float32"}
 _MODES = ("eager", "graphs")
-# Kineto's own two lines around every profile (lab_scripts/README.md): noise, not output.
-_KINETO_NOISE = re.compile(r"^USDT:\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2} \d+:\d+ SyncActivityProfilerHandler\.cpp:\d+\] profiler_(start|stop)$")
+RAW_LOG = "profile.log"  # the command's output as it came, library noise included
 
 
 @dataclass
@@ -94,7 +94,6 @@ class DecodeOptions:
     prompt_len: int | None = None
     modes: str | None = None
     dtype: str | None = None
-    device: str | None = None  # auto | cuda | cpu
     extra: list[str] = field(default_factory=list)  # more of the script's options, after --
 
     def check(self) -> None:
@@ -113,15 +112,11 @@ class DecodeOptions:
         for name, value in (("--tokens", self.tokens), ("--prompt-len", self.prompt_len)):
             if value is not None and value < 1:
                 raise UsageError(f"{name} must be at least 1, got {value}")
-        if self.device is not None and self.device not in ("auto", "cuda", "cpu"):
-            raise UsageError(f"--device must be auto, cuda or cpu, got '{self.device}'")
 
-    def script_args(self, *, on_pod: bool) -> list[str]:
-        # The device rule: the lab pod requests a GPU, so `auto` there insists on it.
-        device = self.device or "auto"
-        if device == "auto" and on_pod:
-            device = "cuda"
-        args = ["--device", device]
+    def script_args(self, device: DevicePlan) -> list[str]:
+        """decode.py's options; `--device` is the plan's (`measure.device.plan_device`):
+        `auto` on a target that requests a GPU insists on it."""
+        args = ["--device", device.script_arg]
         for flag, value in (
             ("--preset", self.preset),
             ("--batch", self.batch),
@@ -135,19 +130,20 @@ class DecodeOptions:
         return [*args, *self.extra]
 
 
-def _streamer(env: Env) -> tuple[Any, Any, list[str]]:
-    """Callbacks that show the remote output live on stderr (Kineto's noise left out),
-    keeping the tail of its stderr for error messages."""
+def _streamer(env: Env, log: bytearray) -> tuple[Any, Any, list[str]]:
+    """Callbacks that show the remote output live on stderr (libraries' own noise left
+    out), keeping all of it in `log` and the tail of its stderr for error messages."""
     tail: list[str] = []
     partial = {1: b"", 2: b""}
 
     def make(channel: int) -> Any:
         def sink(data: bytes) -> None:
+            log.extend(data)
             buf = partial[channel] + data
             *lines, partial[channel] = buf.split(b"\n")
             for raw in lines:
                 text = raw.decode("utf-8", "replace").rstrip("\r")
-                if _KINETO_NOISE.match(text):
+                if is_library_noise(text):
                     continue
                 env.note(f"  {text}")
                 if channel == 2 and text.strip():
@@ -159,17 +155,16 @@ def _streamer(env: Env) -> tuple[Any, Any, list[str]]:
     return make(1), make(2), tail
 
 
-def _script_failed(code: int, tail: list[str], label: str, place: str) -> Exception:
+def _script_failed(code: int, tail: list[str], label: str, plan: DevicePlan) -> Exception:
     """nsightlab's error for decode.py's own exit codes (else a remote failure)."""
     last = tail[-1][:300] if tail else ""
+    no_gpu = no_gpu_error(plan, code, tail)
+    if no_gpu is not None:
+        return no_gpu
     if code == SCRIPT_USAGE_EXIT and last.startswith("decode.py"):
         return UsageError(f"decode.py refused its options: {last}")
-    if code == SCRIPT_NO_GPU_EXIT and "cannot see the GPU" in last:
-        reason = last.split("cannot see the GPU", 1)[1].lstrip(": ").strip()
-        remedy = "install a CUDA build of torch here" if place == "on this machine" else "use an image with CUDA torch"
-        return RemoteCommandError(f"torch {place} cannot see the GPU: {reason}; {remedy}, or --device cpu", returncode=code)
     if code == SCRIPT_NO_ROOM_EXIT:
-        return RemoteCommandError(f"the model does not fit {place}: {last}", returncode=code)
+        return RemoteCommandError(f"the model does not fit {plan.place}: {last}", returncode=code)
     return RemoteCommandError(f"decode.py failed on {label} (exit {code}): {last}", returncode=code)
 
 
@@ -181,11 +176,13 @@ def run_decode(
     options: DecodeOptions,
     profiler: DecodeProfiler,
     nsys_args: list[str],
+    device: DevicePlan,
 ) -> DecodeResult:
-    """Profile decode.py on `target`; the run is stored before the result is returned."""
+    """Profile decode.py on `target`; the run is stored before the result is returned.
+    `device` is the `--device` decision (`nsightlab.measure.device.plan_device`)."""
     options.check()
-    on_pod = not str(meta_fields.get("target", "")).startswith("this machine")
-    place = "in the pod" if on_pod else "on this machine"
+    if device.note():
+        env.note(str(device.note()))
     if profiler == "nsys" and target.which("nsys") is None:
         raise RemoteCommandError(
             f"nsys (Nsight Systems) is not installed on {target.label}",
@@ -197,8 +194,9 @@ def run_decode(
     target.put(assets.lab_script(SCRIPT), remote_script)
     target.put(assets.lab_script(assets.LAB_COMMON), posixpath.join(wd, assets.LAB_COMMON))
     work_json = posixpath.join(wd, WORK_JSON)
-    argv_script = [target.python, remote_script, "--json", work_json, *options.script_args(on_pod=on_pod)]
-    out_cb, err_cb, tail = _streamer(env)
+    argv_script = [target.python, remote_script, "--json", work_json, *options.script_args(device)]
+    log = bytearray()
+    out_cb, err_cb, tail = _streamer(env, log)
     versions: dict[str, str | None] = {}
     wanted: list[str] = []
     if profiler == "nsys":
@@ -208,7 +206,7 @@ def run_decode(
         env.note(f"running on {target.label}: {shlex.join(argv)}")
         code = target.stream(argv, on_stdout=out_cb, on_stderr=err_cb, env={"TMPDIR": wd})
         if code != 0:
-            raise _script_failed(code, tail, target.label, place)
+            raise _script_failed(code, tail, target.label, device)
         listing = target.run(["ls", "-1", wd], what="listing the work folder").out.split()
         if f"{BASE}.nsys-rep" not in listing:
             importer = nsys.detect_importer_error("\n".join(tail))
@@ -238,14 +236,14 @@ def run_decode(
         env.note(f"running on {target.label} under torch.profiler: {shlex.join(argv_script[1:])}")
         code = target.stream(argv, on_stdout=out_cb, on_stderr=err_cb)
         if code != 0:
-            raise _script_failed(code, tail, target.label, place)
+            raise _script_failed(code, tail, target.label, device)
         wanted = ["torchprof.json", TRACE]
         listing = target.run(["ls", "-1", wd], what="listing the work folder").out.split()
     else:
         env.note(f"running on {target.label}: {shlex.join(argv_script[1:])} (no profiler: the script's own step times)")
         code = target.stream(argv_script, on_stdout=out_cb, on_stderr=err_cb)
         if code != 0:
-            raise _script_failed(code, tail, target.label, place)
+            raise _script_failed(code, tail, target.label, device)
         listing = target.run(["ls", "-1", wd], what="listing the work folder").out.split()
     if WORK_JSON not in listing:
         raise RemoteCommandError(f"decode.py wrote no {WORK_JSON} on {target.label}", hint="Its output above says why.")
@@ -253,7 +251,8 @@ def run_decode(
     # everything comes back before anything is analysed or printed
     probe = load_preset_name(options)
     run, run_id = new_run("decode", probe)
-    fetched = []
+    (run.raw / RAW_LOG).write_bytes(bytes(log))
+    fetched = [f"raw/{RAW_LOG}"]
     for f in wanted:
         target.get(posixpath.join(wd, f), run.raw / f)
         fetched.append(f"raw/{f}")
@@ -265,9 +264,12 @@ def run_decode(
     build = decode_build(record, anatomy, no_trace_reason=reason)
     result = build.result
     result.run_id = run_id
+    if device.on_purpose_cpu:
+        result.notes.append(f"measured on the CPU on purpose (--device cpu), {device.place} with a GPU")
     timelines = build.timelines
     timelines.run_id = run_id
-    command = ["nsightlab", "profile", "decode", "--profiler", profiler, *options.script_args(on_pod=on_pod)]
+    command = ["nsightlab", "profile", "decode", "--profiler", profiler, *(["--device", device.requested] if device.requested != "auto" else []), *options.script_args(device)[2:]]
+    cpu = result.device.startswith("cpu")
     meta = RunMeta(
         id=run_id,
         kind="decode",
@@ -275,10 +277,13 @@ def run_decode(
         created=datetime.now(timezone.utc),
         versions=versions,
         command=command,
-        gpu=None if result.device.startswith("cpu") else result.device,
+        gpu=None if cpu else result.device,
         dtype=record.model.dtype,
         headline=build.headline,
-        **{k: v for k, v in meta_fields.items() if k in RunMeta.model_fields and k not in ("gpu", "dtype")},
+        device=record.device_name if cpu else result.device,
+        device_type="cpu" if cpu else "cuda",
+        device_requested=device.requested,
+        **{k: v for k, v in meta_fields.items() if k in RunMeta.model_fields and k not in ("gpu", "dtype", "device", "device_type", "device_requested")},
     )
     run.write_meta(meta)
     atomic_write_json(run.path / TIMELINE_FILE, timelines.model_dump(mode="json"))

@@ -13,7 +13,9 @@ from typing import TYPE_CHECKING, Any
 
 from nsightlab import assets
 from nsightlab.analysis.ncu import NcuResult, from_report
+from nsightlab.analysis.profile import load_record
 from nsightlab.errors import CountersNotPermittedError, ParseError, RemoteCommandError
+from nsightlab.measure.device import DevicePlan, no_gpu_error
 from nsightlab.measure.profile import BUILTIN, _last_error, _streamer, resolve_script
 from nsightlab.parse import ncu as ncu_parse
 from nsightlab.runs.store import RunMeta, new_run
@@ -24,12 +26,25 @@ if TYPE_CHECKING:
 
 DEFAULT_KERNEL = "vectorized_elementwise"  # the scale kernel of lesson1
 
-COUNTERS_HINT = (
-    "ncu needs the GPU's performance counters. Two ways forward: ask the platform team for a "
-    "profiling-enabled node (driver option NVreg_RestrictProfilingToAdminUsers=0; `nsightlab doctor` "
-    "shows RmProfilingAdminOnly: 0 there), or, only with their OK, recreate the lab pod with "
-    "`nsightlab create --profiling-caps` (adds CAP_SYS_ADMIN, which weakens isolation)."
-)
+
+
+def counters_hint(target: Target) -> str:
+    """The two ways forward when ncu may not read the counters, as commands for this target
+    (the lab pod is made anew: `create` would reuse the one without the capability)."""
+    kube = getattr(target, "kube", None)
+    if kube is None:
+        doctor = "`grep RmProfilingAdminOnly /proc/driver/nvidia/params`"
+        recreate = "run it in a lab pod made with `nsightlab create --context stg --profiling-caps`"
+    else:
+        args = kube.ctx.cli_args
+        doctor = f"`nsightlab doctor {args}`"
+        recreate = f"recreate the lab pod with `nsightlab cleanup {args}` then `nsightlab create {args} --profiling-caps`"
+    return (
+        "ncu needs the GPU's performance counters. Two ways forward: ask the platform team for a "
+        f"profiling-enabled node (driver option NVreg_RestrictProfilingToAdminUsers=0; {doctor} "
+        f"shows RmProfilingAdminOnly: 0 there), or, only with their OK, {recreate} "
+        "(adds CAP_SYS_ADMIN, which weakens isolation)."
+    )
 
 
 def run_ncu(
@@ -42,8 +57,14 @@ def run_ncu(
     kernel: str,
     sections: list[str],
     count: int,
+    device: DevicePlan | None = None,
 ) -> NcuResult:
+    """ncu on the kernels matching `kernel` while `script` runs on `target`; stored, then returned.
 
+    A built-in lab script gets `--device` from `device` (cuda where the target requests a
+    GPU): ncu measures GPU kernels only.
+    """
+    plan = device or DevicePlan(requested="auto", script_arg="auto", wants_gpu=False, place=f"on {target.label}")
     local_script, name = resolve_script(script)
     if target.which("ncu") is None:
         raise RemoteCommandError(f"ncu (Nsight Compute) is not installed on {target.label}", returncode=127, hint="Use an image that ships Nsight Compute.")
@@ -53,9 +74,9 @@ def run_ncu(
     remote_script = posixpath.join(wd, local_script.name)
     target.put(local_script, remote_script)
     if script in BUILTIN:
-
         target.put(assets.lab_script(assets.LAB_COMMON), posixpath.join(wd, assets.LAB_COMMON))
-    extra = ["--json", posixpath.join(wd, f"{name}.json")] if script in BUILTIN else []
+    work_json = posixpath.join(wd, f"{name}.json")
+    extra = ["--json", work_json, "--device", plan.script_arg] if script in BUILTIN else []
     argv = ["ncu", "--csv", "-k", f"regex:{kernel}", "-c", str(count)]
     for section in sections:
         argv += ["--section", section]
@@ -69,12 +90,15 @@ def run_ncu(
     raw.write_text(text, encoding="utf-8")
     blocked = ncu_parse.detect_counter_permission_error(text + "\n" + b"\n".join(tail).decode("utf-8", "replace"))
     if blocked:
-        raise CountersNotPermittedError(f"ncu cannot read GPU counters on {target.label}: {blocked.split(' - ')[0].strip('= ')}", hint=COUNTERS_HINT)
+        raise CountersNotPermittedError(f"ncu cannot read GPU counters on {target.label}: {blocked.split(' - ')[0].strip('= ')}", hint=counters_hint(target))
     if code != 0:
+        no_gpu = no_gpu_error(plan, code, [t.decode("utf-8", "replace") for t in tail])
+        if no_gpu is not None:
+            raise no_gpu
         raise RemoteCommandError(f"ncu failed on {target.label} (exit {code}): {_last_error(tail)}", returncode=code)
     report = ncu_parse.parse_ncu_csv(text, source=str(raw))
     if not report.kernels:
-        raise RemoteCommandError(f"ncu profiled no kernel matching regex:{kernel} on {target.label}", hint="Check --kernel against the names `nsightlab profile` shows.")
+        raise RemoteCommandError(f"ncu profiled no kernel matching regex:{kernel} on {target.label}", hint=f"Check --kernel against the names `nsightlab profile {shlex.quote(script)}{' --local' if target.label == 'this machine' else ''}` shows.")
     result = from_report(report, target.label)
     result.run_id = run_id
     try:
@@ -82,6 +106,12 @@ def run_ncu(
     except ParseError:
         result.versions["ncu"] = None
     first = result.kernels[0]
+    # the GPU the kernels ran on, as the lab script saw it (never the node's label)
+    gpu = None
+    if script in BUILTIN and posixpath.basename(work_json) in target.run(["ls", "-1", wd], check=False).out.split():
+        target.get(work_json, run.raw / posixpath.basename(work_json))
+        record = load_record(run.raw / posixpath.basename(work_json))
+        gpu = record.device.name if record is not None and record.device.type == "cuda" else None
     run.write_meta(
         RunMeta(
             id=run_id,
@@ -91,7 +121,11 @@ def run_ncu(
             versions=result.versions,
             command=["nsightlab", "ncu", script, "--kernel", kernel],
             headline=f"{first.short_name}: {first.bound}",
-            **{k: v for k, v in meta_fields.items() if k in RunMeta.model_fields},
+            gpu=gpu,
+            device=gpu,
+            device_type="cuda",  # ncu measures GPU kernels only
+            device_requested=plan.requested,
+            **{k: v for k, v in meta_fields.items() if k in RunMeta.model_fields and k not in ("gpu", "device", "device_type", "device_requested")},
         )
     )
     run.write_result(result)

@@ -11,7 +11,11 @@ from __future__ import annotations
 
 import json
 import posixpath
+import re
 import shlex
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -24,10 +28,14 @@ from nsightlab.analysis.profile import (
     headline,
     load_record,
     report_from_torch,
+    torch_info,
 )
 from nsightlab.errors import ParseError, RemoteCommandError, UsageError
+from nsightlab.measure.device import DevicePlan, no_gpu_error, ran_on_cpu_warning
 from nsightlab.parse import nsys
-from nsightlab.runs.store import RunMeta, new_run
+from nsightlab.parse.noise import is_library_noise
+from nsightlab.runs.store import Run, RunMeta, new_run
+from nsightlab.runs.store import remove as remove_run
 
 if TYPE_CHECKING:
     from nsightlab.env import Env
@@ -43,7 +51,63 @@ WANTED: tuple[nsys.ReportId, ...] = (
     "nvtx_gpu_proj_sum",
     "cuda_gpu_trace",
     "cuda_gpu_mem_time_sum",
+    "cuda_gpu_mem_size_sum",
+    "cuda_api_sum",
 )
+RAW_LOG = "profile.log"  # the command's output as it came, library noise included
+TRACE = "trace.json.gz"  # torch.profiler's own Chrome trace (opens in Perfetto)
+
+
+# ---------------------------------------------------------------------------- a server
+
+
+@dataclass(frozen=True)
+class Serving:
+    """How the trace of a server (`profile --serving -- vllm serve ...`) is windowed.
+
+    vLLM's profiling guide asks nsys to follow the worker processes it forks
+    (`--trace-fork-before-exec=true`) and to trace the kernels inside CUDA graphs one by
+    one (`--cuda-graph-trace=node`). A server never exits by itself, so the collection
+    needs an end: by default the server's own cudaProfilerStart/Stop calls mark it (vLLM
+    makes them on POST /start_profile and /stop_profile when started with
+    `--profiler-config.profiler cuda`), and nsys ends the server when that range is over;
+    with `duration`, a window of time after `delay` seconds instead, then nsys ends it.
+    """
+
+    delay: int | None = None
+    duration: int | None = None
+
+    def nsys_options(self) -> list[str]:
+        opts = ["--trace-fork-before-exec=true", "--cuda-graph-trace=node"]
+        if self.duration is not None:
+            if self.delay:
+                opts.append(f"--delay={self.delay}")
+            opts.append(f"--duration={self.duration}")
+        else:
+            opts += ["--capture-range=cudaProfilerApi", "--capture-range-end=stop-shutdown"]
+        return opts
+
+    def describe(self) -> str:
+        if self.duration is not None:
+            start = f"after {self.delay} s" if self.delay else "from the start"
+            return f"collecting for {self.duration} s {start}; then nsys ends the server"
+        return (
+            "collecting between the server's cudaProfilerStart and cudaProfilerStop (vLLM: start it with "
+            "`--profiler-config.profiler cuda`, then POST /start_profile and /stop_profile, or run "
+            "`vllm bench serve --profile`); then nsys ends the server"
+        )
+
+
+#: Environment for a server under nsys: vLLM's guide advises spawned workers, not forked.
+SERVING_ENV = {"VLLM_WORKER_MULTIPROC_METHOD": "spawn"}
+
+
+def command_name(command: list[str]) -> str:
+    """A run name for a command: `vllm serve ...` is vllm-serve."""
+    words = [posixpath.basename(command[0])]
+    if len(command) > 1 and not command[1].startswith("-") and "/" not in command[1]:
+        words.append(command[1])
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", "-".join(words)).strip("-.") or "command"
 
 
 # ---------------------------------------------------------------------------- running it
@@ -63,17 +127,25 @@ def resolve_script(script: str) -> tuple[Path, str]:
     return path, path.stem
 
 
-def _streamer(env: Env) -> tuple[Any, Any, list[bytes]]:
-    """Callbacks that show a remote command's output live on stderr, keeping its tail."""
+def _streamer(env: Env, log: bytearray | None = None) -> tuple[Any, Any, list[bytes]]:
+    """Callbacks that show a remote command's output live on stderr, keeping its tail.
+
+    Lines that libraries print by themselves (kineto's profiler_start/stop) stay off the
+    terminal and out of the tail; `log`, when given, receives everything as it came.
+    """
     tail: list[bytes] = []
     partial = {1: b"", 2: b""}
 
     def make(channel: int) -> Any:
         def sink(data: bytes) -> None:
+            if log is not None:
+                log.extend(data)
             buf = partial[channel] + data
             *lines, partial[channel] = buf.split(b"\n")
             for line in lines:
                 text = line.decode("utf-8", "replace").rstrip("\r")
+                if is_library_noise(text):
+                    continue
                 env.note(f"  {text}")
                 if channel == 2:
                     tail.append(line)
@@ -92,6 +164,89 @@ def _last_error(tail: list[bytes]) -> str:
     return ""
 
 
+def _failed(target: Target, what: str, code: int, tail: list[bytes], plan: DevicePlan | None) -> RemoteCommandError:
+    """The error for a script (or nsys around it) that exited non-zero: torch's missing GPU
+    in nsightlab's words (exit 6, `nsightlab.measure.device`), else the last line it wrote."""
+    lines = [t.decode("utf-8", "replace") for t in tail]
+    no_gpu = no_gpu_error(plan, code, lines) if plan is not None else None
+    return no_gpu or RemoteCommandError(f"{what} failed on {target.label} (exit {code}): {_last_error(tail)}", returncode=code)
+
+
+@contextmanager
+def _complete_or_removed(run: Run) -> Iterator[None]:
+    """A run folder is complete, or it is not there."""
+    try:
+        yield
+    except BaseException:
+        remove_run(run)
+        raise
+
+
+def _require_nsys(target: Target) -> None:
+    if target.which("nsys") is None:
+        raise RemoteCommandError(
+            f"nsys (Nsight Systems) is not installed on {target.label}",
+            returncode=127,
+            hint="Use an image that ships it, or run the same tables under torch.profiler: `--profiler torch`.",
+        )
+
+
+def _nsys_run(
+    env: Env,
+    target: Target,
+    wd: str,
+    command: list[str],
+    *,
+    options: list[str],
+    env_vars: dict[str, str],
+    server: bool = False,
+    log: bytearray | None = None,
+    plan: DevicePlan | None = None,
+) -> tuple[list[str], list[str], str | None]:
+    """`nsys profile` of `command`, then one `nsys stats` export of the reports that
+    matter. Returns the files to fetch from `wd`, the listing of `wd` and nsys's version.
+
+    A server does not exit by itself: nsys ends it when the collection is over, so its
+    exit code says nothing; only a missing report is a failure then."""
+    version = nsys.parse_nsys_version(target.run(["nsys", "--version"], what="nsys --version").out)
+    base = posixpath.join(wd, BASE)
+    argv = ["nsys", "profile", "-o", base, "-f", "true", "-t", "cuda,nvtx", *options, *command]
+    env.note(f"running on {target.label}: {shlex.join(argv)}")
+    out_cb, err_cb, tail = _streamer(env, log)
+    code = target.stream(argv, on_stdout=out_cb, on_stderr=err_cb, env={"TMPDIR": wd, **env_vars})
+    if code != 0 and not server:
+        raise _failed(target, "nsys profile", code, tail, plan)
+    listing = target.run(["ls", "-1", wd], what="listing the work folder").out.split()
+    if f"{BASE}.nsys-rep" not in listing:
+        text = b"\n".join(tail).decode("utf-8", "replace")
+        importer = nsys.detect_importer_error(text)
+        if server and code != 0 and not importer:
+            raise RemoteCommandError(f"the server ended on {target.label} (exit {code}) before nsys wrote a report: {_last_error(tail)}", returncode=code)
+        raise RemoteCommandError(
+            f"nsys wrote no {BASE}.nsys-rep on {target.label}" + (f": {importer}" if importer else ""),
+            hint="A target-only nsys install writes only a .qdstrm: use the full Nsight Systems CLI in the image."
+            if importer or not server
+            else "Nothing was collected: the server never called cudaProfilerStart (see `nsightlab profile --help`), or use --duration.",
+        )
+    if server and code != 0:
+        env.note(f"the server ended with exit {code} (nsys ends it when the collection is over)")
+    helptext = target.run(["nsys", "stats", "--help-reports"], check=False).out
+    have = nsys.available_reports(helptext)
+    reports = [have[r] for r in WANTED if r in have] or ["cuda_gpu_kern_sum", "nvtx_sum"]
+    stats = ["nsys", "stats", "--force-export=true", "--format", "csv", "-o", base, "-r", ",".join(reports), f"{base}.nsys-rep"]
+    env.note(f"exporting: {shlex.join(stats)}")
+    done = target.run(stats, check=False)
+    try:
+        nsys.check_stats_output(done.out + "\n" + done.err, source="nsys stats")
+    except ParseError as e:
+        raise RemoteCommandError(e.message, hint="nsightlab always passes --force-export=true; if you see this, the export on the target is stale or broken.") from None
+    if done.returncode != 0:
+        raise RemoteCommandError(f"nsys stats failed on {target.label} (exit {done.returncode}): {done.err.strip()[-300:]}", returncode=done.returncode)
+    listing = target.run(["ls", "-1", wd], what="listing the work folder").out.split()
+    wanted = [f for f in listing if f.startswith(f"{BASE}_") and f.endswith(".csv")] + [f"{BASE}.nsys-rep"]
+    return wanted, listing, version
+
+
 def run_profile(
     env: Env,
     target: Target,
@@ -101,100 +256,150 @@ def run_profile(
     script_args: list[str],
     profiler: Profiler,
     nsys_args: list[str],
+    serving: Serving | None = None,
+    device: DevicePlan | None = None,
 ) -> ProfileResult:
-    """Profile `script` on `target`; the run is stored before the result is returned."""
+    """Profile `script` on `target`; the run is stored before the result is returned.
 
+    With `serving`, `script_args` is a server's command, run as it is (nothing is copied
+    over), under the nsys options a server needs (see Serving).
+
+    `device` (`nsightlab.measure.device.plan_device`): a built-in lab script gets its
+    `--device`; a user's own script gets none, and where its ops ran is read from the
+    profile afterwards (a CPU run on a target that requests a GPU is warned about)."""
+
+    if serving is not None:
+        if profiler != "nsys":
+            raise UsageError("--serving profiles under nsys only (drop --profiler torch)")
+        if not script_args:
+            raise UsageError("--serving needs the server's command after --", hint="e.g. `nsightlab profile --serving -- vllm serve MODEL --profiler-config.profiler cuda`.")
+        _require_nsys(target)
+        name = command_name(script_args)
+        run, run_id = new_run("profile", name)
+        with _complete_or_removed(run):
+            wd = target.workdir()
+            env.note(f"profiling a server: {serving.describe()}")
+            log = bytearray()
+            wanted_files, _, version = _nsys_run(env, target, wd, list(script_args), options=[*serving.nsys_options(), *nsys_args], env_vars=SERVING_ENV, server=True, log=log)
+            command = ["nsightlab", "profile", "--serving", *_serving_flags(serving), "--", *script_args]
+            return _finish(run, run_id, target, wd, wanted_files, meta_fields, name=name, profiler="nsys", versions={"nsys": version}, work_json=None, command=command, log=bytes(log))
+    plan = device or DevicePlan(requested="auto", script_arg="auto", wants_gpu=False, place=f"on {target.label}")
     local_script, name = resolve_script(script)
     builtin = script in BUILTIN
-    if profiler == "nsys" and target.which("nsys") is None:
-        raise RemoteCommandError(
-            f"nsys (Nsight Systems) is not installed on {target.label}",
-            returncode=127,
-            hint="Use an image that ships it, or run the same tables under torch.profiler: `--profiler torch`.",
-        )
-    run, run_id = new_run("profile", name)
-    wd = target.workdir()
-    remote_script = posixpath.join(wd, local_script.name)
-    target.put(local_script, remote_script)
-    if builtin:
-        target.put(assets.lab_script(assets.LAB_COMMON), posixpath.join(wd, assets.LAB_COMMON))
-    work_json = posixpath.join(wd, f"{name}.json")
-    argv_script = [target.python, remote_script, *(["--json", work_json] if builtin else []), *script_args]
-    out_cb, err_cb, tail = _streamer(env)
-    versions: dict[str, str | None] = {}
-    fetched: list[str] = []
     if profiler == "nsys":
-        versions["nsys"] = nsys.parse_nsys_version(target.run(["nsys", "--version"], what="nsys --version").out)
-        base = posixpath.join(wd, BASE)
-        argv = ["nsys", "profile", "-o", base, "-f", "true", "-t", "cuda,nvtx", *nsys_args, *argv_script]
-        env.note(f"running on {target.label}: {shlex.join(argv)}")
-        code = target.stream(argv, on_stdout=out_cb, on_stderr=err_cb, env={"TMPDIR": wd})
-        if code != 0:
-            raise RemoteCommandError(f"nsys profile failed on {target.label} (exit {code}): {_last_error(tail)}", returncode=code)
-        listing = target.run(["ls", "-1", wd], what="listing the work folder").out.split()
-        if f"{BASE}.nsys-rep" not in listing:
-            text = b"\n".join(tail).decode("utf-8", "replace")
-            importer = nsys.detect_importer_error(text)
-            raise RemoteCommandError(
-                f"nsys wrote no {BASE}.nsys-rep on {target.label}" + (f": {importer}" if importer else ""),
-                hint="A target-only nsys install writes only a .qdstrm: use the full Nsight Systems CLI in the image.",
-            )
-        helptext = target.run(["nsys", "stats", "--help-reports"], check=False).out
-        have = nsys.available_reports(helptext)
-        reports = [have[r] for r in WANTED if r in have] or ["cuda_gpu_kern_sum", "nvtx_sum"]
-        stats = ["nsys", "stats", "--force-export=true", "--format", "csv", "-o", base, "-r", ",".join(reports), f"{base}.nsys-rep"]
-        env.note(f"exporting: {shlex.join(stats)}")
-        done = target.run(stats, check=False)
-        try:
-            nsys.check_stats_output(done.out + "\n" + done.err, source="nsys stats")
-        except ParseError as e:
-            raise RemoteCommandError(e.message, hint="nsightlab always passes --force-export=true; if you see this, the export on the target is stale or broken.") from None
-        if done.returncode != 0:
-            raise RemoteCommandError(f"nsys stats failed on {target.label} (exit {done.returncode}): {done.err.strip()[-300:]}", returncode=done.returncode)
-        listing = target.run(["ls", "-1", wd], what="listing the work folder").out.split()
-        wanted_files = [f for f in listing if f.startswith(f"{BASE}_") and f.endswith(".csv")] + [f"{BASE}.nsys-rep"]
-    else:
-        prof_script = posixpath.join(wd, "torchprof.py")
-        target.put(assets.lab_script("torchprof.py"), prof_script)
-        prof_json = posixpath.join(wd, "torchprof.json")
-        argv = [target.python, prof_script, "--out", prof_json, *argv_script[1:]]
-        env.note(f"running on {target.label} under torch.profiler: {shlex.join(argv_script[1:])}")
-        code = target.stream(argv, on_stdout=out_cb, on_stderr=err_cb)
-        if code != 0:
-            raise RemoteCommandError(f"the script failed on {target.label} (exit {code}): {_last_error(tail)}", returncode=code)
-        wanted_files = ["torchprof.json"]
-        listing = target.run(["ls", "-1", wd], what="listing the work folder").out.split()
-    if builtin and posixpath.basename(work_json) in listing:
-        wanted_files.append(posixpath.basename(work_json))
+        _require_nsys(target)
+    if plan.note():
+        env.note(str(plan.note()))
+    run, run_id = new_run("profile", name)
+    with _complete_or_removed(run):
+        wd = target.workdir()
+        remote_script = posixpath.join(wd, local_script.name)
+        target.put(local_script, remote_script)
+        # labcommon.py travels with every lab script: torchprof.py describes the device with it too
+        if builtin or profiler == "torch":
+            target.put(assets.lab_script(assets.LAB_COMMON), posixpath.join(wd, assets.LAB_COMMON))
+        work_json = posixpath.join(wd, f"{name}.json")
+        own_args = ["--json", work_json, "--device", plan.script_arg] if builtin else []
+        argv_script = [target.python, remote_script, *own_args, *script_args]
+        versions: dict[str, str | None] = {}
+        log = bytearray()
+        if profiler == "nsys":
+            wanted_files, listing, versions["nsys"] = _nsys_run(env, target, wd, argv_script, options=nsys_args, env_vars={}, log=log, plan=plan)
+        else:
+            prof_script = posixpath.join(wd, "torchprof.py")
+            target.put(assets.lab_script("torchprof.py"), prof_script)
+            prof_json = posixpath.join(wd, "torchprof.json")
+            argv = [target.python, prof_script, "--out", prof_json, "--trace", posixpath.join(wd, TRACE), *argv_script[1:]]
+            env.note(f"running on {target.label} under torch.profiler: {shlex.join(argv_script[1:])}")
+            out_cb, err_cb, tail = _streamer(env, log)
+            code = target.stream(argv, on_stdout=out_cb, on_stderr=err_cb)
+            if code != 0:
+                raise _failed(target, "the script", code, tail, plan)
+            listing = target.run(["ls", "-1", wd], what="listing the work folder").out.split()
+            wanted_files = ["torchprof.json"] + ([TRACE] if TRACE in listing else [])
+        if builtin and posixpath.basename(work_json) in listing:
+            wanted_files.append(posixpath.basename(work_json))
+        command = ["nsightlab", "profile", script, *(["--profiler", profiler]), *(["--device", plan.requested] if plan.requested != "auto" else []), *(["--", *script_args] if script_args else [])]
+        result = _finish(run, run_id, target, wd, wanted_files, meta_fields, name=name, profiler=profiler, versions=versions, work_json=work_json, command=command, log=bytes(log), plan=plan, script_file=None if builtin else local_script.name)
+    for warning in result.warnings:
+        env.warn(warning)
+    return result
+
+
+def _serving_flags(serving: Serving) -> list[str]:
+    flags = [f"--delay={serving.delay}"] if serving.delay else []
+    return flags + ([f"--duration={serving.duration}"] if serving.duration is not None else [])
+
+
+def _finish(
+    run: Run,
+    run_id: str,
+    target: Target,
+    wd: str,
+    wanted_files: list[str],
+    meta_fields: dict[str, Any],
+    *,
+    name: str,
+    profiler: Profiler,
+    versions: dict[str, str | None],
+    work_json: str | None,
+    command: list[str],
+    log: bytes = b"",
+    plan: DevicePlan | None = None,
+    script_file: str | None = None,
+) -> ProfileResult:
+    """Bring the files back into the run, parse and analyse them, store meta and result.
+
+    Where the work ran comes from what came back (the profile, the script's JSON), never
+    from the node: `script_file` (a user's own script) gets the warning of a CPU run on a
+    target that requests a GPU."""
+    (run.raw / RAW_LOG).write_bytes(log)
+    fetched: list[str] = [f"raw/{RAW_LOG}"]
     for f in wanted_files:
         target.get(posixpath.join(wd, f), run.raw / f)
         fetched.append(f"raw/{f}")
     # everything is here: parse, analyse, store, then return for printing
+    info = None
     if profiler == "nsys":
         report = nsys.merge_reports(nsys.parse_file(run.raw / f) for f in sorted(wanted_files) if f.endswith(".csv"))
         report.nsys_version = versions.get("nsys")
     else:
         path = run.raw / "torchprof.json"
-        report = report_from_torch(json.loads(path.read_text(encoding="utf-8")), str(path))
-    record = load_record(run.raw / posixpath.basename(work_json))
+        data = json.loads(path.read_text(encoding="utf-8"))
+        report = report_from_torch(data, str(path))
+        info = torch_info(data)
+    record = load_record(run.raw / posixpath.basename(work_json)) if work_json else None
     if record is not None:
         versions.update({"torch": record.device.torch, "cuda": record.device.cuda, "python": record.device.python, "driver": record.device.driver})
-    result = build_profile(report, record, script=name, profiler=profiler, target=target.label, versions=versions, device_name=meta_fields.get("gpu"))
+    elif info is not None and info.device:
+        versions.update({k: info.device.get(k) for k in ("torch", "cuda", "python", "driver") if k in info.device})
+    result = build_profile(report, record, script=name, profiler=profiler, target=target.label, versions=versions, torch=info)
     result.run_id = run_id
+    result.run_dir = str(run.path)
     result.files = fetched
+    if TRACE in wanted_files:
+        result.trace = f"raw/{TRACE}"
+    if plan is not None:
+        result.device_requested = plan.requested
+        if plan.on_purpose_cpu:
+            result.notes.append(f"measured on the CPU on purpose (--device cpu), {plan.place} with a GPU")
+        warning = ran_on_cpu_warning(plan, result.device_type, script_file) if script_file else None
+        if warning:
+            result.warnings.append(warning)
     meta = RunMeta(
         id=run_id,
         kind="profile",
         name=name,
         created=datetime.now(timezone.utc),
         versions=versions,
-        command=["nsightlab", "profile", script, *(["--profiler", profiler]), *(["--", *script_args] if script_args else [])],
-        gpu=result.device_name or meta_fields.get("gpu"),
+        command=command,
+        gpu=result.device_name if result.device_type == "cuda" else None,
         headline=headline(result),
-        **{k: v for k, v in meta_fields.items() if k in RunMeta.model_fields and k != "gpu"},
+        device=result.device_name,
+        device_type=result.device_type,
+        device_requested=result.device_requested,
+        **{k: v for k, v in meta_fields.items() if k in RunMeta.model_fields and k not in ("gpu", "device", "device_type", "device_requested")},
     )
     run.write_meta(meta)
     run.write_result(result)
     return result
-
-

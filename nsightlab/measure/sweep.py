@@ -22,15 +22,18 @@ from nsightlab.analysis.sweep import (
     DEFAULT_DTYPE,
     DEFAULT_ITERS,
     DEFAULT_WARMUP,
-    DTYPES,
     SIZE_MAX_LOG2,
     SIZE_MIN_LOG2,
     SweepResult,
     build_result,
+    canonical_dtype,
+    dtype_choices,
 )
 from nsightlab.env import Env
 from nsightlab.errors import RemoteCommandError, UsageError
+from nsightlab.measure.device import DevicePlan, no_gpu_error, plan_device
 from nsightlab.measure.targets import LocalTarget, Target, Where
+from nsightlab.parse.noise import is_library_noise
 from nsightlab.runs import store
 from nsightlab.runs.store import RunMeta
 from nsightlab.runs.sweeps import load_record, load_sweep_run
@@ -86,8 +89,11 @@ def plan_sweep(
 ) -> SweepPlan:
     """Validate the options. With a run to compare with, what is not given follows it: the
     other element size (float16 <-> float32), the same sizes, the same device type."""
-    if dtype is not None and dtype not in DTYPES:
-        raise UsageError(f"--dtype must be one of {', '.join(DTYPES)}, got '{dtype}'")
+    if dtype is not None:
+        known = canonical_dtype(dtype)
+        if known is None:
+            raise UsageError(f"--dtype '{dtype}' is not an element type the sweep knows", hint=f"Use one of {dtype_choices()}.")
+        dtype = known
     size_list = parse_sizes(sizes) if sizes is not None else None
     against = load_sweep_run(compare) if compare is not None else None
     notes: list[str] = []
@@ -136,6 +142,8 @@ class _Lines:
 
     def _line(self, raw: bytes) -> None:
         text = raw.decode("utf-8", "replace").rstrip("\r")
+        if is_library_noise(text):  # in the raw log, not on the terminal
+            return
         if text.strip():
             self.tail.append(text.strip())
         self._emit(text)
@@ -174,9 +182,15 @@ def run_sweep(
 ) -> SweepResult:
     """Run the sweep on `where.target`, store it (raw JSON and log, meta.json, result.json)
     and return the result. A failing script raises RemoteCommandError (exit 6) and leaves
-    no run folder behind."""
-    if dtype not in DTYPES:
-        raise UsageError(f"--dtype must be one of {', '.join(DTYPES)}, got '{dtype}'")
+    no run folder behind. `device` is --device (None: auto): on a target that requests a
+    GPU, auto insists on it (`nsightlab.measure.device`)."""
+    known = canonical_dtype(dtype)
+    if known is None:
+        raise UsageError(f"--dtype '{dtype}' is not an element type the sweep knows", hint=f"Use one of {dtype_choices()}.")
+    dtype = known
+    plan = plan_device(where, device)
+    if plan.note():
+        env.note(str(plan.note()))
     target = where.target
     started = datetime.now(timezone.utc)
     workdir: str | None = None
@@ -189,9 +203,7 @@ def run_sweep(
         argv = [target.python, remote_script, "--dtype", dtype, "--iters", str(iters), "--warmup", str(warmup)]
         if sizes:
             argv += ["--sizes", ",".join(str(n) for n in sizes)]
-        if device:
-            argv += ["--device", device]
-        argv += ["--json", remote_json]
+        argv += ["--device", plan.script_arg, "--json", remote_json]
 
         log = bytearray()
         out = _Lines(env.note, log.extend)
@@ -201,6 +213,9 @@ def run_sweep(
         out.flush()
         err.flush()
         if code != 0:
+            no_gpu = no_gpu_error(plan, code, err.tail)
+            if no_gpu is not None:
+                raise no_gpu
             last = err.tail[-1] if err.tail else "no output on stderr"
             raise RemoteCommandError(
                 f"the sweep script failed on {target.label} (exit {code}): {last[:300]}",
@@ -208,7 +223,7 @@ def run_sweep(
                 hint=_failure_hint(last, code, where),
             )
         args = {"dtype": dtype, "sizes": list(sizes or []), "iters": iters, "warmup": warmup, "device": device}
-        return _store(target, where, remote_json, bytes(log), started, argv, _command(args, where.meta), against)
+        return _store(target, where, remote_json, bytes(log), started, argv, _command(args, where.meta), against, plan)
     finally:
         if workdir is not None and isinstance(target, LocalTarget):
             with contextlib.suppress(OSError):
@@ -224,6 +239,7 @@ def _store(
     argv: list[str],
     command: list[str],
     against: SweepResult | None,
+    plan: DevicePlan | None = None,
 ) -> SweepResult:
     """A new run folder with what came back, meta.json, and result.json written last."""
     run, run_id = store.new_run("sweep", argv[argv.index("--dtype") + 1], now=started)
@@ -244,6 +260,8 @@ def _store(
             against=against,
         )
         dev = record.device
+        if plan is not None and plan.on_purpose_cpu:
+            result.summary.notes.append(f"measured on the CPU on purpose (--device cpu), {plan.place} with a GPU")
         meta = RunMeta(
             id=run_id,
             kind="sweep",
@@ -255,7 +273,11 @@ def _store(
             pod=_str(where.meta.get("pod")),
             node=_str(where.meta.get("node")),
             instance_type=_str(where.meta.get("instance_type")),
-            gpu=_str(where.meta.get("gpu")) or (dev.name if dev.type == "cuda" else None),
+            gpu=dev.name if dev.type == "cuda" else None,  # what the sweep ran on, never the node's label
+            node_gpu=_str(where.meta.get("node_gpu")),
+            device=dev.name,
+            device_type=dev.type,
+            device_requested=plan.requested if plan is not None else None,
             image=_str(where.meta.get("image")),
             versions={"torch": dev.torch, "cuda": dev.cuda, "python": dev.python, "driver": dev.driver, "nsightlab": __version__},
             command=command,
@@ -279,8 +301,6 @@ def _failure_hint(last: str, code: int, where: Where) -> str | None:
     local = not where.meta.get("context")
     if "No module named 'torch'" in last:
         return "Install torch here (pip install torch) or run in the lab pod." if local else "The lab pod's image needs PyTorch."
-    if "torch cannot see the GPU" in last:
-        return "Drop --device cuda to use the CPU, or run in the lab pod (without --local)." if local else "Check the pod's GPU with `nsightlab doctor`."
     if code == 127:
         return "Python was not found on the target."
     return "The script's output is above."

@@ -129,6 +129,13 @@ class LocalTarget:
             self._workdir = tempfile.mkdtemp(prefix="nsightlab-")
         return self._workdir
 
+    def close(self) -> None:
+        """Remove the work folder: what a run needs was copied into the run store, and a
+        failed run's leftovers are of no use to anyone."""
+        if self._workdir is not None:
+            shutil.rmtree(self._workdir, ignore_errors=True)
+            self._workdir = None
+
     def put(self, local: Path, remote: str) -> None:
         dest = Path(remote)
         if local.is_dir():
@@ -180,7 +187,7 @@ class PodTarget:
                 return 127
             if failure:
                 raise RemoteCommandError(f"{argv[0]} could not run in {self.label}: {failure}")
-            raise ClusterError(f"the connection to {self.label} dropped while running {argv[0]}", hint="Check the pod with `nsightlab status`.")
+            raise ClusterError(f"the connection to {self.label} dropped while running {argv[0]}", hint=f"Check the pod with `nsightlab status {self.kube.ctx.cli_args}`.")
         return code
 
     def run(self, argv: Sequence[str], *, check: bool = True, what: str | None = None) -> Completed:
@@ -216,10 +223,17 @@ class PodTarget:
 
 @dataclass
 class Where:
-    """Where lab work runs, and what a run's meta.json should say about it."""
+    """Where lab work runs, and what a run's meta.json should say about it.
+
+    `wants_gpu`: the target requests a GPU (the lab pod asks for `nvidia.com/gpu`), so
+    torch must see one there unless `--device cpu` is asked for
+    (`nsightlab.measure.device.plan_device`). `place` names it in messages.
+    """
 
     target: Target
     meta: dict[str, object]
+    wants_gpu: bool = False
+    place: str = "on this machine"
 
 
 @contextmanager
@@ -235,7 +249,11 @@ def open_target(
 ) -> Iterator[Where]:
     """The lab pod (from the session or --context) or, with --local, this machine."""
     if local:
-        yield Where(LocalTarget(), {"target": "this machine"})
+        here = LocalTarget()
+        try:
+            yield Where(here, {"target": "this machine"})
+        finally:
+            here.close()
         return
     with connect(context, kubeconfig, config_path=config_path, intent=Intent.CHANGE, namespace=namespace, use_session=True, action=action) as c:
         note_session(env, c)
@@ -251,8 +269,9 @@ def open_target(
             "pod": pod_name,
             "node": node_name,
             "instance_type": r.instance_type(node) if node else None,
-            "gpu": gpu_product(node) if node else None,
+            # the node's label, not what the work runs on: that comes from the run itself
+            "node_gpu": gpu_product(node) if node else None,
             "image": containers[0].get("image"),
             "session_uid": (pod.get("metadata") or {}).get("uid"),
         }
-        yield Where(PodTarget(c.kube, c.ctx.namespace, pod_name), meta)
+        yield Where(PodTarget(c.kube, c.ctx.namespace, pod_name), meta, wants_gpu=r.pod_gpus(pod) > 0, place="in the pod")

@@ -141,6 +141,8 @@ def sweep_figure(sweeps: Sequence[SweepResult]) -> Plot:
         raise ValueError("no sweep to plot")
     several = len(sweeps) > 1
     fig = _figure(10.0, 7.5 + (0.3 * len(sweeps) if several else 0.0))
+    from matplotlib.patches import Rectangle
+
     if several:
         grid = fig.add_gridspec(2, 1, height_ratios=[6.0, 0.35 * len(sweeps) + 0.3])
         ax = fig.add_subplot(grid[0])
@@ -158,6 +160,10 @@ def sweep_figure(sweeps: Sequence[SweepResult]) -> Plot:
             shaded.add(regime)
             label = REGIME_NAMES.get(regime, regime) + (f" (regimes of {first.dtype}, run {first.run_id})" if several and first.run_id else "")
         ax.axvspan(x0, x1, color=REGIME_COLORS.get(regime, "#eeeeee"), alpha=0.6, lw=0, label=label, gid=f"regime-{regime}")
+    # a regime only another run reaches (in the strip below) is named in the legend too
+    for regime in REGIME_NAMES:
+        if regime not in shaded and any(r.regime == regime for s in sweeps for r in s.rows):
+            ax.add_patch(Rectangle((0, 0), 0, 0, color=REGIME_COLORS[regime], alpha=0.6, lw=0, label=f"{REGIME_NAMES[regime]} (in the strip below)", gid=f"legend-regime-{regime}"))
 
     values: list[float] = []
     for i, s in enumerate(sweeps):
@@ -239,6 +245,9 @@ def _flops_unit(values: Sequence[float]) -> tuple[float, str]:
 
 
 ROOF_COLORS = ("#b2182b", "#4d4d4d", "#762a83", "#1b7837", "#8c510a")
+#: Measured DRAM plateaus as roofs: one colour each, none of the spec roofs' or the points'.
+PLATEAU_COLORS = ("#2166ac", "#5aae61", "#c51b7d", "#bf812d", "#35978f")
+PLATEAU_DASHES = ("--", (0, (6, 2, 1, 2)), (0, (1, 2)), (0, (8, 3)))
 
 
 def _device_of(p: ProfileResult) -> str:
@@ -297,8 +306,9 @@ def roofline_figure(
             ax.plot([ridge, hi], [peak / scale, peak / scale], color=color, lw=2 if n == 0 else 1.5, ls="-" if n == 0 else "-.", label=_text(f"compute roof: {label}"), gid="compute-roof")
             ax.axvline(ridge, color=color, ls=":", lw=1)
             ax.annotate(f"ridge {ridge:.0f} FLOP/B", (ridge, peak / scale), textcoords="offset points", xytext=(4, -12), fontsize="small", color=color)
-    for d, label, bw in measured:
-        ax.plot(xs, [bw * x / scale for x in xs], color="#2166ac", ls="--", lw=1.5, label=_text(f"measured DRAM plateau: {label} ({d})"), gid="measured-roof")
+    for k, (d, label, bw) in enumerate(measured):
+        color = PLATEAU_COLORS[k % len(PLATEAU_COLORS)]
+        ax.plot(xs, [bw * x / scale for x in xs], color=color, ls=PLATEAU_DASHES[k % len(PLATEAU_DASHES)], lw=1.5, label=_text(f"measured DRAM plateau: {label} ({d})"), gid=f"measured-roof-{k}")
     markers = ("o", "s", "^", "D", "v", "P")
     for k, p in enumerate(profiles):
         mine = [r for q, r in points if q is p]
@@ -316,7 +326,6 @@ def roofline_figure(
     ax.set_xlabel("arithmetic intensity (FLOP per byte moved)")
     ax.set_ylabel(f"achieved rate ({unit}, log scale)")
     ax.grid(True, which="major", alpha=0.3)
-    ax.set_title("Roofline: each timed range by arithmetic intensity and achieved rate", loc="left")
     missing = [d for d in devices if d not in mem_roof]
     no_peak = [d for d in devices if d in mem_roof and d not in peaks]
     remarks = []
@@ -324,8 +333,10 @@ def roofline_figure(
         remarks.append(f"no spec roofs for {', '.join(missing)} (a CPU, or a GPU not in the table)")
     if no_peak:
         remarks.append(f"no compute roof for {', '.join(no_peak)}: its peak FLOPS is not in the spec table")
+    # the remarks go above the plot, under the title, where no roof or point can run
+    ax.set_title("Roofline: each timed range by arithmetic intensity and achieved rate", loc="left", pad=6 + 13 * len(remarks))
     if remarks:
-        ax.text(0.01, 0.01, _text("\n".join(remarks)), transform=ax.transAxes, fontsize="small", color="0.3", va="bottom")
+        ax.annotate(_text("\n".join(remarks)), xy=(0, 1), xycoords="axes fraction", xytext=(0, 4), textcoords="offset points", fontsize="small", color="0.3", va="bottom", gid="remarks")
     fig.legend(loc="outside lower center", ncols=1, fontsize="small")
     caption = (
         "Roofline: a range left of its GPU's ridge is capped by memory bandwidth (the sloped "

@@ -1,6 +1,7 @@
 """`analyze`: the live commands' tables from files, offline.
 
-PATH may be: a run folder (its stored result), a folder of `nsys stats` CSV exports
+PATH may be: a stored run (its id, an unambiguous prefix, `latest`, or its folder: the
+stored result), a folder of `nsys stats` CSV exports
 (with the script's JSON beside them, if any), a saved console output of `nsys stats` or
 `nsys profile --stats=true`, an ncu CSV (`--section SpeedOfLight` or `--page details`), a
 lesson1 / torchprof / sweep / decode JSON. A file that cannot be parsed is exit 2 naming
@@ -8,9 +9,11 @@ the file and the line.
 
 Whenever the input holds a GPU timeline (a `cuda_gpu_trace` export, alone or in a folder
 with the other trace exports of its capture; a Kineto trace; a `.nsys-rep`, exported
-with the local nsys, with the script's JSON beside it if any; a run folder that has one) the step anatomy is added: `steps` (a
-decode step object per group of steps) and `trace` (`nsightlab.runs.decode`). The keys
-the other inputs give keep their values.
+with the local nsys, with the script's JSON beside it if any; a run folder that has one)
+the step anatomy is added: `steps` (a decode step object per group of steps) and `trace`
+(`nsightlab.runs.decode`); a profile's tables gain `steps`, `trace_summary` and
+`trace_notes` (its `trace` names its trace file). The keys the other inputs give keep
+their values.
 """
 
 from __future__ import annotations
@@ -24,11 +27,19 @@ from pydantic import BaseModel
 
 from nsightlab.analysis.decode import DecodeResult, load_decode_record
 from nsightlab.analysis.ncu import NcuResult, from_report
-from nsightlab.analysis.profile import ProfileResult, build_profile, load_record, report_from_torch
+from nsightlab.analysis.profile import (
+    ProfileResult,
+    build_profile,
+    load_record,
+    report_from_torch,
+    torch_info,
+)
+from nsightlab.analysis.steps import TraceAnatomy
 from nsightlab.analysis.sweep import SweepResult
 from nsightlab.errors import ParseError, UsageError
 from nsightlab.parse import ncu as ncu_parse
 from nsightlab.parse import nsys
+from nsightlab.runs import store
 from nsightlab.runs.decode import (
     TraceOptions,
     decode_build,
@@ -58,11 +69,19 @@ def _is_ncu(text: str) -> bool:
 
 
 def analyze_path(path: Path, *, step_range: str | None = None, weights_gb: float | None = None, kv_gb: float | None = None) -> BaseModel:
-    """Parse and analyse whatever PATH is; see the module docstring. `step_range`,
+    """Parse and analyse whatever PATH is; see the module docstring. A path that exists
+    is read as a file or folder; anything else is looked up as a stored run. `step_range`,
     `weights_gb` and `kv_gb` apply to a GPU timeline (exit 2 for an input without one)."""
     opts = TraceOptions(step_range, weights_gb, kv_gb)
     if not path.exists():
-        raise UsageError(f"{path} does not exist")
+        ref = str(path)
+        if "/" in ref or "\\" in ref or "." in ref:
+            raise UsageError(f"{path} does not exist")
+        try:
+            run = store.resolve(ref)
+        except UsageError as e:
+            raise UsageError(f"{ref} is neither a file nor a stored run ({e.message})", hint=e.hint or "List the runs with `nsightlab runs`.") from None
+        path = run.path
     if path.suffix == ".nsys-rep" and path.is_file():
         with exported(path) as folder:
             for j in sorted(path.parent.glob("*.json")):  # the script's JSON beside the report
@@ -103,7 +122,7 @@ def _analyze(path: Path, opts: TraceOptions) -> BaseModel:
 
 
 def _nsys_result(report: nsys.NsysReport, record_path: Path | None, source: Path) -> ProfileResult:
-    if not report.kernels and not report.nvtx and not report.nvtx_kernels:
+    if not (report.kernels or report.nvtx or report.nvtx_kernels or report.cuda_api or report.mem_time):
         raise ParseError("no nsys tables found (kernel summary or NVTX) in this file", source=source, hint="Give an `nsys stats` output, its CSV exports, or an ncu CSV.")
     record = load_record(record_path) if record_path else None
     result = build_profile(report, record, script=source.stem, profiler="nsys", target=str(source), versions={"nsys": report.nsys_version})
@@ -120,8 +139,11 @@ def _folder(path: Path, opts: TraceOptions | None = None) -> BaseModel:
             return _folder(path / "raw", opts)  # the stored result's own options otherwise
         if isinstance(stored, ProfileResult):
             traces, _ = split_csvs(sorted((path / "raw").glob("*.csv")))
+            kineto_files = [p for p in sorted((path / "raw").glob("*")) if is_kineto_file(p)]
             if any(trace_report(t) == "cuda_gpu_trace" for t in traces):
-                _attach_steps(stored, traces, opts)
+                _attach_steps(stored, gpu_anatomy(traces, opts.step_range), opts)
+            elif kineto_files:
+                _attach_steps(stored, kineto_anatomy(kineto_files[0], opts.step_range), opts)
         return stored
     traces, csvs = split_csvs(sorted(path.glob("*.csv")))
     kineto_files = [p for p in sorted(path.iterdir()) if is_kineto_file(p)]
@@ -146,15 +168,15 @@ def _folder(path: Path, opts: TraceOptions | None = None) -> BaseModel:
     record = next((j for j in sorted(path.glob("*.json")) if _json_kind(j) == "lesson1"), None)
     result = _nsys_result(report, record, path)
     if has_gpu_trace:
-        _attach_steps(result, traces, opts)
+        _attach_steps(result, gpu_anatomy(traces, opts.step_range), opts)
     return result
 
 
-def _attach_steps(result: ProfileResult, traces: list[Path], opts: TraceOptions) -> None:
-    """The step anatomy of the capture's trace exports, added to a profile's tables."""
-    anatomy = gpu_anatomy(traces, opts.step_range)
+def _attach_steps(result: ProfileResult, anatomy: TraceAnatomy, opts: TraceOptions) -> None:
+    """The step anatomy of the capture's trace, added to a profile's tables (its own keys
+    keep their values)."""
     steps, _device, notes = group_steps(anatomy, opts)
-    result.steps, result.trace, result.trace_notes = steps, anatomy.trace, notes
+    result.steps, result.trace_summary, result.trace_notes = steps, anatomy.trace, notes
 
 
 def _decode_folder(record_file: Path, traces: list[Path], kineto_files: list[Path], opts: TraceOptions) -> DecodeResult:
@@ -203,9 +225,11 @@ def _json_file(path: Path) -> BaseModel:
         return build_profile(nsys.NsysReport(), load_record(path), script=path.stem, profiler="nsys", target=str(path))
     if data.get("profiler") == "torch":
         report = report_from_torch(data, str(path))
-        record = next((j for j in sorted(path.parent.glob("*.json")) if _json_kind(j) == "lesson1"), None)
-        result = build_profile(report, load_record(record) if record else None, script=path.stem, profiler="torch", target=str(path))
-        return result
+        # the lesson1 JSON beside it (a run's raw/), when it describes ranges this profile has
+        ranges = {r.name for r in report.nvtx or []}
+        records = (load_record(j) for j in sorted(path.parent.glob("*.json")) if _json_kind(j) == "lesson1")
+        record = next((rec for rec in records if rec is not None and ranges & {w.name for w in rec.ranges}), None)
+        return build_profile(report, record, script=path.stem, profiler="torch", target=str(path), torch=torch_info(data))
     if kind in ("profile", "ncu", "decode") or (kind == "sweep" and "analysis" in data):
         return _stored(kind, data, path)
     raise ParseError("not a file nsightlab knows (lesson1, sweep, decode or torchprof JSON, or a Kineto trace)", source=path, line=1)

@@ -93,7 +93,8 @@ def _device(meta: RunMeta, result: dict[str, Any] | None) -> tuple[str | None, s
                 name, dtype = device.removeprefix("cpu").strip(" ()") or None, "cpu"
             else:
                 name, dtype = device, "cuda"
-    name = name or meta.gpu
+    name = name or meta.device or meta.gpu
+    dtype = dtype or meta.device_type
     if dtype == "cpu":
         return (f"cpu ({name})" if name else "cpu"), dtype
     if dtype is None and name is not None and meta.kind == "ncu":

@@ -4,7 +4,8 @@ A real HTTP(S) server on 127.0.0.1 (its own thread and event loop) that the offi
 ``kubernetes`` client and the real ``kubectl`` talk to: discovery, tables, list with
 selectors and paging, watch with resourceVersion and timeouts, create/update/patch/delete
 with server-filled metadata and real ``Status`` errors, logs, access reviews, TLS, bearer
-tokens and exec credential plugins.
+tokens and exec credential plugins; with its scheduler and kubelet, batch/v1 Jobs whose
+containers run as local processes (``_jobs``, ``_containers``).
 
     from kubesim import KubeSim, realistic_cluster
     with KubeSim() as sim:
@@ -24,6 +25,7 @@ from ._cluster import (
     generate_cluster,
     realistic_cluster,
 )
+from ._jobs import has_condition, job_finished
 from ._resources import RESOURCES, ResourceType, lookup
 from ._sim import EXEC_PLUGIN, Faults, KubeSim, kubectl
 
@@ -42,6 +44,8 @@ __all__ = [
     "ResourceType",
     "SimEmulator",
     "generate_cluster",
+    "has_condition",
+    "job_finished",
     "kubectl",
     "lookup",
     "realistic_cluster",

@@ -26,7 +26,7 @@ import kmock
 import yaml
 from aiohttp import web
 
-from . import _discovery, _errors, _patch, _selectors, _tables
+from . import _discovery, _errors, _gc, _patch, _selectors, _tables
 from ._defaults import fill_seed, prepare_new, rfc3339
 from ._errors import ApiError
 from ._rbac import Authorizer, groups_of
@@ -164,6 +164,13 @@ def _json_response(body: bytes | Obj, status: int = 200) -> web.Response:
     return web.Response(status=status, body=data, content_type="application/json")
 
 
+def _with_warning(response: web.Response, warning: str | None) -> web.Response:
+    """Add an API server warning (kubectl prints ``Warning: ...``)."""
+    if warning:
+        response.headers["Warning"] = f'299 - "{warning}"'
+    return response
+
+
 class SimEmulator(kmock.KubernetesEmulator):
     """kmock's Kubernetes emulator with the API server's behaviour filled in."""
 
@@ -190,6 +197,8 @@ class SimEmulator(kmock.KubernetesEmulator):
         # Phase-2 hooks: set by the exec server and the kubelet when present.
         self.exec_handler: Callable[[web.BaseRequest, Route, str, Obj], Any] | None = None
         self.pod_termination_hook: Callable[[Obj], None] | None = None
+        # Set while a garbage collector runs: deletes then honour propagationPolicy (see _gc).
+        self.garbage_collector: _gc.GarbageCollector | None = None
         self._timers: set[asyncio.TimerHandle] = set()
         self._bodies: dict[int, bytes] = {}
         self._records: dict[int, Recorded] = {}
@@ -803,6 +812,11 @@ class SimEmulator(kmock.KubernetesEmulator):
             raise _errors.conflict(rt, name, f"Precondition failed: ResourceVersion in precondition: {pre['resourceVersion']}, ResourceVersion in object meta: {meta.get('resourceVersion')}")
         if meta.get("deletionTimestamp"):
             return obj, False
+        if self.garbage_collector is not None:  # Orphan and Foreground hold the object by a finalizer
+            finalizer = _gc.deletion_finalizer(rt, options)
+            if finalizer and finalizer not in (meta.get("finalizers") or []):
+                meta = {**meta, "finalizers": [*(meta.get("finalizers") or []), finalizer]}
+                obj = {**obj, "metadata": meta}
         grace = options.get("gracePeriodSeconds")
         now = dt.datetime.now(dt.timezone.utc)
         graceful_pod = (
@@ -879,7 +893,7 @@ class SimEmulator(kmock.KubernetesEmulator):
     def _api_delete(self, raw: web.BaseRequest, rt: ResourceType, ns: str | None, name: str) -> web.Response:
         options = self._delete_options(raw)
         obj, _ = self.delete_object(rt, ns, name, options, self._dry_run(raw, options))
-        return _json_response(obj, 200)
+        return _with_warning(_json_response(obj, 200), _gc.delete_warning(rt, options))
 
     def _api_delete_collection(self, raw: web.BaseRequest, rt: ResourceType, ns: str | None) -> web.Response:
         options = self._delete_options(raw)
@@ -890,8 +904,9 @@ class SimEmulator(kmock.KubernetesEmulator):
             meta = entry.obj["metadata"]
             obj, _ = self.delete_object(rt, meta.get("namespace"), meta["name"], options, dry)
             deleted.append(obj)
-        return _json_response({"kind": rt.list_kind, "apiVersion": rt.api_version,
-                               "metadata": {"resourceVersion": str(self.store.rv)}, "items": deleted})
+        return _with_warning(_json_response({"kind": rt.list_kind, "apiVersion": rt.api_version,
+                                             "metadata": {"resourceVersion": str(self.store.rv)}, "items": deleted}),
+                             _gc.delete_warning(rt, options))
 
     # ---- subresources -----------------------------------------------------------------------------
     async def _serve_exec(self, raw: web.BaseRequest, route: Route, rt: ResourceType, sub: str) -> web.StreamResponse:

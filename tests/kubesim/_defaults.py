@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import copy
 import datetime as dt
 import random
@@ -180,6 +181,129 @@ def default_pod(pod: Obj) -> Obj:
     return pod
 
 
+MAX_CONFIGMAP_BYTES = 1024 * 1024
+
+
+def validate_configmap(cm: Obj) -> list[tuple[str, str, str]]:
+    """A ConfigMap holds at most 1 MiB of keys and values (data and binaryData)."""
+    size = 0
+    for key, value in (cm.get("data") or {}).items():
+        size += len(str(key).encode()) + len(str(value).encode())
+    for key, value in (cm.get("binaryData") or {}).items():
+        try:
+            size += len(str(key).encode()) + len(base64.b64decode(str(value)))
+        except ValueError:
+            size += len(str(key).encode()) + len(str(value))
+    if size > MAX_CONFIGMAP_BYTES:
+        return [("[]", "FieldValueTooLong", f"Too long: must have at most {MAX_CONFIGMAP_BYTES} bytes")]
+    return []
+
+
+# ---- batch/v1 Jobs -------------------------------------------------------------------------------
+
+JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
+LEGACY_JOB_NAME_LABEL = "job-name"
+CONTROLLER_UID_LABEL = "batch.kubernetes.io/controller-uid"
+LEGACY_CONTROLLER_UID_LABEL = "controller-uid"
+
+
+def _nonnegative(value: Any, field: str) -> list[tuple[str, str, str]]:
+    if value is None:
+        return []
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        return [(field, "FieldValueInvalid", f"Invalid value: {value}: must be greater than or equal to 0")]
+    return []
+
+
+def validate_job(job: Obj) -> list[tuple[str, str, str]]:
+    """Field problems the API server reports as 422 Invalid for a new Job (a useful subset)."""
+    spec = job.get("spec")
+    if not isinstance(spec, dict):
+        return [("spec.template.spec.restartPolicy", "FieldValueRequired",
+                 'Required value: valid values: "OnFailure", "Never"')]
+    problems: list[tuple[str, str, str]] = []
+    for key in ("parallelism", "completions", "backoffLimit", "activeDeadlineSeconds", "ttlSecondsAfterFinished"):
+        problems += _nonnegative(spec.get(key), f"spec.{key}")
+    mode = spec.get("completionMode")
+    if mode is not None and mode not in ("NonIndexed", "Indexed"):
+        problems.append(("spec.completionMode", "FieldValueNotSupported",
+                         f'Unsupported value: "{mode}": supported values: "NonIndexed", "Indexed"'))
+    if mode == "Indexed" and spec.get("completions") is None:
+        problems.append(("spec.completions", "FieldValueRequired", "Required value: when completion mode is Indexed"))
+    template = spec.get("template")
+    tspec = (template or {}).get("spec") if isinstance(template, dict) else None
+    if not isinstance(tspec, dict):
+        tspec = {}
+    # The pod checks, on the template (restartPolicy is the Job's own rule, below).
+    for field, reason, message in validate_pod({"spec": {k: v for k, v in tspec.items() if k != "restartPolicy"}}):
+        problems.append((f"spec.template.{field}", reason, message))
+    policy = tspec.get("restartPolicy")
+    if not policy:
+        problems.append(("spec.template.spec.restartPolicy", "FieldValueRequired",
+                         'Required value: valid values: "OnFailure", "Never"'))
+    elif policy not in ("OnFailure", "Never"):
+        problems.append(("spec.template.spec.restartPolicy", "FieldValueNotSupported",
+                         f'Unsupported value: "{policy}": supported values: "OnFailure", "Never"'))
+    return problems
+
+
+def _sorted(d: dict[str, Any]) -> dict[str, Any]:
+    return {k: d[k] for k in sorted(d)}
+
+
+def default_job(job: Obj) -> Obj:
+    """What the API server fills in on a new Job: the defaults of batch/v1, the generated
+    selector and the labels the template's pods carry (``job-name``, ``controller-uid`` and
+    their ``batch.kubernetes.io/`` forms), and the template's pod-spec defaults."""
+    job = dict(job)
+    meta = dict(job["metadata"])
+    uid, name = meta["uid"], meta["name"]
+    spec = dict(job.get("spec") or {})
+    if spec.get("completions") is None and spec.get("parallelism") is None:
+        spec["completions"] = 1
+        spec["parallelism"] = 1
+    spec.setdefault("parallelism", 1)
+    if spec.get("backoffLimit") is None:
+        spec["backoffLimit"] = 2147483647 if spec.get("backoffLimitPerIndex") is not None else 6
+    spec.setdefault("completionMode", "NonIndexed")
+    spec.setdefault("suspend", False)
+    spec.setdefault("podReplacementPolicy", "Failed" if spec.get("podFailurePolicy") else "TerminatingOrFailed")
+    template = dict(spec.get("template") or {})
+    tmeta = dict(template.get("metadata") or {})
+    tmeta.setdefault("creationTimestamp", None)
+    labels = dict(tmeta.get("labels") or {})
+    if not spec.get("manualSelector"):
+        for key in (LEGACY_JOB_NAME_LABEL, JOB_NAME_LABEL):
+            labels.setdefault(key, name)
+        for key in (LEGACY_CONTROLLER_UID_LABEL, CONTROLLER_UID_LABEL):
+            labels.setdefault(key, uid)
+        selector = dict(spec.get("selector") or {})
+        match = dict(selector.get("matchLabels") or {})
+        match.setdefault(CONTROLLER_UID_LABEL, uid)
+        selector["matchLabels"] = _sorted(match)
+        spec["selector"] = selector
+    tmeta["labels"] = _sorted(labels)
+    template["metadata"] = tmeta
+    tspec = dict(template.get("spec") or {})
+    tspec["containers"] = [_default_container(c) for c in tspec.get("containers") or []]
+    if tspec.get("initContainers"):
+        tspec["initContainers"] = [_default_container(c) for c in tspec["initContainers"]]
+    tspec.setdefault("terminationGracePeriodSeconds", 30)
+    tspec.setdefault("dnsPolicy", "ClusterFirst")
+    tspec.setdefault("schedulerName", "default-scheduler")
+    tspec.setdefault("securityContext", {})
+    template["spec"] = tspec
+    spec["template"] = template
+    job["spec"] = spec
+    # Defaulting runs again when the stored Job is read: a Job without labels of its own
+    # then takes its template's, generated ones included.
+    if not meta.get("labels"):
+        meta["labels"] = dict(tmeta["labels"])
+    job["metadata"] = meta
+    job["status"] = {}
+    return job
+
+
 def default_namespace(ns: Obj) -> Obj:
     ns = dict(ns)
     meta = dict(ns["metadata"])
@@ -218,6 +342,10 @@ def prepare_new(rt: ResourceType, body: Obj, namespace: str | None, *, dry_run: 
         problems += _rbac.validate(rt, obj)
     if rt.plural == "pods":
         problems += validate_pod(obj)
+    elif rt.plural == "jobs":
+        problems += validate_job(obj)
+    elif rt.plural == "configmaps":
+        problems += validate_configmap(obj)
     if problems:
         raise _errors.invalid(rt.kind, str(name), problems, rt.group)
     meta["uid"] = str(uuid.uuid4())
@@ -232,6 +360,8 @@ def prepare_new(rt: ResourceType, body: Obj, namespace: str | None, *, dry_run: 
         obj = default_pod(obj)
     elif rt.plural == "namespaces":
         obj = default_namespace(obj)
+    elif rt.plural == "jobs":
+        obj = default_job(obj)
     elif rt.plural == "events":
         obj.setdefault("reportingComponent", "")
         obj.setdefault("reportingInstance", "")

@@ -272,6 +272,7 @@ class ExecServer:
                 # The client went away while the process was starting: do not leave it behind.
                 with contextlib.suppress(Exception):
                     started = await spawn
+                    s.process = started  # so that the session's end closes its pipes too
                     os.killpg(started.pid, signal.SIGKILL)
                 raise
             finally:

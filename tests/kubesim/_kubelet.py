@@ -15,7 +15,12 @@ Scheduled, Pulling, Pulled, Created, Started, container statuses, conditions, po
 start time, each step ``delay`` seconds apart. What a container "does" comes from its
 command: ``false`` exits 1, ``true`` exits 0, ``sh -c "exit N"`` exits N, ``sleep N`` runs N
 seconds, anything else runs until deleted; the pod annotations ``kubesim/exit-code`` and
-``kubesim/run-seconds`` override that. Non-zero exits give CrashLoopBackOff with restarts
+``kubesim/run-seconds`` override that. Pods for which ``_containers.runs_for_real`` holds
+(those of a Job) run their commands for real instead, as local processes whose output is
+the pod log (see :mod:`._containers`); a program that cannot start ends its container with
+StartError (exit code 128). Before containers start, the pod's volumes are written into its
+sandbox; a missing ConfigMap or Secret keeps the pod in ContainerCreating with FailedMount
+events until it appears. Non-zero exits give CrashLoopBackOff with restarts
 (restartPolicy Always/OnFailure) or a Failed pod (Never). Images whose name contains
 ``does-not-exist`` give ErrImagePull then ImagePullBackOff. ``activeDeadlineSeconds`` fails
 the pod with reason DeadlineExceeded. Deleting a pod stops its containers, then removes it.
@@ -34,6 +39,15 @@ from collections.abc import Callable
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
+from ._containers import (
+    ConfigError,
+    ContainerRuntime,
+    MountError,
+    Process,
+    StartError,
+    container_argv,
+    runs_for_real,
+)
 from ._defaults import rfc3339
 from ._quantity import parse_quantity
 from ._resources import lookup
@@ -256,12 +270,14 @@ class Kubelet:
     """Scheduler and kubelet for one emulator (see the module docstring)."""
 
     def __init__(self, em: SimEmulator, *, delay: float, record_event: Callable[..., Obj],
-                 kill_pod: Callable[[str, str], None]):
+                 kill_pod: Callable[[str, str], None], runtime: ContainerRuntime | None = None):
         self.em = em
         self.delay = delay
         self.record_event = record_event
         self.kill_pod = kill_pod
+        self.runtime = runtime  # volumes and real container processes; None: scripted only
         self._tasks: dict[str, asyncio.Task[None]] = {}
+        self._procs: dict[tuple[str, str], Process] = {}  # (pod uid, container): started, not yet awaited
         self._schedule_soon = False
         self._ips = itertools.count(2)
         self._rng = random.Random(11)
@@ -281,6 +297,9 @@ class Kubelet:
         for task in self._tasks.values():
             task.cancel()
         self._tasks.clear()
+        for proc in self._procs.values():
+            proc.close()
+        self._procs.clear()
 
     def _loop(self) -> asyncio.AbstractEventLoop:
         loop = self.em.loop
@@ -321,6 +340,8 @@ class Kubelet:
         task = self._tasks.pop(uid, None)
         if task is not None and task is not asyncio.current_task():
             task.cancel()
+        for key in [k for k in self._procs if k[0] == uid]:
+            self._procs.pop(key).close()
 
     # -- scheduler --
     def _want_schedule(self) -> None:
@@ -443,6 +464,11 @@ class Kubelet:
         if pod is None or pod["metadata"].get("deletionTimestamp"):
             return
         spec = pod["spec"]
+        if not await self._mount_volumes(ns, name, uid):
+            return
+        pod = self._current(ns, name, uid)
+        if pod is None or pod["metadata"].get("deletionTimestamp"):
+            return
         node_entry = self.em.store.get(NODES, None, spec["nodeName"])
         host_ip = "10.0.0.1"
         if node_entry is not None:
@@ -453,7 +479,7 @@ class Kubelet:
         pod_ip = f"10.0.{200 + n // 250}.{n % 250 + 2}"
         inits: list[Obj] = spec.get("initContainers") or []
         apps: list[Obj] = spec.get("containers") or []
-        start_time = _ts()
+        start_time = (pod.get("status") or {}).get("startTime") or _ts()
         init_waiting = {"waiting": {"reason": "PodInitializing"}}
         app_waiting = {"waiting": {"reason": "PodInitializing" if inits else "ContainerCreating"}}
         status: Obj = dict(pod.get("status") or {})
@@ -500,6 +526,10 @@ class Kubelet:
         # Containers that end by themselves.
         waits = []
         for c in apps:
+            proc = self._procs.pop((uid, c["name"]), None)
+            if proc is not None:
+                waits.append(self._process_ends(ns, name, uid, c, proc))
+                continue
             code, seconds = container_behaviour(pod, c)
             if code is not None:
                 waits.append(self._container_ends(ns, name, uid, c, code, seconds or 0.0))
@@ -566,14 +596,27 @@ class Kubelet:
         self._event(pod, "Pulled", f'Successfully pulled image "{image}" in 1.204s (1.204s including waiting). '
                     f"Image size: {size} bytes.", field_path=field_path)
         self._event(pod, "Created", f"Created container {c['name']}", field_path=field_path)
+        proc: Process | None = None
+        if self._runs_for_real(pod, c):
+            started = await self._spawn(ns, name, uid, c, field_path)
+            if not isinstance(started, Process):
+                if started is not None:
+                    await self._container_failed(ns, name, uid, c, 128, init=is_init, term_extra=started, real=True)
+                return False
+            proc = started
+            self._procs[(uid, c["name"])] = proc
         self._event(pod, "Started", f"Started container {c['name']}", field_path=field_path)
-        running = {"running": {"startedAt": _ts()}}
+        running = {"running": {"startedAt": proc.started_at if proc else _ts()}}
         sidecar = is_init and c.get("restartPolicy") == "Always"
         pod = self._set_container(pod, c["name"], is_init, self._status_for(c, running, started=True, ready=sidecar))
         if is_init and not sidecar:
-            code, seconds = container_behaviour(pod, c)
-            code = 0 if code is None else code
-            await self._sleep(max(seconds or 0.0, self.delay / 2))
+            if proc is not None:
+                self._procs.pop((uid, c["name"]), None)
+                code = await self._wait_process(proc)
+            else:
+                behaviour, seconds = container_behaviour(pod, c)
+                code = 0 if behaviour is None else behaviour
+                await self._sleep(max(seconds or 0.0, self.delay / 2))
             pod = self._current(ns, name, uid)
             if pod is None:
                 return False
@@ -581,8 +624,11 @@ class Kubelet:
                                    "startedAt": running["running"]["startedAt"], "finishedAt": _ts()}}
             pod = self._set_container(pod, c["name"], True, self._status_for(c, term))
             if code != 0:
-                await self._container_failed(ns, name, uid, c, code, init=True)
-                return False
+                final = await self._container_failed(ns, name, uid, c, code, init=True, real=proc is not None,
+                                                     term_extra={"startedAt": term["terminated"]["startedAt"]})
+                pod = self._current(ns, name, uid)
+                if final != 0 or pod is None:
+                    return False
             if init == len(pod["spec"].get("initContainers") or []) - 1 or all(
                     s.get("restartPolicy") == "Always" for s in pod["spec"]["initContainers"][(init or 0) + 1:]):
                 status = dict(pod["status"])
@@ -597,23 +643,31 @@ class Kubelet:
         await self._sleep(max(seconds, self.delay / 4))
         await self._container_failed(ns, name, uid, c, code, init=False)
 
-    async def _container_failed(self, ns: str, name: str, uid: str, c: Obj, code: int, *, init: bool) -> None:
-        """A container exited: restart it with back-off, or finish the pod, per restartPolicy."""
+    async def _container_failed(self, ns: str, name: str, uid: str, c: Obj, code: int, *, init: bool,
+                                term_extra: Obj | None = None, real: bool = False) -> int | None:
+        """A container exited: restart it with back-off, or finish the pod, per restartPolicy.
+
+        ``term_extra`` adds to the terminated state (a real process's startedAt, StartError);
+        ``real`` restarts run the command again as a process. Returns the exit code it ended
+        with (a restarted init container may end well), or None when the pod went away.
+        """
         restarts = 0
+        extra = term_extra or {}
         while True:
             pod = self._current(ns, name, uid)
             if pod is None or pod["metadata"].get("deletionTimestamp"):
-                return
+                return None
             policy = pod["spec"].get("restartPolicy", "Always")
             started = _ts()
             term = {"exitCode": code, "reason": "Completed" if code == 0 else "Error",
-                    "startedAt": started, "finishedAt": _ts()}
+                    "startedAt": started, "finishedAt": _ts(), **extra}
             restart = policy == "Always" or (policy == "OnFailure" and code != 0) or (init and code != 0 and policy != "Never")
             if not restart:
                 cs = self._status_for(c, {"terminated": term}, restarts=restarts)
                 pod = self._set_container(pod, c["name"], init, cs)
                 self._finish_if_done(pod, init_failed=init and code != 0)
-                return
+                self.em.wake_log_followers()  # a followed log ends with its container
+                return code
             restarts += 1
             back_off = min(self.delay * (2 ** (restarts - 1)), self.delay * 10)
             waiting = {"waiting": {"reason": "CrashLoopBackOff",
@@ -631,15 +685,109 @@ class Kubelet:
             await self._sleep(back_off)
             pod = self._current(ns, name, uid)
             if pod is None or pod["metadata"].get("deletionTimestamp"):
-                return
+                return None
             self._event(pod, "Pulled", f'Container image "{c.get("image", "")}" already present on machine',
                         field_path=field_path)
             self._event(pod, "Created", f"Created container {c['name']}", field_path=field_path)
+            if real:
+                again = await self._rerun(ns, name, uid, c, field_path, init=init, restarts=restarts,
+                                          last={"terminated": term})
+                if again is None:
+                    return None
+                code, extra = again
+                continue
             self._event(pod, "Started", f"Started container {c['name']}", field_path=field_path)
             cs = self._status_for(c, {"running": {"startedAt": _ts()}}, started=True, restarts=restarts,
                                   last={"terminated": term})
             self._set_container(pod, c["name"], init, cs)
             await self._sleep(max(self.delay / 4, 0.01))
+
+    # -- containers run for real (see _containers) --
+    def _runs_for_real(self, pod: Obj, c: Obj) -> bool:
+        return self.runtime is not None and runs_for_real(pod) and bool(container_argv(c))
+
+    async def _mount_volumes(self, ns: str, name: str, uid: str) -> bool:
+        """Write the pod's volumes; while one cannot be set up, report FailedMount and retry
+        (with back-off). False when the pod went away meanwhile."""
+        back_off = self.delay
+        reported = False
+        while True:
+            pod = self._current(ns, name, uid)
+            if pod is None or pod["metadata"].get("deletionTimestamp"):
+                return False
+            if self.runtime is None or not (pod.get("spec") or {}).get("volumes"):
+                return True
+            try:
+                self.runtime.mount(pod)
+                return True
+            except MountError as e:
+                message = str(e)
+            if not reported:  # no sandbox yet: no pod IP, containers still being created
+                reported = True
+                apps = [x["name"] for x in pod["spec"].get("containers") or []]
+                inits = pod["spec"].get("initContainers") or []
+                conditions = self._conditions(initialized=not inits, ready=False, scheduled=True, not_ready=apps)
+                conditions[0] = {**conditions[0], "status": "False"}
+                status = {**(pod.get("status") or {}), "phase": "Pending", "startTime": _ts(),
+                          "conditions": conditions,
+                          "containerStatuses": [self._status_for(x, {"waiting": {"reason": "ContainerCreating"}})
+                                                for x in pod["spec"].get("containers") or []]}
+                if inits:
+                    status["initContainerStatuses"] = [
+                        self._status_for(x, {"waiting": {"reason": "PodInitializing"}}) for x in inits]
+                pod = self._update_status(pod, status)
+            self._event(pod, "FailedMount", message, type="Warning")
+            await self._sleep(back_off)
+            back_off = min(back_off * 2, self.delay * 20)
+
+    async def _spawn(self, ns: str, name: str, uid: str, c: Obj, field_path: str) -> Process | Obj | None:
+        """Start a container's command: the process, or the terminated-state fields of a
+        container that could not start (StartError), or None when the pod went away. A
+        missing ConfigMap or Secret in its environment is CreateContainerConfigError, retried."""
+        assert self.runtime is not None
+        back_off = self.delay
+        while True:
+            pod = self._current(ns, name, uid)
+            if pod is None or pod["metadata"].get("deletionTimestamp"):
+                return None
+            try:
+                return await self.runtime.start(pod, c)
+            except StartError as e:
+                self._event(pod, "Failed", f"Error: {e}", type="Warning", field_path=field_path)
+                return {"reason": "StartError", "message": str(e), "startedAt": "1970-01-01T00:00:00Z"}
+            except ConfigError as e:  # tried again until the ConfigMap or Secret is there
+                self._event(pod, "Failed", f"Error: {e}", type="Warning", field_path=field_path)
+                init = any(x.get("name") == c["name"] for x in pod["spec"].get("initContainers") or [])
+                self._set_container(pod, c["name"], init, self._status_for(
+                    c, {"waiting": {"reason": "CreateContainerConfigError", "message": str(e)}}))
+            await self._sleep(back_off)
+            back_off = min(back_off * 2, self.delay * 20)
+
+    async def _wait_process(self, proc: Process) -> int:
+        assert self.runtime is not None
+        return await self.runtime.wait(proc)
+
+    async def _process_ends(self, ns: str, name: str, uid: str, c: Obj, proc: Process) -> None:
+        code = await self._wait_process(proc)
+        await self._container_failed(ns, name, uid, c, code, init=False, real=True,
+                                     term_extra={"startedAt": proc.started_at})
+
+    async def _rerun(self, ns: str, name: str, uid: str, c: Obj, field_path: str, *, init: bool,
+                     restarts: int, last: Obj) -> tuple[int, Obj] | None:
+        """Run a restarted container's command again: (exit code, terminated-state fields),
+        or None when the pod went away."""
+        started = await self._spawn(ns, name, uid, c, field_path)
+        if started is None:
+            return None
+        if not isinstance(started, Process):
+            return 128, started
+        pod = self._current(ns, name, uid)
+        if pod is not None:
+            self._event(pod, "Started", f"Started container {c['name']}", field_path=field_path)
+            cs = self._status_for(c, {"running": {"startedAt": started.started_at}}, started=True,
+                                  restarts=restarts, last=last)
+            self._set_container(pod, c["name"], init, cs)
+        return await self._wait_process(started), {"startedAt": started.started_at}
 
     def _finish_if_done(self, pod: Obj, *, init_failed: bool) -> None:
         status = dict(pod["status"])

@@ -192,6 +192,13 @@ RESOURCES: tuple[ResourceType, ...] = (
         "authorization.k8s.io", "v1", "selfsubjectrulesreviews", "SelfSubjectRulesReview",
         False, verbs=("create",),
     ),
+    # batch/v1 Jobs have no short name (the API server gives none) and one selectable
+    # field besides metadata: status.successful (the count of succeeded pods).
+    ResourceType(
+        "batch", "v1", "jobs", "Job", True, categories=("all",),
+        subresources=(_sub("status", "Job", *_STATUS_VERBS, group="batch"),),
+        field_labels=("status.successful",),
+    ),
 )
 
 # Resources that are answered on POST but never stored (reviews).

@@ -4,7 +4,8 @@ Each pod gets a folder ``S`` that stands for the container's ``/``. A command ru
 local subprocess with ``S`` as its working directory, and with these rules:
 
 * **Paths.** Absolute paths under the virtual roots (:data:`SANDBOX_ROOTS`: ``/tmp``,
-  ``/workspace``, ``/root``, ``/proc/driver/nvidia`` ...) are rewritten to ``S + path`` in
+  ``/workspace``, ``/root``, ``/proc/driver/nvidia`` ..., and the pod's volume mount paths
+  once the kubelet has written them, see :meth:`Sandbox.add_roots`) are rewritten to ``S + path`` in
   every argv string and container environment value, wherever they start a path (at the
   start of the string or after whitespace, a quote, ``=``, ``:``, ``,``, ``(``, ``<`` or
   ``>``). ``/tmp/x`` becomes ``S/tmp/x``; ``/usr/bin/env`` and ``foo/tmp`` are untouched.
@@ -21,6 +22,7 @@ local subprocess with ``S`` as its working directory, and with these rules:
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -59,6 +61,13 @@ class Sandbox:
             if not wrapper.exists():
                 wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n')
                 wrapper.chmod(0o755)
+
+    def add_roots(self, roots: Iterable[str]) -> None:
+        """Rewrite these paths too (a pod's volume mount paths, such as ``/lab``)."""
+        extra = [r.rstrip("/") for r in roots if r.rstrip("/") and r.rstrip("/") not in self.roots]
+        if extra:
+            self.roots = (*self.roots, *extra)
+            self._pattern = _roots_pattern(self.roots)
 
     @property
     def bin(self) -> Path:
@@ -115,4 +124,11 @@ class Sandbox:
         return path
 
     def remove(self) -> None:
+        # Read-only volume folders (configMap mounts) must be writable again to be emptied.
+        for folder, dirs, _ in os.walk(self.path):
+            for d in dirs:
+                sub = Path(folder) / d
+                if not sub.is_symlink():
+                    with contextlib.suppress(OSError):
+                        sub.chmod(0o755)
         shutil.rmtree(self.path, ignore_errors=True)

@@ -200,6 +200,8 @@ def _field_getter(path: str) -> Callable[[Mapping[str, Any]], str]:
     over every object of a list)."""
     if path == "source":
         return lambda obj: str(((obj.get("source") or {}).get("component")) or "")
+    if path == "status.successful":  # a Job's field label for status.succeeded
+        return lambda obj: str(int(((obj.get("status") or {}).get("succeeded")) or 0))
     parts = tuple(path.split("."))
     missing = "false" if path in ("spec.unschedulable", "spec.hostNetwork") else ""
 

@@ -28,7 +28,10 @@ from aiohttp.web_request import BaseRequest
 
 from . import _defaults, _faults, _rbac
 from ._api import DenyRule, Recorded, SimEmulator
+from ._containers import ContainerRuntime
 from ._exec import DropRule, ExecServer
+from ._gc import GarbageCollector
+from ._jobs import JobController, controller_of
 from ._kubelet import Kubelet
 from ._resources import ResourceType, lookup
 from ._sandbox import SANDBOX_ROOTS, Sandbox
@@ -136,13 +139,22 @@ class KubeSim:
         self.emulator.exec_handler = self.exec_server
         self.emulator.store.listeners.append(self._on_store_event)
         self.kubelet: Kubelet | None = None
+        # The controllers (Jobs, garbage collection) run with the scheduler and kubelet.
+        self.runtime = ContainerRuntime(self.emulator, self._sandbox)
+        self.jobs: JobController | None = None
+        self.garbage_collector: GarbageCollector | None = None
         if scheduler:
             self.kubelet = Kubelet(
                 self.emulator, delay=kubelet_delay,
                 record_event=lambda obj, reason, message, type="Normal", source="kubelet", host=None, field_path=None:
                     record_event(self.emulator, obj, reason, message, type, source, host, field_path),
-                kill_pod=self.exec_server.kill_pod)
+                kill_pod=self._kill_pod, runtime=self.runtime)
             self.kubelet.attach()
+            self.jobs = JobController(self.emulator, delay=kubelet_delay, record_event=self.kubelet.record_event)
+            self.jobs.attach()
+            self.garbage_collector = GarbageCollector(self.emulator)
+            self.garbage_collector.attach()
+            self._on_start.append(self.jobs.resync)
 
     # ---- lifecycle --------------------------------------------------------------------------
     def _make_tls(self) -> None:
@@ -247,6 +259,7 @@ class KubeSim:
         self.exec_server.drop_all()
         if self.kubelet is not None:
             self.kubelet.cancel_all()
+        await self.runtime.stop()
         handler.store.close_watches()
         handler.cancel_timers()
         handler.wake_log_followers()
@@ -431,11 +444,16 @@ class KubeSim:
         """How many exec connections were upgraded so far."""
         return self.exec_server.count
 
+    def _kill_pod(self, namespace: str, pod: str) -> None:
+        """Stop every process of a pod: exec sessions and containers."""
+        self.exec_server.kill_pod(namespace, pod)
+        self.runtime.kill_pod(namespace, pod)
+
     def _on_store_event(self, event: Any) -> None:
         if event.type == "DELETED" and event.rt.plural == "pods":
             meta = event.new["metadata"]
             key = (meta.get("namespace", ""), meta["name"])
-            self.exec_server.kill_pod(*key)
+            self._kill_pod(*key)
             box = self._sandboxes.pop(key, None)
             if box is not None:
                 box.remove()
@@ -510,6 +528,9 @@ class KubeSim:
             self.exec_server.drop_rules.clear()
             if self.kubelet is not None:
                 self.kubelet.cancel_all()
+            self.runtime.kill_all()
+            if self.jobs is not None:
+                self.jobs.reset()
             em.cancel_timers()
             em.store.close_watches()
             em.store.clear()
@@ -624,6 +645,35 @@ class KubeSim:
             self.emulator.append_log(namespace, pod, name, text)
 
         self._call(append)
+
+    def logs(self, namespace: str, pod: str, container: str | None = None) -> str:
+        """The text of a container's log (the pod's only container by default), as ``pods/log``
+        serves it: what ``append_log`` added and what a container run for real printed."""
+
+        def text() -> str:
+            name = container
+            if name is None:
+                entry = self.emulator.store.get(lookup("pods"), namespace, pod)
+                if entry is None:
+                    raise KeyError(f"pod {namespace}/{pod} not found")
+                name = entry.obj["spec"]["containers"][0]["name"]
+            return "".join(line for _, line in self.emulator.logs.get((namespace, pod, name), []))
+
+        return self._call(text)
+
+    def job_pods(self, namespace: str, job: str) -> builtins.list[Obj]:
+        """Copies of the pods a Job controls (by their controller ownerReference), oldest first."""
+        found = self.get("jobs", namespace, job)
+        if found is None:
+            return []
+        uid = found["metadata"]["uid"]
+        pods = [p for p in self.list("pods", namespace) if (controller_of(p) or {}).get("uid") == uid]
+
+        def created(pod: Obj) -> int:  # the resourceVersion it was created with
+            first = next((v for v in self.history("pods", namespace, pod["metadata"]["name"]) if v), pod)
+            return int(first["metadata"]["resourceVersion"])
+
+        return sorted(pods, key=created)
 
     def record_event(self, involved: Obj, reason: str, message: str, *, type: str = "Normal",
                      source: str = "kubelet", host: str | None = None, field_path: str | None = None) -> Obj:

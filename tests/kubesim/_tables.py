@@ -1,7 +1,7 @@
 """Server-side Table output (``Accept: application/json;as=Table;g=meta.k8s.io;v=v1``).
 
 The columns and cells follow the API server's own printers for pods, nodes, events,
-namespaces, deployments and replica sets; every other resource gets Name and Age.
+namespaces, deployments, replica sets and jobs; every other resource gets Name and Age.
 The server always fills the wide (priority 1) cells; kubectl hides them without ``-o wide``.
 """
 
@@ -128,6 +128,16 @@ REPLICASET_COLUMNS = [
     _col("Containers", "Names of each container in the template.", 1),
     _col("Images", "Images referenced by each container in the template.", 1),
     _col("Selector", "Selector is a label query over pods that should match the replica count.", 1),
+]
+JOB_COLUMNS = [
+    _NAME,
+    _col("Status", "Status of the job."),
+    _col("Completions", "The number of pods which reached phase Succeeded. The value increases monotonically for a given spec. However, it may decrease in reaction to scale down of elastic indexed jobs."),
+    _col("Duration", "Time required to complete the job."),
+    _AGE,
+    _col("Containers", "Names of each container in the template.", 1),
+    _col("Images", "Images referenced by each container in the template.", 1),
+    _col("Selector", "A label query over pods that should match the pod count. Normally, the system sets this field for you. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/#label-selectors", 1),
 ]
 GENERIC_COLUMNS = [_NAME, _AGE]
 
@@ -370,6 +380,41 @@ def replicaset_cells(obj: Obj, now: dt.datetime) -> list[Any]:
     ]
 
 
+def _has_condition(obj: Obj, type_: str) -> bool:
+    return any(c.get("type") == type_ and c.get("status") == "True"
+               for c in (obj.get("status") or {}).get("conditions") or [])
+
+
+def job_cells(obj: Obj, now: dt.datetime) -> list[Any]:
+    """The Job row: STATUS from its conditions, COMPLETIONS, DURATION (running or final)."""
+    spec, status, meta = obj.get("spec") or {}, obj.get("status") or {}, obj.get("metadata") or {}
+    succeeded = int(status.get("succeeded") or 0)
+    if spec.get("completions") is not None:
+        completions = f"{succeeded}/{spec['completions']}"
+    elif int(spec.get("parallelism") or 0) > 1:
+        completions = f"{succeeded}/1 of {spec['parallelism']}"
+    else:
+        completions = f"{succeeded}/1"
+    start = parse_time(status.get("startTime"))
+    end = parse_time(status.get("completionTime"))
+    duration = "" if start is None else human_duration(((end or now) - start).total_seconds())
+    if _has_condition(obj, "Complete"):
+        state = "Complete"
+    elif _has_condition(obj, "Failed"):
+        state = "Failed"
+    elif meta.get("deletionTimestamp"):
+        state = "Terminating"
+    elif _has_condition(obj, "Suspended"):
+        state = "Suspended"
+    elif _has_condition(obj, "FailureTarget"):
+        state = "FailureTarget"
+    else:
+        state = "Running"
+    names, images = _template_containers(obj)
+    return [meta.get("name", ""), state, completions, duration, since(meta.get("creationTimestamp"), now),
+            names, images, _selector_str(spec.get("selector"))]
+
+
 def generic_cells(obj: Obj, now: dt.datetime) -> list[Any]:
     meta = obj.get("metadata") or {}
     return [meta.get("name", ""), since(meta.get("creationTimestamp"), now)]
@@ -381,6 +426,7 @@ _PRINTERS: dict[str, tuple[list[dict[str, Any]], Callable[[Obj, dt.datetime], li
     "namespaces": (NAMESPACE_COLUMNS, namespace_cells),
     "deployments": (DEPLOYMENT_COLUMNS, deployment_cells),
     "replicasets": (REPLICASET_COLUMNS, replicaset_cells),
+    "jobs": (JOB_COLUMNS, job_cells),
 }
 
 

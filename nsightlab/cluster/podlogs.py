@@ -1,0 +1,77 @@
+"""The lab pod's log and Events: what `kubectl logs` and `kubectl describe pod` show."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from nsightlab.analysis.labpod import EventsReport, pod_events
+from nsightlab.cluster.lab import create_command
+from nsightlab.errors import PodNotReadyError, UsageError
+
+if TYPE_CHECKING:
+    from nsightlab.cluster.kube import Kube
+    from nsightlab.cluster.safety import ResolvedContext
+
+DEFAULT_CONTAINER = "kubectl.kubernetes.io/default-container"
+
+
+def log_container(pod: dict[str, Any], requested: str | None) -> str:
+    """The container whose log is read: the one asked for, else the pod's default (its
+    annotation, else the first container), as kubectl picks it."""
+    spec = pod.get("spec") or {}
+    names = [str(c.get("name")) for c in spec.get("containers") or []]
+    init = [str(c.get("name")) for c in spec.get("initContainers") or []]
+    if requested is None:
+        default = ((pod.get("metadata") or {}).get("annotations") or {}).get(DEFAULT_CONTAINER)
+        return str(default) if default in names else names[0]
+    if requested not in names and requested not in init:
+        raise UsageError(f"pod {pod['metadata']['name']} has no container '{requested}'", hint=f"Its containers: {', '.join(names + init)}.")
+    return requested
+
+
+def _not_started(pod: dict[str, Any], container: str) -> str | None:
+    """Why the container has no log yet (it is waiting to start), else None."""
+    status = pod.get("status") or {}
+    for cs in (status.get("containerStatuses") or []) + (status.get("initContainerStatuses") or []):
+        if cs.get("name") == container:
+            state = cs.get("state") or {}
+            if "waiting" in state and not cs.get("lastState"):
+                return str((state.get("waiting") or {}).get("reason") or "waiting")
+            return None
+    return str(status.get("phase") or "Pending")
+
+
+def stream_log(
+    kube: Kube,
+    ctx: ResolvedContext,
+    name: str,
+    *,
+    write: Callable[[bytes], None],
+    container: str | None = None,
+    tail: int | None = None,
+    follow: bool = False,
+) -> None:
+    """Write the lab pod's log (a container's) to `write` as it comes; with `follow`,
+    until the container ends or the pod goes."""
+    pod = kube.get_pod(ctx.namespace, name)
+    if pod is None:
+        raise PodNotReadyError(f"no lab pod {name} in namespace {ctx.namespace} (context {ctx.name})", hint=f"Create one with `{create_command(ctx)}`.")
+    chosen = log_container(pod, container)
+    waiting = _not_started(pod, chosen)
+    if waiting is not None:
+        raise PodNotReadyError(
+            f"container {chosen} of pod {name} has not started yet ({waiting}): it has no log",
+            hint=f"See why with `nsightlab events {ctx.cli_args}`.",
+        )
+    for chunk in kube.pod_log(ctx.namespace, name, container=chosen, tail_lines=tail, follow=follow):
+        write(chunk)
+
+
+def lab_events(kube: Kube, ctx: ResolvedContext, name: str) -> EventsReport:
+    """The Events about the lab pod, oldest first (those of an earlier pod of the same
+    name are left out while the pod exists)."""
+    pod = kube.get_pod(ctx.namespace, name)
+    uid = (pod.get("metadata") or {}).get("uid") if pod else None
+    raw = kube.list_events(ctx.namespace, field_selector=f"involvedObject.kind=Pod,involvedObject.name={name}")
+    return EventsReport(context=ctx.name, namespace=ctx.namespace, pod=name, uid=uid, gone=pod is None, events=pod_events(raw, uid=uid))
