@@ -112,9 +112,14 @@ def test_steps_are_the_traces_decode_step_ranges(torch_run: dict[str, Any]) -> N
 
 def test_the_run_is_stored(torch_run: dict[str, Any]) -> None:
     run = torch_run["run"]
-    assert sorted(p.name for p in (run / "raw").iterdir()) == ["decode.json", "torchprof.json", "trace.json.gz"]
+    assert sorted(p.name for p in (run / "raw").iterdir()) == ["decode.json", "profile.log", "torchprof.json", "trace.json.gz"]
+    log = (run / "raw" / "profile.log").read_text()
+    assert "decode.py: wrote" in log or "decode: wrote" in log  # the output as it came
+    assert "profiler_stop" in log  # library noise stays in the raw log, out of the terminal
+    assert "profiler_stop" not in torch_run["err"]
     meta = json.loads((run / "meta.json").read_text())
     assert (meta["kind"], meta["name"], meta["dtype"], meta["target"]) == ("decode", "tiny", "float32", "this machine")
+    assert (meta["device_type"], meta["device_requested"], meta["gpu"]) == ("cpu", "auto", None)
     assert meta["headline"].startswith("eager ") and "ms/step" in meta["headline"] and "idle" in meta["headline"]
     assert meta["command"][:5] == ["nsightlab", "profile", "decode", "--profiler", "torch"]
     assert json.loads((run / "result.json").read_text()) == torch_run["data"]
