@@ -319,16 +319,24 @@ def test_analyze_a_folder_of_real_exports_with_a_step_range(tmp_path: Path, caps
 
 
 def test_profile_exports_keep_their_values_and_gain_steps(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A kernel summary and a GPU trace (what `profile` exports, and what analyze read
+    before), then the capture's other trace exports beside them: the profile's keys keep
+    their values, and the steps come from the ranges instead of a guessed period."""
     fixture = Path(__file__).parent / "fixtures" / "nsys" / "03_nsys_cuda_gpu_kern_sum_pytorch_rtx5090.csv"
     shutil.copy(fixture, tmp_path / "run_cuda_gpu_kern_sum.csv")
+    decode_exports(_doc(), str(tmp_path / "run"), ["cuda_gpu_trace"])
     before = json.loads(run_cli(capsys, "analyze", str(tmp_path), "--json").out)
+    assert before["device_name"] == "NVIDIA H100 80GB HBM3"  # the trace's Device column, as before
+    assert {g["source"] for g in before["steps"]} == {"repeating-sequence"}
     decode_exports(_doc(), str(tmp_path / "run"), TRACE_REPORTS)
     after = json.loads(run_cli(capsys, "analyze", str(tmp_path), "--json").out)
     new = {"steps", "trace_summary", "trace_notes"}
-    assert {k: after[k] for k in before if k not in new} == {k: v for k, v in before.items() if k not in new}  # today's keys, today's values
-    assert before["steps"] is None and len(after["steps"]) == 2 and after["trace_summary"]["kernels"] > 0
+    assert {k: after[k] for k in before if k not in new} == {k: v for k, v in before.items() if k not in new}
+    assert [(g["group"], g["source"]) for g in after["steps"]] == [("mode:eager > batch:1", "nvtx"), ("mode:eager > batch:2", "nvtx")]
+    assert after["trace_summary"] == before["trace_summary"] and after["trace_summary"]["kernels"] > 0
     assert after["trace"] is None  # a profile's `trace` names its trace file: none here
     assert any("by their launch" in n for n in after["trace_notes"])
+    assert any("inferred from a repeating kernel sequence" in n for n in before["trace_notes"])
 
 
 def test_analyze_the_scripts_json_alone(capsys: pytest.CaptureFixture[str]) -> None:

@@ -147,7 +147,8 @@ def _folder(path: Path, opts: TraceOptions | None = None) -> BaseModel:
         return stored
     traces, csvs = split_csvs(sorted(path.glob("*.csv")))
     kineto_files = [p for p in sorted(path.iterdir()) if is_kineto_file(p)]
-    has_gpu_trace = any(trace_report(t) == "cuda_gpu_trace" for t in traces)
+    gpu_traces = [t for t in traces if trace_report(t) == "cuda_gpu_trace"]
+    has_gpu_trace = bool(gpu_traces)
     record_file = next((j for j in sorted(path.glob("*.json")) if _json_kind(j) == "decode"), None)
     if record_file is not None:
         return _decode_folder(record_file, traces if has_gpu_trace else [], kineto_files, opts)
@@ -157,6 +158,9 @@ def _folder(path: Path, opts: TraceOptions | None = None) -> BaseModel:
         return trace_result(kineto_files[0], kineto_anatomy(kineto_files[0], opts.step_range), opts)
     if not csvs:
         raise UsageError(f"{path} holds no CSV exports and is not a run folder")
+    # the summaries, and the GPU trace as the nsys tables have always read it (its Device
+    # column names the GPU); the other trace exports are for the step anatomy alone
+    csvs = sorted([*csvs, *gpu_traces])
     texts = {p: _read(p) for p in csvs}
     ncu_files = [p for p, t in texts.items() if _is_ncu(t)]
     if ncu_files and len(ncu_files) == len(csvs):
