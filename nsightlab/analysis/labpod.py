@@ -47,6 +47,7 @@ class StatusReport(BaseModel):
     gone: bool
     lab: LabPod | None
     next_steps: list[str] = Field(default_factory=list)
+    note: str | None = None  # why the session's pod counts as gone (e.g. replaced under its name)
 
 
 class CleanupReport(BaseModel):

@@ -80,7 +80,7 @@ def runs_rm(
     Example:
       nsightlab runs rm 3fa2c1 9b07
     """
-    from nsightlab.errors import Interrupted
+    from nsightlab.errors import Interrupted, OnInterrupt
     from nsightlab.present import render
     from nsightlab.runs.listing import line, remove_runs, resolve_all
 
@@ -96,7 +96,8 @@ def runs_rm(
             ok = False
         if not ok:
             raise Interrupted("cancelled; nothing was removed")
-    removed = remove_runs(chosen)
+    with OnInterrupt("some of the runs may have been removed; `nsightlab runs` lists those left"):
+        removed = remove_runs(chosen)
     show(env, removed, render.runs_removed)
 
 @app.command()

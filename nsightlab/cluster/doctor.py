@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING
 
 from nsightlab.analysis import pods as r
 from nsightlab.analysis.doctor import Check
-from nsightlab.cluster.lab import free_gpus
-from nsightlab.errors import ClusterError
+from nsightlab.cluster.lab import check_lab_pod, check_pin, free_gpus, session_for
+from nsightlab.errors import ClusterError, SafetyError
 
 if TYPE_CHECKING:
     from nsightlab.cluster.kube import Kube
@@ -87,9 +87,16 @@ def api_checks(kube: Kube, ctx: ResolvedContext, config: Config) -> tuple[list[C
 def probe_pod(kube: Kube, ctx: ResolvedContext, config: Config, session: Session | None) -> tuple[str, str | None, Check | None]:
     """The lab pod the in-pod checks would exec into and its node, or the note saying why
     they are skipped."""
-    name = session.pod if session and session.context == ctx.name and session.namespace == ctx.namespace else config.pod_name()
+    s = session_for(ctx, session)
+    name = s.pod if s is not None else config.pod_name()
     try:
+        if s is not None:
+            check_pin(ctx, s)  # the session's pod is not looked for on another server
         pod = kube.get_pod(ctx.namespace, name)
+        if pod is not None:
+            check_lab_pod(pod, ctx=ctx, owner=s.owner if s is not None else config.owner(), session=s)
+    except SafetyError as e:
+        return name, None, Check(name="lab pod", ok=False, detail=f"{e.message}: in-pod checks skipped", fix=e.hint)
     except ClusterError as e:
         return name, None, Check(name="lab pod", ok=None, detail=e.message)
     if pod is None:

@@ -8,7 +8,6 @@ anything.
 from __future__ import annotations
 
 import shlex
-from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
@@ -27,7 +26,7 @@ from nsightlab.analysis.inventory import (
     node_facts,
     nodes_report,
 )
-from nsightlab.cluster.kube import loads
+from nsightlab.cluster.kube import background, loads
 from nsightlab.errors import ClusterError
 
 if TYPE_CHECKING:
@@ -82,7 +81,7 @@ def explore_nodes(kube: Kube, *, lab_instance_type: str, gpu_only: bool = False)
     after that. Memory stays flat: raw node pages are small next to decoded ones.
     """
     now = datetime.now(timezone.utc)
-    with ThreadPoolExecutor(max_workers=1) as pool:
+    with background() as pool:
         node_pages = pool.submit(lambda: list(kube.raw_pages("/api/v1/nodes", what="list nodes")))
         used = gpu_use(kube)
         facts = node_facts_of(node_pages.result(), now)

@@ -44,6 +44,7 @@ from nsightlab.analysis.steps import TraceAnatomy
 from nsightlab.config import atomic_write_json
 from nsightlab.errors import ParseError, RemoteCommandError, UsageError
 from nsightlab.measure.device import DevicePlan, no_gpu_error
+from nsightlab.measure.work import LabWork
 from nsightlab.parse import nsys
 from nsightlab.parse.noise import is_library_noise
 from nsightlab.runs.decode import (
@@ -56,7 +57,7 @@ from nsightlab.runs.decode import (
     report_names,
     split_csvs,
 )
-from nsightlab.runs.store import RunMeta, new_run
+from nsightlab.runs.store import RunMeta
 
 if TYPE_CHECKING:
     from nsightlab.env import Env
@@ -179,7 +180,23 @@ def run_decode(
     device: DevicePlan,
 ) -> DecodeResult:
     """Profile decode.py on `target`; the run is stored before the result is returned.
-    `device` is the `--device` decision (`nsightlab.measure.device.plan_device`)."""
+    `device` is the `--device` decision (`nsightlab.measure.device.plan_device`). Ctrl-C
+    stores the run whole or not at all (`LabWork`)."""
+    with LabWork("decode profile", target) as work:
+        return _run_decode(env, target, meta_fields, work, options=options, profiler=profiler, nsys_args=nsys_args, device=device)
+
+
+def _run_decode(
+    env: Env,
+    target: Target,
+    meta_fields: dict[str, Any],
+    work: LabWork,
+    *,
+    options: DecodeOptions,
+    profiler: DecodeProfiler,
+    nsys_args: list[str],
+    device: DevicePlan,
+) -> DecodeResult:
     options.check()
     if device.note():
         env.note(str(device.note()))
@@ -250,7 +267,7 @@ def run_decode(
     wanted = [f for f in wanted if f in listing] + [WORK_JSON]
     # everything comes back before anything is analysed or printed
     probe = load_preset_name(options)
-    run, run_id = new_run("decode", probe)
+    run, run_id = work.new_run("decode", probe)
     (run.raw / RAW_LOG).write_bytes(bytes(log))
     fetched = [f"raw/{RAW_LOG}"]
     for f in wanted:

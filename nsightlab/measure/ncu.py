@@ -17,8 +17,9 @@ from nsightlab.analysis.profile import load_record
 from nsightlab.errors import CountersNotPermittedError, ParseError, RemoteCommandError
 from nsightlab.measure.device import DevicePlan, no_gpu_error
 from nsightlab.measure.profile import BUILTIN, _last_error, _streamer, resolve_script
+from nsightlab.measure.work import LabWork
 from nsightlab.parse import ncu as ncu_parse
-from nsightlab.runs.store import RunMeta, new_run
+from nsightlab.runs.store import RunMeta
 
 if TYPE_CHECKING:
     from nsightlab.env import Env
@@ -59,17 +60,35 @@ def run_ncu(
     count: int,
     device: DevicePlan | None = None,
 ) -> NcuResult:
-    """ncu on the kernels matching `kernel` while `script` runs on `target`; stored, then returned.
+    """ncu on the kernels matching `kernel` while `script` runs on `target`; the run is
+    stored before the result is returned (Ctrl-C: no run is stored).
 
     A built-in lab script gets `--device` from `device` (cuda where the target requests a
     GPU): ncu measures GPU kernels only.
     """
     plan = device or DevicePlan(requested="auto", script_arg="auto", wants_gpu=False, place=f"on {target.label}")
+    with LabWork("ncu run", target) as work:
+        return _ncu(work, env, target, meta_fields, script=script, script_args=script_args, kernel=kernel, sections=sections, count=count, plan=plan)
+
+
+def _ncu(
+    work: LabWork,
+    env: Env,
+    target: Target,
+    meta_fields: dict[str, Any],
+    *,
+    script: str,
+    script_args: list[str],
+    kernel: str,
+    sections: list[str],
+    count: int,
+    plan: DevicePlan,
+) -> NcuResult:
     local_script, name = resolve_script(script)
     if target.which("ncu") is None:
         raise RemoteCommandError(f"ncu (Nsight Compute) is not installed on {target.label}", returncode=127, hint="Use an image that ships Nsight Compute.")
     version = target.run(["ncu", "--version"], check=False).out
-    run, run_id = new_run("ncu", name)
+    run, run_id = work.new_run("ncu", name)
     wd = target.workdir()
     remote_script = posixpath.join(wd, local_script.name)
     target.put(local_script, remote_script)

@@ -32,9 +32,10 @@ from nsightlab.analysis.profile import (
 )
 from nsightlab.errors import ParseError, RemoteCommandError, UsageError
 from nsightlab.measure.device import DevicePlan, no_gpu_error, ran_on_cpu_warning
+from nsightlab.measure.work import LabWork
 from nsightlab.parse import nsys
 from nsightlab.parse.noise import is_library_noise
-from nsightlab.runs.store import Run, RunMeta, new_run
+from nsightlab.runs.store import Run, RunMeta
 from nsightlab.runs.store import remove as remove_run
 
 if TYPE_CHECKING:
@@ -259,7 +260,8 @@ def run_profile(
     serving: Serving | None = None,
     device: DevicePlan | None = None,
 ) -> ProfileResult:
-    """Profile `script` on `target`; the run is stored before the result is returned.
+    """Profile `script` on `target`; the run is stored before the result is returned
+    (Ctrl-C: no run is stored).
 
     With `serving`, `script_args` is a server's command, run as it is (nothing is copied
     over), under the nsys options a server needs (see Serving).
@@ -267,7 +269,23 @@ def run_profile(
     `device` (`nsightlab.measure.device.plan_device`): a built-in lab script gets its
     `--device`; a user's own script gets none, and where its ops ran is read from the
     profile afterwards (a CPU run on a target that requests a GPU is warned about)."""
+    with LabWork("profile", target) as work:
+        return _profile(work, env, target, meta_fields, script=script, script_args=script_args, profiler=profiler, nsys_args=nsys_args, serving=serving, device=device)
 
+
+def _profile(
+    work: LabWork,
+    env: Env,
+    target: Target,
+    meta_fields: dict[str, Any],
+    *,
+    script: str,
+    script_args: list[str],
+    profiler: Profiler,
+    nsys_args: list[str],
+    serving: Serving | None,
+    device: DevicePlan | None,
+) -> ProfileResult:
     if serving is not None:
         if profiler != "nsys":
             raise UsageError("--serving profiles under nsys only (drop --profiler torch)")
@@ -275,7 +293,7 @@ def run_profile(
             raise UsageError("--serving needs the server's command after --", hint="e.g. `nsightlab profile --serving -- vllm serve MODEL --profiler-config.profiler cuda`.")
         _require_nsys(target)
         name = command_name(script_args)
-        run, run_id = new_run("profile", name)
+        run, run_id = work.new_run("profile", name)
         with _complete_or_removed(run):
             wd = target.workdir()
             env.note(f"profiling a server: {serving.describe()}")
@@ -290,7 +308,7 @@ def run_profile(
         _require_nsys(target)
     if plan.note():
         env.note(str(plan.note()))
-    run, run_id = new_run("profile", name)
+    run, run_id = work.new_run("profile", name)
     with _complete_or_removed(run):
         wd = target.workdir()
         remote_script = posixpath.join(wd, local_script.name)

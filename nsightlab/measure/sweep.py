@@ -33,6 +33,7 @@ from nsightlab.env import Env
 from nsightlab.errors import RemoteCommandError, UsageError
 from nsightlab.measure.device import DevicePlan, no_gpu_error, plan_device
 from nsightlab.measure.targets import LocalTarget, Target, Where
+from nsightlab.measure.work import LabWork
 from nsightlab.parse.noise import is_library_noise
 from nsightlab.runs import store
 from nsightlab.runs.store import RunMeta
@@ -187,10 +188,26 @@ def run_sweep(
     known = canonical_dtype(dtype)
     if known is None:
         raise UsageError(f"--dtype '{dtype}' is not an element type the sweep knows", hint=f"Use one of {dtype_choices()}.")
-    dtype = known
     plan = plan_device(where, device)
     if plan.note():
         env.note(str(plan.note()))
+    with LabWork("sweep", where.target) as work:
+        return _sweep(work, env, where, dtype=known, sizes=sizes, iters=iters, warmup=warmup, device=device, against=against, plan=plan)
+
+
+def _sweep(
+    work: LabWork,
+    env: Env,
+    where: Where,
+    *,
+    dtype: str,
+    sizes: Sequence[int] | None,
+    iters: int,
+    warmup: int,
+    device: str | None,
+    against: SweepResult | None,
+    plan: DevicePlan,
+) -> SweepResult:
     target = where.target
     started = datetime.now(timezone.utc)
     workdir: str | None = None
@@ -223,7 +240,7 @@ def run_sweep(
                 hint=_failure_hint(last, code, where),
             )
         args = {"dtype": dtype, "sizes": list(sizes or []), "iters": iters, "warmup": warmup, "device": device}
-        return _store(target, where, remote_json, bytes(log), started, argv, _command(args, where.meta), against, plan)
+        return _store(work, target, where, remote_json, bytes(log), started, argv, _command(args, where.meta), against, plan)
     finally:
         if workdir is not None and isinstance(target, LocalTarget):
             with contextlib.suppress(OSError):
@@ -231,6 +248,7 @@ def run_sweep(
 
 
 def _store(
+    work: LabWork,
     target: Target,
     where: Where,
     remote_json: str,
@@ -242,7 +260,7 @@ def _store(
     plan: DevicePlan | None = None,
 ) -> SweepResult:
     """A new run folder with what came back, meta.json, and result.json written last."""
-    run, run_id = store.new_run("sweep", argv[argv.index("--dtype") + 1], now=started)
+    run, run_id = work.new_run("sweep", argv[argv.index("--dtype") + 1], now=started)
     try:
         (run.raw / RAW_LOG).write_bytes(log)
         local_json = run.raw / RAW_JSON

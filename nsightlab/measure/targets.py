@@ -23,6 +23,7 @@ from nsightlab.cluster.connect import connect, lab_pod_name, note_session
 from nsightlab.cluster.kube import Kube
 from nsightlab.cluster.safety import Intent
 from nsightlab.cluster.transfer import copy_in, copy_out
+from nsightlab.config import ensure_home
 from nsightlab.env import Env
 from nsightlab.errors import ClusterError, RemoteCommandError
 
@@ -69,6 +70,10 @@ class Target(Protocol):
     def put(self, local: Path, remote: str) -> None: ...
 
     def get(self, remote: str, local: Path) -> None: ...
+
+    def made_workdir(self) -> str | None:
+        """The work folder, if one was made and is still there."""
+        ...
 
 
 class LocalTarget:
@@ -135,6 +140,9 @@ class LocalTarget:
         if self._workdir is not None:
             shutil.rmtree(self._workdir, ignore_errors=True)
             self._workdir = None
+
+    def made_workdir(self) -> str | None:
+        return None  # nothing stays here: open_target removes the work folder (close)
 
     def put(self, local: Path, remote: str) -> None:
         dest = Path(remote)
@@ -214,6 +222,9 @@ class PodTarget:
             self._workdir = path
         return self._workdir
 
+    def made_workdir(self) -> str | None:
+        return self._workdir
+
     def put(self, local: Path, remote: str) -> None:
         copy_in(self.kube, self.namespace, self.pod, local, remote, container=self.container)
 
@@ -247,7 +258,11 @@ def open_target(
     config_path: Path | None,
     action: str,
 ) -> Iterator[Where]:
-    """The lab pod (from the session or --context) or, with --local, this machine."""
+    """The lab pod (from the session or --context) or, with --local, this machine.
+
+    Checks first that the run store can be written (a run must not be lost at its end),
+    and that the lab pod is the one `create` made (see connect.lab_pod_name)."""
+    ensure_home()
     if local:
         here = LocalTarget()
         try:
@@ -258,7 +273,7 @@ def open_target(
     with connect(context, kubeconfig, config_path=config_path, intent=Intent.CHANGE, namespace=namespace, use_session=True, action=action) as c:
         note_session(env, c)
         pod_name = lab_pod_name(c)
-        pod = c.kube.get_pod(c.ctx.namespace, pod_name) or {}
+        pod = c.pod or {}
         node_name = (pod.get("spec") or {}).get("nodeName")
         node = c.kube.get_node(node_name) if node_name else None
         containers = (pod.get("spec") or {}).get("containers") or [{}]

@@ -249,6 +249,9 @@ def lab_pod(env: Env, lab: LabPod, *, title: str) -> None:
 
 def status(env: Env, report: StatusReport) -> None:
     if report.gone or report.lab is None:
+        if report.note:
+            lines(env, [f"{report.note}; the session was cleared (context {report.context})."], bullet="")
+            return
         lines(env, [f"lab pod {report.pod} is gone (context {report.context}, namespace {report.namespace}); the session was cleared."], bullet="")
         if report.next_steps:
             lines(env, [f"start a new one with `{step}`" for step in report.next_steps], bullet="")

@@ -37,7 +37,7 @@ from nsightlab.analysis.profile import ProfileResult, ops_label
 from nsightlab.analysis.roofline import DecodeFloor, decode_floor, num, plateau_source
 from nsightlab.analysis.sweep import SweepResult, compare_results
 from nsightlab.config import home, load_session
-from nsightlab.errors import UsageError
+from nsightlab.errors import Interrupted, UsageError
 from nsightlab.present import decodedoc as dd
 from nsightlab.present import figures
 from nsightlab.present import figures as figs
@@ -633,6 +633,7 @@ def write_report(bundle: ReportBundle, out_dir: Path) -> ReportFiles:
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     tmp = out_dir.parent / f".{out_dir.name}.{secrets.token_hex(4)}.tmp"
     tmp.mkdir()
+    replacing = False
     try:
         files: list[FigureFile] = []
         images: dict[str, tuple[FigureFile, bytes]] = {}
@@ -647,11 +648,15 @@ def write_report(bundle: ReportBundle, out_dir: Path) -> ReportFiles:
         if not out_dir.exists():
             os.replace(tmp, out_dir)
         else:
+            replacing = True
             for path in sorted(tmp.iterdir(), key=lambda p: p.name == "report.html"):
                 os.replace(path, out_dir / path.name)
             tmp.rmdir()
-    except BaseException:
+    except BaseException as e:
         shutil.rmtree(tmp, ignore_errors=True)
+        if isinstance(e, KeyboardInterrupt):
+            left = f"some figures in {out_dir} were replaced; its report.html is the one from before" if replacing else "no report was written"
+            raise Interrupted(f"interrupted: {left}") from None
         raise
     return ReportFiles(
         out_dir=str(out_dir),
