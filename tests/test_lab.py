@@ -579,8 +579,8 @@ def test_doctor_checks_cluster_and_pod(capsys: pytest.CaptureFixture[str], lab: 
     data = json.loads(r.out)
     checks = {c["name"]: c for c in data["checks"]}
     assert checks["API server reachable"]["ok"] and "v1.31" in checks["API server reachable"]["detail"]
-    assert checks["namespace exists"]["ok"]
-    assert checks["may create pods/exec"]["ok"] and checks["may delete pods"]["ok"]
+    assert checks["namespace"]["ok"] and checks["namespace"]["detail"] == f"{NS} exists"
+    assert checks["may create/get pods/exec"]["ok"] and checks["may create/get/list/watch/delete pods"]["ok"]
     assert checks["nodes of g7e.8xlarge"]["ok"] and "4 node(s)" in checks["nodes of g7e.8xlarge"]["detail"]
     assert checks["pod: GPU (nvidia-smi)"]["detail"].startswith("NVIDIA RTX PRO 6000 Blackwell Server Edition, 97887 MiB")
     assert checks["pod: nsys"]["ok"] and "2024.6.1" in checks["pod: nsys"]["detail"]
@@ -589,6 +589,7 @@ def test_doctor_checks_cluster_and_pod(capsys: pytest.CaptureFixture[str], lab: 
     # depends on CAP_SYS_ADMIN, which the sandbox cannot take away: see test_doctor_facts)
     assert "RmProfilingAdminOnly: 1" in checks["pod: GPU counters for ncu (RmProfilingAdminOnly)"]["detail"]
     assert checks["pod: PyTorch"]["ok"] is False  # torch here has no CUDA
+    assert checks["pod: PyTorch"]["detail"].startswith("CUDA not available: CPU-only build 2.")
     assert r.code == 4 and not data["ok"]
     text = nsl(capsys, "doctor")
     assert "FAIL  pod: PyTorch" in text.out and "pass  pod: nsys" in text.out
@@ -601,26 +602,56 @@ def test_doctor_facts_mean_what_they_say() -> None:
         "gpu=NVIDIA H200, 143771 MiB, 580.159.03\nnsys=\nncu=Version 2025.3.1.0\ntorch=2.11.0 True\n"
         "tmp_opts=rw,nosuid,nodev,noexec\ntmp_exec=no\nparanoid=4\nrm_admin_only=1\ncapsys=00000000a80425fb\n"
     )
-    checks = {c.name: c for c in pod_checks(facts)}
+    args = f"--context stg -n {NS}"
+    checks = {c.name: c for c in pod_checks(facts, cli_args=args)}
     assert checks["pod: GPU (nvidia-smi)"].detail == "NVIDIA H200, 143771 MiB, driver 580.159.03"
-    assert checks["pod: nsys"].ok is False and "--profiler torch" in (checks["pod: nsys"].fix or "")
+    assert checks["pod: PyTorch"].ok is True and checks["pod: PyTorch"].detail == "2.11.0, CUDA available"
+    assert checks["pod: nsys"].ok is False and "`nsightlab profile lesson1 --profiler torch`" in (checks["pod: nsys"].fix or "")
     assert checks["pod: /tmp allows exec"].ok is False and "TMPDIR" in (checks["pod: /tmp allows exec"].fix or "")
     assert checks["pod: perf_event_paranoid"].ok is None and "--sample=none" in (checks["pod: perf_event_paranoid"].fix or "")
     blocked = checks["pod: GPU counters for ncu (RmProfilingAdminOnly)"]
-    assert blocked.ok is False and "--profiling-caps" in (blocked.fix or "") and "profiling-enabled node" in (blocked.fix or "")
-    with_cap = pod_checks({**facts, "capsys": "00000000a82425fb"})  # bit 21: CAP_SYS_ADMIN
+    assert blocked.ok is False and "profiling-enabled node" in (blocked.fix or "")
+    # the fix makes the pod anew (create alone would reuse it), context and namespace written out
+    assert f"`nsightlab cleanup {args} && nsightlab create {args} --profiling-caps`" in (blocked.fix or "")
+    with_cap = pod_checks({**facts, "capsys": "00000000a82425fb"}, cli_args=args)  # bit 21: CAP_SYS_ADMIN
     assert next(c for c in with_cap if c.name.startswith("pod: GPU counters")).ok is True
-    open_node = pod_checks({**facts, "rm_admin_only": "0"})
+    open_node = pod_checks({**facts, "rm_admin_only": "0"}, cli_args=args)
     assert next(c for c in open_node if c.name.startswith("pod: GPU counters")).ok is True
+
+
+@pytest.mark.parametrize(
+    ("probe", "gpu", "torch"),
+    [
+        # nvidia-smi absent: it is not installed, not "found no GPU"; a CPU wheel says so
+        ("smi=\ngpu=\ntorch=2.13.0+cpu False None\n", "nvidia-smi is not installed in the pod", "CUDA not available: CPU-only build 2.13.0+cpu"),
+        # nvidia-smi there but silent; a CUDA build of torch that sees no GPU
+        ("smi=/usr/bin/nvidia-smi\ngpu=\ntorch=2.11.0+cu128 False 12.8\n", "nvidia-smi found no GPU", "CUDA not available: 2.11.0+cu128 (built for CUDA 12.8) sees no GPU"),
+        ("smi=\ngpu=\ntorch=\n", "nvidia-smi is not installed in the pod", "python3 cannot import torch"),
+        ("smi=/usr/bin/nvidia-smi\ngpu=NVIDIA H200, 143771 MiB, 580.159.03\ntorch=2.11.0+cu128 True 12.8\n", "NVIDIA H200, 143771 MiB, driver 580.159.03", "2.11.0+cu128, CUDA available (built for CUDA 12.8)"),
+    ],
+)
+def test_doctor_says_plainly_what_the_pod_lacks(probe: str, gpu: str, torch: str) -> None:
+    from nsightlab.analysis.doctor import parse_probe, pod_checks
+
+    checks = {c.name: c for c in pod_checks(parse_probe(probe), cli_args="--context stg -n ml-lab")}
+    good = gpu.startswith("NVIDIA")  # only the last case has a GPU and a CUDA torch
+    assert (checks["pod: GPU (nvidia-smi)"].detail, checks["pod: GPU (nvidia-smi)"].ok) == (gpu, good)
+    assert (checks["pod: PyTorch"].detail, checks["pod: PyTorch"].ok) == (torch, good)
 
 
 def test_doctor_reports_missing_rbac(capsys: pytest.CaptureFixture[str], home: Path, sim: KubeSim) -> None:
     sim.deny("create", "pods/exec", NS)
     r = nsl(capsys, "doctor", "--context", "stg", "--json")
     checks = {c["name"]: c for c in json.loads(r.out)["checks"]}
-    assert checks["may create pods/exec"]["ok"] is False and "pods/exec" in checks["may create pods/exec"]["fix"]
-    assert checks["lab pod"]["ok"] is None  # no pod up: the in-pod checks are skipped
+    exec_check = checks["may create/get pods/exec"]
+    assert exec_check["ok"] is False and exec_check["detail"] == f"in {NS}: denied create"
+    assert exec_check["fix"].startswith(f"Ask for create on pods/exec in namespace {NS}: the README's Permissions section")
+    assert checks["may create/get/list/watch/delete pods"]["ok"] is True
+    # no pod up: the in-pod checks are skipped, and the note says how to start one
+    assert checks["lab pod"]["ok"] is None and checks["lab pod"]["detail"].endswith(f"(`nsightlab create --context stg -n {NS}` starts one)")
     assert r.code == 4
+    # no fix sends the user back to doctor
+    assert not [c for c in checks.values() if "nsightlab doctor" in (c["fix"] or "")]
 
 
 # ---------------------------------------------------------------------------- lab work in the pod

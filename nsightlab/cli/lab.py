@@ -115,7 +115,7 @@ def status(
     env = make_env(json_out)
     with connect(context, kubeconfig, config_path=STATE.config_path, intent=Intent.READ, namespace=namespace, use_session=True) as c:
         note_session(env, c)
-        report = lab.status(c.kube, c.ctx, lab_pod_name(c, require_ready=False))
+        report = lab.status(c.kube, c.ctx, lab_pod_name(c, require_ready=False), note=env.note)
     show(env, report, render.status)
 
 @app.command()
@@ -324,11 +324,13 @@ def doctor(
     namespace: NamespaceOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """Pre-flight checks, each pass/fail with the fix: access, RBAC, GPUs, and in the pod
-    nvidia-smi, nsys, ncu, /tmp, perf_event_paranoid and RmProfilingAdminOnly.
+    """Pre-flight checks, each pass/FAIL with the fix, or info: access, every permission
+    the lab needs, GPUs, and in the pod nvidia-smi, nsys, ncu, PyTorch, /tmp,
+    perf_event_paranoid and RmProfilingAdminOnly.
 
-    Exits 4 when a check fails. Read-only; works on protected contexts (without the
-    in-pod checks).
+    A cluster-wide view your account may not read (nodes, the Namespace object) is info:
+    the lab runs without it. Exits 4 when a check fails, else 0. Read-only; works on
+    protected contexts (without the in-pod checks).
 
     \b
     Example:

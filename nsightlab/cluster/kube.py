@@ -55,6 +55,12 @@ class Gone(ClusterError):
     """410: a watch's resourceVersion is too old; list again."""
 
 
+class Forbidden(ClusterError):
+    """403: RBAC (or an admission policy) refused the request."""
+
+    what = ""  # what was being done: "list nodes", "get node NAME"
+
+
 _CONTINUE = re.compile(rb'"continue"\s*:\s*"([^"]*)"')
 
 
@@ -301,10 +307,12 @@ class Kube:
                 hint="Log in again (e.g. refresh your cloud credentials) and check the user of that context.",
             )
         if status == 403:
-            return ClusterError(
+            refused = Forbidden(
                 f"forbidden: cannot {what} ({message})",
-                hint=f"Ask the cluster admins for that permission, or run `nsightlab doctor {self.ctx.cli_args}` to see what you may do.",
+                hint=f"Ask the cluster admins for that permission (the README's Permissions section has the Role the lab needs), or run `nsightlab doctor {self.ctx.cli_args}` to see what you may do.",
             )
+            refused.what = what
+            return refused
         if status == 404:
             return NotFound(f"not found while trying to {what}: {message}")
         if status == 409:
@@ -424,25 +432,34 @@ class Kube:
             resp.release_conn()
 
     def namespace_exists(self, name: str) -> bool:
+        """Whether the Namespace object exists. Reading it is a cluster-wide permission
+        most lab users lack (Forbidden): the lab never needs it, a pod's create answers
+        404 in a missing namespace."""
         try:
             self.get_json(f"/api/v1/namespaces/{name}", what=f"get namespace {name}")
         except NotFound:
             return False
         return True
 
-    def require_namespace(self, name: str) -> None:
-        if not self.namespace_exists(name):
-            raise ClusterError(
-                f"namespace '{name}' does not exist on context '{self.ctx.name}'",
-                hint="Pass --namespace NS, or set the namespace of the alias in config.yaml.",
-            )
+    def missing_namespace(self, name: str) -> ClusterError:
+        """The error for a namespace that does not exist."""
+        return ClusterError(
+            f"namespace '{name}' does not exist on context '{self.ctx.name}'",
+            hint="Pass --namespace NS, or set the namespace of the alias in config.yaml.",
+        )
 
     # ------------------------------------------------------------------ changes
 
     def create_pod(self, namespace: str, manifest: dict[str, Any]) -> dict[str, Any]:
+        """Create a pod; a namespace that does not exist is the error that says so (the
+        only 404 a create can get: nothing needs to read the Namespace object first)."""
         name = manifest.get("metadata", {}).get("name", "?")
         what = f"create pod {name} in namespace {namespace}"
-        result: dict[str, Any] = self._json(self.request("POST", f"/api/v1/namespaces/{namespace}/pods", what=what, body=manifest), what)
+        try:
+            resp = self.request("POST", f"/api/v1/namespaces/{namespace}/pods", what=what, body=manifest)
+        except NotFound:
+            raise self.missing_namespace(namespace) from None
+        result: dict[str, Any] = self._json(resp, what)
         return result
 
     def delete_pod(self, namespace: str, name: str, *, uid: str | None = None, grace_seconds: int | None = None) -> bool:

@@ -11,6 +11,7 @@ import queue
 import re
 import threading
 import time
+from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -21,7 +22,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from nsightlab.analysis import pods as r
 from nsightlab.analysis.inventory import requested_by_node
 from nsightlab.analysis.labpod import CleanupReport, GpuFree, LabPod, StatusReport, lab_pod
-from nsightlab.cluster.kube import Gone
+from nsightlab.cluster.kube import Forbidden, Gone
+from nsightlab.cluster.permissions import optional, skipped_note
 from nsightlab.config import Config, Session, end_session, load_session, save_session, session_path
 from nsightlab.errors import (
     ClusterError,
@@ -366,14 +368,36 @@ class _Waiter:
             try:
                 for etype, ev in self.kube.watch_events(self.namespace, field_selector=field, resource_version=rv, timeout_seconds=30):
                     rv = (ev.get("metadata") or {}).get("resourceVersion") or rv
-                    if etype in ("ADDED", "MODIFIED") and (ev.get("involvedObject") or {}).get("uid") in (None, "", self.uid):
-                        self.events.put(ev)
+                    if etype in ("ADDED", "MODIFIED"):
+                        self._event(ev)
                     if self._stop.is_set():
                         return
+            except Forbidden:
+                # the lab needs `list` on events, not `watch`: ask every second instead
+                self._poll_events(field)
+                return
             except ClusterError:
                 if self._stop.wait(1.0):
                     return
                 rv = None
+
+    def _event(self, ev: dict[str, Any]) -> None:
+        if (ev.get("involvedObject") or {}).get("uid") in (None, "", self.uid):
+            self.events.put(ev)
+
+    def _poll_events(self, field: str) -> None:
+        """The pod's events by listing them, until the wait ends (events are context:
+        a list that is refused too ends this thread quietly)."""
+        while not self._stop.is_set():
+            try:
+                for ev in self.kube.list_events(self.namespace, field_selector=field):
+                    self._event(ev)
+            except Forbidden:
+                return
+            except ClusterError:
+                pass
+            if self._stop.wait(1.0):
+                return
 
     def wait(self, timeout: float) -> dict[str, Any]:
 
@@ -504,7 +528,6 @@ def _create(
     owner = config.owner()
     name = manifest["metadata"]["name"]
     ns = ctx.namespace
-    kube.require_namespace(ns)
     existing = find_existing(kube, ns, name, owner)
     reused = existing is not None
     if existing is not None and r.is_terminal(existing):
@@ -514,9 +537,12 @@ def _create(
         existing, reused = None, False
     if existing is None:
         itype = config.lab.instance_type
-        free = free_gpus(kube, itype)
-        total_free = sum(g.gpu_free for g in free)
-        if not free:
+        # context, not a need: an account limited to its namespace cannot read nodes
+        free = optional(lambda: free_gpus(kube, itype), consequence="free-GPU check skipped", note=env.note)
+        total_free = sum(g.gpu_free for g in free or [])
+        if free is None:
+            pass  # said so in the note
+        elif not free:
             env.warn(f"no node of instance type {itype} exists right now; the pod will wait for one (an autoscaler may add it).")
         elif total_free < config.lab.gpus:
             env.warn(f"0 GPUs of {itype} are free right now ({free[0].nodes} nodes, {free[0].gpu_allocatable} GPUs, all in use); the pod may stay Pending.")
@@ -550,8 +576,7 @@ def _create(
                 f"interrupted while waiting: the lab pod {name} is still being created ({state}) and stays in place; "
                 f"`nsightlab status` shows it, `{cleanup_command(ctx)}` removes it, `{create_command(ctx)}` waits again",
             ) from None
-    node_name = (pod.get("spec") or {}).get("nodeName")
-    node = kube.get_node(node_name) if node_name else None
+    node = lab_node(kube, pod, note=env.note)
     result = lab_pod(pod, node, context=ctx.name, server=ctx.server, namespace=ctx.namespace, reused=reused)
     _record(ctx, pod, result, owner)
     progress.state = f"the lab pod {name} is Ready and recorded; `nsightlab status` shows it"
@@ -569,6 +594,16 @@ def _record(ctx: ResolvedContext, pod: dict[str, Any], lab: LabPod, owner: str) 
         ) from None
 
 
+def lab_node(kube: Kube, pod: dict[str, Any], *, note: Callable[[str], None] | None, consequence: str = "the node's GPU model is not shown") -> dict[str, Any] | None:
+    """The node the pod runs on (its GPU model and instance type), when this account may
+    read nodes; else None and one note (the instance type then comes from the pod's node
+    selector, see analysis.labpod.lab_pod)."""
+    node_name = (pod.get("spec") or {}).get("nodeName")
+    if not node_name:
+        return None
+    return optional(lambda: kube.get_node(node_name), consequence=consequence, note=note)
+
+
 def _not_ready(kube: Kube, ctx: ResolvedContext, config: Config, waiter: _Waiter, timeout: float) -> PodNotReadyError:
     pod = waiter.pod or kube.get_pod(ctx.namespace, waiter.name) or {}
     sched = r.condition(pod, "PodScheduled")
@@ -577,6 +612,9 @@ def _not_ready(kube: Kube, ctx: ResolvedContext, config: Config, waiter: _Waiter
         parts.append(f"scheduler: {sched.get('message') or sched.get('reason')}")
         try:
             free = free_gpus(kube)
+        except Forbidden as e:
+            free = []
+            parts.append(skipped_note(e.what, "free GPUs per type not shown"))
         except ClusterError:
             free = []
         if free:
@@ -608,7 +646,7 @@ def _wait_gone(kube: Kube, namespace: str, name: str, uid: str | None, *, timeou
 # ---------------------------------------------------------------------------- status / cleanup
 
 
-def status(kube: Kube, ctx: ResolvedContext, name: str) -> StatusReport:
+def status(kube: Kube, ctx: ResolvedContext, name: str, *, note: Callable[[str], None] | None = None) -> StatusReport:
     """The lab pod's state. The lab session ends here only when its own server (the
     context is pinned: see check_pin) says its pod is gone: no pod of that name, or one
     with another uid."""
@@ -620,13 +658,12 @@ def status(kube: Kube, ctx: ResolvedContext, name: str) -> StatusReport:
     uid = (pod.get("metadata") or {}).get("uid")
     if session is not None and session.pod == name and uid != session.uid:
         forget_session(ctx, [name])
-        note = (
+        gone = (
             f"the lab session's pod {name} (uid {session.uid}) is gone; pod {name} in {ctx.namespace} now has uid {uid} "
             "and is not the pod nsightlab created"
         )
-        return StatusReport(context=ctx.name, namespace=ctx.namespace, pod=name, gone=True, lab=None, note=note, next_steps=[create_command(ctx)])
-    node_name = (pod.get("spec") or {}).get("nodeName")
-    node = kube.get_node(node_name) if node_name else None
+        return StatusReport(context=ctx.name, namespace=ctx.namespace, pod=name, gone=True, lab=None, note=gone, next_steps=[create_command(ctx)])
+    node = lab_node(kube, pod, note=note)
     return StatusReport(context=ctx.name, namespace=ctx.namespace, pod=name, gone=False, lab=lab_pod(pod, node, context=ctx.name, server=ctx.server, namespace=ctx.namespace))
 
 

@@ -19,8 +19,10 @@ from typing import Protocol
 
 from nsightlab.analysis import pods as r
 from nsightlab.analysis.inventory import gpu_product
+from nsightlab.analysis.labpod import selected_instance_type
 from nsightlab.cluster.connect import connect, lab_pod_name, note_session
 from nsightlab.cluster.kube import Kube
+from nsightlab.cluster.lab import lab_node
 from nsightlab.cluster.safety import Intent
 from nsightlab.cluster.transfer import copy_in, copy_out
 from nsightlab.config import ensure_home
@@ -275,7 +277,7 @@ def open_target(
         pod_name = lab_pod_name(c)
         pod = c.pod or {}
         node_name = (pod.get("spec") or {}).get("nodeName")
-        node = c.kube.get_node(node_name) if node_name else None
+        node = lab_node(c.kube, pod, note=env.note, consequence="the node's GPU label is not recorded with the run")
         containers = (pod.get("spec") or {}).get("containers") or [{}]
         meta: dict[str, object] = {
             "target": f"pod {c.ctx.namespace}/{pod_name}",
@@ -283,7 +285,7 @@ def open_target(
             "namespace": c.ctx.namespace,
             "pod": pod_name,
             "node": node_name,
-            "instance_type": r.instance_type(node) if node else None,
+            "instance_type": r.instance_type(node) if node else selected_instance_type(pod),
             # the node's label, not what the work runs on: that comes from the run itself
             "node_gpu": gpu_product(node) if node else None,
             "image": containers[0].get("image"),

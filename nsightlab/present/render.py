@@ -236,7 +236,7 @@ def lab_pod(env: Env, lab: LabPod, *, title: str) -> None:
         f"context: {lab.context} ({lab.server or '?'}), namespace {lab.namespace}",
         f"pod: {lab.pod}: {lab.status}{', ready' if lab.ready else ''}",
         f"node: {lab.node or '<not scheduled>'}" + (f", {lab.instance_type}" if lab.instance_type else ""),
-        f"GPU: {lab.gpu_product or '?'}",
+        f"GPU: {lab.gpu_product or ('model not known' if lab.node else 'none yet')}",
     ]
     if lab.deadline:
         facts.append(f"deletes itself in {_left(lab.seconds_left)} (activeDeadlineSeconds, at {lab.deadline:%H:%M} UTC)")
