@@ -11,12 +11,14 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from nsightlab.analysis import units
+from nsightlab.analysis.decode import DecodeResult, GroupSteps, TraceResult
 from nsightlab.analysis.fleet import FleetResult
 from nsightlab.analysis.ncu import NcuResult
 from nsightlab.analysis.pods import human_duration
 from nsightlab.analysis.profile import ProfileResult, ops_label
 from nsightlab.analysis.sweep import SweepResult
 from nsightlab.configure import ConfigView
+from nsightlab.present import decodedoc as dd
 from nsightlab.present.doc import Bullets, Para, Table
 from nsightlab.present.fleetview import fleet_tables, log_tails
 from nsightlab.present.report import floor_table
@@ -432,6 +434,12 @@ def profile(env: Env, result: ProfileResult, *, top: int = 15) -> None:
         mem_rows: list[list[Any]] = [[m.operation, m.count, _cell(total, m.total_ns), "" if m.bytes is None else ("~0" if m.bytes == 0 and m.count else size.value(m.bytes))] for m in result.memory_ops]
         table(env, cols, mem_rows, title="Memory operations on the GPU")
         blank(env)
+    if result.steps is not None:
+        if result.trace_summary is not None:
+            lines(env, [dd.trace_line(result.trace_summary, result.device_type == "cpu")], bullet="")
+        step_groups(env, result.steps, cpu=result.device_type == "cpu", title="Steps (from the GPU trace)")
+        lines(env, [f"note: {n}" for n in result.trace_notes or []], bullet="")
+        blank(env)
     if result.lesson:
         heading(env, "The lesson")
         lines(env, result.lesson)
@@ -613,6 +621,67 @@ def sweep_compare(env: Env, cmp: SweepCompare) -> None:
         lines(env, [f"note: {n}" for n in cmp.notes])
 
 
+# ---------------------------------------------------------------------------- decode, step anatomy
+
+
+def decode(env: Env, result: DecodeResult) -> None:
+    """Where a token's time goes: per mode and batch, the top kernels, the verdicts, the
+    batch sweep against the roofline, what it means, and the notes."""
+    heading(env, f"Decode: {dd.decode_heading(result)}")
+    lines(env, dd.decode_facts(result), bullet="")
+    blank(env)
+    report_table(env, dd.decode_modes_table(result, title="Per mode and batch (median step; idle time per step)"))
+    for t in dd.decode_kernel_tables(result):
+        blank(env)
+        report_table(env, t)
+    blank(env)
+    heading(env, "Verdict")
+    lines(env, dd.decode_verdicts(result))
+    if result.batch_sweep:
+        blank(env)
+        report_table(env, dd.batch_sweep_table(result.batch_sweep, title="Batch sweep: tokens/s against the roofline's prediction"))
+    if result.lesson:
+        blank(env)
+        heading(env, "What it means")
+        lines(env, result.lesson)
+    if result.notes:
+        blank(env)
+        lines(env, [f"note: {n}" for n in result.notes], bullet="")
+    if result.run_id:
+        blank(env)
+        lines(env, [f"run {result.run_id} stored"], bullet="")
+
+
+def step_groups(env: Env, groups: Sequence[GroupSteps], *, cpu: bool, title: str = "Steps") -> None:
+    """`analyze`'s step anatomy: a row per group of steps, their top kernels, verdicts."""
+    if not groups:
+        lines(env, ["no steps found in the trace"], bullet="")
+        return
+    report_table(env, dd.steps_table(["GROUP"], [[g.group or "(all steps)"] for g in groups], list(groups), None, cpu=cpu, title=title))
+    for g in groups[:4]:
+        t = dd.top_kernels_table(g, cpu=cpu, title=f"Top {'CPU ops' if cpu else 'kernels'} per step, by kind: {g.group or 'all steps'}")
+        if t is not None:
+            blank(env)
+            report_table(env, t)
+    if len(groups) > 4:
+        lines(env, [f"... and {len(groups) - 4} more groups (all of them in --json)"], bullet="")
+    blank(env)
+    heading(env, "Verdict")
+    lines(env, [f"{g.group or 'steps'}: {g.verdict.text}. Next: {g.verdict.next_step}." for g in groups])
+
+
+def trace_result(env: Env, result: TraceResult) -> None:
+    """`analyze` on a trace alone."""
+    cpu = dd.is_cpu(result.device)
+    heading(env, f"Trace {result.source} ({'Kineto' if result.input == 'kineto' else 'nsys exports'}): {result.device or 'unknown device'}")
+    lines(env, [dd.trace_line(result.trace, cpu)], bullet="")
+    blank(env)
+    step_groups(env, result.steps, cpu=cpu)
+    if result.notes:
+        blank(env)
+        lines(env, [f"note: {n}" for n in result.notes], bullet="")
+
+
 # ---------------------------------------------------------------------------- runs, report, roofline
 
 
@@ -671,6 +740,8 @@ def run_detail(env: Env, detail: RunDetail) -> None:
         ncu(env, NcuResult.model_validate(detail.result))
     elif kind == "fleet":
         fleet(env, FleetResult.model_validate(detail.result))
+    elif kind == "decode":
+        decode(env, DecodeResult.model_validate(detail.result))
 
 
 def runs_removed(env: Env, removed: RemovedRuns) -> None:
