@@ -90,7 +90,7 @@ def test_no_write_through_a_symlink(tmp_path: Path, staging: Path) -> None:
     other = tmp_path / "dest" / ".staging2"
     other.mkdir()
     arc = _archive([_entry("run", tarfile.DIRTYPE), _entry("run/f", tarfile.SYMTYPE, "g"), _file("run/f", b"over")])
-    with pytest.raises(UnsafeArchiveError, match="symlink"):
+    with pytest.raises(UnsafeArchiveError, match="appears twice"):
         extract_stream(arc, other, "run")
     assert _outside(tmp_path) == []
 
@@ -149,7 +149,7 @@ def _bin_dir(tmp_path: Path, *, with_python: bool, old_python: bool = False) -> 
 
     d = tmp_path / ("bin-py" if with_python else "bin")
     d.mkdir()
-    tools = ["sh", "tar", "find", "stat", "sha256sum", "sed", "dd", "mktemp", "dirname", "basename", "rm", "mv", "rmdir"]
+    tools = ["sh", "tar", "find", "wc", "sha256sum", "dd", "mktemp", "dirname", "rm", "mv", "mkdir"]
     found_sh = shutil.which("sh")
     for tool in tools:
         found = shutil.which(tool)
@@ -187,9 +187,8 @@ def test_pod_scripts_unpack_and_pack_with_digests(tmp_path: Path, with_python: b
     # copy in: the pod gets the agent, then the tar; "into" an existing folder
     done = subprocess.run(["sh", "-c", _UNPACK_SH, "nsightlab", "run", str(pod), "0"], input=_agent() + archive, env=env, capture_output=True, timeout=60)
     assert done.returncode == 0, done.stderr
-    lines = done.stdout.decode()
-    assert lines.splitlines()[0] == "into"
-    remote = parse_digests(lines)
+    assert ["P", "into"] in podtar.read_records(done.stdout)[0]
+    remote = parse_digests(done.stdout)
     assert {k: (d.size, d.sha256) for k, d in remote.items()} == digests
     assert (pod / "run" / "a.bin").read_bytes() == (src / "a.bin").read_bytes()
     assert [p.name for p in pod.iterdir()] == ["run"]  # no staging folder left
@@ -199,7 +198,7 @@ def test_pod_scripts_unpack_and_pack_with_digests(tmp_path: Path, with_python: b
     staging = tmp_path / "back"
     staging.mkdir()
     got = extract_stream(io.BytesIO(done.stdout), staging, "run")
-    sent_back = parse_digests(done.stderr.decode())
+    sent_back = parse_digests(done.stderr)
     assert {k: (d.size, d.sha256) for k, d in got.items()} == {k: (d.size, d.sha256) for k, d in sent_back.items()} == digests
     assert hashlib.sha256((staging / "run" / "a.bin").read_bytes()).hexdigest() == digests["run/a.bin"][1]
     # a missing source: exit 44 and one line, whichever way the pod does it
@@ -262,7 +261,7 @@ def test_pod_unpack_reads_files_bigger_than_its_buffers_in_pieces(tmp_path: Path
     sent = podtar.pack(str(src), "run", chunks.append, digests)
     code, out, err, pod = _unpack_in_pod(tmp_path, b"".join(chunks) + podtar.end_of_archive(sent), piece)
     assert code == 0, err
-    remote = parse_digests(out.decode())
+    remote = parse_digests(out)
     assert {k: (d.size, d.sha256) for k, d in remote.items()} == digests
     for name in sizes:
         data = (pod / "run" / name).read_bytes()
