@@ -43,7 +43,7 @@ import tarfile
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # (annotations only: the pod's python3 may be older than nsightlab's)
-    from collections.abc import Callable, Iterator
+    from collections.abc import Callable, Iterable, Iterator
 
     Source = Callable[[], "bytes | memoryview"]
     Sink = Callable[[memoryview], None]
@@ -327,9 +327,15 @@ def extract(source: Source, staging: str, top: str, *, readinto: Callable[[memor
     cost more than the thread saved); where each chunk is decrypted in small records by
     Python code (the client), the chunks as they come are hashed and written in turn."""
     reader = Reader(source)
+    return place_members(iter(reader.next, None), staging, top, lambda info, dest: _write(reader, info, dest, readinto))
+
+
+def place_members(members: Iterable[tarfile.TarInfo], staging: str, top: str, write: Callable[[tarfile.TarInfo, str], str]) -> Digests:
+    """Place each member under `staging` as `extract` says; `write(info, dest)` writes a
+    regular member's contents into a new file at `dest` and returns its sha256."""
     tree = _Tree(staging, top)
     digests: Digests = {}
-    while (info := reader.next()) is not None:
+    for info in members:
         parts = tree.claim(info.name)
         rel = "/".join(parts)
         if info.isdir():
@@ -341,7 +347,7 @@ def extract(source: Source, staging: str, top: str, *, readinto: Callable[[memor
         dest = os.path.join(tree.folder(parts[:-1], rel), parts[-1])
         try:
             if info.isreg():
-                digests[rel] = (info.size, _write(reader, info, dest, readinto))
+                digests[rel] = (info.size, write(info, dest))
             elif info.issym():
                 problem = link_problem(parts, info.linkname)
                 if problem:
@@ -358,11 +364,15 @@ def extract(source: Source, staging: str, top: str, *, readinto: Callable[[memor
     return digests
 
 
+def new_file(dest: str) -> int:
+    """A new file at `dest`, never through a link, never over anything."""
+    return os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+
+
 def _write(reader: Reader, info: tarfile.TarInfo, dest: str, readinto: Callable[[memoryview], int] | None) -> str:
-    """Write the current member into a new file at `dest` (never through a link, never
-    over anything); its sha256."""
+    """Write the current member into a new file at `dest`; its sha256."""
     h = hashlib.sha256()
-    fd = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    fd = new_file(dest)
     try:
         if readinto is not None:
             _content_threaded(reader, info, fd, h, readinto)
@@ -381,11 +391,9 @@ def _hard_link(source: str, dest: str) -> None:
     except FileExistsError:
         raise
     except OSError:
-        with open(source, "rb") as src:
-            fd = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
-            with os.fdopen(fd, "wb") as out:
-                while chunk := src.read(CHUNK):
-                    out.write(chunk)
+        with open(source, "rb") as src, os.fdopen(new_file(dest), "wb") as out:
+            while chunk := src.read(CHUNK):
+                out.write(chunk)
 
 
 def _hash_write(fd: int, h: Any, view: memoryview) -> None:

@@ -274,7 +274,56 @@ class Hashing:
         return None if self._error is not None else self._result
 
 
-def _send_tar(session: ExecSession, src: Path, member: str, progress: Progress | None, hashed: Hashing | None = None) -> tuple[dict[str, Digest], int]:
+class _Stopped(Exception):
+    """Ctrl-C was pressed while sending; raised where the stream can stop whole."""
+
+
+class _CtrlC:
+    """While a copy in sends its archive, Ctrl-C is noted and acted on before the next
+    write (`check`), so that the stream is never cut inside a frame and the pod can be
+    told where it ends; a second Ctrl-C interrupts at once. (Main thread only: elsewhere
+    Ctrl-C is left as it is.)"""
+
+    def __init__(self) -> None:
+        self.pressed = False
+        self._previous: Any = None
+
+    def __enter__(self) -> _CtrlC:
+        import signal
+        import threading
+
+        if threading.current_thread() is threading.main_thread():
+            self._previous = signal.signal(signal.SIGINT, self._on_sigint)
+        return self
+
+    def _on_sigint(self, signum: int, frame: Any) -> None:
+        if self.pressed:
+            raise KeyboardInterrupt
+        self.pressed = True
+
+    def check(self) -> None:
+        if self.pressed:
+            raise _Stopped
+
+    def __exit__(self, *exc: object) -> None:
+        import signal
+
+        if self._previous is not None:
+            signal.signal(signal.SIGINT, self._previous)
+
+
+def _wind_down(session: ExecSession, seconds: float = 2.0) -> None:
+    """Close the pod's stdin and give its side a moment to end by itself."""
+    deadline = time.monotonic() + seconds
+    with contextlib.suppress(TimeoutError, ClusterError):
+        session.close_stdin()
+        while (left := deadline - time.monotonic()) > 0 and session.read(timeout=left) is not None:
+            pass
+
+
+def _send_tar(
+    session: ExecSession, src: Path, member: str, progress: Progress | None, hashed: Hashing | None = None, ctrl_c: _CtrlC | None = None
+) -> tuple[dict[str, Digest], int]:
     """Write the tar members of `src` (stored as `member`) straight into stdin frames:
     file contents in 1 MiB frames, read (and hashed, unless `hashed` has done it) on a
     second thread. A file that changes after it was hashed fails the verification.
@@ -292,9 +341,14 @@ def _send_tar(session: ExecSession, src: Path, member: str, progress: Progress |
             if progress:
                 progress(done)
 
+    def emit(data: bytes | memoryview) -> None:
+        if ctrl_c is not None:
+            ctrl_c.check()
+        session.write_stdin(data)
+
     digests: dict[str, tuple[int, str]] = {}
     try:
-        sent = podtar.pack(str(src), member, session.write_stdin, digests, chunks)
+        sent = podtar.pack(str(src), member, emit, digests, chunks)
     except podtar.Changed as e:
         raise UsageError(str(e)) from None
     if hashed is not None:
@@ -326,29 +380,36 @@ def copy_in(
     sent_all = False  # once the end-of-archive block is sent, the pod may place the copy
     local: dict[str, Digest] = {}
     out, err = bytearray(), bytearray()
-    try:
-        session = kube.exec(ns, pod, ["sh", "-c", _UNPACK_SH, "nsightlab", member, target, want_dir], container=container, stdin=True)
+    with _CtrlC() as ctrl_c:
         try:
+            session = kube.exec(ns, pod, ["sh", "-c", _UNPACK_SH, "nsightlab", member, target, want_dir], container=container, stdin=True)
             try:
-                session.write_stdin(_agent())
-                local, sent = _send_tar(session, src, member, progress, hashed)
-                sent_all = True
-                session.write_stdin(podtar.end_of_archive(sent))
-            except ClusterError:
-                pass  # the remote side stopped reading; its stderr says why
-            except OSError as e:
-                raise UsageError(f"cannot read {shown(str(e.filename or src))}: {e.strerror or e}") from None
-            session.close_stdin()
-            while (frame := session.read()) is not None:
-                (out if frame[0] == 1 else err).extend(frame[1])
-        finally:
-            session.close()  # the pod's side removes its staging folder when the stream ends early
-    except KeyboardInterrupt:
-        if sent_all:
-            raise Interrupted(
-                f"interrupted after the whole copy was sent: {where} may hold it, not verified", hint="Copy it again to have it verified."
-            ) from None
-        raise Interrupted(f"interrupted: nothing was placed in {where}") from None
+                try:
+                    session.write_stdin(_agent())
+                    local, sent = _send_tar(session, src, member, progress, hashed, ctrl_c)
+                    sent_all = True
+                    session.write_stdin(podtar.end_of_archive(sent))
+                except ClusterError:
+                    pass  # the remote side stopped reading; its stderr says why
+                except OSError as e:
+                    raise UsageError(f"cannot read {shown(str(e.filename or src))}: {e.strerror or e}") from None
+                except _Stopped:
+                    # at a frame boundary: the stream is whole, so the pod can be told that
+                    # it ends here, without its end block: it places nothing and removes its
+                    # staging folder (given a moment; a second Ctrl-C does not wait)
+                    _wind_down(session)
+                    raise KeyboardInterrupt from None
+                session.close_stdin()
+                while (frame := session.read()) is not None:
+                    (out if frame[0] == 1 else err).extend(frame[1])
+            finally:
+                session.close()
+        except KeyboardInterrupt:
+            if sent_all:
+                raise Interrupted(
+                    f"interrupted after the whole copy was sent: {where} may hold it, not verified", hint="Copy it again to have it verified."
+                ) from None
+            raise Interrupted(f"interrupted: nothing was placed in {where}") from None
     code = session.returncode()
     message = pod_text(err)
     if code is None:
