@@ -163,6 +163,19 @@ def test_an_odd_name_in_an_error_is_shown_escaped(capsys: pytest.CaptureFixture[
     assert "\x1b" not in r.err and "evil\\n\\x1b[2Jname" in line, line
 
 
+def test_names_in_copy_errors_are_escaped_on_one_line(capsys: pytest.CaptureFixture[str], lab: CopyLab, tmp_path: Path) -> None:
+    """Every copy error that names a path, from here or from the pod, on one line: a
+    newline or a terminal escape in a name is shown escaped, never written out."""
+    odd = "no\nsuch\x1b[2J"
+    missing_here = nsl(capsys, "copy", str(tmp_path / odd), ":/tmp/")
+    missing_there = nsl(capsys, "copy", f":/tmp/{odd}", f"{tmp_path}/")
+    no_folder = nsl(capsys, "copy", f":/tmp/{odd}", f"{tmp_path / odd}/")
+    for r, code in ((missing_here, 2), (missing_there, 6), (no_folder, 2)):
+        assert r.code == code, r
+        line = one_error_line(r)
+        assert "\x1b" not in r.err and "no\\nsuch\\x1b[2J" in line, line
+
+
 # ---------------------------------------------------------------------------- Ctrl-C
 
 
@@ -230,3 +243,25 @@ def test_ctrl_c_during_copy_in_says_nothing_was_placed(lab: CopyLab, tmp_path: P
     assert err.splitlines()[-1] == "error: interrupted: nothing was placed in pod nsight-lab-ana:/tmp/.", err
     assert not (tmp / "big.bin").exists()
     assert list(tmp.glob(".nsightlab-copy-*")) == []  # the pod's side was told, and cleaned up
+
+
+def test_ctrl_c_while_placing_says_which_files_were_placed(capsys: pytest.CaptureFixture[str], lab: CopyLab, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ctrl-C between two renames (a moment no test can hit on purpose: injected)."""
+    from nsightlab import podtar
+
+    _tree(lab.pod_path("/tmp/m7/run"), {"a.txt": "a\n", "b.txt": "b\n", "c.txt": "c\n", "d.txt": "d\n"})
+    here = _tree(tmp_path / "run", {"keep.txt": "mine\n"})
+    real_place = podtar.place
+
+    def place_two_then_ctrl_c(staged: str, final: str, plan: list[tuple[str, bool]] | None) -> None:
+        assert plan is not None  # merging into ./run: file by file
+        files = [entry for entry in plan if not entry[1]]
+        real_place(staged, final, [entry for entry in plan if entry[1]] + files[:2])
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(podtar, "place", place_two_then_ctrl_c)
+    r = nsl(capsys, "copy", ":/tmp/m7/run", f"{tmp_path}/")
+    assert r.code == 130, r
+    assert one_error_line(r) == f"error: interrupted while placing: 2 of 4 files were placed in {here} (run/a.txt, run/b.txt); the other 2 were not. Copy it again to finish."
+    assert _contents(here) == {"a.txt": "a\n", "b.txt": "b\n", "keep.txt": "mine\n"}
+    assert os.listdir(tmp_path) == ["run"]  # no staging folder left

@@ -19,12 +19,16 @@ from hypothesis import strategies as st
 from nsightlab.errors import RemoteCommandError
 from nsightlab.transfer import extract_stream
 
-PARTS = ["run", "run", "run", "a", "b", "B", "sub", "..", ".", "", "x\ny", "caf\u00e9", "cafe\u0301", "\udcff", "l0", "l1"]
+PARTS = ["run", "run", "run", "a", "b", "B", "sub", "..", ".", "", "x\ny", "caf\u00e9", "cafe\u0301", "\udcff", "l0", "l1", "n" * 300]
 TYPES = [tarfile.REGTYPE, tarfile.REGTYPE, tarfile.DIRTYPE, tarfile.SYMTYPE, tarfile.SYMTYPE, tarfile.LNKTYPE,
          tarfile.CHRTYPE, tarfile.FIFOTYPE, tarfile.CONTTYPE, b"Z"]
 
 names = st.lists(st.sampled_from(PARTS), min_size=1, max_size=5).map("/".join)
-targets = st.one_of(names, st.lists(st.sampled_from(["..", ".", "a", "b", "sub", "l0", "l1", "run"]), max_size=5).map("/".join), st.just("/etc"))
+targets = st.one_of(
+    names,
+    st.lists(st.sampled_from(["..", ".", "a", "b", "sub", "l0", "l1", "run"]), max_size=5).map("/".join),
+    st.sampled_from([".", "b/..", "l0/..", "l1/..", "a/../..", "l1/etc", "/etc"]),  # the pieces of link chains
+)
 members = st.tuples(
     st.one_of(names, names.map(lambda n: "run/" + n)),
     st.sampled_from(TYPES),
@@ -58,6 +62,13 @@ def streams(draw: st.DrawFn) -> bytes:
         data = _build(items, draw(formats))
     except (ValueError, tarfile.TarError, UnicodeError):  # a name USTAR cannot hold
         data = _build(items, tarfile.GNU_FORMAT)
+    if draw(st.booleans()):  # an extended header of any records before a member
+        records = draw(st.one_of(st.binary(max_size=60), st.sampled_from([b"xx path=run/a\n", b"12 size=-5\n", b"99 path=x\n", b"13 size=1x\n"])))
+        head = tarfile.TarInfo("run/PaxHeaders/x")
+        head.type = tarfile.XHDTYPE
+        head.size = len(records)
+        at = draw(st.integers(0, len(data) // 512)) * 512
+        data = data[:at] + head.tobuf(tarfile.USTAR_FORMAT) + records + bytes(-len(records) % 512) + data[at:]
     how = draw(st.sampled_from(["whole", "whole", "cut", "byte", "repeat"]))
     if how == "cut" and data:
         data = data[: draw(st.integers(0, len(data)))]

@@ -558,9 +558,8 @@ def copy_out(
         except OSError as e:
             if e.errno == 28:
                 raise RemoteCommandError(f"no space left on this machine while copying to {shown(str(final))}") from None
-            if placing:
-                raise RemoteCommandError(f"cannot place {shown(str(e.filename or final))}: {e.strerror or e}") from None
-            raise
+            what = "place" if placing else "write"
+            raise RemoteCommandError(f"cannot {what} {shown(str(e.filename or final))}: {e.strerror or e}") from None
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return CopyResult(
