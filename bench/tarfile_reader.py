@@ -94,7 +94,7 @@ def extract(source, staging, top, *, readinto=None):
 
 def main() -> None:
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    from nsightlab import podtar, transfer
+    from nsightlab.cluster import podtar, transfer
 
     exec(compile(VARIANT, "tarfile_reader", "exec"), vars(podtar))  # this side
     source = Path(podtar.__file__).read_text()

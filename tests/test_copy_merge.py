@@ -247,7 +247,7 @@ def test_ctrl_c_during_copy_in_says_nothing_was_placed(lab: CopyLab, tmp_path: P
 
 def test_ctrl_c_while_placing_says_which_files_were_placed(capsys: pytest.CaptureFixture[str], lab: CopyLab, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Ctrl-C between two renames (a moment no test can hit on purpose: injected)."""
-    from nsightlab import podtar
+    from nsightlab.cluster import podtar
 
     _tree(lab.pod_path("/tmp/m7/run"), {"a.txt": "a\n", "b.txt": "b\n", "c.txt": "c\n", "d.txt": "d\n"})
     here = _tree(tmp_path / "run", {"keep.txt": "mine\n"})

@@ -16,8 +16,8 @@ from copylab import fingerprint, links_leading_out
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from nsightlab.cluster.transfer import extract_stream
 from nsightlab.errors import RemoteCommandError
-from nsightlab.transfer import extract_stream
 
 PARTS = ["run", "run", "run", "a", "b", "B", "sub", "..", ".", "", "x\ny", "caf\u00e9", "cafe\u0301", "\udcff", "l0", "l1", "n" * 300]
 TYPES = [tarfile.REGTYPE, tarfile.REGTYPE, tarfile.DIRTYPE, tarfile.SYMTYPE, tarfile.SYMTYPE, tarfile.LNKTYPE,

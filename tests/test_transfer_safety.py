@@ -407,7 +407,7 @@ def test_every_hostile_stream_is_refused_by_the_reader(tmp_path: Path) -> None:
 
 
 def _extract_pieces(stream: io.BytesIO, staging: Path, piece: int) -> None:
-    from nsightlab.transfer import _extract
+    from nsightlab.cluster.transfer import _extract
 
     staging.mkdir()
     _extract(lambda: stream.read(piece), staging, "run")
