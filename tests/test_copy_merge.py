@@ -265,3 +265,20 @@ def test_ctrl_c_while_placing_says_which_files_were_placed(capsys: pytest.Captur
     assert one_error_line(r) == f"error: interrupted while placing: 2 of 4 files were placed in {here} (run/a.txt, run/b.txt); the other 2 were not. Copy it again to finish."
     assert _contents(here) == {"a.txt": "a\n", "b.txt": "b\n", "keep.txt": "mine\n"}
     assert os.listdir(tmp_path) == ["run"]  # no staging folder left
+
+
+def test_ctrl_c_after_all_was_sent_says_the_pod_may_hold_it(lab: CopyLab, tmp_path: Path) -> None:
+    """Once the whole archive is sent the pod may place it: one Ctrl-C while its answer
+    is awaited stops at once and says so."""
+    src = tmp_path / "small.txt"
+    src.write_text("small\n")
+    answered = tmp_path / "all-read"
+    lab.sim.put_tool("ml-lab", "nsight-lab-ana", "python3", f"#!/bin/sh\ncat >/dev/null\ntouch '{answered}'\nexec sleep 60\n")
+    try:
+        done = _interrupt(["copy", str(src), ":/tmp/"], tmp_path, "all-read")
+    finally:
+        lab.real_python()
+    assert done.returncode == 130, done
+    assert done.stderr.splitlines()[-1] == (
+        "error: interrupted after the whole copy was sent: pod nsight-lab-ana:/tmp/ may hold it, not verified. Copy it again to have it verified."
+    ), done.stderr

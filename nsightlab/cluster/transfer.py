@@ -279,12 +279,13 @@ class _Stopped(Exception):
 
 
 class _CtrlC:
-    """While a copy in sends its archive, Ctrl-C is noted and acted on before the next
-    write (`check`), so that the stream is never cut inside a frame and the pod can be
-    told where it ends; a second Ctrl-C interrupts at once. (Main thread only: elsewhere
-    Ctrl-C is left as it is.)"""
+    """While a copy in sends its archive (`deferring`), Ctrl-C is noted and acted on
+    before the next write (`check`), so that the stream is never cut inside a frame and
+    the pod can be told where it ends; a second Ctrl-C, or one at any other time,
+    interrupts at once. (Main thread only: elsewhere Ctrl-C is left as it is.)"""
 
     def __init__(self) -> None:
+        self.deferring = False
         self.pressed = False
         self._previous: Any = None
 
@@ -297,7 +298,7 @@ class _CtrlC:
         return self
 
     def _on_sigint(self, signum: int, frame: Any) -> None:
-        if self.pressed:
+        if self.pressed or not self.deferring:
             raise KeyboardInterrupt
         self.pressed = True
 
@@ -385,8 +386,10 @@ def copy_in(
             session = kube.exec(ns, pod, ["sh", "-c", _UNPACK_SH, "nsightlab", member, target, want_dir], container=container, stdin=True)
             try:
                 try:
+                    ctrl_c.deferring = True
                     session.write_stdin(_agent())
                     local, sent = _send_tar(session, src, member, progress, hashed, ctrl_c)
+                    ctrl_c.check()
                     sent_all = True
                     session.write_stdin(podtar.end_of_archive(sent))
                 except ClusterError:
@@ -399,6 +402,7 @@ def copy_in(
                     # staging folder (given a moment; a second Ctrl-C does not wait)
                     _wind_down(session)
                     raise KeyboardInterrupt from None
+                ctrl_c.deferring = False  # from here Ctrl-C interrupts at once
                 session.close_stdin()
                 while (frame := session.read()) is not None:
                     (out if frame[0] == 1 else err).extend(frame[1])
