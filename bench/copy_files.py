@@ -46,7 +46,7 @@ def main() -> int:
         for _ in range(args.mib):
             fh.write(os.urandom(1 << 20))
     cfg = tmp / "config.yaml"
-    cfg.write_text(f"lab:\n  pod_name: {POD}\n  image: registry.example.com/lab:1\n")
+    cfg.write_text(f"lab:\n  pod_name: {POD}\n  image: registry.example.com/lab:1\n  owner: bench\n")
     results: dict[str, list[tuple[float, int, float]]] = {}
     try:
         with checkouts(args.against) as trees:
@@ -59,6 +59,11 @@ def main() -> int:
 def _run(args: argparse.Namespace, trees: dict[str, Path], kubectl: str, tmp: Path, big: Path, cfg: Path, results: dict[str, list[tuple[float, int, float]]]) -> int:
     with KubeSim(tls=True) as sim:
         sim.load(realistic_cluster())
+        # nsightlab works only in the lab pods it made: the pod carries their labels
+        pod = sim.get("pods", NS, POD)
+        assert pod is not None
+        pod["metadata"].setdefault("labels", {}).update({"app.kubernetes.io/managed-by": "nsightlab", "nsightlab/owner": "bench"})
+        sim.put(pod)
         kc = sim.write_kubeconfig(tmp / "kubeconfig", {CONTEXT: {"namespace": NS}})
         env = {**os.environ, "KUBECONFIG": str(kc), "HOME": str(tmp), "NSIGHTLAB_HOME": str(tmp / "home"), "NSIGHTLAB_CONFIG": str(cfg)}
         out_dir = tmp / "out"
