@@ -250,7 +250,7 @@ def copy(
     def allowed() -> None:
         if remote_dst is not None:
             if not Path(src).exists() and not Path(src).is_symlink():
-                raise UsageError(f"local source {src} does not exist")  # before any request
+                raise UsageError(f"local source {transfer.shown(src)} does not exist")  # before any request
             # the local side's checksums are worked out while the client starts and connects
             hashing.append(transfer.Hashing(Path(src)))
 
@@ -262,8 +262,8 @@ def copy(
             if remote_dst is not None:
                 result = transfer.copy_in(c.kube, c.ctx.namespace, pod, Path(src), remote_dst, progress=progress, hashed=hashing[0])
             else:
-                assert remote_src is not None
-                result = transfer.copy_out(c.kube, c.ctx.namespace, pod, remote_src, Path(dst), progress=progress)
+                assert remote_src is not None  # (dst as typed: a trailing slash means a folder)
+                result = transfer.copy_out(c.kube, c.ctx.namespace, pod, remote_src, dst, progress=progress)
     show(env, result, render.copy_result)
 
 @contextmanager
