@@ -368,7 +368,7 @@ def test_recorded_16_bit_on_a_cpu_cannot_test_the_prediction() -> None:
     cmp = sweep.compare_results(_cpu_result("float32"), _cpu_result("float16"))
     assert (cmp.a.dtype, cmp.b.dtype) == ("float16", "float32")  # smaller elements first
     assert cmp.dram_sizes == [27, 28] and cmp.launch_sizes == [10, 11, 12, 13, 14]
-    assert cmp.verdict == "inconclusive" and cmp.reason == "float16 on a CPU is not a bandwidth test (each element is converted)"
+    assert cmp.verdict == "inconclusive" and cmp.reason == "float16 on a CPU is not a bandwidth test: each element is converted"
     assert cmp.lines[0] == "Measured in the DRAM regime (2^27, 2^28): time x2.10, TB/s x0.967 (float32 vs float16, medians); as predicted at 2^28, not at 2^27."
     assert cmp.lines[1] == f"Inconclusive: {cmp.reason}."
 

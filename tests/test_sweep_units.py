@@ -132,11 +132,21 @@ def test_runs_stored_before_spreads_and_verdicts_still_load(capsys: pytest.Captu
     run.write_meta(RunMeta(id=run_id, kind="sweep", name="float64", created=datetime(2026, 1, 1, tzinfo=timezone.utc), target="this machine", dtype="float64", headline="DRAM 49.3 GB/s"))
     run.write_result(data)
     old = load_sweep_run(run_id)
-    assert old.impl == "torch" and old.op == "scale" and old.rows[0].spread is None and old.summary.plateau_status is None
-    assert old.summary.dram_tbps == result.summary.dram_tbps
+    # judged again from its record by today's rules: the spread from its batches, the plateau
+    assert old.impl == "torch" and old.op == "scale" and old.summary.plateau_status == "plateau"
+    assert old.rows == result.rows and old.summary == result.summary and old.headline == result.headline
     listing = json.loads(run_cli(capsys, "runs", "--json").out)["runs"]
     assert listing[0]["impl"] == "torch"
     shown = run_cli(capsys, "runs", "show", run_id)
     assert shown.code == 0 and "DRAM plateau: 0.0493 TB/s" in shown.out
     rows = [line.split() for line in shown.out.splitlines() if line.startswith("2^")]
-    assert rows and all(len(row) == len(rows[0]) for row in rows)  # an empty SPREAD cell, not a broken row
+    assert rows and all(len(row) == len(rows[0]) for row in rows)
+    # a one-point "plateau" stored by an older nsightlab is no plateau today
+    one = analyze_record_file(F64)
+    data = json.loads(one.model_dump_json())
+    del data["summary"]["plateau_status"]
+    data["record"]["rows"] = [r for r in data["record"]["rows"] if r["log2"] <= 24]  # 2^24 alone past the cache
+    data["summary"]["dram_tbps"], data["summary"]["dram_from_log2"] = 0.0493, [24]
+    again = SweepResult.model_validate(data)
+    assert again.summary.dram_tbps is None and again.summary.plateau_status == "one point"
+    assert again.headline.endswith("DRAM one point: inconclusive")

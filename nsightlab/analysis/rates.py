@@ -23,6 +23,7 @@ an element size.
 
 from __future__ import annotations
 
+import itertools
 import statistics
 from collections.abc import Mapping, Sequence
 from typing import Literal
@@ -54,6 +55,9 @@ DRAM_CACHE_MULTIPLE = 4.0
 PLATEAU_TOLERANCE = 0.25
 #: Cache-resident sizes less than this many times faster than DRAM: the cache did not help.
 CACHE_GAIN_MIN = 1.25
+#: A size whose time grew this many times more than its bytes over the size before it was
+#: held by something other than memory or launches (a busy machine, a thread pool).
+STALL_FACTOR = 4.0
 #: A DRAM plateau is named only from at least this many DRAM-bound sizes ...
 PLATEAU_MIN_POINTS = 2
 #: ... whose bandwidths agree within this fraction (largest / smallest - 1). One point, or
@@ -828,6 +832,8 @@ def analyze_sweep(
     notes = list(dev.notes) + ([] if interpreted else result.notes)
     notes += [n for n in record.notes if n not in notes]
     notes += [f"2^{s.log2} skipped: {s.reason}" for s in record.skipped]
+    if not interpreted:
+        notes += _stalls(points)
     if interpreted:
         plateau = Plateau(status="interpreted", log2s=[], tbps=None, spread=None, reason="interpreted: correctness only (Triton's interpreter, not the device, was timed)")
     elif cpu_16bit:
@@ -900,6 +906,21 @@ def _point(r: SweepRow, p: RegimeInput, regime: Regime, kernels: int, cache: int
     )
 
 
+def _stalls(points: Sequence[SweepPoint]) -> list[str]:
+    """Sizes whose time grew far more than their bytes over the size before: not memory,
+    not a launch, but something that held the op (said, so no one reads them as bandwidth)."""
+    out = []
+    for a, b in itertools.pairwise(points):
+        time_growth, bytes_growth = b.seconds_per_call / a.seconds_per_call, b.bytes_per_call / a.bytes_per_call
+        if time_growth > STALL_FACTOR * bytes_growth:
+            out.append(
+                f"2^{b.log2} took {units.ratio(time_growth)} the time of 2^{a.log2} for {units.ratio(bytes_growth)} the bytes: "
+                "something other than memory or launches held it (on a CPU, often a parallel op waiting for a "
+                "thread on a busy machine); rerun on a quieter machine, or with OMP_NUM_THREADS=1"
+            )
+    return out
+
+
 def _tb(tbps: float) -> str:
     return units.tbps(tbps * 1e12)
 
@@ -919,10 +940,9 @@ def sweep_lesson(summary: SweepSummary, points: Sequence[SweepPoint], record: Sw
     out: list[str] = []
     if summary.interpreted:
         errors = [r.max_abs_error for r in (record.rows if record else []) if r.max_abs_error is not None]
-        checked = (
-            f" Every size matched torch's result (largest difference {units.sig(max(errors))})."
-            if errors
-            else ""
+        worst = max(errors, default=None)
+        checked = "" if worst is None else (
+            " Every size matched torch's result exactly." if worst == 0 else f" Every size matched torch's result (largest difference {units.sig(worst)})."
         )
         out.append(
             "Triton ran in its interpreter (TRITON_INTERPRET=1, no GPU here): NumPy executed every "

@@ -24,7 +24,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ValidationError, model_validator
 
 from nsightlab.analysis import units
 from nsightlab.analysis.gpus import REFERENCE_SWEEPS, lookup
@@ -230,6 +230,17 @@ class SweepResult(BaseModel):
     compare: SweepCompare | None = None
     record: SweepRecord
 
+    @model_validator(mode="after")
+    def _judged_by_todays_rules(self) -> SweepResult:
+        """A result stored before plateaus were judged (no `plateau_status`) is analysed
+        again from its record: an old run never shows a plateau, a cache claim or a lesson
+        that today's rules would not make. Its run, target and comparison stay as stored."""
+        if self.summary.plateau_status is None:
+            fresh = build_result(self.record, target=self.target)
+            self.rows, self.summary, self.headline = fresh.rows, fresh.summary, fresh.headline
+            self.op, self.impl, self.kernels_per_call, self.interpreted = fresh.op, fresh.impl, fresh.kernels_per_call, fresh.interpreted
+        return self
+
 
 # ---------------------------------------------------------------------------- building a result
 
@@ -391,7 +402,7 @@ def _not_a_bandwidth_test(r: SweepResult) -> str | None:
     if r.interpreted or s.interpreted:
         return f"run {r.run_id or '-'} ran in Triton's interpreter: correctness only"
     if s.device_type == "cpu" and r.dtype in SIXTEEN_BIT:
-        return f"{r.dtype} on a CPU is not a bandwidth test (each element is converted)"
+        return f"{r.dtype} on a CPU is not a bandwidth test: each element is converted"
     return None
 
 
