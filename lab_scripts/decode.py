@@ -47,7 +47,7 @@ import os
 import statistics
 import sys
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple, NoReturn
 
 # labcommon.py travels beside every lab script: the device, its description, JSON output.
@@ -652,18 +652,6 @@ def make_prompt(torch: Any, vocab: int, batch: int, prompt_len: int, seed: int) 
 # --- measuring ---
 
 
-@contextlib.contextmanager
-def labelled_range(torch: Any, name: str, cuda: bool) -> Iterator[None]:
-    """An NVTX range on a GPU (for nsys), and a record_function range for torch.profiler."""
-    with torch.autograd.profiler.record_function(name):
-        if cuda:
-            torch.cuda.nvtx.range_push(name)
-        try:
-            yield
-        finally:
-            if cuda:
-                torch.cuda.nvtx.range_pop()
-
 
 def percentile(values: Sequence[float], q: float) -> float:
     """Nearest-rank percentile: the smallest value with at least q of the values at or below it."""
@@ -680,7 +668,7 @@ def time_steps(torch: Any, cuda: bool, steps: int, step: Callable[[], None]) -> 
         starts = [torch.cuda.Event(enable_timing=True) for _ in range(steps)]
         ends = [torch.cuda.Event(enable_timing=True) for _ in range(steps)]
         for t in range(steps):
-            with labelled_range(torch, STEP_RANGE, cuda):
+            with lab.labelled_range(torch, STEP_RANGE, cuda):
                 starts[t].record()
                 step()
                 ends[t].record()
@@ -688,7 +676,7 @@ def time_steps(torch: Any, cuda: bool, steps: int, step: Callable[[], None]) -> 
         return [float(starts[t].elapsed_time(ends[t])) / 1e3 for t in range(steps)]
     out = []
     for _ in range(steps):
-        with labelled_range(torch, STEP_RANGE, cuda):
+        with lab.labelled_range(torch, STEP_RANGE, cuda):
             t0 = time.perf_counter()
             step()
             out.append(time.perf_counter() - t0)
@@ -725,8 +713,8 @@ def run_mode(
     timer = time.perf_counter
     with contextlib.ExitStack() as ranges:
         if batch_range:
-            ranges.enter_context(labelled_range(torch, batch_range, cuda))
-        with labelled_range(torch, PREFILL_RANGE, cuda):
+            ranges.enter_context(lab.labelled_range(torch, batch_range, cuda))
+        with lab.labelled_range(torch, PREFILL_RANGE, cuda):
             if cuda:
                 torch.cuda.synchronize()
             t0 = timer()
@@ -749,11 +737,11 @@ def run_mode(
             warmup_steps = max(args.warmup, GRAPH_MIN_WARMUP)
             side = torch.cuda.Stream()
             side.wait_stream(torch.cuda.current_stream())
-            with labelled_range(torch, WARMUP_RANGE, cuda), torch.cuda.stream(side):
+            with lab.labelled_range(torch, WARMUP_RANGE, cuda), torch.cuda.stream(side):
                 run_warmup(state, warmup_steps, args.tokens, eager)
             torch.cuda.current_stream().wait_stream(side)
             graph = torch.cuda.CUDAGraph()
-            with labelled_range(torch, CAPTURE_RANGE, cuda):
+            with lab.labelled_range(torch, CAPTURE_RANGE, cuda):
                 torch.cuda.synchronize()
                 t0 = timer()
                 with torch.cuda.graph(graph, stream=side):
@@ -767,10 +755,10 @@ def run_mode(
             step = replay
             # --warmup replays of the graph itself too (the first replay uploads it)
             warmup_replays = args.warmup
-            with labelled_range(torch, WARMUP_RANGE, cuda):
+            with lab.labelled_range(torch, WARMUP_RANGE, cuda):
                 run_warmup(state, warmup_replays, args.tokens, step)
         else:
-            with labelled_range(torch, WARMUP_RANGE, cuda):
+            with lab.labelled_range(torch, WARMUP_RANGE, cuda):
                 run_warmup(state, warmup_steps, args.tokens, step)
         if cuda:
             torch.cuda.synchronize()
@@ -932,7 +920,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         )
         several = len(args.batch) > 1
         for mode in modes:
-            with labelled_range(torch, "mode:" + mode, cuda):
+            with lab.labelled_range(torch, "mode:" + mode, cuda):
                 for batch in args.batch:
                     try:
                         entry = run_mode(

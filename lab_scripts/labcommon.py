@@ -23,6 +23,7 @@ import platform
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
 from typing import Any
 
 # A script asked for the GPU that torch cannot see exits with this code, its last stderr
@@ -272,3 +273,16 @@ def sixteen_bit_cpu_note(dtype: str) -> str | None:
 def format_bytes(n: int) -> str:
     """A buffer size in binary units (MiB below 1 GiB, else GiB)."""
     return f"{n / 2**30:.1f} GiB" if n >= 2**30 else f"{n / 2**20:.1f} MiB"
+
+
+@contextlib.contextmanager
+def labelled_range(torch: Any, name: str, cuda: bool) -> Iterator[None]:
+    """An NVTX range on a GPU (for nsys), and a record_function range for torch.profiler."""
+    with torch.autograd.profiler.record_function(name):
+        if cuda:
+            torch.cuda.nvtx.range_push(name)
+        try:
+            yield
+        finally:
+            if cuda:
+                torch.cuda.nvtx.range_pop()

@@ -31,11 +31,10 @@ Runs in the lab pod's own Python (3.8 or later) with only the standard library a
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 # labcommon.py travels beside every lab script: the device, its description, JSON output.
@@ -120,25 +119,13 @@ def note(message: str) -> None:
 # --- the experiment ---
 
 
-@contextlib.contextmanager
-def labelled_range(torch: Any, name: str, cuda: bool) -> Iterator[None]:
-    """An NVTX range on a GPU (for nsys), and a record_function range for torch.profiler."""
-    with torch.autograd.profiler.record_function(name):
-        if cuda:
-            torch.cuda.nvtx.range_push(name)
-        try:
-            yield
-        finally:
-            if cuda:
-                torch.cuda.nvtx.range_pop()
-
 
 def time_range(torch: Any, name: str, cuda: bool, calls: int, fn: Callable[[], None]) -> float:
     """Run `fn` `calls` times inside the labelled range; return seconds per call."""
     if cuda:
         start = torch.cuda.Event(enable_timing=True)
         end = torch.cuda.Event(enable_timing=True)
-        with labelled_range(torch, name, cuda):
+        with lab.labelled_range(torch, name, cuda):
             start.record()
             for _ in range(calls):
                 fn()
@@ -146,7 +133,7 @@ def time_range(torch: Any, name: str, cuda: bool, calls: int, fn: Callable[[], N
         torch.cuda.synchronize()
         return float(start.elapsed_time(end)) / 1e3 / calls
     # CPU operations return when done, so the wall clock around the loop is the time.
-    with labelled_range(torch, name, cuda):
+    with lab.labelled_range(torch, name, cuda):
         t0 = time.perf_counter()
         for _ in range(calls):
             fn()

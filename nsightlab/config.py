@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from nsightlab.errors import ConfigError, validation_message
+from nsightlab.errors import ConfigError, UsageError, validation_message
 
 DEFAULT_PROTECTED = ("prd", "prod", "production")
 
@@ -118,6 +118,27 @@ def home() -> Path:
     import typer
 
     return Path(typer.get_app_dir("nsightlab"))
+
+
+def ensure_home() -> Path:
+    """NSIGHTLAB_HOME as a folder nsightlab can write in (made when missing), or a
+    UsageError (exit 2) naming it. Commands that will record something there (the lab
+    session, a run) check it before they start."""
+    path = home()
+    reason: str | None = None
+    if path.exists() and not path.is_dir():
+        reason = "it is a file, not a folder"
+    else:
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+            fd, probe = tempfile.mkstemp(prefix=".nsightlab-", suffix=".probe", dir=path)
+            os.close(fd)
+            os.unlink(probe)
+        except OSError as e:
+            reason = e.strerror or str(e)
+    if reason is not None:
+        raise UsageError(f"cannot write in {path} (NSIGHTLAB_HOME): {reason}", hint="Point NSIGHTLAB_HOME at a folder you can write in.")
+    return path
 
 
 def default_config_path() -> Path:

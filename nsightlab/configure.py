@@ -77,7 +77,11 @@ def write_starter_config(path: Path | None, *, context: str | None, namespace: s
     text = starter_text(context=checked["context"], namespace=checked["namespace"], image=checked["image"])
     # The template must always load: a starter that fails validation would be a bug.
     yaml.safe_load(text)
-    atomic_write_text(target, text)
+    try:
+        atomic_write_text(target, text)
+    except OSError as e:  # e.g. NSIGHTLAB_HOME is a file, or not writable
+        where = " (NSIGHTLAB_HOME)" if path is None else ""
+        raise UsageError(f"cannot write {target}{where}: {e.strerror or e}", hint="Point NSIGHTLAB_HOME (or --config) at a folder you can write in.") from None
     load_config(target)
     return target
 

@@ -10,7 +10,7 @@ import re
 from collections.abc import Mapping
 from enum import IntEnum
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 
 class ExitCode(IntEnum):
@@ -38,10 +38,11 @@ class NsightlabError(Exception):
         self.ends_with_command = ends_with_command
 
     def line(self) -> str:
-        """The one line printed on stderr."""
-        text = self.message.rstrip(".")
+        """The one line printed on stderr (a message that quotes a server's answer could
+        hold line breaks: they become spaces)."""
+        text = " ".join(self.message.rstrip(".").splitlines())
         if self.hint:
-            return f"error: {text}. {self.hint}"
+            return f"error: {text}. {' '.join(self.hint.splitlines())}"
         return f"error: {text}" if self.ends_with_command else f"error: {text}."
 
 
@@ -148,3 +149,31 @@ def validation_message(error: Mapping[str, Any]) -> str:
     if text.startswith(("is not", "must be", "should be")) and "input" in error and not isinstance(error["input"], (dict, list)):
         return f"{error['input']!r} {text}"
     return text
+
+
+_Scope = TypeVar("_Scope", bound="OnInterrupt")
+
+
+class OnInterrupt:
+    """While inside, Ctrl-C ends the command (exit 130) with one line saying what was done
+    and what was not: `interrupted: <state>`. Work that changes something keeps `state`
+    true as it goes::
+
+        with OnInterrupt("no run was stored") as progress:
+            ...
+            progress.state = f"the run is stored in {path}"
+
+    The innermost one speaks: an `Interrupted` raised inside (by a nested OnInterrupt, or
+    by code that knows better, e.g. a copy naming the files it left) passes through.
+    Without one, the CLI says `interrupted: nothing was changed`.
+    """
+
+    def __init__(self, state: str) -> None:
+        self.state = state
+
+    def __enter__(self: _Scope) -> _Scope:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: object) -> None:
+        if kind is not None and issubclass(kind, KeyboardInterrupt):
+            raise Interrupted(f"interrupted: {self.state}") from None

@@ -430,13 +430,15 @@ def test_tutorial_lesson1_on_the_rtx_pro_6000() -> None:
     assert gemm.roofline is None and gemm.pct_of_flops_peak is None
     assert any("compute peak" in n for n in a.notes)
     assert "memory is not what limits it" in a.lesson[1]
-    assert "93% of 1.597 TB/s" in a.lesson[0]
+    assert a.lesson[0].startswith("memory_bound_scale: 725 us per call, 1.48 TB/s (93% of 1.597 TB/s")
+    assert "0.250 FLOP/byte" in a.lesson[0]
     # with a peak given, the verdicts follow
     given = A.analyze_lesson1(record, peak_tflops=500)
     assert given.ranges[0].roofline is not None and given.ranges[0].roofline.bound == "memory"
     assert given.ranges[1].roofline is not None and given.ranges[1].roofline.bound == "compute"
     assert given.ranges[1].roofline.ridge == pytest.approx(500e12 / 1597e9)
-    assert "compute-bound, at 81% of the attainable 500 TFLOPS" in given.lesson[1]
+    assert "above the ridge at 313 FLOP/byte: compute-bound, at 81% of the attainable 500 TFLOP/s" in given.lesson[1]
+    assert "404 TFLOP/s (81% of 500 TFLOP/s (given))" in given.lesson[1]
     assert "memory-bound" in given.lesson[0]
 
 
@@ -452,9 +454,9 @@ def test_lesson1_on_an_h100_with_profiler_times() -> None:
     assert scale.seconds_per_call == 350e-6  # the profiler's figure replaced the script's
     assert gemm.seconds_per_call == 1500e-6
     assert scale.roofline is not None and scale.roofline.bound == "memory"
-    assert scale.flops_label == "67 TFLOPS FP32 (CUDA cores), NVIDIA H100 SXM datasheet"
+    assert scale.flops_label == "67 TFLOP/s FP32 (CUDA cores), NVIDIA H100 SXM datasheet"
     assert gemm.roofline is not None and gemm.roofline.bound == "compute"
-    assert gemm.flops_label == "989 TFLOPS dense FP16 tensor, NVIDIA H100 SXM datasheet"
+    assert gemm.flops_label == "989 TFLOP/s dense FP16 tensor, NVIDIA H100 SXM datasheet"
     assert gemm.pct_of_flops_peak == pytest.approx(2 * 8192**3 / 1500e-6 / 989e12 * 100)
 
 

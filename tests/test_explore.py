@@ -217,8 +217,13 @@ def test_wrong_token_is_401_exit_4(capsys: pytest.CaptureFixture[str], sim: Kube
 def test_forbidden_says_which_verb_and_resource(capsys: pytest.CaptureFixture[str], sim: KubeSim) -> None:
     sim.deny("list", "nodes")
     r = nsl(capsys, "explore", "nodes", "--context", STG_CONTEXT)
-    assert r.code == 4
-    assert "forbidden: cannot list nodes" in r.err and 'cannot list resource "nodes"' in r.err
+    assert (r.code, r.err) == (4, (
+        f"error: cannot list nodes: your account may not read nodes on context {STG_CONTEXT}. Ask for a ClusterRole "
+        f"with get/list on nodes, or run `nsightlab explore pods --context {STG_CONTEXT} -n serving`.\n"))
+    # a refusal in another namespace keeps the API server's own words
+    sim.deny("list", "pods", namespace="ml-lab")
+    r = nsl(capsys, "explore", "pods", "--context", STG_CONTEXT, "-n", "ml-lab")
+    assert r.code == 4 and "forbidden: cannot list pods in namespace ml-lab" in r.err and 'cannot list resource "pods"' in r.err
 
 
 def test_namespace_not_found(capsys: pytest.CaptureFixture[str]) -> None:

@@ -157,7 +157,7 @@ def test_roofline_with_both_roofs(tmp_path: Path) -> None:
     assert tuple(points["memory_bound_scale"]) == pytest.approx((0.25, scale.flops_per_s / 1e12))
     assert tuple(points["compute_bound_gemm"]) == pytest.approx((8192 / 3, gemm.flops_per_s / 1e12))
     labels = _legend(plot.figure)
-    assert "compute roof: 989 TFLOPS dense FP16 tensor, NVIDIA H100 SXM datasheet" in labels
+    assert "compute roof: 989 TFLOP/s dense FP16 tensor, NVIDIA H100 SXM datasheet" in labels
     assert any("h100aa" in t and H100 in t for t in labels)
 
 

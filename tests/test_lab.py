@@ -4,6 +4,7 @@ cleanup (with decoys), doctor, and profile/sweep running inside the pod's sandbo
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import io
 import json
@@ -578,8 +579,8 @@ def test_doctor_checks_cluster_and_pod(capsys: pytest.CaptureFixture[str], lab: 
     data = json.loads(r.out)
     checks = {c["name"]: c for c in data["checks"]}
     assert checks["API server reachable"]["ok"] and "v1.31" in checks["API server reachable"]["detail"]
-    assert checks["namespace exists"]["ok"]
-    assert checks["may create pods/exec"]["ok"] and checks["may delete pods"]["ok"]
+    assert checks["namespace"]["ok"] and checks["namespace"]["detail"] == f"{NS} exists"
+    assert checks["may create/get pods/exec"]["ok"] and checks["may create/get/list/watch/delete pods"]["ok"]
     assert checks["nodes of g7e.8xlarge"]["ok"] and "4 node(s)" in checks["nodes of g7e.8xlarge"]["detail"]
     assert checks["pod: GPU (nvidia-smi)"]["detail"].startswith("NVIDIA RTX PRO 6000 Blackwell Server Edition, 97887 MiB")
     assert checks["pod: nsys"]["ok"] and "2024.6.1" in checks["pod: nsys"]["detail"]
@@ -588,6 +589,7 @@ def test_doctor_checks_cluster_and_pod(capsys: pytest.CaptureFixture[str], lab: 
     # depends on CAP_SYS_ADMIN, which the sandbox cannot take away: see test_doctor_facts)
     assert "RmProfilingAdminOnly: 1" in checks["pod: GPU counters for ncu (RmProfilingAdminOnly)"]["detail"]
     assert checks["pod: PyTorch"]["ok"] is False  # torch here has no CUDA
+    assert checks["pod: PyTorch"]["detail"].startswith("CUDA not available: CPU-only build 2.")
     assert r.code == 4 and not data["ok"]
     text = nsl(capsys, "doctor")
     assert "FAIL  pod: PyTorch" in text.out and "pass  pod: nsys" in text.out
@@ -600,26 +602,56 @@ def test_doctor_facts_mean_what_they_say() -> None:
         "gpu=NVIDIA H200, 143771 MiB, 580.159.03\nnsys=\nncu=Version 2025.3.1.0\ntorch=2.11.0 True\n"
         "tmp_opts=rw,nosuid,nodev,noexec\ntmp_exec=no\nparanoid=4\nrm_admin_only=1\ncapsys=00000000a80425fb\n"
     )
-    checks = {c.name: c for c in pod_checks(facts)}
+    args = f"--context stg -n {NS}"
+    checks = {c.name: c for c in pod_checks(facts, cli_args=args)}
     assert checks["pod: GPU (nvidia-smi)"].detail == "NVIDIA H200, 143771 MiB, driver 580.159.03"
-    assert checks["pod: nsys"].ok is False and "--profiler torch" in (checks["pod: nsys"].fix or "")
+    assert checks["pod: PyTorch"].ok is True and checks["pod: PyTorch"].detail == "2.11.0, CUDA available"
+    assert checks["pod: nsys"].ok is False and "`nsightlab profile lesson1 --profiler torch`" in (checks["pod: nsys"].fix or "")
     assert checks["pod: /tmp allows exec"].ok is False and "TMPDIR" in (checks["pod: /tmp allows exec"].fix or "")
     assert checks["pod: perf_event_paranoid"].ok is None and "--sample=none" in (checks["pod: perf_event_paranoid"].fix or "")
     blocked = checks["pod: GPU counters for ncu (RmProfilingAdminOnly)"]
-    assert blocked.ok is False and "--profiling-caps" in (blocked.fix or "") and "profiling-enabled node" in (blocked.fix or "")
-    with_cap = pod_checks({**facts, "capsys": "00000000a82425fb"})  # bit 21: CAP_SYS_ADMIN
+    assert blocked.ok is False and "profiling-enabled node" in (blocked.fix or "")
+    # the fix makes the pod anew (create alone would reuse it), context and namespace written out
+    assert f"`nsightlab cleanup {args} && nsightlab create {args} --profiling-caps`" in (blocked.fix or "")
+    with_cap = pod_checks({**facts, "capsys": "00000000a82425fb"}, cli_args=args)  # bit 21: CAP_SYS_ADMIN
     assert next(c for c in with_cap if c.name.startswith("pod: GPU counters")).ok is True
-    open_node = pod_checks({**facts, "rm_admin_only": "0"})
+    open_node = pod_checks({**facts, "rm_admin_only": "0"}, cli_args=args)
     assert next(c for c in open_node if c.name.startswith("pod: GPU counters")).ok is True
+
+
+@pytest.mark.parametrize(
+    ("probe", "gpu", "torch"),
+    [
+        # nvidia-smi absent: it is not installed, not "found no GPU"; a CPU wheel says so
+        ("smi=\ngpu=\ntorch=2.13.0+cpu False None\n", "nvidia-smi is not installed in the pod", "CUDA not available: CPU-only build 2.13.0+cpu"),
+        # nvidia-smi there but silent; a CUDA build of torch that sees no GPU
+        ("smi=/usr/bin/nvidia-smi\ngpu=\ntorch=2.11.0+cu128 False 12.8\n", "nvidia-smi found no GPU", "CUDA not available: 2.11.0+cu128 (built for CUDA 12.8) sees no GPU"),
+        ("smi=\ngpu=\ntorch=\n", "nvidia-smi is not installed in the pod", "python3 cannot import torch"),
+        ("smi=/usr/bin/nvidia-smi\ngpu=NVIDIA H200, 143771 MiB, 580.159.03\ntorch=2.11.0+cu128 True 12.8\n", "NVIDIA H200, 143771 MiB, driver 580.159.03", "2.11.0+cu128, CUDA available (built for CUDA 12.8)"),
+    ],
+)
+def test_doctor_says_plainly_what_the_pod_lacks(probe: str, gpu: str, torch: str) -> None:
+    from nsightlab.analysis.doctor import parse_probe, pod_checks
+
+    checks = {c.name: c for c in pod_checks(parse_probe(probe), cli_args="--context stg -n ml-lab")}
+    good = gpu.startswith("NVIDIA")  # only the last case has a GPU and a CUDA torch
+    assert (checks["pod: GPU (nvidia-smi)"].detail, checks["pod: GPU (nvidia-smi)"].ok) == (gpu, good)
+    assert (checks["pod: PyTorch"].detail, checks["pod: PyTorch"].ok) == (torch, good)
 
 
 def test_doctor_reports_missing_rbac(capsys: pytest.CaptureFixture[str], home: Path, sim: KubeSim) -> None:
     sim.deny("create", "pods/exec", NS)
     r = nsl(capsys, "doctor", "--context", "stg", "--json")
     checks = {c["name"]: c for c in json.loads(r.out)["checks"]}
-    assert checks["may create pods/exec"]["ok"] is False and "pods/exec" in checks["may create pods/exec"]["fix"]
-    assert checks["lab pod"]["ok"] is None  # no pod up: the in-pod checks are skipped
+    exec_check = checks["may create/get pods/exec"]
+    assert exec_check["ok"] is False and exec_check["detail"] == f"in {NS}: denied create"
+    assert exec_check["fix"].startswith(f"Ask for create on pods/exec in namespace {NS}: the README's Permissions section")
+    assert checks["may create/get/list/watch/delete pods"]["ok"] is True
+    # no pod up: the in-pod checks are skipped, and the note says how to start one
+    assert checks["lab pod"]["ok"] is None and checks["lab pod"]["detail"].endswith(f"(`nsightlab create --context stg -n {NS}` starts one)")
     assert r.code == 4
+    # no fix sends the user back to doctor
+    assert not [c for c in checks.values() if "nsightlab doctor" in (c["fix"] or "")]
 
 
 # ---------------------------------------------------------------------------- lab work in the pod
@@ -629,15 +661,19 @@ def test_profile_in_the_pod(capsys: pytest.CaptureFixture[str], lab: dict[str, A
     pytest.importorskip("torch")
     fixture = HERE / "fixtures" / "nsys" / "03_nsys_cuda_gpu_kern_sum_pytorch_rtx5090.csv"
     sim.put_tool(NS, POD, "nsys", _standin("nsys", fixture))
-    r = nsl(capsys, "profile", "lesson1", "--json", "--", "--scale-log2", "14", "--gemm-n", "32")
+    # the pod's torch is a CPU build: measuring its CPU must be asked for
+    r = nsl(capsys, "profile", "lesson1", "--device", "cpu", "--json", "--", "--scale-log2", "14", "--gemm-n", "32")
     assert r.code == 0, r
     data = json.loads(r.out)
     assert data["target"] == f"pod {NS}/{POD}" and len(data["kernels"]) == 113
+    assert data["device_requested"] == "cpu" and any("on purpose (--device cpu)" in n for n in data["notes"])
+    assert "--device cpu: measuring the CPU in the pod on purpose, not its GPU" in r.err
     run = next((home / "runs").iterdir())
     assert (run / "raw" / "nsightlab_cuda_gpu_kern_sum.csv").read_bytes() == fixture.read_bytes()
     meta = json.loads((run / "meta.json").read_text())
     assert (meta["context"], meta["pod"], meta["node"], meta["instance_type"]) == (STG_CONTEXT, POD, lab["node"], "g7e.8xlarge")
     assert meta["image"] == IMAGE
+    assert meta["device_requested"] == "cpu" and meta["node_gpu"] == lab["gpu_product"]
 
 
 def test_sweep_in_the_pod(capsys: pytest.CaptureFixture[str], lab: dict[str, Any], home: Path) -> None:
@@ -646,8 +682,101 @@ def test_sweep_in_the_pod(capsys: pytest.CaptureFixture[str], lab: dict[str, Any
     assert r.code == 0, r
     data = json.loads(r.out)
     assert [row["log2"] for row in data["rows"]] == [12, 14, 16]
+    assert "--device cpu: measuring the CPU in the pod on purpose, not its GPU" in r.err
+    assert any("on purpose (--device cpu)" in n for n in data["summary"]["notes"])
     meta = json.loads((next((home / "runs").iterdir()) / "meta.json").read_text())
     assert meta["target"] == f"pod {NS}/{POD}" and meta["kind"] == "sweep"
+    # what it ran on, from the run: the CPU, not the GPU the node's labels name
+    assert meta["device_type"] == "cpu" and meta["device"] == data["device"]["name"] and meta["gpu"] is None
+    assert meta["device_requested"] == "cpu" and meta["node_gpu"] == lab["gpu_product"]
+
+
+@pytest.mark.torch
+def test_a_gpu_pod_whose_torch_cannot_see_the_gpu_is_exit_6(capsys: pytest.CaptureFixture[str], lab: dict[str, Any], home: Path) -> None:
+    """The lab pod requests nvidia.com/gpu; its torch (this machine's) is a CPU build.
+    Without --device cpu that is an error, not a quiet CPU run."""
+    torch = pytest.importorskip("torch")
+    if torch.cuda.is_available():
+        pytest.skip("this machine's torch sees a GPU")
+    expected = f"error: torch in the pod cannot see the GPU: CPU-only build {torch.__version__}; use an image with CUDA torch, or --device cpu."
+    sweep = nsl(capsys, "sweep", "--sizes", "12", "--iters", "1", "--warmup", "0")
+    assert sweep.code == 6, sweep
+    assert sweep.err.strip().splitlines()[-1] == expected and sweep.out == ""
+    profile = nsl(capsys, "profile", "lesson1", "--profiler", "torch", "--", "--scale-log2", "12", "--gemm-n", "16")
+    assert profile.code == 6, profile
+    assert profile.err.strip().splitlines()[-1] == expected
+    assert not (home / "runs").is_dir() or list((home / "runs").iterdir()) == []  # no half a run left behind
+
+
+MY_MODEL = """\
+import torch
+from torch.profiler import record_function
+
+x = torch.ones(1 << 12)
+w = torch.randn(32, 32)
+for _ in range(3):
+    with record_function("step"):
+        x.mul_(1.0001)
+        y = torch.matmul(w, w).relu()
+"""
+
+
+@pytest.mark.torch
+def test_users_script_in_a_gpu_pod_that_ran_on_the_cpu_says_so(capsys: pytest.CaptureFixture[str], lab: dict[str, Any], sim: KubeSim, home: Path, tmp_path: Path) -> None:
+    """nvidia-smi in the pod names the GPU, the node's labels too; torch is a CPU build, so
+    the ops ran on the CPU: the table, the run, `runs` and `report` all say CPU."""
+    pytest.importorskip("torch")
+    sim.put_tool(NS, POD, "nvidia-smi", NVIDIA_SMI)
+    script = tmp_path / "my_model.py"
+    script.write_text(MY_MODEL)
+    r = nsl(capsys, "profile", str(script), "--profiler", "torch")
+    assert r.code == 0, r
+    run = next((home / "runs").iterdir())
+    prof = json.loads((run / "raw" / "torchprof.json").read_text())
+    cpu_name = prof["device"]["name"]
+    assert prof["device_type"] == "cpu" and "described_by" not in prof["device"]  # labcommon.py went along
+    heading = r.out.splitlines()[0]
+    assert heading.endswith(f"on pod {NS}/{POD}: cpu ({cpu_name})"), heading
+    assert "CPU ops, by total time" in r.out and "GPU kernels" not in r.out and "RTX PRO 6000" not in r.out
+    # the user's range is a range, its ops are the ops, with their own time beside the total
+    ops = r.out.split("CPU ops, by total time", 1)[1].split("\n\n", 1)[0]
+    assert "aten::matmul" in ops and "aten::mul_" in ops and "step" not in ops
+    assert "Self (" in ops
+    assert "Labelled ranges (record_function)" in r.out
+    ranges = r.out.split("Labelled ranges (record_function)", 1)[1].splitlines()
+    assert ranges[2].split()[:2] == ["step", "3"]
+    warning = [line for line in r.err.splitlines() if line.startswith("warning: ")]
+    assert warning == ["warning: my_model.py ran only CPU ops in the pod, which requests a GPU: torch there cannot see it, or the script never moved its work to it (`.to('cuda')`); this run is recorded as a CPU run"]
+    # kineto's own lines stay off the terminal, and in the run's raw log
+    assert "USDT:" not in r.err and "USDT:" not in r.out
+    log = (run / "raw" / "profile.log").read_text()
+    assert "profiler_start" in log and "profiler_stop" in log and "torchprof: " in log
+    # the profiler's own trace, kept for Perfetto
+    with gzip.open(run / "raw" / "trace.json.gz", "rt") as f:
+        assert any(e.get("name") == "step" for e in json.load(f)["traceEvents"])
+    assert f"profiler trace: {run}/raw/trace.json.gz (open it in Perfetto" in r.out
+    meta = json.loads((run / "meta.json").read_text())
+    assert (meta["device_type"], meta["device"], meta["gpu"]) == ("cpu", cpu_name, None)
+    assert meta["node_gpu"] == "NVIDIA RTX PRO 6000 Blackwell Server Edition" and meta["device_requested"] == "auto"
+    result = json.loads((run / "result.json").read_text())
+    assert (result["device_type"], result["device_name"], result["kernels_are"]) == ("cpu", cpu_name, "cpu ops")
+    assert result["trace"] == "raw/trace.json.gz" and result["warnings"] == [warning[0].removeprefix("warning: ")]
+    assert all(k["self_ns"] is not None and k["self_ns"] <= k["total_ns"] + 1.0 for k in result["kernels"])
+
+    listed = json.loads(nsl(capsys, "runs", "--json").out)["runs"]
+    assert [(x["device"], x["device_type"]) for x in listed] == [(f"cpu ({cpu_name})", "cpu")]
+    shown = nsl(capsys, "runs", "show", "latest")
+    assert f"device: cpu ({cpu_name})" in shown.out and "CPU ops, by total time" in shown.out
+    assert "Perfetto" in shown.out and "raw/trace.json.gz" in shown.out
+    report = nsl(capsys, "report", "--terminal")
+    assert report.code == 0, report
+    assert f"cpu ({cpu_name})" in report.out and "CPU ops, by total time" in report.out
+    assert "GPU kernels" not in report.out and "RTX PRO 6000" not in report.out and "GPU TIME" not in report.out
+    # the same figures, written the same way, in the terminal and in the report
+    def matmul_row(text: str) -> list[str]:
+        return next(line.split() for line in text.splitlines() if line.endswith(" aten::matmul"))
+
+    assert matmul_row(report.out) == matmul_row(ops)
 
 
 def test_triton_sweep_in_the_pod_runs_in_the_interpreter_on_its_cpu(capsys: pytest.CaptureFixture[str], lab: dict[str, Any], home: Path) -> None:

@@ -50,6 +50,12 @@ def test_counters_blocked_is_exit_7_with_both_ways_forward(capsys: pytest.Captur
     assert "profiling-enabled node" in last and "--profiling-caps" in last and "RmProfilingAdminOnly" in last
 
 
+def test_ncu_on_the_cpu_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    r = run_cli(capsys, "ncu", "--local", "--device", "cpu")
+    assert r.code == 2, r
+    assert r.err.strip() == "error: ncu profiles GPU kernels: --device cpu leaves it nothing to measure. On the CPU use `nsightlab profile --profiler torch --device cpu`."
+
+
 def test_ncu_missing_is_exit_6(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("PATH", str(tmp_path))
     r = run_cli(capsys, "ncu", "--local")

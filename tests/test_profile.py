@@ -67,6 +67,11 @@ def test_lesson1_under_torch_profiler_on_cpu(capsys: pytest.CaptureFixture[str],
     assert (run / "raw" / "torchprof.json").is_file() and (run / "raw" / "lesson1.json").is_file()
     stored = json.loads((run / "result.json").read_text())
     assert stored["run_id"] == data["run_id"] == json.loads((run / "meta.json").read_text())["id"]
+    # where the ops ran, from the profile; the trace kept; self time beside total time
+    assert data["kernels_are"] == "cpu ops" and data["activities"] == ["cpu"] and data["device_requested"] == "auto"
+    assert data["trace"] == "raw/trace.json.gz" and (run / "raw" / "trace.json.gz").is_file()
+    assert 0 < by_name["aten::matmul"]["self_ns"] < by_name["aten::matmul"]["total_ns"]
+    assert "USDT:" not in r.err and "profiler_start" in (run / "raw" / "profile.log").read_text()
 
 
 def test_human_output_marks_torch_profiler(capsys: pytest.CaptureFixture[str]) -> None:
@@ -107,6 +112,14 @@ def test_nsys_command_sequence_copy_back_and_store(capsys: pytest.CaptureFixture
     scale_work = next(w for w in work["ranges"] if w["name"] == "memory_bound_scale")
     assert ranges["memory_bound_scale"]["rates"]["seconds_per_call"] == pytest.approx(scale_work["seconds_per_call"], rel=1e-6)
     assert "raw/nsightlab.nsys-rep" in data["files"]
+    # `analyze` takes the run as every command does: its id, a prefix of it, latest
+    run_id = data["run_id"]
+    for ref in (run_id, run_id[:3], "latest"):
+        again = run_cli(capsys, "analyze", ref, "--json")
+        assert again.code == 0, again
+        assert json.loads(again.out) == json.loads((run / "result.json").read_text())
+    missing = run_cli(capsys, "analyze", "fedcba")
+    assert missing.code == 2 and missing.err.strip() == "error: fedcba is neither a file nor a stored run (no run matches 'fedcba'). List them with `nsightlab runs`."
 
 
 def test_nsys_missing_is_exit_6_with_the_way_forward(capsys: pytest.CaptureFixture[str], no_nsys: None) -> None:
@@ -190,3 +203,78 @@ def test_serving_arguments_are_unambiguous(capsys: pytest.CaptureFixture[str], a
     r = run_cli(capsys, *argv)
     assert r.code == 2, r
     assert words in r.err.strip().splitlines()[-1]
+
+
+# ---------------------------------------------------------------------------- analyze: what a real nsys report holds
+
+FIX = HERE / "fixtures" / "nsys"
+BABELSTREAM = FIX / "01_nsys2024.2.3_stats_console_babelstream_a100.txt"
+VECTOR_ADD = FIX / "06_nsys_stats_console_nvtx_osrt_api_kern_mem_a100.txt"
+OLD_TORCHPROF = HERE / "data" / "torchprof_before_ranges_user_step_cpu.json"
+
+
+def test_analyze_keeps_the_cuda_api_and_the_memory_operations(capsys: pytest.CaptureFixture[str]) -> None:
+    r = run_cli(capsys, "analyze", str(BABELSTREAM), "--json")
+    assert r.code == 0, r
+    data = json.loads(r.out)
+    api = {a["name"]: a for a in data["cuda_api"]}
+    assert [a["name"] for a in data["cuda_api"]][:2] == ["cudaDeviceSynchronize", "cudaMemcpy"]
+    assert api["cudaMemcpy"] == {"name": "cudaMemcpy", "calls": 103, "total_ns": 106875399.0, "pct": 34.9, "avg_ns": 1037625.2}
+    assert len(api) == 6 and api["cudaMalloc"]["calls"] == 4
+    # 103 device-to-host copies, with their bytes from the size summary (805.652 MB)
+    assert data["memory_ops"] == [{"operation": "[CUDA memcpy Device-to-Host]", "kind": "dtoh", "count": 103, "total_ns": 66303506.0, "bytes": 805652000.0}]
+    # there is no script here: no rates, and the reason with the way to get them
+    assert data["timing_source"] == "none: no NVTX ranges" and data["ranges"] == []
+    assert any("torch.cuda.nvtx.range(\"step\")" in n and "range_push" in n and "range_pop" in n for n in data["notes"])
+    assert data["device_type"] == "cuda" and data["kernels_are"] == "cuda kernels"
+    text = run_cli(capsys, "analyze", str(BABELSTREAM))
+    assert text.code == 0, text
+    assert "CUDA API calls (time on the CPU), by total time" in text.out and "cudaDeviceSynchronize" in text.out
+    assert "Memory operations on the GPU" in text.out and "[CUDA memcpy Device-to-Host]    103        66.3         768" in text.out
+    # the copies take as long as the largest kernel, and the output says so
+    assert "note: memory operations (103 device-to-host copies) took 66.3 ms on the GPU: 1.14x the time of the largest kernel (add_kernel<double>, 58.2 ms)" in text.out
+
+
+def test_analyze_shows_nvtx_ranges_without_kernel_times_as_ranges(capsys: pytest.CaptureFixture[str]) -> None:
+    r = run_cli(capsys, "analyze", str(VECTOR_ADD), "--json")
+    assert r.code == 0, r
+    data = json.loads(r.out)
+    assert data["cuda_api"][0]["name"] == "cudaMalloc" and data["cuda_api"][0]["pct"] == 96.9
+    assert [(m["kind"], m["count"], m["total_ns"], m["bytes"]) for m in data["memory_ops"]] == [("htod", 2, 2432.0, 0.0), ("dtoh", 1, 2336.0, 0.0)]
+    assert [(x["name"], x["calls"], x["range_ns"], x["gpu_ns"]) for x in data["ranges"]] == [("Profile_Loop", 1, 3481709.0, None), ("Warmup", 1, 182472.0, None)]
+    assert data["timing_source"] == "none: no kernel times per NVTX range"
+    assert any("nvtx_kern_sum" in n and "Profile_Loop, Warmup" in n for n in data["notes"])
+    assert not any(n.startswith("memory operations") for n in data["notes"])  # 4.8 us beside a 1.8 ms kernel: no news
+    text = run_cli(capsys, "analyze", str(VECTOR_ADD)).out
+    assert "NVTX ranges" in text and "Profile_Loop      1       3.48" in text
+
+
+def test_a_range_is_never_a_kernel_even_in_an_older_torchprof_file(capsys: pytest.CaptureFixture[str]) -> None:
+    """torchprof.py before `kernels_are` listed a user's `record_function("step")` among the
+    CPU ops, its time holding theirs (47.0%). nsightlab shows it as a range."""
+    r = run_cli(capsys, "analyze", str(OLD_TORCHPROF), "--json")
+    assert r.code == 0, r
+    data = json.loads(r.out)
+    names = [k["name"] for k in data["kernels"]]
+    assert "step" not in names and set(names) == {"aten::mul_", "aten::matmul", "aten::ones", "aten::relu", "aten::randn"}
+    assert sum(k["time_pct"] for k in data["kernels"]) == pytest.approx(100.0, abs=0.3)  # without the range's double count
+    old = {k["name"]: k for k in json.loads(OLD_TORCHPROF.read_text())["kernels"]}
+    assert [(x["name"], x["calls"], x["range_ns"]) for x in data["ranges"]] == [("step", 3, old["step"]["total_ns"])]
+    assert data["device_type"] == "cpu" and data["kernels_are"] == "cpu ops"
+    assert any(n.startswith("step: a range, not a kernel") for n in data["notes"])
+    assert data["timing_source"] == "none: no op times per labelled range"
+    text = run_cli(capsys, "analyze", str(OLD_TORCHPROF)).out
+    assert "CPU ops, by total time" in text and "Labelled ranges (record_function)" in text
+
+
+def test_nsys_device_comes_from_the_gpu_trace(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """A folder of `nsys stats` CSV exports: a real kernel summary (fixture 03) beside a real
+    GPU trace (tests/data/traces, an RTX 5000 Ada laptop GPU; two runs put side by side):
+    the device is the trace's Device column, nothing from outside the report."""
+    trace = HERE / "data" / "traces" / "vernier_nsys2026.3.1_rtx5000ada_cuda_gpu_trace.csv"
+    (tmp_path / "run_cuda_gpu_kern_sum.csv").write_bytes(FIXTURE03.read_bytes())
+    (tmp_path / "run_cuda_gpu_trace.csv").write_bytes(trace.read_bytes())
+    r = run_cli(capsys, "analyze", str(tmp_path), "--json")
+    assert r.code == 0, r
+    data = json.loads(r.out)
+    assert (data["device_name"], data["device_type"]) == ("NVIDIA RTX 5000 Ada Generation Laptop GPU", "cuda")

@@ -252,8 +252,8 @@ def test_a_failing_script_is_exit_6_and_leaves_no_run(capsys: pytest.CaptureFixt
     assert r.code == 6, r
     assert r.out == ""
     assert r.err.strip().splitlines()[-1] == (
-        f"error: the sweep script failed on this machine (exit 3): sweep.py: torch cannot see the GPU: "
-        f"CPU-only build {torch.__version__}. Drop --device cuda to use the CPU, or run in the lab pod (without --local)."
+        f"error: torch on this machine cannot see the GPU: CPU-only build {torch.__version__}; "
+        "install a CUDA build of torch here, or --device cpu."
     )
     assert runs(home) == []
 

@@ -7,8 +7,12 @@ from pydantic import BaseModel
 
 
 class Check(BaseModel):
+    """One check: pass (ok True), FAIL (False: the lab cannot run as it is) or info (None:
+    skipped, or a fact the lab does not depend on, such as a cluster-wide view this
+    account may not read)."""
+
     name: str
-    ok: bool | None  # None: skipped or informational
+    ok: bool | None
     detail: str
     fix: str | None = None
 
@@ -33,26 +37,18 @@ def parse_probe(text: str) -> dict[str, str]:
     return out
 
 
-def pod_checks(facts: dict[str, str]) -> list[Check]:
-    """What the in-pod facts mean, each with its fix. Pure."""
-    checks: list[Check] = []
-    gpu = facts.get("gpu", "")
-    if gpu:
-        parts = [p.strip() for p in gpu.split(",")]
-        detail = parts[0] + (f", {parts[1]}" if len(parts) > 1 else "") + (f", driver {parts[2]}" if len(parts) > 2 else "")
-        checks.append(Check(name="pod: GPU (nvidia-smi)", ok=True, detail=detail))
-    else:
-        checks.append(Check(name="pod: GPU (nvidia-smi)", ok=False, detail="nvidia-smi found no GPU", fix="The pod needs nvidia.com/gpu in its limits and a node with the NVIDIA device plugin."))
+def pod_checks(facts: dict[str, str], *, cli_args: str) -> list[Check]:
+    """What the in-pod facts mean, each with its fix (`cli_args`: the `--context X -n NS`
+    its commands carry, so that they run as printed). Pure."""
+    checks: list[Check] = [_gpu_check(facts)]
     for tool, label in (("nsys", "Nsight Systems"), ("ncu", "Nsight Compute")):
         version = facts.get(tool, "")
         if version:
             checks.append(Check(name=f"pod: {tool}", ok=True, detail=version))
         else:
-            checks.append(Check(name=f"pod: {tool}", ok=False, detail=f"{label} is not on PATH", fix="Use an image that ships it (lab.image), or `profile --profiler torch`." if tool == "nsys" else "Use an image that ships ncu (lab.image)."))
-    torch = facts.get("torch", "")
-    checks.append(
-        Check(name="pod: PyTorch", ok=bool(torch) and torch.endswith("True"), detail=torch or "python3 cannot import torch", fix=None if torch.endswith("True") else "The lab scripts need PyTorch with CUDA in the image.")
-    )
+            fix = "Use an image that ships it (lab.image), or profile without it: `nsightlab profile lesson1 --profiler torch`." if tool == "nsys" else "Use an image that ships ncu (lab.image)."
+            checks.append(Check(name=f"pod: {tool}", ok=False, detail=f"{label} is not installed in the pod (not on PATH)", fix=fix))
+    checks.append(_torch_check(facts.get("torch", "")))
     noexec = "noexec" in facts.get("tmp_opts", "").split(",") or facts.get("tmp_exec") == "no"
     checks.append(
         Check(
@@ -84,7 +80,8 @@ def pod_checks(facts: dict[str, str]) -> list[Check]:
                 detail=f"RmProfilingAdminOnly: {admin_only}" + (", CAP_SYS_ADMIN present" if cap_admin else ""),
                 fix=(
                     "ncu will fail with ERR_NVGPUCTRPERM: ask the platform team for a profiling-enabled node "
-                    "(NVreg_RestrictProfilingToAdminUsers=0), or, with their OK, `nsightlab create --profiling-caps`."
+                    "(NVreg_RestrictProfilingToAdminUsers=0), or, with their OK, make the pod anew with CAP_SYS_ADMIN: "
+                    f"`nsightlab cleanup {cli_args} && nsightlab create {cli_args} --profiling-caps`."
                 )
                 if blocked
                 else None,
@@ -93,6 +90,41 @@ def pod_checks(facts: dict[str, str]) -> list[Check]:
     else:
         checks.append(Check(name="pod: GPU counters for ncu (RmProfilingAdminOnly)", ok=None, detail="/proc/driver/nvidia/params not readable"))
     return checks
+
+
+def _gpu_check(facts: dict[str, str]) -> Check:
+    name = "pod: GPU (nvidia-smi)"
+    gpu = facts.get("gpu", "")
+    if gpu:
+        parts = [p.strip() for p in gpu.split(",")]
+        detail = parts[0] + (f", {parts[1]}" if len(parts) > 1 else "") + (f", driver {parts[2]}" if len(parts) > 2 else "")
+        return Check(name=name, ok=True, detail=detail)
+    if facts.get("smi"):
+        return Check(name=name, ok=False, detail="nvidia-smi found no GPU", fix="The pod needs nvidia.com/gpu in its limits (lab.gpus) and a node with the NVIDIA device plugin.")
+    return Check(
+        name=name,
+        ok=False,
+        detail="nvidia-smi is not installed in the pod",
+        fix="The NVIDIA container toolkit mounts it into a container that is given a GPU: the pod needs nvidia.com/gpu in its limits (lab.gpus) on a node with the NVIDIA device plugin.",
+    )
+
+
+def _torch_check(text: str) -> Check:
+    """`torch.__version__ torch.cuda.is_available() torch.version.cuda`, as the probe prints it."""
+    name = "pod: PyTorch"
+    parts = text.split()
+    if not parts:
+        return Check(name=name, ok=False, detail="python3 cannot import torch", fix="The lab scripts need PyTorch with CUDA in the image (lab.image).")
+    version = parts[0]
+    available = len(parts) > 1 and parts[1] == "True"
+    cuda = parts[2] if len(parts) > 2 and parts[2] != "None" else None
+    if available:
+        return Check(name=name, ok=True, detail=f"{version}, CUDA available" + (f" (built for CUDA {cuda})" if cuda else ""))
+    if "+cpu" in version or (len(parts) > 2 and cuda is None):
+        detail = f"CUDA not available: CPU-only build {version}"
+    else:
+        detail = f"CUDA not available: {version}" + (f" (built for CUDA {cuda})" if cuda else "") + " sees no GPU"
+    return Check(name=name, ok=False, detail=detail, fix="The lab scripts need a CUDA build of PyTorch in the image (lab.image) and a GPU in the pod.")
 
 
 def _has_sys_admin(cap_eff: str) -> bool:

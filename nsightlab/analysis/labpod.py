@@ -47,6 +47,7 @@ class StatusReport(BaseModel):
     gone: bool
     lab: LabPod | None
     next_steps: list[str] = Field(default_factory=list)
+    note: str | None = None  # why the session's pod counts as gone (e.g. replaced under its name)
 
 
 class CleanupReport(BaseModel):
@@ -67,6 +68,17 @@ def _deadline(pod: dict[str, Any]) -> datetime | None:
     return start + timedelta(seconds=int(ads))
 
 
+def selected_instance_type(pod: dict[str, Any]) -> str | None:
+    """The instance type a bound pod's node has: its node selector names it (the
+    scheduler binds only to a node with that label), when the node itself cannot be read."""
+    spec = pod.get("spec") or {}
+    if not spec.get("nodeName"):
+        return None
+    selector = spec.get("nodeSelector") or {}
+    value = next((selector[key] for key in r.INSTANCE_TYPE_LABELS if selector.get(key)), None)
+    return str(value) if value else None
+
+
 def lab_pod(pod: dict[str, Any], node: dict[str, Any] | None, *, context: str, server: str | None, namespace: str, reused: bool = False) -> LabPod:
     """The lab pod's state from its object (and its node's, for the instance type and GPU)."""
     meta = pod.get("metadata") or {}
@@ -83,7 +95,7 @@ def lab_pod(pod: dict[str, Any], node: dict[str, Any] | None, *, context: str, s
         status=r.pod_status(pod),
         ready=r.pod_is_ready(pod),
         node=(pod.get("spec") or {}).get("nodeName"),
-        instance_type=r.instance_type(node) if node else None,
+        instance_type=r.instance_type(node) if node else selected_instance_type(pod),
         gpu_product=gpu_product(node) if node else None,
         created=r.parse_time(meta.get("creationTimestamp")),
         started=r.parse_time(status.get("startTime")),

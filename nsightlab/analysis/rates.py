@@ -359,11 +359,11 @@ def compute_peak(
         if spec.fp16_tensor_tflops:
             return (
                 spec.fp16_tensor_tflops * 1e12,
-                f"{spec.fp16_tensor_tflops:g} TFLOPS dense FP16 tensor, {src}",
+                f"{spec.fp16_tensor_tflops:g} TFLOP/s dense FP16 tensor, {src}",
             )
         return None, None
     if dtype in ("float32", "float16", "bfloat16") and spec.fp32_tflops:
-        return spec.fp32_tflops * 1e12, f"{spec.fp32_tflops:g} TFLOPS FP32 (CUDA cores), {src}"
+        return spec.fp32_tflops * 1e12, f"{spec.fp32_tflops:g} TFLOP/s FP32 (CUDA cores), {src}"
     return None, None
 
 
@@ -379,11 +379,11 @@ class Lesson1Analysis(BaseModel):
 
 
 def _fmt_rate(bps: float) -> str:
-    return f"{bps / 1e12:.2f} TB/s" if bps >= 1e11 else f"{bps / 1e9:.1f} GB/s"
+    return units.tbps(bps)
 
 
 def _fmt_flops(fps: float) -> str:
-    return f"{fps / 1e12:.0f} TFLOPS" if fps >= 1e13 else f"{fps / 1e9:.1f} GFLOP/s"
+    return units.tflops(fps)
 
 
 def analyze_lesson1(
@@ -412,7 +412,7 @@ def analyze_lesson1(
             continue
         peak_f, f_label = compute_peak(dev, r.dtype, r.kernel_kind)
         if peak_tflops is not None:
-            peak_f, f_label = peak_tflops * 1e12, f"{peak_tflops:g} TFLOPS (given)"
+            peak_f, f_label = peak_tflops * 1e12, f"{peak_tflops:g} TFLOP/s (given)"
         rr = rates(
             name=r.name,
             bytes_per_call=r.bytes_per_call,
@@ -446,35 +446,35 @@ def analyze_lesson1(
 
 
 def _range_sentence(work: RangeWork, r: Rates) -> str:
-    head = f"{r.name}: {r.us:.1f} us per call"
+    head = f"{r.name}: {units.duration(r.seconds_per_call)} per call"
     if work.kernel_kind == "gemm":
         head += f", {_fmt_flops(r.flops_per_s)}"
         if r.pct_of_flops_peak is not None:
-            head += f" ({r.pct_of_flops_peak:.0f}% of {r.flops_label})"
+            head += f" ({units.percent(r.pct_of_flops_peak)} of {r.flops_label})"
     else:
         head += f", {_fmt_rate(r.bytes_per_s)}"
         if r.pct_of_bw_peak is not None:
-            head += f" ({r.pct_of_bw_peak:.0f}% of {r.bw_label})"
+            head += f" ({units.percent(r.pct_of_bw_peak)} of {r.bw_label})"
     if r.intensity is None:
         return head + "."
-    head += f"; {r.intensity:.3g} FLOP/byte"
+    head += f"; {units.sig(r.intensity)} FLOP/byte"
     if r.roofline is not None:
         roof = r.roofline
         if roof.bound == "memory":
             return (
-                head + f", below the ridge at {roof.ridge:.0f} FLOP/byte: memory-bound. Only "
+                head + f", below the ridge at {units.sig(roof.ridge)} FLOP/byte: memory-bound. Only "
                 "moving fewer bytes (smaller types, fusing ops) makes it faster."
             )
         return (
-            head + f", above the ridge at {roof.ridge:.0f} FLOP/byte: compute-bound, at "
-            f"{roof.pct_of_attainable:.0f}% of the attainable {_fmt_flops(roof.attainable_flops_per_s)}."
+            head + f", above the ridge at {units.sig(roof.ridge)} FLOP/byte: compute-bound, at "
+            f"{units.percent(roof.pct_of_attainable)} of the attainable {_fmt_flops(roof.attainable_flops_per_s)}."
         )
     if r.memory_roof_flops_per_s is not None:
         ratio = r.flops_per_s / r.memory_roof_flops_per_s
         if ratio < 0.5:
             return (
                 head + f": bandwidth alone would allow {_fmt_flops(r.memory_roof_flops_per_s)} "
-                f"at this intensity and it ran at {ratio:.0%} of that, so memory is not what "
+                f"at this intensity and it ran at {units.percent(100 * ratio)} of that, so memory is not what "
                 "limits it (the compute peak is not in the table)."
             )
     return head + "."

@@ -136,7 +136,7 @@ def decode_floor(
     for GPUs with no sweep (`--gpu NAME`). A sweep with no plateau (sizes too small, or a
     CPU whose sizes all fitted in cache) gives no line, and a note says why.
     """
-    if weights_gb <= 0:
+    if not 0 < weights_gb < float("inf"):  # (NaN fails this too)
         raise UsageError(f"--weights-gb must be positive, got {weights_gb:g}")
     weight_bytes = round(weights_gb * GB)
     lines: list[FloorLine] = []

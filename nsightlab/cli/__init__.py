@@ -28,6 +28,20 @@ def _version(value: bool) -> None:
         typer.echo(f"nsightlab {__version__}")
         raise typer.Exit()
 
+def _request_timeout(value: Optional[str]) -> Optional[str]:  # noqa: UP045
+    """--request-timeout, set for this command (also when absent: tests run many commands
+    in one process)."""
+    from nsightlab.cluster import answers
+
+    seconds: Optional[float] = answers.DEFAULT_REQUEST_TIMEOUT  # noqa: UP045
+    if value is not None:
+        try:
+            seconds = answers.parse_duration(value)
+        except ValueError as e:
+            raise typer.BadParameter(str(e)) from None
+    answers.set_request_timeout(seconds)
+    return value
+
 @app.callback()
 def _root(
     version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True, help="Show the version and exit.")] = False,
@@ -36,6 +50,16 @@ def _root(
         typer.Option("--config", help="config file (default: $NSIGHTLAB_HOME/config.yaml).", envvar="NSIGHTLAB_CONFIG", show_default=False),
     ] = None,
     traceback: Annotated[bool, typer.Option("--traceback", help="Show the full traceback of an unexpected error.")] = False,
+    request_timeout: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option(
+            "--request-timeout",
+            metavar="DURATION",
+            callback=_request_timeout,
+            help="how long to wait for each answer of the API server, as kubectl's: seconds or a duration (30s, 2m, 1m30s); 0 waits forever. [default: 60s]",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """A lab driver for GPU profiling on Kubernetes.
 
@@ -51,9 +75,50 @@ def _root(
     """
     STATE.config_path = config
 
+_built: "list[object]" = []
+
+
+def _command() -> "typer.core.TyperGroup":
+    """The Click command Typer builds from the app: built once per process (it reads every
+    command's signature; a Click command serves any number of invocations)."""
+    import typer.main
+
+    if not _built:
+        _built.append(typer.main.get_command(app))
+    command = _built[0]
+    assert isinstance(command, typer.core.TyperGroup)
+    return command
+
+
+def _invoke(args: "list[str]") -> None:
+    """The app, run as Typer's own runner runs it, except that everything that goes wrong
+    comes back to main() as an exception: Typer's runner turns Ctrl-C into a silent exit
+    130 (standalone or not), a prompt's Ctrl-C into "Aborted!", and prints usage errors
+    over several lines."""
+    import errno
+
+    from nsightlab.errors import Interrupted
+
+    command = _command()
+    try:
+        with command.make_context("nsightlab", args) as ctx:
+            command.invoke(ctx)
+    except typer.Exit as e:
+        sys.exit(e.exit_code)
+    except (typer.Abort, EOFError):  # a prompt ended by Ctrl-C or by the end of its input
+        raise Interrupted("interrupted: nothing was changed") from None
+    except OSError as e:
+        if e.errno != errno.EPIPE:
+            raise
+        # the reader of our output is gone (`nsightlab ... | head`): nothing more to say
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - stays open until the process ends
+        sys.exit(1)
+
+
 def main(argv: list[str] | None = None) -> None:
-    """Run the CLI: one handler turns nsightlab errors into one line and an exit code."""
-    from nsightlab.errors import ExitCode, NsightlabError
+    """Run the CLI: one handler turns nsightlab errors, Ctrl-C and bad command lines into
+    one line on stderr and an exit code."""
+    from nsightlab.errors import ExitCode, Interrupted, NsightlabError
 
     args = list(sys.argv[1:] if argv is None else argv)
     own_args = args[: args.index("--")] if "--" in args else args
@@ -61,24 +126,20 @@ def main(argv: list[str] | None = None) -> None:
     show_traceback = "--traceback" in own_args or bool(os.environ.get("NSIGHTLAB_TRACEBACK"))
     click_errors = _click_exceptions()
     try:
-        # Not standalone: Click's usage errors come here to be said in our words, and
-        # `typer.Exit(code)` comes back as the code.
-        code = app(args=args, prog_name="nsightlab", standalone_mode=False)
-        if isinstance(code, int) and code:
-            sys.exit(code)
+        try:
+            _invoke(args)
+        except KeyboardInterrupt:
+            # Ctrl-C where no running work said what it leaves (see errors.OnInterrupt):
+            # a command that only reads, or one that had not started to change anything
+            raise Interrupted("interrupted: nothing was changed") from None
     except click_errors.NoArgsIsHelpError as e:
         e.show()  # `nsightlab` alone, or a command group without its command: the help
         sys.exit(int(ExitCode.USAGE))
     except click_errors.UsageError as e:
-        from typer.main import get_command
-
         from nsightlab.cli.usage import usage_line
 
-        sys.stderr.write(f"error: {usage_line(e, args, get_command(app))}\n")
+        sys.stderr.write(f"error: {usage_line(e, args, _command())}\n")
         sys.exit(int(ExitCode.USAGE))
-    except typer.Abort:
-        sys.stderr.write("error: interrupted.\n")
-        sys.exit(int(ExitCode.INTERRUPTED))
     except click_errors.ClickException as e:
         sys.stderr.write(f"error: {e.format_message()}\n")
         sys.exit(int(e.exit_code))
@@ -89,9 +150,6 @@ def main(argv: list[str] | None = None) -> None:
             traceback.print_exc()
         sys.stderr.write(e.line() + "\n")
         sys.exit(int(e.exit_code))
-    except KeyboardInterrupt:
-        sys.stderr.write("error: interrupted.\n")
-        sys.exit(int(ExitCode.INTERRUPTED))
     except SystemExit:
         raise
     except Exception as e:
@@ -127,6 +185,8 @@ def entry() -> None:
     import contextlib
     import threading
 
+    from nsightlab.errors import ExitCode
+
     try:
         main()
         code = 0
@@ -136,7 +196,9 @@ def entry() -> None:
         else:
             sys.stderr.write(f"{e.code}\n")
             code = 1
-    if threading.active_count() > 1:
+    # After Ctrl-C nothing left running matters (a request stalled on a silent server would
+    # hold the exit for its whole timeout); otherwise other threads are waited for.
+    if threading.active_count() > 1 and code != ExitCode.INTERRUPTED:
         sys.exit(code)
     try:
         sys.stdout.flush()

@@ -96,7 +96,7 @@ def explore_pod(
 
     env = make_env(json_out)
     with connect(context, kubeconfig, config_path=STATE.config_path, intent=Intent.READ, namespace=namespace) as c:
-        detail = explore.explore_pod(c.kube, name, namespace=c.ctx.namespace)
+        detail = explore.explore_pod(c.kube, name, namespace=c.ctx.namespace, note=env.note)
     show(env, detail, render.pod_detail)
 
 @explore_app.command("node")

@@ -52,7 +52,7 @@ def create(
     from nsightlab.cluster.connect import connect
     from nsightlab.cluster.kubeconfig import load_kubeconfig
     from nsightlab.cluster.safety import Intent, confirm_change, resolve_context
-    from nsightlab.config import load_config
+    from nsightlab.config import ensure_home, load_config
     from nsightlab.present import render
 
     env = make_env(json_out)
@@ -79,6 +79,7 @@ def create(
         else:
             env.write(lab.manifest_yaml(m))
         return
+    ensure_home()  # the session must be recordable before a GPU is taken
     if profiling_caps:
         env.warn("--profiling-caps adds CAP_SYS_ADMIN to the lab pod: it weakens isolation; use it only with your platform team's OK.")
     with connect(context, kubeconfig, config_path=STATE.config_path, intent=Intent.CHANGE, namespace=namespace, action="create the lab pod") as c:
@@ -114,7 +115,7 @@ def status(
     env = make_env(json_out)
     with connect(context, kubeconfig, config_path=STATE.config_path, intent=Intent.READ, namespace=namespace, use_session=True) as c:
         note_session(env, c)
-        report = lab.status(c.kube, c.ctx, lab_pod_name(c, require_ready=False))
+        report = lab.status(c.kube, c.ctx, lab_pod_name(c, require_ready=False), note=env.note)
     show(env, report, render.status)
 
 @app.command()
@@ -237,7 +238,7 @@ def copy(
     from nsightlab.cluster import transfer
     from nsightlab.cluster.connect import connect, lab_pod_name, note_session
     from nsightlab.cluster.safety import Intent
-    from nsightlab.errors import UsageError
+    from nsightlab.errors import OnInterrupt, UsageError
     from nsightlab.present import render
 
     remote_src, remote_dst = transfer.parse_remote(src), transfer.parse_remote(dst)
@@ -256,7 +257,8 @@ def copy(
     with connect(context, kubeconfig, config_path=STATE.config_path, intent=Intent.CHANGE, namespace=namespace, use_session=True, action="copy files to or from a pod", allowed=allowed) as c:
         note_session(env, c)
         pod = lab_pod_name(c)
-        with _progress(env, "copying") as progress:
+        # (the copy itself may say more precisely what it left: its Interrupted passes through)
+        with OnInterrupt("the copy was stopped before it finished; files are put in place only once whole and verified"), _progress(env, "copying") as progress:
             if remote_dst is not None:
                 result = transfer.copy_in(c.kube, c.ctx.namespace, pod, Path(src), remote_dst, progress=progress, hashed=hashing[0])
             else:
@@ -322,11 +324,13 @@ def doctor(
     namespace: NamespaceOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """Pre-flight checks, each pass/fail with the fix: access, RBAC, GPUs, and in the pod
-    nvidia-smi, nsys, ncu, /tmp, perf_event_paranoid and RmProfilingAdminOnly.
+    """Pre-flight checks, each pass/FAIL with the fix, or info: access, every permission
+    the lab needs, GPUs, and in the pod nvidia-smi, nsys, ncu, PyTorch, /tmp,
+    perf_event_paranoid and RmProfilingAdminOnly.
 
-    Exits 4 when a check fails. Read-only; works on protected contexts (without the
-    in-pod checks).
+    A cluster-wide view your account may not read (nodes, the Namespace object) is info:
+    the lab runs without it. Exits 4 when a check fails, else 0. Read-only; works on
+    protected contexts (without the in-pod checks).
 
     \b
     Example:
@@ -339,7 +343,7 @@ def doctor(
     from nsightlab.present import render
 
     env = make_env(json_out)
-    with connect(context, kubeconfig, config_path=STATE.config_path, intent=Intent.READ, namespace=namespace, use_session=True) as c:
+    with connect(context, kubeconfig, config_path=STATE.config_path, intent=Intent.READ, namespace=namespace, use_session=True, pin_session=False) as c:
         report = doc.run(c.kube, c.ctx, c.config, session=c.session)
     if env.json:
         env.print_json({**report.model_dump(mode="json"), "ok": not report.failed})

@@ -22,6 +22,13 @@ class ProfilerChoice(str, Enum):
     nsys = "nsys"
     torch = "torch"
 
+class _Device(str, Enum):
+    auto = "auto"
+    cuda = "cuda"
+    cpu = "cpu"
+
+DeviceOpt = Annotated[_Device, typer.Option("--device", help="auto (the GPU where the target requests one, else what torch sees), cuda, or cpu (measure the CPU on purpose).")]
+
 @app.command(context_settings={"allow_interspersed_args": True})
 def profile(
     script: Annotated[str, typer.Argument(help="a built-in lab script (lesson1) or a path to your .py file.")],
@@ -31,6 +38,7 @@ def profile(
     serving: Annotated[bool, typer.Option("--serving", help="Profile a server: the command after -- runs as given (e.g. vllm serve ...), with the nsys options vLLM's profiling guide asks for.")] = False,
     delay: Annotated[Optional[int], typer.Option("--delay", metavar="SECONDS", min=0, help="with --serving and --duration: start collecting this many seconds after the server starts.", show_default=False)] = None,  # noqa: UP045
     duration: Annotated[Optional[int], typer.Option("--duration", metavar="SECONDS", min=1, help="with --serving: collect this many seconds, then nsys ends the server (default: between the server's cudaProfilerStart and Stop).", show_default=False)] = None,  # noqa: UP045
+    device: DeviceOpt = _Device.auto,
     local: LocalOpt = False,
     context: ContextOpt = None,
     kubeconfig: KubeconfigOpt = None,
@@ -53,6 +61,10 @@ def profile(
     or for --duration seconds after --delay; then nsys ends the server and the trace
     comes back as a run.
 
+    In a lab pod (which requests a GPU) torch must see the GPU: a CPU-only torch is
+    exit 6, unless --device cpu asks for the CPU on purpose. Your own script gets no
+    --device; the profile tells where its ops ran.
+
     \b
     Example:
       nsightlab profile lesson1
@@ -64,6 +76,7 @@ def profile(
     import shlex
 
     from nsightlab.errors import UsageError
+    from nsightlab.measure.device import plan_device
     from nsightlab.measure.profile import Serving, run_profile
     from nsightlab.measure.targets import open_target
     from nsightlab.present import render
@@ -92,6 +105,7 @@ def profile(
             profiler=profiler.value,
             nsys_args=shlex.split(nsys_args),
             serving=plan,
+            device=plan_device(w, device.value),
         )
     if env.json:
         env.print_json(result)
@@ -105,6 +119,7 @@ def ncu(
     kernel: Annotated[str, typer.Option("--kernel", "-k", help="regex of the kernel to profile (default: lesson1's scale kernel).")] = "vectorized_elementwise",
     section: Annotated[Optional[list[str]], typer.Option("--section", help="ncu section(s) to collect.", show_default=False)] = None,  # noqa: UP045
     count: Annotated[int, typer.Option("--count", "-c", help="kernel launches to profile.", min=1)] = 1,
+    device: DeviceOpt = _Device.auto,
     local: LocalOpt = False,
     context: ContextOpt = None,
     kubeconfig: KubeconfigOpt = None,
@@ -121,18 +136,19 @@ def ncu(
       nsightlab ncu
       nsightlab ncu lesson1 --kernel gemm --section SpeedOfLight --section MemoryWorkloadAnalysis
     """
+    from nsightlab.errors import UsageError
+    from nsightlab.measure.device import plan_device
     from nsightlab.measure.ncu import run_ncu
     from nsightlab.measure.targets import open_target
     from nsightlab.present import render
 
     env = make_env(json_out)
+    if device is _Device.cpu:
+        raise UsageError("ncu profiles GPU kernels: --device cpu leaves it nothing to measure", hint="On the CPU use `nsightlab profile --profiler torch --device cpu`.")
     with open_target(env, local=local, context=context, kubeconfig=kubeconfig, namespace=namespace, config_path=STATE.config_path, action="run ncu in a pod") as w:
-        result = run_ncu(env, w.target, w.meta, script=script, script_args=list(script_args or []), kernel=kernel, sections=list(section or ["SpeedOfLight"]), count=count)
+        result = run_ncu(env, w.target, w.meta, script=script, script_args=list(script_args or []), kernel=kernel, sections=list(section or ["SpeedOfLight"]), count=count, device=plan_device(w, device.value))
     show(env, result, render.ncu)
 
-class _Device(str, Enum):
-    cpu = "cpu"
-    cuda = "cuda"
 
 class _Op(str, Enum):
     scale = "scale"
@@ -148,7 +164,7 @@ def sweep(
     op: Annotated[Optional[_Op], typer.Option("--op", help="scale: x *= 1.0001 (default); scale-add: x = x * 0.999 + 0.001 (torch: two kernels, Triton: one fused).", show_default=False)] = None,  # noqa: UP045
     compare: Annotated[Optional[list[str]], typer.Option("--compare", metavar="RUN", help="a stored sweep (id, prefix or 'latest') to check against; give it twice to compare two stored runs without running anything.", show_default=False)] = None,  # noqa: UP045
     local: LocalOpt = False,
-    device: Annotated[Optional[_Device], typer.Option("--device", help="cuda or cpu (default: cuda if the target has one).", show_default=False)] = None,  # noqa: UP045
+    device: Annotated[Optional[_Device], typer.Option("--device", help="auto (the GPU where the target requests one, else what torch sees), cuda, or cpu (on purpose); with --compare, the stored run's. [default: auto]", show_default=False)] = None,  # noqa: UP045
     context: ContextOpt = None,
     kubeconfig: KubeconfigOpt = None,
     namespace: NamespaceOpt = None,

@@ -80,7 +80,7 @@ def runs_rm(
     Example:
       nsightlab runs rm 3fa2c1 9b07
     """
-    from nsightlab.errors import Interrupted
+    from nsightlab.errors import Interrupted, OnInterrupt
     from nsightlab.present import render
     from nsightlab.runs.listing import line, remove_runs, resolve_all
 
@@ -96,21 +96,26 @@ def runs_rm(
             ok = False
         if not ok:
             raise Interrupted("cancelled; nothing was removed")
-    removed = remove_runs(chosen)
+    with OnInterrupt("some of the runs may have been removed; `nsightlab runs` lists those left"):
+        removed = remove_runs(chosen)
     show(env, removed, render.runs_removed)
 
 @app.command()
 def analyze(
-    path: Annotated[Path, typer.Argument(help="a run folder, nsys CSV exports (folder), nsys console output, an ncu CSV, or a lesson1/sweep JSON.")],
+    path: Annotated[Path, typer.Argument(help="a stored run (id, prefix, 'latest') or its folder, nsys CSV exports (folder), nsys console output, an ncu CSV, or a lesson1/torchprof/sweep JSON.")],
     json_out: JsonOpt = False,
 ) -> None:
     """Offline: the same tables as the live commands, from files you already have.
+
+    From nsys output: the kernels, the NVTX ranges, the CUDA API calls and the memory
+    operations, and why there are no rates when nothing says what one call did.
 
     \b
     Example:
       nsightlab analyze l1_stats.txt
       nsightlab analyze ./exports/ --json
       nsightlab analyze ncu_speedoflight.csv
+      nsightlab analyze latest
     """
     from nsightlab.analysis.ncu import NcuResult
     from nsightlab.analysis.profile import ProfileResult

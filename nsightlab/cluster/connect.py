@@ -9,11 +9,12 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from nsightlab.analysis import pods as r
 from nsightlab.cluster.kube import Kube
 from nsightlab.cluster.kubeconfig import load_kubeconfig
-from nsightlab.cluster.lab import forget_session
+from nsightlab.cluster.lab import check_lab_pod, check_pin, forget_session, session_for
 from nsightlab.cluster.safety import Intent, ResolvedContext, resolve_context
 from nsightlab.config import Config, Session, load_config, load_ended_session, load_session
 from nsightlab.env import Env
@@ -28,6 +29,12 @@ class Cluster:
     ctx: ResolvedContext
     kube: Kube
     session: Session | None
+    pod: dict[str, Any] | None = None  # the lab pod, once lab_pod_name has checked it
+
+    @property
+    def lab_session(self) -> Session | None:
+        """The lab session when it is about this context, else None."""
+        return session_for(self.ctx, self.session)
 
 
 @contextmanager
@@ -41,9 +48,14 @@ def connect(
     use_session: bool = False,
     action: str = "change the cluster",
     allowed: Callable[[], None] | None = None,
+    pin_session: bool = True,
 ) -> Iterator[Cluster]:
     """Resolve the context through the safety guard, then build the client for it
-    (`allowed` runs in between: local work that may start once the guard said yes)."""
+    (`allowed` runs in between: local work that may start once the guard said yes).
+
+    With `use_session`, a lab session about the resolved context pins it: a context that
+    now leads to another API server or namespace is refused here, before any request
+    (`pin_session=False` leaves that to the caller: doctor reports it as a check)."""
     cfg = load_config(config_path).config
     session = load_session() if use_session else None
     ended = load_ended_session() if use_session and session is None else None
@@ -52,6 +64,9 @@ def connect(
         kc_path = Path(session.kubeconfig) if os.pathsep not in session.kubeconfig else None
     kc = load_kubeconfig(kc_path)
     ctx = resolve_context(context, config=cfg, kubeconfig=kc, intent=intent, session=session, namespace=namespace, action=action, ended=ended)
+    pinned = session_for(ctx, session)
+    if pinned is not None and pin_session:
+        check_pin(ctx, pinned)
     if allowed is not None:
         allowed()
     kube = Kube(ctx)
@@ -62,9 +77,15 @@ def connect(
 
 
 def lab_pod_name(c: Cluster, *, require_ready: bool = True) -> str:
-    """The lab pod a command acts on: the session's, else the configured name."""
-    s = c.session
-    name = s.pod if s and s.context == c.ctx.name and s.namespace == c.ctx.namespace else c.config.pod_name()
+    """The lab pod a command acts on: the session's, else the configured name.
+
+    With `require_ready` (every command that execs into it or copies to or from it) the
+    pod is read and checked before anything else is sent: its labels always, and with a
+    lab session also its uid, namespace, context and server against what `create`
+    recorded (refused, exit 3, on any difference); then it must be Ready. The checked pod
+    is kept in `c.pod`."""
+    s = c.lab_session
+    name = s.pod if s is not None else c.config.pod_name()
     if require_ready:
         pod = c.kube.get_pod(c.ctx.namespace, name)
         if pod is None:
@@ -73,8 +94,10 @@ def lab_pod_name(c: Cluster, *, require_ready: bool = True) -> str:
                 f"no lab pod {name} in namespace {c.ctx.namespace} (context {c.ctx.name})",
                 hint=f"Create one with `nsightlab create {c.ctx.cli_args}`.",
             )
+        check_lab_pod(pod, ctx=c.ctx, owner=s.owner if s is not None else c.config.owner(), session=s)
         if not r.pod_is_ready(pod):
             raise PodNotReadyError(f"lab pod {name} is {r.pod_status(pod)}, not Ready", hint=f"Wait for it with `nsightlab create {c.ctx.cli_args}`, or see `nsightlab events {c.ctx.cli_args}`.")
+        c.pod = pod
     return name
 
 

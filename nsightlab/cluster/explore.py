@@ -7,10 +7,11 @@ anything.
 
 from __future__ import annotations
 
+import functools
 import shlex
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
 from nsightlab.analysis import pods as r
 from nsightlab.analysis.inventory import (
@@ -27,13 +28,31 @@ from nsightlab.analysis.inventory import (
     node_facts,
     nodes_report,
 )
-from nsightlab.cluster.kube import loads
+from nsightlab.cluster.kube import Forbidden, background, loads
+from nsightlab.cluster.permissions import cluster_read_refused, optional
 from nsightlab.errors import ClusterError
 
 if TYPE_CHECKING:
     from nsightlab.cluster.kube import Kube
 
 NON_TERMINAL = "status.phase!=Succeeded,status.phase!=Failed"
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def _cluster_wide(fn: Callable[Concatenate[Kube, P], R]) -> Callable[Concatenate[Kube, P], R]:
+    """For a view that exists to show cluster-wide data: a 403 on it is the one line that
+    names the permission and what this account can run instead."""
+
+    @functools.wraps(fn)
+    def wrapper(kube: Kube, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return fn(kube, *args, **kwargs)
+        except Forbidden as e:
+            raise cluster_read_refused(e, kube.ctx) from None
+
+    return wrapper
 
 
 # ---------------------------------------------------------------------------- nodes
@@ -72,6 +91,7 @@ def node_facts_of(pages: list[tuple[bytes, dict[str, Any] | None]], now: datetim
     return out
 
 
+@_cluster_wide
 def explore_nodes(kube: Kube, *, lab_instance_type: str, gpu_only: bool = False) -> NodesReport:
     """Nodes and every non-terminated pod, as paged lists fetched side by side.
 
@@ -82,9 +102,13 @@ def explore_nodes(kube: Kube, *, lab_instance_type: str, gpu_only: bool = False)
     after that. Memory stays flat: raw node pages are small next to decoded ones.
     """
     now = datetime.now(timezone.utc)
-    with ThreadPoolExecutor(max_workers=1) as pool:
+    with background() as pool:
         node_pages = pool.submit(lambda: list(kube.raw_pages("/api/v1/nodes", what="list nodes")))
-        used = gpu_use(kube)
+        try:
+            used = gpu_use(kube)
+        except Forbidden:
+            node_pages.result()  # nodes refused too: that is the one to name
+            raise
         facts = node_facts_of(node_pages.result(), now)
     report = nodes_report(facts, used, context=kube.ctx.name, server=kube.server, lab_instance_type=lab_instance_type)
     if gpu_only:
@@ -95,29 +119,43 @@ def explore_nodes(kube: Kube, *, lab_instance_type: str, gpu_only: bool = False)
 # ---------------------------------------------------------------------------- pods
 
 
+def _namespace_is_there(kube: Kube, namespace: str) -> None:
+    """An empty list of a namespace that does not exist is an error; an account that may
+    not read Namespace objects (most may not) gets the empty list."""
+    try:
+        exists = kube.namespace_exists(namespace)
+    except Forbidden:
+        return
+    if not exists:
+        raise kube.missing_namespace(namespace)
+
+
+@_cluster_wide
 def explore_pods(kube: Kube, *, namespace: str | None, match: str | None = None) -> PodsReport:
-    if namespace is not None:
-        kube.require_namespace(namespace)
     pods, _ = kube.list_pods(namespace)
+    if namespace is not None and not pods:
+        _namespace_is_there(kube, namespace)
     return build_pods(pods, context=kube.ctx.name, namespace=namespace, match=match)
 
 
-def explore_pod(kube: Kube, text: str, *, namespace: str) -> PodDetail:
+def explore_pod(kube: Kube, text: str, *, namespace: str, note: Callable[[str], None] | None = None) -> PodDetail:
     pod = kube.get_pod(namespace, text)
     if pod is None:
-        kube.require_namespace(namespace)
         pods, _ = kube.list_pods(namespace)
+        if not pods:
+            _namespace_is_there(kube, namespace)
         pod = find_pod(pods, text)
     if pod is None:
         raise ClusterError(f"no pod matching '{text}' in namespace {namespace}", hint=f"List them with `nsightlab explore pods --context {shlex.quote(kube.ctx.alias or kube.ctx.name)} -n {shlex.quote(namespace)}`.")
     node_name = (pod.get("spec") or {}).get("nodeName")
-    node = kube.get_node(node_name) if node_name else None
+    node = optional(lambda: kube.get_node(node_name), consequence="the node's instance type and GPU model are not shown", note=note) if node_name else None
     return build_pod_detail(pod, node, context=kube.ctx.name)
 
 
 # ---------------------------------------------------------------------------- node
 
 
+@_cluster_wide
 def explore_node(kube: Kube, name: str) -> NodeDetail:
     node = kube.get_node(name)
     if node is None:

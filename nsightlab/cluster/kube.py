@@ -17,6 +17,7 @@ names what was being done.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import re
@@ -26,6 +27,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
+from nsightlab.cluster import answers
 from nsightlab.cluster.kubeconfig import plain_connection
 from nsightlab.errors import ClusterError, NsightlabError, PodNotReadyError
 
@@ -36,7 +38,7 @@ if TYPE_CHECKING:
     from nsightlab.cluster.safety import ResolvedContext
 
 CONNECT_TIMEOUT = 5.0
-READ_TIMEOUT = 60.0
+READ_TIMEOUT = answers.DEFAULT_REQUEST_TIMEOUT  # --request-timeout: answers.set_request_timeout
 PAGE_SIZE = 500
 AUTH_RECHECK = 5.0  # seconds an Authorization header is reused (see Kube._authorization)
 
@@ -53,6 +55,12 @@ class Gone(ClusterError):
     """410: a watch's resourceVersion is too old; list again."""
 
 
+class Forbidden(ClusterError):
+    """403: RBAC (or an admission policy) refused the request."""
+
+    what = ""  # what was being done: "list nodes", "get node NAME"
+
+
 _CONTINUE = re.compile(rb'"continue"\s*:\s*"([^"]*)"')
 
 
@@ -67,9 +75,32 @@ def _continue_token(raw: bytes) -> str | None:
     return m.group(1).decode() if m and m.group(1) else None
 
 
+@contextlib.contextmanager
+def background(workers: int = 1) -> Iterator[Any]:
+    """A thread pool for requests made ahead (the next page, a second list), left without
+    waiting for them when an exception (Ctrl-C, an error) ends the work: a request stalled
+    on a silent server would otherwise hold the command up for its whole timeout."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    pool = ThreadPoolExecutor(max_workers=workers)
+    try:
+        yield pool
+    except BaseException:
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown(wait=True)
+
+
 def loads(raw: bytes) -> Any:
-    """Decode JSON bytes into plain Python objects."""
-    return _loads(raw)
+    """Decode JSON bytes (a page from `Kube.raw_pages`) into plain Python objects; a page
+    that is not whole JSON is a ClusterError."""
+    try:
+        return _loads(raw)
+    except ValueError:
+        raise ClusterError(
+            f"an API server sent JSON that is cut off or malformed ({len(raw)} bytes)",
+            hint="Try again; if it persists, check any proxy between you and the cluster.",
+        ) from None
 
 
 def _loads(raw: bytes) -> Any:
@@ -78,36 +109,17 @@ def _loads(raw: bytes) -> Any:
     return from_json(raw)
 
 
-def _decode(resp: Any) -> Any:
-    try:
-        data = resp.data
-    finally:
-        resp.release_conn()
-    return _loads(data)
-
-
-def _message_of(body: Any) -> str:
-    if isinstance(body, (bytes, bytearray)):
-        body = body.decode("utf-8", "replace")
-    if isinstance(body, str):
-        try:
-            data = json.loads(body)
-        except ValueError:
-            return body.strip()[:300]
-        if isinstance(data, dict) and data.get("message"):
-            return str(data["message"])
-        return body.strip()[:300]
-    return ""
-
-
 class Kube:
     """A client for one context. Methods return plain JSON dicts."""
 
-    def __init__(self, ctx: ResolvedContext, *, connect_timeout: float = CONNECT_TIMEOUT, read_timeout: float = READ_TIMEOUT) -> None:
+    def __init__(self, ctx: ResolvedContext, *, connect_timeout: float | None = None, read_timeout: float | None = None) -> None:
 
         self.ctx = ctx
         self.namespace = ctx.namespace
-        self.timeout = (connect_timeout, read_timeout)
+        limit = read_timeout if read_timeout is not None else answers.request_timeout()
+        if connect_timeout is None:
+            connect_timeout = CONNECT_TIMEOUT if limit is None else min(CONNECT_TIMEOUT, limit)
+        self.timeout: tuple[float, float | None] = (connect_timeout, limit)
         self._auth_cache: tuple[float, str | None] | None = None
         self.api_client: Any = None
         self._tls: Any = None  # the SSLContext of a plain connection
@@ -198,13 +210,22 @@ class Kube:
         body: Any = None,
         content_type: str = "application/json",
         timeout: Any = None,
+        text: bool = False,
     ) -> Any:
-        """Every HTTP call goes through here. Returns the raw urllib3 response (2xx only).
+        """Every HTTP call goes through here. Returns the urllib3 response of a 2xx answer
+        that says it is JSON (with `text`, a pod's log: anything but an HTML page); the
+        caller reads it (`_json`, or a stream).
 
         Uses the client's configured connection pool (CA, client certificates) and its
         auth settings (which run an exec credential plugin's refresh when needed), but
         not the generated API classes: importing those costs most of a second, and
         decoding into their model objects is several times slower than plain JSON.
+
+        Whatever else comes back ends as a ClusterError naming the server and what it
+        sent (see answers.py): an error status, a page that is not JSON, a connection
+        that breaks or stays silent past the request timeout. A 429 (or a 5xx with
+        Retry-After) is tried again after the wait it asks for, while the waits fit in
+        the request timeout.
         """
         import urllib3
 
@@ -220,23 +241,41 @@ class Kube:
             data = json.dumps(body).encode()
             headers["Content-Type"] = content_type
         connect, read = timeout or self.timeout
-        try:
-            # by name: Timeout's first parameter is `total`, which would cap every read,
-            # a watch's or a followed log's too, at the connect timeout
-            resp = self._pool.request(
-                method, url, body=data, headers=headers, timeout=urllib3.Timeout(connect=connect, read=read), preload_content=False
-            )
-        except urllib3.exceptions.MaxRetryError as e:
-            raise self._unreachable(what, e.reason) from None
-        except (urllib3.exceptions.HTTPError, OSError) as e:
-            raise self._unreachable(what, e) from None
-        if not 200 <= resp.status < 300:
+        limit = self.timeout[1]
+        deadline = None if limit is None else time.monotonic() + limit
+        tries = 0
+        while True:
             try:
-                payload = resp.data
-            finally:
-                resp.release_conn()
-            raise self._translate(what, resp.status, payload)
-        return resp
+                # by name: Timeout's first parameter is `total`, which would cap every read,
+                # a watch's or a followed log's too, at the connect timeout
+                resp = self._pool.request(
+                    method, url, body=data, headers=headers, timeout=urllib3.Timeout(connect=connect, read=read), preload_content=False, retries=_retries()
+                )
+            except urllib3.exceptions.MaxRetryError as e:
+                raise self._unreachable(what, e.reason) from None
+            except (urllib3.exceptions.HTTPError, OSError) as e:
+                raise self._unreachable(what, e) from None
+            if 200 <= resp.status < 300:
+                ctype = resp.headers.get("Content-Type")
+                if not (answers.is_text_type(ctype) if text else answers.is_json_type(ctype)):
+                    raise answers.not_json(self._peer(), what, resp.status, ctype, answers.read(self._peer(), what, resp))
+                return resp
+            payload = answers.read(self._peer(), what, resp)
+            wait = answers.retry_after(resp.status, resp.headers)
+            if wait is not None:
+                tries += 1
+                if tries <= answers.MAX_RETRIES and (deadline is None or time.monotonic() + wait < deadline):
+                    time.sleep(wait)
+                    continue
+            raise self._translate(what, resp.status, payload, content_type=resp.headers.get("Content-Type"), wait=wait)
+
+    def _peer(self) -> answers.Peer:
+        return answers.Peer(server=self.server, context=self.ctx.name, timeout=self.timeout[1])
+
+    def _json(self, resp: Any, what: str) -> Any:
+        """The decoded body of a response from `request`."""
+        peer = self._peer()
+        return answers.decode(peer, what, answers.read(peer, what, resp))
 
     def _authorization(self) -> str | None:
         """The Authorization header from the client's auth settings, asked again at most
@@ -257,45 +296,33 @@ class Kube:
         return self._auth_cache[1]
 
     def _unreachable(self, what: str, reason: object) -> ClusterError:
-        text = str(reason)
-        if "CERTIFICATE_VERIFY_FAILED" in text or "SSLError" in type(reason).__name__:
-            return ClusterError(
-                f"TLS verification failed for {self.server} while trying to {what}",
-                hint="Check certificate-authority in the kubeconfig for this context.",
-            )
-        if "timed out" in text.lower() or "Timeout" in type(reason).__name__:
-            detail = "timed out"
-        elif "refused" in text.lower():
-            detail = "connection refused"
-        else:
-            detail = text.split(": ", 1)[-1][:120] or type(reason).__name__
-        return ClusterError(
-            f"cannot reach the API server {self.server} of context '{self.ctx.name}' ({detail}) while trying to {what}",
-            hint="Check your network/VPN and that the cluster is up.",
-        )
+        """A request with no (whole) answer: refused, reset, timed out, TLS."""
+        return answers.transport_error(self._peer(), what, reason)
 
-    def _translate(self, what: str, status: int, body: Any) -> ClusterError:
-        message = _message_of(body)
+    def _translate(self, what: str, status: int, body: bytes, *, content_type: str | None = "application/json", wait: float | None = None) -> ClusterError:
+        message = answers.status_of(body, content_type)[1]
         if status == 401:
             return ClusterError(
                 f"the API server rejected our credentials (401 Unauthorized) while trying to {what} on context '{self.ctx.name}'",
                 hint="Log in again (e.g. refresh your cloud credentials) and check the user of that context.",
             )
         if status == 403:
-            return ClusterError(
+            refused = Forbidden(
                 f"forbidden: cannot {what} ({message})",
-                hint=f"Ask the cluster admins for that permission, or run `nsightlab doctor {self.ctx.cli_args}` to see what you may do.",
+                hint=f"Ask the cluster admins for that permission (the README's Permissions section has the Role the lab needs), or run `nsightlab doctor {self.ctx.cli_args}` to see what you may do.",
             )
+            refused.what = what
+            return refused
         if status == 404:
             return NotFound(f"not found while trying to {what}: {message}")
         if status == 409:
             return Conflict(f"conflict while trying to {what}: {message}")
         if status == 410:
             return Gone(f"{what}: {message or 'resource version too old'}")
-        return ClusterError(f"the API server answered {status} while trying to {what}: {message}")
+        return answers.server_error(self._peer(), what, status, body, content_type, wait=wait)
 
     def get_json(self, path: str, *, what: str, query: dict[str, Any] | None = None) -> Any:
-        return _decode(self.request("GET", path, what=what, query=query))
+        return self._json(self.request("GET", path, what=what, query=query), what)
 
     # ------------------------------------------------------------------ reads
 
@@ -310,8 +337,6 @@ class Kube:
         The next page is fetched on a second thread while the caller works on this one,
         so the network and the caller's decoding overlap.
         """
-        from concurrent.futures import ThreadPoolExecutor
-
         base = dict(query or {})
         base["limit"] = page_size
 
@@ -319,19 +344,18 @@ class Kube:
             q = dict(base)
             if cont:
                 q["continue"] = cont
-            resp = self.request("GET", path, what=what, query=q)
-            try:
-                return bytes(resp.data)
-            finally:
-                resp.release_conn()
+            raw = answers.read(self._peer(), what, self.request("GET", path, what=what, query=q))
+            if not answers.looks_whole(raw):  # pages may be scanned undecoded: cut-off JSON is caught here
+                raise answers.malformed(self._peer(), what, raw)
+            return raw
 
-        with ThreadPoolExecutor(max_workers=1) as pool:
+        with background() as pool:
             raw = fetch(None)
             while True:
                 decoded: dict[str, Any] | None = None
                 cont = _continue_token(raw)
                 if cont is None and b'"continue"' in raw:  # not where we looked: decode to know
-                    decoded = _loads(raw)
+                    decoded = answers.decode(self._peer(), what, raw)
                     cont = ((decoded or {}).get("metadata") or {}).get("continue") or None
                 ahead = pool.submit(fetch, cont) if cont else None
                 yield raw, decoded
@@ -342,7 +366,7 @@ class Kube:
     def pages(self, path: str, *, what: str, query: dict[str, Any] | None = None, page_size: int = PAGE_SIZE) -> Iterator[dict[str, Any]]:
         """Every page of a list, decoded (see raw_pages)."""
         for raw, decoded in self.raw_pages(path, what=what, query=query, page_size=page_size):
-            page: dict[str, Any] = decoded if decoded is not None else _loads(raw)
+            page: dict[str, Any] = decoded if decoded is not None else answers.decode(self._peer(), what, raw)
             yield page
 
     def _list(self, path: str, *, what: str, query: dict[str, Any] | None = None) -> tuple[list[dict[str, Any]], str]:
@@ -395,7 +419,9 @@ class Kube:
 
         what = f"read the log of pod {name} in namespace {namespace}"
         query = {"container": container, "tailLines": tail_lines, "follow": True if follow else None}
-        resp = self.request("GET", f"/api/v1/namespaces/{namespace}/pods/{name}/log", what=what, query=query, timeout=(self.timeout[0], None) if follow else None)
+        resp = self.request("GET", f"/api/v1/namespaces/{namespace}/pods/{name}/log", what=what, query=query, text=True)
+        if follow:  # its headers came within the request timeout; the lines then come when they come
+            _stream_timeout(resp, None)
         try:
             for chunk in resp.stream(64 * 1024, decode_content=True):
                 if chunk:
@@ -406,24 +432,34 @@ class Kube:
             resp.release_conn()
 
     def namespace_exists(self, name: str) -> bool:
+        """Whether the Namespace object exists. Reading it is a cluster-wide permission
+        most lab users lack (Forbidden): the lab never needs it, a pod's create answers
+        404 in a missing namespace."""
         try:
             self.get_json(f"/api/v1/namespaces/{name}", what=f"get namespace {name}")
         except NotFound:
             return False
         return True
 
-    def require_namespace(self, name: str) -> None:
-        if not self.namespace_exists(name):
-            raise ClusterError(
-                f"namespace '{name}' does not exist on context '{self.ctx.name}'",
-                hint="Pass --namespace NS, or set the namespace of the alias in config.yaml.",
-            )
+    def missing_namespace(self, name: str) -> ClusterError:
+        """The error for a namespace that does not exist."""
+        return ClusterError(
+            f"namespace '{name}' does not exist on context '{self.ctx.name}'",
+            hint="Pass --namespace NS, or set the namespace of the alias in config.yaml.",
+        )
 
     # ------------------------------------------------------------------ changes
 
     def create_pod(self, namespace: str, manifest: dict[str, Any]) -> dict[str, Any]:
+        """Create a pod; a namespace that does not exist is the error that says so (the
+        only 404 a create can get: nothing needs to read the Namespace object first)."""
         name = manifest.get("metadata", {}).get("name", "?")
-        result: dict[str, Any] = _decode(self.request("POST", f"/api/v1/namespaces/{namespace}/pods", what=f"create pod {name} in namespace {namespace}", body=manifest))
+        what = f"create pod {name} in namespace {namespace}"
+        try:
+            resp = self.request("POST", f"/api/v1/namespaces/{namespace}/pods", what=what, body=manifest)
+        except NotFound:
+            raise self.missing_namespace(namespace) from None
+        result: dict[str, Any] = self._json(resp, what)
         return result
 
     def delete_pod(self, namespace: str, name: str, *, uid: str | None = None, grace_seconds: int | None = None) -> bool:
@@ -434,7 +470,8 @@ class Kube:
         if grace_seconds is not None:
             body["gracePeriodSeconds"] = grace_seconds
         try:
-            _decode(self.request("DELETE", f"/api/v1/namespaces/{namespace}/pods/{name}", what=f"delete pod {name} in namespace {namespace}", body=body))
+            what = f"delete pod {name} in namespace {namespace}"
+            self._json(self.request("DELETE", f"/api/v1/namespaces/{namespace}/pods/{name}", what=what, body=body), what)
         except NotFound:
             return False
         return True
@@ -452,7 +489,7 @@ class Kube:
             "spec": {"resourceAttributes": attrs},
         }
         what = f"review access to {verb} {resource}{'/' + subresource if subresource else ''}"
-        data = _decode(self.request("POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", what=what, body=body))
+        data = self._json(self.request("POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", what=what, body=body), what)
         status = data.get("status") or {}
         return bool(status.get("allowed")), str(status.get("reason") or status.get("evaluationError") or "")
 
@@ -460,7 +497,10 @@ class Kube:
 
     def _watch(self, path: str, what: str, query: dict[str, Any], timeout_seconds: int) -> Iterator[tuple[str, dict[str, Any]]]:
         q = {**query, "watch": True, "timeoutSeconds": timeout_seconds}
-        resp = self.request("GET", path, what=what, query=q, timeout=(self.timeout[0], timeout_seconds + 15))
+        # The API server sends a watch's headers at once: they must come within the request
+        # timeout like any answer; the events then may be minutes apart.
+        resp = self.request("GET", path, what=what, query=q)
+        _stream_timeout(resp, timeout_seconds + 15)
         yield from self._events(resp, what)
 
     def watch_pods(
@@ -506,9 +546,10 @@ class Kube:
         finally:
             resp.release_conn()
 
-    @staticmethod
-    def _event(line: bytes, what: str) -> tuple[str, dict[str, Any]]:
-        event = json.loads(line)
+    def _event(self, line: bytes, what: str) -> tuple[str, dict[str, Any]]:
+        event = answers.decode(self._peer(), what, line)
+        if not isinstance(event, dict):
+            raise answers.malformed(self._peer(), what, line)
         etype = str(event.get("type", ""))
         obj = event.get("object") or {}
         if etype == "ERROR":
@@ -558,9 +599,10 @@ class Kube:
         what = f"exec into pod {pod} in namespace {namespace}"
         ws = websocket.WebSocket(sslopt=sslopt, skip_utf8_validation=True, enable_multithread=True)
         try:
-            ws.connect(url, header=headers, subprotocols=[V5, V4], timeout=self.timeout[0])
+            # the handshake is a request like any other: its answer within the request timeout
+            ws.connect(url, header=headers, subprotocols=[V5, V4], timeout=self.timeout[1])
         except websocket.WebSocketBadStatusException as e:
-            raise self._exec_refused(what, e.status_code, e.resp_body) from None
+            raise self._exec_refused(what, e.status_code, e.resp_body, dict(e.resp_headers or {})) from None
         except (websocket.WebSocketException, OSError) as e:
             raise self._unreachable(what, e) from None
         ws.settimeout(None)
@@ -594,16 +636,39 @@ class Kube:
             sslopt["server_hostname"] = cfg.tls_server_name
         return sslopt
 
-    def _exec_refused(self, what: str, status: int, body: Any) -> NsightlabError:
-
-        message = _message_of(body)
+    def _exec_refused(self, what: str, status: int, body: Any, headers: dict[str, str] | None = None) -> NsightlabError:
+        raw = body if isinstance(body, bytes) else str(body or "").encode()
+        ctype = {k.lower(): v for k, v in (headers or {}).items()}.get("content-type")
+        if 200 <= status < 300:  # not the upgrade (101) an exec needs: something else answered
+            return answers.not_json(self._peer(), what, status, ctype, raw) if not answers.is_json_type(ctype) else ClusterError(
+                f"the API server {self.server} answered {status} instead of starting the exec stream while trying to {what}",
+                hint="A proxy in front of the cluster may not pass websockets on.",
+            )
+        message = answers.status_of(raw, ctype)[1]
         if status == 400:
             return PodNotReadyError(f"cannot {what}: {message or 'the pod is not running'}", hint=f"Check it with `nsightlab status {self.ctx.cli_args}`.")
         if status == 404:
             return NotFound(f"cannot {what}: {message or 'no such pod'}", hint=f"The pod is gone; create a new one with `nsightlab create {self.ctx.cli_args}`.")
-        if status in (401, 403):
-            return self._translate(what, status, body)
-        return ClusterError(f"cannot {what}: the API server answered {status}: {message}")
+        return self._translate(what, status, raw, content_type=ctype)
+
+
+@functools.cache
+def _retries() -> Any:
+    """One quick retry of a connection that fails (as both connection paths set up their
+    pools), and none for an answer: a Retry-After is honoured in `Kube.request`, within
+    the request timeout, where urllib3 would sleep as long as the server asks."""
+    import urllib3
+
+    return urllib3.Retry(1, respect_retry_after_header=False, raise_on_status=False)
+
+
+def _stream_timeout(resp: Any, seconds: float | None) -> None:
+    """Let a streamed body (a watch, a followed log) wait `seconds` between reads (None:
+    as long as it takes), once its headers came within the request timeout."""
+    sock = getattr(getattr(resp, "connection", None), "sock", None)
+    if sock is not None:
+        with contextlib.suppress(OSError):
+            sock.settimeout(seconds)
 
 
 def _quiet_insecure_warnings() -> None:

@@ -87,6 +87,8 @@ def load_kubeconfig(explicit: str | os.PathLike[str] | None = None) -> Kubeconfi
             raise ClusterError(f"kubeconfig {where} is not valid YAML", hint="Fix or regenerate the file (e.g. `aws eks update-kubeconfig`).") from None
         except OSError as e:
             raise ClusterError(f"cannot read kubeconfig {path}: {e.strerror}") from None
+        except UnicodeDecodeError:
+            raise ClusterError(f"kubeconfig {path} is not a text file", hint="Check the --kubeconfig path (or KUBECONFIG).") from None
         if data is None:
             continue
         if not isinstance(data, dict):

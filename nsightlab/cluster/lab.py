@@ -11,6 +11,7 @@ import queue
 import re
 import threading
 import time
+from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -21,12 +22,15 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from nsightlab.analysis import pods as r
 from nsightlab.analysis.inventory import requested_by_node
 from nsightlab.analysis.labpod import CleanupReport, GpuFree, LabPod, StatusReport, lab_pod
-from nsightlab.cluster.kube import Gone
-from nsightlab.config import Config, Session, end_session, load_session, save_session
+from nsightlab.cluster.kube import Forbidden, Gone
+from nsightlab.cluster.permissions import optional, skipped_note
+from nsightlab.config import Config, Session, end_session, load_session, save_session, session_path
 from nsightlab.errors import (
     ClusterError,
     Interrupted,
+    OnInterrupt,
     PodNotReadyError,
+    SafetyError,
     UsageError,
     validation_message,
 )
@@ -56,6 +60,81 @@ def selector(owner: str) -> str:
 def is_ours(pod: dict[str, Any], owner: str) -> bool:
     labels = r.labels(pod)
     return labels.get(MANAGED_BY) == "nsightlab" and labels.get(OWNER) == owner_label(owner)
+
+
+# ---------------------------------------------------------------------------- the session's pin
+
+
+def session_for(ctx: ResolvedContext, session: Session | None) -> Session | None:
+    """The lab session when it is about this context (the one `create` recorded), else None.
+
+    Another context is another choice of cluster: the session does not apply there, and
+    only the lab's labels vouch for a pod."""
+    return session if session is not None and session.context == ctx.name else None
+
+
+def _server(url: str | None) -> str:
+    return (url or "").rstrip("/")
+
+
+def _short(uid: str) -> str:
+    return f"{uid[:8]}..." if len(uid) > 8 else uid or "?"
+
+
+def check_pin(ctx: ResolvedContext, session: Session) -> None:
+    """Refuse (exit 3) when this context no longer leads where `create` recorded: another
+    API server behind the same context name, or another namespace (from -n, or an edited
+    alias). Sends no request: an answer from elsewhere must never speak for the session."""
+    if _server(ctx.server) != _server(session.server):
+        raise SafetyError(
+            f"the lab session was created on server {session.server or '?'} (context {session.context}, namespace {session.namespace}), "
+            f"but context {ctx.name} now points at server {ctx.server or '?'}",
+            hint=f"Check that context's server in {ctx.kubeconfig.path_arg()}; if the lab pod on {session.server or '?'} is gone for good, delete {session_path()}.",
+        )
+    if ctx.namespace != session.namespace:
+        raise SafetyError(
+            f"the lab session's pod {session.pod} is in namespace {session.namespace} (context {session.context}), "
+            f"but this command would use namespace {ctx.namespace}",
+            hint=f"Pass --namespace {session.namespace} (or fix the alias's namespace in config.yaml) to work with the lab session; "
+            f"`nsightlab cleanup --namespace {session.namespace}` ends it.",
+        )
+
+
+def _label_problems(pod: dict[str, Any], owner: str) -> list[str]:
+    labels = r.labels(pod)
+    problems = []
+    for key, want in ((MANAGED_BY, "nsightlab"), (OWNER, owner_label(owner))):
+        have = labels.get(key)
+        if have is None:
+            problems.append(f"label {key} is missing")
+        elif have != want:
+            problems.append(f"label {key} is '{have}'")
+    return problems
+
+
+def check_lab_pod(pod: dict[str, Any], *, ctx: ResolvedContext, owner: str, session: Session | None) -> None:
+    """Refuse (exit 3) to work in a pod that is not the lab pod: with a lab session, one
+    whose context, server, namespace or uid differ from what `create` recorded; always, one
+    without both lab labels (managed-by nsightlab, this owner). Every command that execs
+    into or copies to or from the lab pod, or deletes it, comes through here first."""
+    meta = pod.get("metadata") or {}
+    name = str(meta.get("name") or "?")
+    ns = str(meta.get("namespace") or ctx.namespace)
+    if session is not None:
+        check_pin(ctx, session)
+        uid = str(meta.get("uid") or "")
+        if ns != session.namespace or uid != session.uid:
+            raise SafetyError(
+                f"the lab session's pod {session.pod} has uid {_short(session.uid)}, but pod {name} in {ns} has uid {_short(uid)}: "
+                "it is not the pod nsightlab created",
+                hint="Run `nsightlab status`.",
+            )
+    problems = _label_problems(pod, owner)
+    if problems:
+        raise SafetyError(
+            f"pod {name} in {ns} is not a lab pod of {owner} ({', '.join(problems)}): nsightlab works only in the lab pods it creates",
+            hint="Create yours with `nsightlab create`, or set lab.pod_name in config.yaml to a name of your own.",
+        )
 
 
 # ---------------------------------------------------------------------------- manifest
@@ -92,6 +171,10 @@ def load_template(path: Path) -> dict[str, Any]:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise UsageError(f"manifest {path} does not exist") from None
+    except OSError as e:
+        raise UsageError(f"cannot read manifest {path}: {e.strerror or e}") from None
+    except UnicodeDecodeError:
+        raise UsageError(f"manifest {path} is not a text file", hint="Give --manifest a pod template in YAML.") from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
@@ -285,14 +368,36 @@ class _Waiter:
             try:
                 for etype, ev in self.kube.watch_events(self.namespace, field_selector=field, resource_version=rv, timeout_seconds=30):
                     rv = (ev.get("metadata") or {}).get("resourceVersion") or rv
-                    if etype in ("ADDED", "MODIFIED") and (ev.get("involvedObject") or {}).get("uid") in (None, "", self.uid):
-                        self.events.put(ev)
+                    if etype in ("ADDED", "MODIFIED"):
+                        self._event(ev)
                     if self._stop.is_set():
                         return
+            except Forbidden:
+                # the lab needs `list` on events, not `watch`: ask every second instead
+                self._poll_events(field)
+                return
             except ClusterError:
                 if self._stop.wait(1.0):
                     return
                 rv = None
+
+    def _event(self, ev: dict[str, Any]) -> None:
+        if (ev.get("involvedObject") or {}).get("uid") in (None, "", self.uid):
+            self.events.put(ev)
+
+    def _poll_events(self, field: str) -> None:
+        """The pod's events by listing them, until the wait ends (events are context:
+        a list that is refused too ends this thread quietly)."""
+        while not self._stop.is_set():
+            try:
+                for ev in self.kube.list_events(self.namespace, field_selector=field):
+                    self._event(ev)
+            except Forbidden:
+                return
+            except ClusterError:
+                pass
+            if self._stop.wait(1.0):
+                return
 
     def wait(self, timeout: float) -> dict[str, Any]:
 
@@ -400,11 +505,29 @@ def create(
     wait: bool = True,
 ) -> LabPod:
     """Create (or reuse) this owner's lab pod and wait until it is Ready (with `wait`
-    False: record the session at once and return the pod as it is)."""
+    False: return the pod as it is).
+
+    The lab session is recorded as soon as the pod exists (and again once it is Ready),
+    so that a wait cut short by Ctrl-C or the timeout leaves a pod that `nsightlab status`
+    and `nsightlab cleanup` know."""
+    with OnInterrupt("nothing was created") as progress:
+        return _create(progress, env, kube, ctx, config, manifest, timeout=timeout, wait=wait)
+
+
+def _create(
+    progress: OnInterrupt,
+    env: Env,
+    kube: Kube,
+    ctx: ResolvedContext,
+    config: Config,
+    manifest: dict[str, Any],
+    *,
+    timeout: float,
+    wait: bool,
+) -> LabPod:
     owner = config.owner()
     name = manifest["metadata"]["name"]
     ns = ctx.namespace
-    kube.require_namespace(ns)
     existing = find_existing(kube, ns, name, owner)
     reused = existing is not None
     if existing is not None and r.is_terminal(existing):
@@ -414,25 +537,33 @@ def create(
         existing, reused = None, False
     if existing is None:
         itype = config.lab.instance_type
-        free = free_gpus(kube, itype)
-        total_free = sum(g.gpu_free for g in free)
-        if not free:
+        # context, not a need: an account limited to its namespace cannot read nodes
+        free = optional(lambda: free_gpus(kube, itype), consequence="free-GPU check skipped", note=env.note)
+        total_free = sum(g.gpu_free for g in free or [])
+        if free is None:
+            pass  # said so in the note
+        elif not free:
             env.warn(f"no node of instance type {itype} exists right now; the pod will wait for one (an autoscaler may add it).")
         elif total_free < config.lab.gpus:
             env.warn(f"0 GPUs of {itype} are free right now ({free[0].nodes} nodes, {free[0].gpu_allocatable} GPUs, all in use); the pod may stay Pending.")
         else:
             env.note(f"{total_free} GPU{'s' if total_free != 1 else ''} of {itype} free right now")
+        progress.state = (
+            f"the lab pod {name} may have been created; `nsightlab status --context {ctx.alias or ctx.name} --namespace {ns}` shows it, "
+            f"`{cleanup_command(ctx)}` removes it"
+        )
         pod = kube.create_pod(ns, manifest)
         env.note(f"created pod {name} in {ns}")
     else:
         pod = existing
         env.note(f"reusing your lab pod {name} ({r.pod_status(pod)})")
     uid = pod["metadata"]["uid"]
+    early = lab_pod(pod, None, context=ctx.name, server=ctx.server, namespace=ns, reused=reused)
+    _record(ctx, pod, early, owner)
+    progress.state = f"the lab pod {name} stays in place; `nsightlab status` shows it, `{cleanup_command(ctx)}` removes it"
     if not wait and not r.pod_is_ready(pod):
-        result = lab_pod(pod, None, context=ctx.name, server=ctx.server, namespace=ctx.namespace, reused=reused)
-        record_session(ctx, pod, result, owner)
-        result.next_steps = follow_steps(ctx)
-        return result
+        early.next_steps = follow_steps(ctx)
+        return early
     if not r.pod_is_ready(pod):
         waiter = _Waiter(kube, env, ns, name, uid, pod["metadata"].get("resourceVersion", ""), create_command=create_command(ctx))
         try:
@@ -442,15 +573,35 @@ def create(
         except KeyboardInterrupt:
             state = r.pod_status(waiter.pod or pod)
             raise Interrupted(
-                f"interrupted while waiting; pod {name} is {state} and stays in place",
-                hint=f"Delete it with `{cleanup_command(ctx)}`, or run `{create_command(ctx)}` again to keep waiting.",
+                f"interrupted while waiting: the lab pod {name} is still being created ({state}) and stays in place; "
+                f"`nsightlab status` shows it, `{cleanup_command(ctx)}` removes it, `{create_command(ctx)}` waits again",
             ) from None
-    node_name = (pod.get("spec") or {}).get("nodeName")
-    node = kube.get_node(node_name) if node_name else None
+    node = lab_node(kube, pod, note=env.note)
     result = lab_pod(pod, node, context=ctx.name, server=ctx.server, namespace=ctx.namespace, reused=reused)
-    record_session(ctx, pod, result, owner)
+    _record(ctx, pod, result, owner)
+    progress.state = f"the lab pod {name} is Ready and recorded; `nsightlab status` shows it"
     result.next_steps = next_steps(ctx)
     return result
+
+
+def _record(ctx: ResolvedContext, pod: dict[str, Any], lab: LabPod, owner: str) -> None:
+    try:
+        record_session(ctx, pod, lab, owner)
+    except OSError as e:  # NSIGHTLAB_HOME was checked first; this is it failing since
+        raise UsageError(
+            f"the lab pod {lab.pod} exists, but the lab session could not be saved to {session_path()} ({e.strerror or e})",
+            hint=f"Fix NSIGHTLAB_HOME and run `nsightlab create` again to record it (the pod is reused), or delete it with `{cleanup_command(ctx)}`.",
+        ) from None
+
+
+def lab_node(kube: Kube, pod: dict[str, Any], *, note: Callable[[str], None] | None, consequence: str = "the node's GPU model is not shown") -> dict[str, Any] | None:
+    """The node the pod runs on (its GPU model and instance type), when this account may
+    read nodes; else None and one note (the instance type then comes from the pod's node
+    selector, see analysis.labpod.lab_pod)."""
+    node_name = (pod.get("spec") or {}).get("nodeName")
+    if not node_name:
+        return None
+    return optional(lambda: kube.get_node(node_name), consequence=consequence, note=note)
 
 
 def _not_ready(kube: Kube, ctx: ResolvedContext, config: Config, waiter: _Waiter, timeout: float) -> PodNotReadyError:
@@ -461,6 +612,9 @@ def _not_ready(kube: Kube, ctx: ResolvedContext, config: Config, waiter: _Waiter
         parts.append(f"scheduler: {sched.get('message') or sched.get('reason')}")
         try:
             free = free_gpus(kube)
+        except Forbidden as e:
+            free = []
+            parts.append(skipped_note(e.what, "free GPUs per type not shown"))
         except ClusterError:
             free = []
         if free:
@@ -492,18 +646,35 @@ def _wait_gone(kube: Kube, namespace: str, name: str, uid: str | None, *, timeou
 # ---------------------------------------------------------------------------- status / cleanup
 
 
-def status(kube: Kube, ctx: ResolvedContext, name: str) -> StatusReport:
+def status(kube: Kube, ctx: ResolvedContext, name: str, *, note: Callable[[str], None] | None = None) -> StatusReport:
+    """The lab pod's state. The lab session ends here only when its own server (the
+    context is pinned: see check_pin) says its pod is gone: no pod of that name, or one
+    with another uid."""
     pod = kube.get_pod(ctx.namespace, name)
     if pod is None:
         forget_session(ctx, [name])
         return StatusReport(context=ctx.name, namespace=ctx.namespace, pod=name, gone=True, lab=None, next_steps=[create_command(ctx)])
-    node_name = (pod.get("spec") or {}).get("nodeName")
-    node = kube.get_node(node_name) if node_name else None
+    session = session_for(ctx, load_session())
+    uid = (pod.get("metadata") or {}).get("uid")
+    if session is not None and session.pod == name and uid != session.uid:
+        forget_session(ctx, [name])
+        gone = (
+            f"the lab session's pod {name} (uid {session.uid}) is gone; pod {name} in {ctx.namespace} now has uid {uid} "
+            "and is not the pod nsightlab created"
+        )
+        return StatusReport(context=ctx.name, namespace=ctx.namespace, pod=name, gone=True, lab=None, note=gone, next_steps=[create_command(ctx)])
+    node = lab_node(kube, pod, note=note)
     return StatusReport(context=ctx.name, namespace=ctx.namespace, pod=name, gone=False, lab=lab_pod(pod, node, context=ctx.name, server=ctx.server, namespace=ctx.namespace))
 
 
 def cleanup(env: Env, kube: Kube, ctx: ResolvedContext, *, owner: str, names: list[str], all_mine: bool, wait: float = 120) -> CleanupReport:
-    """Delete this owner's lab pod(s); never a pod without both nsightlab labels."""
+    """Delete this owner's lab pod(s); never a pod without both nsightlab labels, nor,
+    with a lab session, its pod when the uid is not the one `create` recorded."""
+    with OnInterrupt("nothing was deleted") as progress:
+        return _cleanup(progress, env, kube, ctx, owner=owner, names=names, all_mine=all_mine, wait=wait)
+
+
+def _cleanup(progress: OnInterrupt, env: Env, kube: Kube, ctx: ResolvedContext, *, owner: str, names: list[str], all_mine: bool, wait: float) -> CleanupReport:
     ns = ctx.namespace
     report = CleanupReport(context=ctx.name, namespace=ns, deleted=[], already_gone=[], skipped=[], owner=owner, all_mine=all_mine)
     targets: dict[str, dict[str, Any]] = {}
@@ -518,6 +689,9 @@ def cleanup(env: Env, kube: Kube, ctx: ResolvedContext, *, owner: str, names: li
             report.already_gone.append(name)
         else:
             targets[name] = pod
+    session = session_for(ctx, load_session())
+    if session is not None and session.pod in targets:
+        check_lab_pod(targets[session.pod], ctx=ctx, owner=session.owner, session=session)  # before any delete
     pending: list[tuple[str, str]] = []
     for name, pod in sorted(targets.items()):
         if not is_ours(pod, owner):
@@ -525,6 +699,7 @@ def cleanup(env: Env, kube: Kube, ctx: ResolvedContext, *, owner: str, names: li
             env.warn(f"not deleting pod {name}: it is not an nsightlab lab pod of {owner}")
             continue
         uid = pod["metadata"]["uid"]
+        progress.state = f"the deletion of {', '.join([*(n for n, _ in pending), name])} was asked for; it goes on by itself (`nsightlab status` shows when it is gone)"
         if kube.delete_pod(ns, name, uid=uid):
             pending.append((name, uid))
         else:
@@ -541,10 +716,11 @@ def cleanup(env: Env, kube: Kube, ctx: ResolvedContext, *, owner: str, names: li
 
 
 def forget_session(ctx: ResolvedContext, pods: list[str], *, how: Literal["deleted", "gone"] = "gone") -> None:
-    """End the lab session if it is about one of these pods in this context: the pod was
+    """End the lab session if it is about one of these pods in this context, on the server
+    and in the namespace it was recorded for (nothing else may end it): the pod was
     deleted (by cleanup) or found gone. What is left is the record of its end, so that
     the next command can say so (see config.end_session)."""
 
-    session = load_session()
-    if session and session.context == ctx.name and session.namespace == ctx.namespace and session.pod in pods:
+    session = session_for(ctx, load_session())
+    if session and _server(session.server) == _server(ctx.server) and session.namespace == ctx.namespace and session.pod in pods:
         end_session(session, how=how)

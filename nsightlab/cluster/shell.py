@@ -15,7 +15,7 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, BinaryIO
 
-from nsightlab.errors import ClusterError, RemoteCommandError
+from nsightlab.errors import ClusterError, OnInterrupt, RemoteCommandError
 
 if TYPE_CHECKING:
     from nsightlab.cluster.kube import ExecSession, Kube
@@ -45,10 +45,11 @@ def run_command(kube: Kube, namespace: str, pod: str, argv: list[str], *, forwar
         stream.flush()
 
     session = kube.exec(namespace, pod, argv, stdin=forward_stdin)
-    try:
-        _pump(session, sys.stdin.fileno() if forward_stdin else None, write)
-    finally:
-        session.close()
+    with OnInterrupt(f"the connection to pod {pod} was closed; the command may still be running there"):
+        try:
+            _pump(session, sys.stdin.fileno() if forward_stdin else None, write)
+        finally:
+            session.close()
     return _exit_code(session, kube)
 
 
@@ -108,11 +109,12 @@ def interactive(kube: Kube, namespace: str, pod: str, argv: list[str] | None = N
         os.write(fd_out, data)  # a TTY has one output stream
 
     previous = signal.signal(signal.SIGWINCH, on_winch)
-    try:
-        tty.setraw(fd_in)
-        _pump(session, fd_in, write, before_wait=send_size)
-    finally:
-        termios.tcsetattr(fd_in, termios.TCSADRAIN, saved)
-        signal.signal(signal.SIGWINCH, previous)
-        session.close()
+    with OnInterrupt(f"the shell in pod {pod} was closed"):  # (in raw mode Ctrl-C goes to the pod: only a signal gets here)
+        try:
+            tty.setraw(fd_in)
+            _pump(session, fd_in, write, before_wait=send_size)
+        finally:
+            termios.tcsetattr(fd_in, termios.TCSADRAIN, saved)
+            signal.signal(signal.SIGWINCH, previous)
+            session.close()
     return _exit_code(session, kube)

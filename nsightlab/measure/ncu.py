@@ -13,10 +13,13 @@ from typing import TYPE_CHECKING, Any
 
 from nsightlab import assets
 from nsightlab.analysis.ncu import NcuResult, from_report
+from nsightlab.analysis.profile import load_record
 from nsightlab.errors import CountersNotPermittedError, ParseError, RemoteCommandError
+from nsightlab.measure.device import DevicePlan, no_gpu_error
 from nsightlab.measure.profile import BUILTIN, _last_error, _streamer, resolve_script
+from nsightlab.measure.work import LabWork
 from nsightlab.parse import ncu as ncu_parse
-from nsightlab.runs.store import RunMeta, new_run
+from nsightlab.runs.store import RunMeta
 
 if TYPE_CHECKING:
     from nsightlab.env import Env
@@ -55,20 +58,44 @@ def run_ncu(
     kernel: str,
     sections: list[str],
     count: int,
+    device: DevicePlan | None = None,
 ) -> NcuResult:
+    """ncu on the kernels matching `kernel` while `script` runs on `target`; the run is
+    stored before the result is returned (Ctrl-C: no run is stored).
 
+    A built-in lab script gets `--device` from `device` (cuda where the target requests a
+    GPU): ncu measures GPU kernels only.
+    """
+    plan = device or DevicePlan(requested="auto", script_arg="auto", wants_gpu=False, place=f"on {target.label}")
+    with LabWork("ncu run", target) as work:
+        return _ncu(work, env, target, meta_fields, script=script, script_args=script_args, kernel=kernel, sections=sections, count=count, plan=plan)
+
+
+def _ncu(
+    work: LabWork,
+    env: Env,
+    target: Target,
+    meta_fields: dict[str, Any],
+    *,
+    script: str,
+    script_args: list[str],
+    kernel: str,
+    sections: list[str],
+    count: int,
+    plan: DevicePlan,
+) -> NcuResult:
     local_script, name = resolve_script(script)
     if target.which("ncu") is None:
         raise RemoteCommandError(f"ncu (Nsight Compute) is not installed on {target.label}", returncode=127, hint="Use an image that ships Nsight Compute.")
     version = target.run(["ncu", "--version"], check=False).out
-    run, run_id = new_run("ncu", name)
+    run, run_id = work.new_run("ncu", name)
     wd = target.workdir()
     remote_script = posixpath.join(wd, local_script.name)
     target.put(local_script, remote_script)
     if script in BUILTIN:
-
         target.put(assets.lab_script(assets.LAB_COMMON), posixpath.join(wd, assets.LAB_COMMON))
-    extra = ["--json", posixpath.join(wd, f"{name}.json")] if script in BUILTIN else []
+    work_json = posixpath.join(wd, f"{name}.json")
+    extra = ["--json", work_json, "--device", plan.script_arg] if script in BUILTIN else []
     argv = ["ncu", "--csv", "-k", f"regex:{kernel}", "-c", str(count)]
     for section in sections:
         argv += ["--section", section]
@@ -84,6 +111,9 @@ def run_ncu(
     if blocked:
         raise CountersNotPermittedError(f"ncu cannot read GPU counters on {target.label}: {blocked.split(' - ')[0].strip('= ')}", hint=counters_hint(target))
     if code != 0:
+        no_gpu = no_gpu_error(plan, code, [t.decode("utf-8", "replace") for t in tail])
+        if no_gpu is not None:
+            raise no_gpu
         raise RemoteCommandError(f"ncu failed on {target.label} (exit {code}): {_last_error(tail)}", returncode=code)
     report = ncu_parse.parse_ncu_csv(text, source=str(raw))
     if not report.kernels:
@@ -95,6 +125,12 @@ def run_ncu(
     except ParseError:
         result.versions["ncu"] = None
     first = result.kernels[0]
+    # the GPU the kernels ran on, as the lab script saw it (never the node's label)
+    gpu = None
+    if script in BUILTIN and posixpath.basename(work_json) in target.run(["ls", "-1", wd], check=False).out.split():
+        target.get(work_json, run.raw / posixpath.basename(work_json))
+        record = load_record(run.raw / posixpath.basename(work_json))
+        gpu = record.device.name if record is not None and record.device.type == "cuda" else None
     run.write_meta(
         RunMeta(
             id=run_id,
@@ -104,7 +140,11 @@ def run_ncu(
             versions=result.versions,
             command=["nsightlab", "ncu", script, "--kernel", kernel],
             headline=f"{first.short_name}: {first.bound}",
-            **{k: v for k, v in meta_fields.items() if k in RunMeta.model_fields},
+            gpu=gpu,
+            device=gpu,
+            device_type="cuda",  # ncu measures GPU kernels only
+            device_requested=plan.requested,
+            **{k: v for k, v in meta_fields.items() if k in RunMeta.model_fields and k not in ("gpu", "device", "device_type", "device_requested")},
         )
     )
     run.write_result(result)

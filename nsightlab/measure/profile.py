@@ -13,6 +13,8 @@ import json
 import posixpath
 import re
 import shlex
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -26,10 +28,15 @@ from nsightlab.analysis.profile import (
     headline,
     load_record,
     report_from_torch,
+    torch_info,
 )
 from nsightlab.errors import ParseError, RemoteCommandError, UsageError
+from nsightlab.measure.device import DevicePlan, no_gpu_error, ran_on_cpu_warning
+from nsightlab.measure.work import LabWork
 from nsightlab.parse import nsys
-from nsightlab.runs.store import Run, RunMeta, new_run
+from nsightlab.parse.noise import is_library_noise
+from nsightlab.runs.store import Run, RunMeta
+from nsightlab.runs.store import remove as remove_run
 
 if TYPE_CHECKING:
     from nsightlab.env import Env
@@ -45,7 +52,11 @@ WANTED: tuple[nsys.ReportId, ...] = (
     "nvtx_gpu_proj_sum",
     "cuda_gpu_trace",
     "cuda_gpu_mem_time_sum",
+    "cuda_gpu_mem_size_sum",
+    "cuda_api_sum",
 )
+RAW_LOG = "profile.log"  # the command's output as it came, library noise included
+TRACE = "trace.json.gz"  # torch.profiler's own Chrome trace (opens in Perfetto)
 
 
 # ---------------------------------------------------------------------------- a server
@@ -117,17 +128,25 @@ def resolve_script(script: str) -> tuple[Path, str]:
     return path, path.stem
 
 
-def _streamer(env: Env) -> tuple[Any, Any, list[bytes]]:
-    """Callbacks that show a remote command's output live on stderr, keeping its tail."""
+def _streamer(env: Env, log: bytearray | None = None) -> tuple[Any, Any, list[bytes]]:
+    """Callbacks that show a remote command's output live on stderr, keeping its tail.
+
+    Lines that libraries print by themselves (kineto's profiler_start/stop) stay off the
+    terminal and out of the tail; `log`, when given, receives everything as it came.
+    """
     tail: list[bytes] = []
     partial = {1: b"", 2: b""}
 
     def make(channel: int) -> Any:
         def sink(data: bytes) -> None:
+            if log is not None:
+                log.extend(data)
             buf = partial[channel] + data
             *lines, partial[channel] = buf.split(b"\n")
             for line in lines:
                 text = line.decode("utf-8", "replace").rstrip("\r")
+                if is_library_noise(text):
+                    continue
                 env.note(f"  {text}")
                 if channel == 2:
                     tail.append(line)
@@ -144,6 +163,24 @@ def _last_error(tail: list[bytes]) -> str:
         if text:
             return text[:300]
     return ""
+
+
+def _failed(target: Target, what: str, code: int, tail: list[bytes], plan: DevicePlan | None) -> RemoteCommandError:
+    """The error for a script (or nsys around it) that exited non-zero: torch's missing GPU
+    in nsightlab's words (exit 6, `nsightlab.measure.device`), else the last line it wrote."""
+    lines = [t.decode("utf-8", "replace") for t in tail]
+    no_gpu = no_gpu_error(plan, code, lines) if plan is not None else None
+    return no_gpu or RemoteCommandError(f"{what} failed on {target.label} (exit {code}): {_last_error(tail)}", returncode=code)
+
+
+@contextmanager
+def _complete_or_removed(run: Run) -> Iterator[None]:
+    """A run folder is complete, or it is not there."""
+    try:
+        yield
+    except BaseException:
+        remove_run(run)
+        raise
 
 
 def _require_nsys(target: Target) -> None:
@@ -164,6 +201,8 @@ def _nsys_run(
     options: list[str],
     env_vars: dict[str, str],
     server: bool = False,
+    log: bytearray | None = None,
+    plan: DevicePlan | None = None,
 ) -> tuple[list[str], list[str], str | None]:
     """`nsys profile` of `command`, then one `nsys stats` export of the reports that
     matter. Returns the files to fetch from `wd`, the listing of `wd` and nsys's version.
@@ -174,10 +213,10 @@ def _nsys_run(
     base = posixpath.join(wd, BASE)
     argv = ["nsys", "profile", "-o", base, "-f", "true", "-t", "cuda,nvtx", *options, *command]
     env.note(f"running on {target.label}: {shlex.join(argv)}")
-    out_cb, err_cb, tail = _streamer(env)
+    out_cb, err_cb, tail = _streamer(env, log)
     code = target.stream(argv, on_stdout=out_cb, on_stderr=err_cb, env={"TMPDIR": wd, **env_vars})
     if code != 0 and not server:
-        raise RemoteCommandError(f"nsys profile failed on {target.label} (exit {code}): {_last_error(tail)}", returncode=code)
+        raise _failed(target, "nsys profile", code, tail, plan)
     listing = target.run(["ls", "-1", wd], what="listing the work folder").out.split()
     if f"{BASE}.nsys-rep" not in listing:
         text = b"\n".join(tail).decode("utf-8", "replace")
@@ -219,12 +258,34 @@ def run_profile(
     profiler: Profiler,
     nsys_args: list[str],
     serving: Serving | None = None,
+    device: DevicePlan | None = None,
 ) -> ProfileResult:
-    """Profile `script` on `target`; the run is stored before the result is returned.
+    """Profile `script` on `target`; the run is stored before the result is returned
+    (Ctrl-C: no run is stored).
 
     With `serving`, `script_args` is a server's command, run as it is (nothing is copied
-    over), under the nsys options a server needs (see Serving)."""
+    over), under the nsys options a server needs (see Serving).
 
+    `device` (`nsightlab.measure.device.plan_device`): a built-in lab script gets its
+    `--device`; a user's own script gets none, and where its ops ran is read from the
+    profile afterwards (a CPU run on a target that requests a GPU is warned about)."""
+    with LabWork("profile", target) as work:
+        return _profile(work, env, target, meta_fields, script=script, script_args=script_args, profiler=profiler, nsys_args=nsys_args, serving=serving, device=device)
+
+
+def _profile(
+    work: LabWork,
+    env: Env,
+    target: Target,
+    meta_fields: dict[str, Any],
+    *,
+    script: str,
+    script_args: list[str],
+    profiler: Profiler,
+    nsys_args: list[str],
+    serving: Serving | None,
+    device: DevicePlan | None,
+) -> ProfileResult:
     if serving is not None:
         if profiler != "nsys":
             raise UsageError("--serving profiles under nsys only (drop --profiler torch)")
@@ -232,43 +293,55 @@ def run_profile(
             raise UsageError("--serving needs the server's command after --", hint="e.g. `nsightlab profile --serving -- vllm serve MODEL --profiler-config.profiler cuda`.")
         _require_nsys(target)
         name = command_name(script_args)
-        run, run_id = new_run("profile", name)
-        wd = target.workdir()
-        env.note(f"profiling a server: {serving.describe()}")
-        wanted_files, _, version = _nsys_run(env, target, wd, list(script_args), options=[*serving.nsys_options(), *nsys_args], env_vars=SERVING_ENV, server=True)
-        command = ["nsightlab", "profile", "--serving", *_serving_flags(serving), "--", *script_args]
-        return _finish(run, run_id, target, wd, wanted_files, meta_fields, name=name, profiler="nsys", versions={"nsys": version}, work_json=None, command=command)
+        run, run_id = work.new_run("profile", name)
+        with _complete_or_removed(run):
+            wd = target.workdir()
+            env.note(f"profiling a server: {serving.describe()}")
+            log = bytearray()
+            wanted_files, _, version = _nsys_run(env, target, wd, list(script_args), options=[*serving.nsys_options(), *nsys_args], env_vars=SERVING_ENV, server=True, log=log)
+            command = ["nsightlab", "profile", "--serving", *_serving_flags(serving), "--", *script_args]
+            return _finish(run, run_id, target, wd, wanted_files, meta_fields, name=name, profiler="nsys", versions={"nsys": version}, work_json=None, command=command, log=bytes(log))
+    plan = device or DevicePlan(requested="auto", script_arg="auto", wants_gpu=False, place=f"on {target.label}")
     local_script, name = resolve_script(script)
     builtin = script in BUILTIN
     if profiler == "nsys":
         _require_nsys(target)
-    run, run_id = new_run("profile", name)
-    wd = target.workdir()
-    remote_script = posixpath.join(wd, local_script.name)
-    target.put(local_script, remote_script)
-    if builtin:
-        target.put(assets.lab_script(assets.LAB_COMMON), posixpath.join(wd, assets.LAB_COMMON))
-    work_json = posixpath.join(wd, f"{name}.json")
-    argv_script = [target.python, remote_script, *(["--json", work_json] if builtin else []), *script_args]
-    versions: dict[str, str | None] = {}
-    if profiler == "nsys":
-        wanted_files, listing, versions["nsys"] = _nsys_run(env, target, wd, argv_script, options=nsys_args, env_vars={})
-    else:
-        prof_script = posixpath.join(wd, "torchprof.py")
-        target.put(assets.lab_script("torchprof.py"), prof_script)
-        prof_json = posixpath.join(wd, "torchprof.json")
-        argv = [target.python, prof_script, "--out", prof_json, *argv_script[1:]]
-        env.note(f"running on {target.label} under torch.profiler: {shlex.join(argv_script[1:])}")
-        out_cb, err_cb, tail = _streamer(env)
-        code = target.stream(argv, on_stdout=out_cb, on_stderr=err_cb)
-        if code != 0:
-            raise RemoteCommandError(f"the script failed on {target.label} (exit {code}): {_last_error(tail)}", returncode=code)
-        wanted_files = ["torchprof.json"]
-        listing = target.run(["ls", "-1", wd], what="listing the work folder").out.split()
-    if builtin and posixpath.basename(work_json) in listing:
-        wanted_files.append(posixpath.basename(work_json))
-    command = ["nsightlab", "profile", script, *(["--profiler", profiler]), *(["--", *script_args] if script_args else [])]
-    return _finish(run, run_id, target, wd, wanted_files, meta_fields, name=name, profiler=profiler, versions=versions, work_json=work_json, command=command)
+    if plan.note():
+        env.note(str(plan.note()))
+    run, run_id = work.new_run("profile", name)
+    with _complete_or_removed(run):
+        wd = target.workdir()
+        remote_script = posixpath.join(wd, local_script.name)
+        target.put(local_script, remote_script)
+        # labcommon.py travels with every lab script: torchprof.py describes the device with it too
+        if builtin or profiler == "torch":
+            target.put(assets.lab_script(assets.LAB_COMMON), posixpath.join(wd, assets.LAB_COMMON))
+        work_json = posixpath.join(wd, f"{name}.json")
+        own_args = ["--json", work_json, "--device", plan.script_arg] if builtin else []
+        argv_script = [target.python, remote_script, *own_args, *script_args]
+        versions: dict[str, str | None] = {}
+        log = bytearray()
+        if profiler == "nsys":
+            wanted_files, listing, versions["nsys"] = _nsys_run(env, target, wd, argv_script, options=nsys_args, env_vars={}, log=log, plan=plan)
+        else:
+            prof_script = posixpath.join(wd, "torchprof.py")
+            target.put(assets.lab_script("torchprof.py"), prof_script)
+            prof_json = posixpath.join(wd, "torchprof.json")
+            argv = [target.python, prof_script, "--out", prof_json, "--trace", posixpath.join(wd, TRACE), *argv_script[1:]]
+            env.note(f"running on {target.label} under torch.profiler: {shlex.join(argv_script[1:])}")
+            out_cb, err_cb, tail = _streamer(env, log)
+            code = target.stream(argv, on_stdout=out_cb, on_stderr=err_cb)
+            if code != 0:
+                raise _failed(target, "the script", code, tail, plan)
+            listing = target.run(["ls", "-1", wd], what="listing the work folder").out.split()
+            wanted_files = ["torchprof.json"] + ([TRACE] if TRACE in listing else [])
+        if builtin and posixpath.basename(work_json) in listing:
+            wanted_files.append(posixpath.basename(work_json))
+        command = ["nsightlab", "profile", script, *(["--profiler", profiler]), *(["--device", plan.requested] if plan.requested != "auto" else []), *(["--", *script_args] if script_args else [])]
+        result = _finish(run, run_id, target, wd, wanted_files, meta_fields, name=name, profiler=profiler, versions=versions, work_json=work_json, command=command, log=bytes(log), plan=plan, script_file=None if builtin else local_script.name)
+    for warning in result.warnings:
+        env.warn(warning)
+    return result
 
 
 def _serving_flags(serving: Serving) -> list[str]:
@@ -289,25 +362,48 @@ def _finish(
     versions: dict[str, str | None],
     work_json: str | None,
     command: list[str],
+    log: bytes = b"",
+    plan: DevicePlan | None = None,
+    script_file: str | None = None,
 ) -> ProfileResult:
-    """Bring the files back into the run, parse and analyse them, store meta and result."""
-    fetched: list[str] = []
+    """Bring the files back into the run, parse and analyse them, store meta and result.
+
+    Where the work ran comes from what came back (the profile, the script's JSON), never
+    from the node: `script_file` (a user's own script) gets the warning of a CPU run on a
+    target that requests a GPU."""
+    (run.raw / RAW_LOG).write_bytes(log)
+    fetched: list[str] = [f"raw/{RAW_LOG}"]
     for f in wanted_files:
         target.get(posixpath.join(wd, f), run.raw / f)
         fetched.append(f"raw/{f}")
     # everything is here: parse, analyse, store, then return for printing
+    info = None
     if profiler == "nsys":
         report = nsys.merge_reports(nsys.parse_file(run.raw / f) for f in sorted(wanted_files) if f.endswith(".csv"))
         report.nsys_version = versions.get("nsys")
     else:
         path = run.raw / "torchprof.json"
-        report = report_from_torch(json.loads(path.read_text(encoding="utf-8")), str(path))
+        data = json.loads(path.read_text(encoding="utf-8"))
+        report = report_from_torch(data, str(path))
+        info = torch_info(data)
     record = load_record(run.raw / posixpath.basename(work_json)) if work_json else None
     if record is not None:
         versions.update({"torch": record.device.torch, "cuda": record.device.cuda, "python": record.device.python, "driver": record.device.driver})
-    result = build_profile(report, record, script=name, profiler=profiler, target=target.label, versions=versions, device_name=meta_fields.get("gpu"))
+    elif info is not None and info.device:
+        versions.update({k: info.device.get(k) for k in ("torch", "cuda", "python", "driver") if k in info.device})
+    result = build_profile(report, record, script=name, profiler=profiler, target=target.label, versions=versions, torch=info)
     result.run_id = run_id
+    result.run_dir = str(run.path)
     result.files = fetched
+    if TRACE in wanted_files:
+        result.trace = f"raw/{TRACE}"
+    if plan is not None:
+        result.device_requested = plan.requested
+        if plan.on_purpose_cpu:
+            result.notes.append(f"measured on the CPU on purpose (--device cpu), {plan.place} with a GPU")
+        warning = ran_on_cpu_warning(plan, result.device_type, script_file) if script_file else None
+        if warning:
+            result.warnings.append(warning)
     meta = RunMeta(
         id=run_id,
         kind="profile",
@@ -315,9 +411,12 @@ def _finish(
         created=datetime.now(timezone.utc),
         versions=versions,
         command=command,
-        gpu=result.device_name or meta_fields.get("gpu"),
+        gpu=result.device_name if result.device_type == "cuda" else None,
         headline=headline(result),
-        **{k: v for k, v in meta_fields.items() if k in RunMeta.model_fields and k != "gpu"},
+        device=result.device_name,
+        device_type=result.device_type,
+        device_requested=result.device_requested,
+        **{k: v for k, v in meta_fields.items() if k in RunMeta.model_fields and k not in ("gpu", "device", "device_type", "device_requested")},
     )
     run.write_meta(meta)
     run.write_result(result)

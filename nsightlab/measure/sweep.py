@@ -42,7 +42,10 @@ from nsightlab.analysis.sweep import (
 )
 from nsightlab.env import Env
 from nsightlab.errors import RemoteCommandError, UsageError
+from nsightlab.measure.device import DevicePlan, no_gpu_error, plan_device
 from nsightlab.measure.targets import LocalTarget, Target, Where
+from nsightlab.measure.work import LabWork
+from nsightlab.parse.noise import is_library_noise
 from nsightlab.runs import store
 from nsightlab.runs.store import RunMeta
 from nsightlab.runs.sweeps import load_record, load_sweep_run
@@ -188,6 +191,8 @@ class _Lines:
 
     def _line(self, raw: bytes) -> None:
         text = raw.decode("utf-8", "replace").rstrip("\r")
+        if is_library_noise(text):  # in the raw log, not on the terminal
+            return
         if text.strip():
             self.tail.append(text.strip())
         self._emit(text)
@@ -235,12 +240,13 @@ def _sees_gpu(target: Target) -> bool:
     return target.run([target.python, "-c", _GPU_PROBE], check=False).returncode == 0
 
 
-def triton_env(env: Env, target: Target, device: str | None) -> dict[str, str]:
+def triton_env(env: Env, target: Target, plan: DevicePlan) -> dict[str, str]:
     """The environment a Triton run needs: its interpreter where the sweep runs on a CPU
-    (`--device cpu`, or no GPU that torch can see), else nothing."""
-    if device == "cuda":
+    (`--device cpu`, or `auto` on a target whose torch sees no GPU), else nothing. A
+    target that requests a GPU runs the script with `--device cuda` (`plan_device`)."""
+    if plan.script_arg == "cuda":
         return {}
-    if device == "cpu" or not _sees_gpu(target):
+    if plan.script_arg == "cpu" or not _sees_gpu(target):
         env.note(
             f"no GPU for Triton on {target.label}: it runs in its interpreter (TRITON_INTERPRET=1), "
             "which checks correctness only; its times say nothing about bandwidth"
@@ -265,7 +271,8 @@ def run_sweep(
     """Run the sweep on `where.target`, store it (raw JSON and log, meta.json, result.json)
     and return the result. `dtype`, `iters` and `warmup` are passed to the script only
     when given (None: its per-device defaults). A failing script raises RemoteCommandError
-    (exit 6) and leaves no run folder behind."""
+    (exit 6) and leaves no run folder behind. `device` is --device (None: auto): on a
+    target that requests a GPU, auto insists on it (`nsightlab.measure.device`)."""
     if dtype is not None:
         known = canonical_dtype(dtype)
         if known is None:
@@ -275,6 +282,27 @@ def run_sweep(
         raise UsageError(f"--impl {impl} --op {op}: the sweep knows --impl {' or '.join(IMPLS)} and --op {' or '.join(OPS)}")
     if impl == "triton" and dtype is not None and dtype not in TRITON_DTYPES:
         raise UsageError(f"--impl triton takes {', '.join(TRITON_DTYPES)}, not {dtype}")
+    plan = plan_device(where, device)
+    if plan.note():
+        env.note(str(plan.note()))
+    with LabWork("sweep", where.target) as work:
+        return _sweep(work, env, where, dtype=dtype, sizes=sizes, iters=iters, warmup=warmup, against=against, plan=plan, impl=impl, op=op)
+
+
+def _sweep(
+    work: LabWork,
+    env: Env,
+    where: Where,
+    *,
+    dtype: str | None,
+    sizes: Sequence[int] | None,
+    iters: int | None,
+    warmup: int | None,
+    against: SweepResult | None,
+    plan: DevicePlan,
+    impl: str,
+    op: str,
+) -> SweepResult:
     target = where.target
     started = datetime.now(timezone.utc)
     workdir: str | None = None
@@ -290,10 +318,8 @@ def run_sweep(
                 argv += [flag, str(value)]
         if sizes:
             argv += ["--sizes", ",".join(str(n) for n in sizes)]
-        if device:
-            argv += ["--device", device]
-        argv += ["--json", remote_json]
-        script_env = triton_env(env, target, device) if impl == "triton" else {}
+        argv += ["--device", plan.script_arg, "--json", remote_json]
+        script_env = triton_env(env, target, plan) if impl == "triton" else {}
 
         log = bytearray()
         out = _Lines(env.note, log.extend)
@@ -304,6 +330,9 @@ def run_sweep(
         out.flush()
         err.flush()
         if code != 0:
+            no_gpu = no_gpu_error(plan, code, err.tail)
+            if no_gpu is not None:
+                raise no_gpu
             last = err.tail[-1] if err.tail else "no output on stderr"
             raise RemoteCommandError(
                 f"the sweep script failed on {target.label} (exit {code}): {last[:300]}",
@@ -311,7 +340,7 @@ def run_sweep(
                 hint=_failure_hint(last, code, where),
             )
         shown_argv = ["env", *(f"{k}={v}" for k, v in script_env.items()), *argv] if script_env else argv
-        return _store(target, where, remote_json, bytes(log), started, shown_argv, device, against)
+        return _store(work, target, where, remote_json, bytes(log), started, shown_argv, against, plan)
     finally:
         if workdir is not None and isinstance(target, LocalTarget):
             with contextlib.suppress(OSError):
@@ -340,25 +369,26 @@ def run_impls(
 
 
 def _store(
+    work: LabWork,
     target: Target,
     where: Where,
     remote_json: str,
     log: bytes,
     started: datetime,
     argv: list[str],
-    device: str | None,
     against: SweepResult | None,
+    plan: DevicePlan,
 ) -> SweepResult:
     """A new run folder with what came back, meta.json, and result.json written last."""
     with tempfile.TemporaryDirectory(prefix="nsightlab-sweep-") as tmp:
         fetched = Path(tmp) / RAW_JSON
         target.get(remote_json, fetched)
         record = load_record(fetched)  # before the run folder: its name is what ran
-        run, run_id = store.new_run("sweep", run_name(record), now=started)
+        run, run_id = work.new_run("sweep", run_name(record), now=started)
         try:
             (run.raw / RAW_LOG).write_bytes(log)
             shutil.copyfile(fetched, run.raw / RAW_JSON)
-            command = _command(record, device, where.meta)
+            command = _command(record, plan.requested if plan.requested != "auto" else None, where.meta)
             result = build_result(
                 record,
                 target=str(where.meta.get("target") or target.label),
@@ -371,6 +401,8 @@ def _store(
                 against=against,
             )
             dev = record.device
+            if plan.on_purpose_cpu:
+                result.summary.notes.append(f"measured on the CPU on purpose (--device cpu), {plan.place} with a GPU")
             meta = RunMeta(
                 id=run_id,
                 kind="sweep",
@@ -382,7 +414,11 @@ def _store(
                 pod=_str(where.meta.get("pod")),
                 node=_str(where.meta.get("node")),
                 instance_type=_str(where.meta.get("instance_type")),
-                gpu=_str(where.meta.get("gpu")) or (dev.name if dev.type == "cuda" else None),
+                gpu=dev.name if dev.type == "cuda" else None,  # what the sweep ran on, never the node's label
+                node_gpu=_str(where.meta.get("node_gpu")),
+                device=dev.name,
+                device_type=dev.type,
+                device_requested=plan.requested,
                 image=_str(where.meta.get("image")),
                 versions={"torch": dev.torch, "cuda": dev.cuda, "python": dev.python, "driver": dev.driver, "nsightlab": __version__, **({"triton": record.triton} if record.impl == "triton" else {})},
                 command=command,
@@ -406,8 +442,6 @@ def _failure_hint(last: str, code: int, where: Where) -> str | None:
     local = not where.meta.get("context")
     if "No module named 'torch'" in last:
         return "Install torch here (pip install torch) or run in the lab pod." if local else "The lab pod's image needs PyTorch."
-    if "torch cannot see the GPU" in last:
-        return "Drop --device cuda to use the CPU, or run in the lab pod (without --local)." if local else f"Check the pod's GPU with `nsightlab doctor --context {where.meta.get('context')} -n {where.meta.get('namespace')}`."
     if code == 127:
         return "Python was not found on the target."
     if code == SCRIPT_NO_TRITON_EXIT:

@@ -19,10 +19,13 @@ from typing import Protocol
 
 from nsightlab.analysis import pods as r
 from nsightlab.analysis.inventory import gpu_product
+from nsightlab.analysis.labpod import selected_instance_type
 from nsightlab.cluster.connect import connect, lab_pod_name, note_session
 from nsightlab.cluster.kube import Kube
+from nsightlab.cluster.lab import lab_node
 from nsightlab.cluster.safety import Intent
 from nsightlab.cluster.transfer import copy_in, copy_out
+from nsightlab.config import ensure_home
 from nsightlab.env import Env
 from nsightlab.errors import ClusterError, RemoteCommandError
 
@@ -69,6 +72,10 @@ class Target(Protocol):
     def put(self, local: Path, remote: str) -> None: ...
 
     def get(self, remote: str, local: Path) -> None: ...
+
+    def made_workdir(self) -> str | None:
+        """The work folder, if one was made and is still there."""
+        ...
 
 
 class LocalTarget:
@@ -135,6 +142,9 @@ class LocalTarget:
         if self._workdir is not None:
             shutil.rmtree(self._workdir, ignore_errors=True)
             self._workdir = None
+
+    def made_workdir(self) -> str | None:
+        return None  # nothing stays here: open_target removes the work folder (close)
 
     def put(self, local: Path, remote: str) -> None:
         dest = Path(remote)
@@ -214,6 +224,9 @@ class PodTarget:
             self._workdir = path
         return self._workdir
 
+    def made_workdir(self) -> str | None:
+        return self._workdir
+
     def put(self, local: Path, remote: str) -> None:
         copy_in(self.kube, self.namespace, self.pod, local, remote, container=self.container)
 
@@ -223,10 +236,17 @@ class PodTarget:
 
 @dataclass
 class Where:
-    """Where lab work runs, and what a run's meta.json should say about it."""
+    """Where lab work runs, and what a run's meta.json should say about it.
+
+    `wants_gpu`: the target requests a GPU (the lab pod asks for `nvidia.com/gpu`), so
+    torch must see one there unless `--device cpu` is asked for
+    (`nsightlab.measure.device.plan_device`). `place` names it in messages.
+    """
 
     target: Target
     meta: dict[str, object]
+    wants_gpu: bool = False
+    place: str = "on this machine"
 
 
 @contextmanager
@@ -240,7 +260,11 @@ def open_target(
     config_path: Path | None,
     action: str,
 ) -> Iterator[Where]:
-    """The lab pod (from the session or --context) or, with --local, this machine."""
+    """The lab pod (from the session or --context) or, with --local, this machine.
+
+    Checks first that the run store can be written (a run must not be lost at its end),
+    and that the lab pod is the one `create` made (see connect.lab_pod_name)."""
+    ensure_home()
     if local:
         here = LocalTarget()
         try:
@@ -251,9 +275,9 @@ def open_target(
     with connect(context, kubeconfig, config_path=config_path, intent=Intent.CHANGE, namespace=namespace, use_session=True, action=action) as c:
         note_session(env, c)
         pod_name = lab_pod_name(c)
-        pod = c.kube.get_pod(c.ctx.namespace, pod_name) or {}
+        pod = c.pod or {}
         node_name = (pod.get("spec") or {}).get("nodeName")
-        node = c.kube.get_node(node_name) if node_name else None
+        node = lab_node(c.kube, pod, note=env.note, consequence="the node's GPU label is not recorded with the run")
         containers = (pod.get("spec") or {}).get("containers") or [{}]
         meta: dict[str, object] = {
             "target": f"pod {c.ctx.namespace}/{pod_name}",
@@ -261,9 +285,10 @@ def open_target(
             "namespace": c.ctx.namespace,
             "pod": pod_name,
             "node": node_name,
-            "instance_type": r.instance_type(node) if node else None,
-            "gpu": gpu_product(node) if node else None,
+            "instance_type": r.instance_type(node) if node else selected_instance_type(pod),
+            # the node's label, not what the work runs on: that comes from the run itself
+            "node_gpu": gpu_product(node) if node else None,
             "image": containers[0].get("image"),
             "session_uid": (pod.get("metadata") or {}).get("uid"),
         }
-        yield Where(PodTarget(c.kube, c.ctx.namespace, pod_name), meta)
+        yield Where(PodTarget(c.kube, c.ctx.namespace, pod_name), meta, wants_gpu=r.pod_gpus(pod) > 0, place="in the pod")

@@ -10,9 +10,10 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
+from nsightlab.analysis import units
 from nsightlab.analysis.ncu import NcuResult
 from nsightlab.analysis.pods import human_duration
-from nsightlab.analysis.profile import ProfileResult
+from nsightlab.analysis.profile import ProfileResult, ops_label
 from nsightlab.analysis.sweep import SweepResult
 from nsightlab.configure import ConfigView
 from nsightlab.present.doc import Bullets, Para, Table
@@ -245,7 +246,7 @@ def lab_pod(env: Env, lab: LabPod, *, title: str) -> None:
         f"context: {lab.context} ({lab.server or '?'}), namespace {lab.namespace}",
         f"pod: {lab.pod}: {lab.status}{', ready' if lab.ready else ''}",
         f"node: {lab.node or '<not scheduled>'}" + (f", {lab.instance_type}" if lab.instance_type else ""),
-        f"GPU: {lab.gpu_product or '?'}",
+        f"GPU: {lab.gpu_product or ('model not known' if lab.node else 'none yet')}",
     ]
     if lab.deadline:
         facts.append(f"deletes itself in {_left(lab.seconds_left)} (activeDeadlineSeconds, at {lab.deadline:%H:%M} UTC)")
@@ -258,6 +259,9 @@ def lab_pod(env: Env, lab: LabPod, *, title: str) -> None:
 
 def status(env: Env, report: StatusReport) -> None:
     if report.gone or report.lab is None:
+        if report.note:
+            lines(env, [f"{report.note}; the session was cleared (context {report.context})."], bullet="")
+            return
         lines(env, [f"lab pod {report.pod} is gone (context {report.context}, namespace {report.namespace}); the session was cleared."], bullet="")
         if report.next_steps:
             lines(env, [f"start a new one with `{step}`" for step in report.next_steps], bullet="")
@@ -302,10 +306,11 @@ def doctor(env: Env, report: DoctorReport) -> None:
 
 
 def copy_result(env: Env, result: CopyResult) -> None:
-    rate = result.bytes / result.seconds / 2**20 if result.seconds > 0 else 0.0
+    """'copied 3 files, 1.50 MiB to :/tmp/ in 0.250 s (6.00 MiB/s)': nsightlab.analysis.units."""
+    rate = f" ({units.size(result.bytes / result.seconds)}/s)" if result.seconds > 0 else ""
     lines(
         env,
-        [f"copied {result.files} file{'s' if result.files != 1 else ''}, {result.bytes / 2**20:.1f} MiB to {result.destination} in {result.seconds:.2f} s ({rate:.0f} MiB/s), sha256 verified"],
+        [f"copied {result.files} file{'s' if result.files != 1 else ''}, {units.size(result.bytes)} to {result.destination} in {units.duration(result.seconds)}{rate}, sha256 verified"],
         bullet="",
     )
 
@@ -313,61 +318,124 @@ def copy_result(env: Env, result: CopyResult) -> None:
 # ---------------------------------------------------------------------------- profile
 
 
-def _ns(value: float | None) -> str:
-    return "" if value is None else f"{value:,.0f}"
+def _secs(ns: float | None) -> float | None:
+    return None if ns is None else ns / 1e9
+
+
+def _cell(unit: units.Unit, ns: float | None) -> str:
+    return "" if ns is None else unit.value(ns / 1e9)
+
+
+def _pct_cell(pct: float | None) -> str:
+    return "" if pct is None else units.percent(pct)
+
+
+def _is_compute(r: Rates, kind: str) -> bool:
+    return kind == "gemm" or (r.intensity is not None and r.intensity > 10)
 
 
 def _work(r: Rates, kind: str) -> str:
-    if kind == "gemm" or (r.intensity is not None and r.intensity > 10):
+    if _is_compute(r, kind):
         f = r.flops_per_call
-        return f"{f / 1e12:.3g} TFLOP" if f >= 1e11 else f"{f / 1e9:.3g} GFLOP"
-    b = r.bytes_per_call
-    return f"{b / 1e9:.3g} GB" if b >= 1e8 else f"{b / 1e6:.3g} MB"
+        return f"{units.sig(f / 1e12)} TFLOP" if f >= 1e11 else f"{units.sig(f / 1e9)} GFLOP"
+    return units.size(r.bytes_per_call)
 
 
 def _rate(r: Rates, kind: str) -> str:
-    if kind == "gemm" or (r.intensity is not None and r.intensity > 10):
-        return f"{r.tflops:.1f} TFLOPS" if r.tflops >= 1 else f"{r.flops_per_s / 1e9:.1f} GFLOP/s"
-    return f"{r.tbps:.2f} TB/s" if r.tbps >= 0.1 else f"{r.bytes_per_s / 1e9:.1f} GB/s"
+    return units.tflops(r.flops_per_s) if _is_compute(r, kind) else units.tbps(r.bytes_per_s)
 
 
 def _pct(r: Rates, kind: str) -> str:
-    compute = kind == "gemm" or (r.intensity is not None and r.intensity > 10)
-    pct, label = (r.pct_of_flops_peak, r.flops_label) if compute else (r.pct_of_bw_peak, r.bw_label)
-    return f"{pct:.0f}% of {label}" if pct is not None and label else "-"
+    pct, label = (r.pct_of_flops_peak, r.flops_label) if _is_compute(r, kind) else (r.pct_of_bw_peak, r.bw_label)
+    return f"{units.percent(pct)} of {label}" if pct is not None and label else "-"
 
 
-def kernel_table(env: Env, kernels: Sequence[KernelLine], *, top: int, title: str) -> None:
-    cols = [Column("Time (%)", justify="right"), Column("Total (ns)", justify="right"), Column("Instances", justify="right"), Column("Avg (ns)", justify="right"), Column("Name")]
+def kernel_table(env: Env, kernels: Sequence[KernelLine], *, top: int, title: str, what: str = "kernels") -> None:
     shown = list(kernels)[:top]
-    rows = [[f"{k.time_pct:.1f}" if k.time_pct is not None else "", _ns(k.total_ns), k.instances, _ns(k.avg_ns), k.short_name] for k in shown]
+    total = units.time_unit(_secs(k.total_ns) for k in shown)
+    avg = units.time_unit(_secs(k.avg_ns) for k in shown)
+    with_self = any(k.self_ns is not None for k in shown)
+    cols = [Column("Time", justify="right"), Column(f"Total ({total.name})", justify="right")]
+    if with_self:
+        cols.append(Column(f"Self ({total.name})", justify="right"))
+    cols += [Column("Instances", justify="right"), Column(f"Avg ({avg.name})", justify="right"), Column("Name")]
+    rows = []
+    for k in shown:
+        row: list[Any] = [_pct_cell(k.time_pct), _cell(total, k.total_ns)]
+        if with_self:
+            row.append(_cell(total, k.self_ns))
+        row += [k.instances, _cell(avg, k.avg_ns), k.short_name]
+        rows.append(row)
     table(env, cols, rows, title=title)
     if len(kernels) > top:
-        lines(env, [f"... and {len(kernels) - top} more kernels (all of them, with full names, in --json)"], bullet="")
+        lines(env, [f"... and {len(kernels) - top} more {what} (all of them, with full names, in --json)"], bullet="")
+    if with_self:
+        lines(env, ["Self: an op's own time, without the ops it called (they are in its Total)."], bullet="")
+
+
+def _device_words(result: ProfileResult) -> str:
+    name = result.device_name or "unknown device"
+    if result.device_type == "cpu":
+        return f"cpu ({name})" if result.device_name else "cpu"
+    return name + (f" (spec: {result.spec_name})" if result.spec_name and result.spec_name != result.device_name else "")
 
 
 def profile(env: Env, result: ProfileResult, *, top: int = 15) -> None:
     how = "Nsight Systems" if result.profiler == "nsys" else "torch.profiler (no nsys: the same tables, from PyTorch's profiler)"
-    where = f"{result.device_name or 'unknown device'}" + (f" (spec: {result.spec_name})" if result.spec_name and result.spec_name != result.device_name else "")
-    heading(env, f"{result.script} under {how} on {result.target}: {where}")
+    heading(env, f"{result.script} under {how} on {result.target}: {_device_words(result)}")
+    if result.warnings:
+        lines(env, [f"warning: {w}" for w in result.warnings], bullet="")
     blank(env)
-    unit = "GPU kernels" if result.device_type != "cpu" else "CPU ops"
-    kernel_table(env, result.kernels, top=top, title=f"{unit}, by total time")
+    what = ops_label(result)
+    kernel_table(env, result.kernels, top=top, title=f"{what}, by total time", what=what)
     blank(env)
+    cpu = result.device_type == "cpu"
     timed = [r for r in result.ranges if r.rates is not None]
     if timed:
-        cols = [Column("Range"), Column("Kernel"), Column("Work/call", justify="right"), Column("us/call", justify="right"), Column("Rate", justify="right"), Column("% of spec peak"), Column("FLOP/B", justify="right"), Column("Roof")]
+        per_call = units.time_unit(r.rates.seconds_per_call for r in timed if r.rates is not None)
+        cols = [Column("Range"), Column("Kernel" if not cpu else "Op"), Column("Work/call", justify="right"), Column(f"Time/call ({per_call.name})", justify="right"), Column("Rate", justify="right"), Column("% of spec peak"), Column("FLOP/B", justify="right"), Column("Roof")]
         rows = []
         for r in timed:
             assert r.rates is not None
             kind = "gemm" if "gemm" in r.name else "elementwise"
             roof = r.rates.roofline.bound if r.rates.roofline else "-"
-            rows.append([r.name, r.kernel or "", _work(r.rates, kind), f"{r.rates.us:,.1f}", _rate(r.rates, kind), _pct(r.rates, kind), f"{r.rates.intensity:.3g}" if r.rates.intensity else "", roof])
+            rows.append([r.name, r.kernel or "", _work(r.rates, kind), per_call.value(r.rates.seconds_per_call), _rate(r.rates, kind), _pct(r.rates, kind), units.sig(r.rates.intensity) if r.rates.intensity else "", roof])
         table(env, cols, rows, title=f"Timed ranges (times: {result.timing_source})")
         blank(env)
     elif result.ranges:
-        cols = [Column("Range"), Column("Kernel"), Column("Launches", justify="right"), Column("GPU time (ns)", justify="right")]
-        table(env, cols, [[r.name, r.kernel or "", r.kernel_instances or "", _ns(r.gpu_ns)] for r in result.ranges], title="NVTX ranges")
+        own = units.time_unit(_secs(r.range_ns) for r in result.ranges)
+        inside = units.time_unit(_secs(r.gpu_ns) for r in result.ranges)
+        inner = "Op time" if cpu else "Kernel time"
+        cols = [Column("Range"), Column("Calls", justify="right"), Column(f"Time ({own.name})", justify="right")]
+        # the kernels inside each range, where the profile has them
+        with_kernels = any(r.gpu_ns is not None for r in result.ranges)
+        if with_kernels:
+            cols += [Column("Op" if cpu else "Kernel"), Column("Launches" if not cpu else "Ops", justify="right"), Column(f"{inner} ({inside.name})", justify="right")]
+        range_rows: list[list[Any]] = []
+        for r in result.ranges:
+            row: list[Any] = [r.name, r.calls if r.calls is not None else "", _cell(own, r.range_ns)]
+            if with_kernels:
+                row += [r.kernel or "", r.kernel_instances if r.kernel_instances is not None else "", _cell(inside, r.gpu_ns)]
+            range_rows.append(row)
+        table(env, cols, range_rows, title="NVTX ranges" if result.profiler == "nsys" else "Labelled ranges (record_function)")
+        blank(env)
+    if result.cuda_api:
+        shown = result.cuda_api[:top]
+        total = units.time_unit(_secs(a.total_ns) for a in shown)
+        avg = units.time_unit(_secs(a.avg_ns) for a in shown)
+        cols = [Column("Time", justify="right"), Column(f"Total ({total.name})", justify="right"), Column("Calls", justify="right"), Column(f"Avg ({avg.name})", justify="right"), Column("Name")]
+        api_rows: list[list[Any]] = [[_pct_cell(a.pct), _cell(total, a.total_ns), a.calls, _cell(avg, a.avg_ns), a.name] for a in shown]
+        table(env, cols, api_rows, title="CUDA API calls (time on the CPU), by total time")
+        if len(result.cuda_api) > top:
+            lines(env, [f"... and {len(result.cuda_api) - top} more calls (in --json)"], bullet="")
+        blank(env)
+    if result.memory_ops:
+        total = units.time_unit(_secs(m.total_ns) for m in result.memory_ops)
+        size = units.size_unit(m.bytes for m in result.memory_ops)
+        cols = [Column("Operation"), Column("Count", justify="right"), Column(f"Total ({total.name})", justify="right"), Column(f"Size ({size.name})", justify="right")]
+        # nsys prints sizes in MB with three decimals: 0.000 is under 500 bytes, not none
+        mem_rows: list[list[Any]] = [[m.operation, m.count, _cell(total, m.total_ns), "" if m.bytes is None else ("~0" if m.bytes == 0 and m.count else size.value(m.bytes))] for m in result.memory_ops]
+        table(env, cols, mem_rows, title="Memory operations on the GPU")
         blank(env)
     if result.lesson:
         heading(env, "The lesson")
@@ -375,6 +443,10 @@ def profile(env: Env, result: ProfileResult, *, top: int = 15) -> None:
     if result.notes:
         blank(env)
         lines(env, [f"note: {n}" for n in result.notes], bullet="")
+    if result.trace:
+        blank(env)
+        where = f"{result.run_dir}/{result.trace}" if result.run_dir else result.trace
+        lines(env, [f"profiler trace: {where} (open it in Perfetto, https://ui.perfetto.dev, or chrome://tracing)"], bullet="")
     if result.run_id:
         blank(env)
         lines(env, [f"run {result.run_id} stored" + (f": {', '.join(result.files)}" if result.files else "")], bullet="")
@@ -514,7 +586,7 @@ def run_detail(env: Env, detail: RunDetail) -> None:
         f"folder: {detail.path}",
         f"target: {m.target}" + (f" (context {m.context}, namespace {m.namespace})" if m.context else ""),
     ]
-    for label, value in (("node", m.node), ("instance type", m.instance_type), ("device", detail.run.device), ("image", m.image), ("dtype", m.dtype), ("headline", m.headline), ("lab session (pod uid)", m.session_uid)):
+    for label, value in (("node", m.node), ("instance type", m.instance_type), ("node's GPU (its label)", m.node_gpu), ("device", detail.run.device), ("--device", m.device_requested), ("image", m.image), ("dtype", m.dtype), ("headline", m.headline), ("lab session (pod uid)", m.session_uid)):
         if value:
             facts.append(f"{label}: {value}")
     versions = ", ".join(f"{k} {v}" for k, v in m.versions.items() if v)

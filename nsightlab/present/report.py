@@ -32,11 +32,11 @@ from pydantic import BaseModel
 from nsightlab.analysis import units
 from nsightlab.analysis.gpus import lookup
 from nsightlab.analysis.ncu import NcuResult
-from nsightlab.analysis.profile import ProfileResult
+from nsightlab.analysis.profile import ProfileResult, ops_label
 from nsightlab.analysis.roofline import DecodeFloor, decode_floor, plateau_source
 from nsightlab.analysis.sweep import SweepImpls, SweepResult, compare_impls, compare_results
 from nsightlab.config import home, load_session
-from nsightlab.errors import UsageError
+from nsightlab.errors import Interrupted, UsageError
 from nsightlab.present import figures
 from nsightlab.present import figures as figs
 from nsightlab.present.doc import (
@@ -203,12 +203,12 @@ def _range_row(r: RangeLine, per_call: units.Unit) -> list[str]:
     return [r.name, r.kernel or "", work, per_call.value(rates.seconds_per_call), rate, pct, intensity, roof]
 
 
-def _ms(ns: float | None) -> str:
-    return "" if ns is None else f"{ns / 1e6:,.3f}"
+def _in(unit: units.Unit, ns: float | None) -> str:
+    return "" if ns is None else unit.value(ns / 1e9)
 
 
-def _us(ns: float | None) -> str:
-    return "" if ns is None else f"{ns / 1e3:,.1f}"
+def _share(pct: float | None) -> str:
+    return "" if pct is None else units.percent(pct)
 
 
 # ---------------------------------------------------------------------------- building the document
@@ -383,15 +383,19 @@ def _profile_sections(profiles: list[ProfileResult], figure_keys: list[str]) -> 
         key = f"kernels-{p.run_id}" if p.run_id else f"kernels-{p.script}"
         if key in figure_keys:
             items.append(FigureRef(key=key))
-        unit = "CPU ops" if p.device_type == "cpu" else "GPU kernels"
+        unit = ops_label(p)
         shown = p.kernels[:TOP_KERNELS]
+        total = units.time_unit(k.total_ns / 1e9 for k in shown)
+        avg = units.time_unit(k.avg_ns / 1e9 for k in shown if k.avg_ns is not None)
+        with_self = any(k.self_ns is not None for k in shown)
         if shown:
             items.append(
                 Table(
                     title=f"{unit}, by total time" + (f" (top {TOP_KERNELS} of {len(p.kernels)})" if len(p.kernels) > TOP_KERNELS else ""),
-                    columns=["TIME (%)", "TOTAL (ms)", "INSTANCES", "AVG (us)", "NAME"],
-                    right=[True, True, True, True, False],
-                    rows=[[f"{k.time_pct:.1f}" if k.time_pct is not None else "", _ms(k.total_ns), str(k.instances), _us(k.avg_ns), k.short_name] for k in shown],
+                    # the terminal's figures: nsightlab.analysis.units, one unit per column
+                    columns=["TIME", f"TOTAL ({total.name})", *([f"SELF ({total.name})"] if with_self else []), "INSTANCES", f"AVG ({avg.name})", "NAME"],
+                    right=[True, True, *([True] if with_self else []), True, True, False],
+                    rows=[[_share(k.time_pct), _in(total, k.total_ns), *([_in(total, k.self_ns)] if with_self else []), str(k.instances), _in(avg, k.avg_ns), k.short_name] for k in shown],
                     tooltips=[k.name for k in shown],
                 )
             )
@@ -401,13 +405,16 @@ def _profile_sections(profiles: list[ProfileResult], figure_keys: list[str]) -> 
             items.append(
                 Table(
                     title=f"Timed ranges (times: {p.timing_source})",
-                    columns=["RANGE", "KERNEL", "WORK/CALL", f"TIME/CALL ({per_call.name})", "RATE", "% OF SPEC PEAK", "FLOP/B", "ROOF"],
+                    columns=["RANGE", "OP" if p.device_type == "cpu" else "KERNEL", "WORK/CALL", f"TIME/CALL ({per_call.name})", "RATE", "% OF SPEC PEAK", "FLOP/B", "ROOF"],
                     right=[False, False, True, True, True, False, True, False],
                     rows=[_range_row(r, per_call) for r in timed],
                 )
             )
         elif p.ranges:
-            items.append(Table(title="NVTX ranges", columns=["RANGE", "KERNEL", "LAUNCHES", "GPU TIME (ms)"], right=[False, False, True, True], rows=[[r.name, r.kernel or "", str(r.kernel_instances or ""), _ms(r.gpu_ns)] for r in p.ranges]))
+            cpu = p.device_type == "cpu"  # a CPU profile's ranges hold ops, not GPU kernels
+            inside = units.time_unit(r.gpu_ns / 1e9 for r in p.ranges if r.gpu_ns is not None)
+            columns = ["RANGE", "OP", "OPS", f"OP TIME ({inside.name})"] if cpu else ["RANGE", "KERNEL", "LAUNCHES", f"GPU TIME ({inside.name})"]
+            items.append(Table(title="NVTX ranges" if p.profiler == "nsys" else "Labelled ranges (record_function)", columns=columns, right=[False, False, True, True], rows=[[r.name, r.kernel or "", str(r.kernel_instances or ""), _in(inside, r.gpu_ns)] for r in p.ranges]))
         if p.lesson:
             items += [Para(text="The lesson:"), Bullets(items=p.lesson)]
         if p.notes:
@@ -564,6 +571,7 @@ def write_report(bundle: ReportBundle, out_dir: Path) -> ReportFiles:
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     tmp = out_dir.parent / f".{out_dir.name}.{secrets.token_hex(4)}.tmp"
     tmp.mkdir()
+    replacing = False
     try:
         files: list[FigureFile] = []
         images: dict[str, tuple[FigureFile, bytes]] = {}
@@ -578,11 +586,15 @@ def write_report(bundle: ReportBundle, out_dir: Path) -> ReportFiles:
         if not out_dir.exists():
             os.replace(tmp, out_dir)
         else:
+            replacing = True
             for path in sorted(tmp.iterdir(), key=lambda p: p.name == "report.html"):
                 os.replace(path, out_dir / path.name)
             tmp.rmdir()
-    except BaseException:
+    except BaseException as e:
         shutil.rmtree(tmp, ignore_errors=True)
+        if isinstance(e, KeyboardInterrupt):
+            left = f"some figures in {out_dir} were replaced; its report.html is the one from before" if replacing else "no report was written"
+            raise Interrupted(f"interrupted: {left}") from None
         raise
     return ReportFiles(
         out_dir=str(out_dir),

@@ -1,6 +1,7 @@
 """`analyze`: the live commands' tables from files, offline.
 
-PATH may be: a run folder (its stored result), a folder of `nsys stats` CSV exports
+PATH may be: a stored run (its id, an unambiguous prefix, `latest`, or its folder: the
+stored result), a folder of `nsys stats` CSV exports
 (with the script's JSON beside them, if any), a saved console output of `nsys stats` or
 `nsys profile --stats=true`, an ncu CSV (`--section SpeedOfLight` or `--page details`), a
 lesson1 / torchprof / sweep JSON. A file that cannot be parsed is exit 2 naming the file
@@ -16,11 +17,18 @@ from typing import Any
 from pydantic import BaseModel
 
 from nsightlab.analysis.ncu import NcuResult, from_report
-from nsightlab.analysis.profile import ProfileResult, build_profile, load_record, report_from_torch
+from nsightlab.analysis.profile import (
+    ProfileResult,
+    build_profile,
+    load_record,
+    report_from_torch,
+    torch_info,
+)
 from nsightlab.analysis.sweep import SweepResult
 from nsightlab.errors import ParseError, UsageError
 from nsightlab.parse import ncu as ncu_parse
 from nsightlab.parse import nsys
+from nsightlab.runs import store
 from nsightlab.runs.sweeps import analyze_record_file
 
 _NCU_HEADER = '"ID","Process ID"'
@@ -38,9 +46,17 @@ def _is_ncu(text: str) -> bool:
 
 
 def analyze_path(path: Path) -> BaseModel:
-    """Parse and analyse whatever PATH is; see the module docstring."""
+    """Parse and analyse whatever PATH is; see the module docstring. A path that exists
+    is read as a file or folder; anything else is looked up as a stored run."""
     if not path.exists():
-        raise UsageError(f"{path} does not exist")
+        ref = str(path)
+        if "/" in ref or "\\" in ref or "." in ref:
+            raise UsageError(f"{path} does not exist")
+        try:
+            run = store.resolve(ref)
+        except UsageError as e:
+            raise UsageError(f"{ref} is neither a file nor a stored run ({e.message})", hint=e.hint or "List the runs with `nsightlab runs`.") from None
+        return stored_result(run.path)
     if path.is_dir():
         return _folder(path)
     if path.suffix == ".json":
@@ -57,7 +73,7 @@ def analyze_path(path: Path) -> BaseModel:
 
 
 def _nsys_result(report: nsys.NsysReport, record_path: Path | None, source: Path) -> ProfileResult:
-    if not report.kernels and not report.nvtx and not report.nvtx_kernels:
+    if not (report.kernels or report.nvtx or report.nvtx_kernels or report.cuda_api or report.mem_time):
         raise ParseError("no nsys tables found (kernel summary or NVTX) in this file", source=source, hint="Give an `nsys stats` output, its CSV exports, or an ncu CSV.")
     record = load_record(record_path) if record_path else None
     result = build_profile(report, record, script=source.stem, profiler="nsys", target=str(source), versions={"nsys": report.nsys_version})
@@ -109,9 +125,11 @@ def _json_file(path: Path) -> BaseModel:
         return build_profile(nsys.NsysReport(), load_record(path), script=path.stem, profiler="nsys", target=str(path))
     if data.get("profiler") == "torch":
         report = report_from_torch(data, str(path))
-        record = next((j for j in sorted(path.parent.glob("*.json")) if _json_kind(j) == "lesson1"), None)
-        result = build_profile(report, load_record(record) if record else None, script=path.stem, profiler="torch", target=str(path))
-        return result
+        # the lesson1 JSON beside it (a run's raw/), when it describes ranges this profile has
+        ranges = {r.name for r in report.nvtx or []}
+        records = (load_record(j) for j in sorted(path.parent.glob("*.json")) if _json_kind(j) == "lesson1")
+        record = next((rec for rec in records if rec is not None and ranges & {w.name for w in rec.ranges}), None)
+        return build_profile(report, record, script=path.stem, profiler="torch", target=str(path), torch=torch_info(data))
     if kind in ("profile", "ncu") or (kind == "sweep" and "analysis" in data):
         return _stored(kind, data, path)
     raise ParseError("not a file nsightlab knows (lesson1, sweep or torchprof JSON)", source=path, line=1)

@@ -88,7 +88,8 @@ def _device(meta: RunMeta, result: dict[str, Any] | None) -> tuple[str | None, s
             name, dtype = dev.get("name"), dev.get("type")
         elif result.get("kind") == "profile":
             name, dtype = result.get("device_name"), result.get("device_type")
-    name = name or meta.gpu
+    name = name or meta.device or meta.gpu
+    dtype = dtype or meta.device_type
     if dtype == "cpu":
         return (f"cpu ({name})" if name else "cpu"), dtype
     if dtype is None and name is not None and meta.kind == "ncu":

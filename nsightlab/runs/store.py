@@ -38,13 +38,17 @@ class RunMeta(BaseModel):
     pod: str | None = None
     node: str | None = None
     instance_type: str | None = None
-    gpu: str | None = None
+    gpu: str | None = None  # the GPU the work ran on (None when it ran on a CPU)
     image: str | None = None
     versions: dict[str, str | None] = Field(default_factory=dict)
     command: list[str] = Field(default_factory=list)
     dtype: str | None = None
     headline: str | None = None
     session_uid: str | None = None  # the lab pod's uid, to group a session's runs
+    node_gpu: str | None = None  # the GPU the node's labels name: where the work could have run
+    device: str | None = None  # what the work ran on: the GPU's or the CPU's name
+    device_type: str | None = None  # "cuda" or "cpu", from the run itself
+    device_requested: str | None = None  # --device as asked: auto, cuda or cpu
 
 
 class Run:
