@@ -65,7 +65,8 @@ def test_torch_and_triton_side_by_side(pair: dict[str, Any]) -> None:
     assert k["script_argv"][:2] == ["env", "TRITON_INTERPRET=1"] and "TRITON_INTERPRET=1" not in t["script_argv"]
     assert "it runs in its interpreter (TRITON_INTERPRET=1)" in pair["err"]
     assert k["interpreted"] is True and t["interpreted"] is False
-    assert all(row["regime"] == "interpreted" and row["pct_of_dram_spec"] is None for row in k["rows"])
+    assert all(row["regime"] == "interpreted" and row["interpreted"] is True and row["pct_of_dram_spec"] is None for row in k["rows"])
+    assert all(row["interpreted"] is False for row in t["rows"])
     assert all(row["interpreted"] is True and row["max_abs_error"] == 0.0 for row in k["record"]["rows"])
     ks = k["summary"]
     assert ks["dram_tbps"] is None and ks["cache_peak_tbps"] is None and ks["launch_floor_us"] is None

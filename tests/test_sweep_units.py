@@ -123,7 +123,7 @@ def test_runs_stored_before_spreads_and_verdicts_still_load(capsys: pytest.Captu
     for key in ("op", "impl", "kernels_per_call", "interpreted"):
         del data[key]
     for row in data["rows"]:
-        for key in ("us_min", "us_median", "us_max", "spread", "kernels_per_call"):
+        for key in ("us_min", "us_median", "us_max", "spread", "kernels_per_call", "interpreted"):
             del row[key]
     for key in ("impl", "op", "kernels_per_call", "interpreted", "bandwidth_test", "plateau_status", "plateau_reason", "plateau_spread", "dram_sizes"):
         del data["summary"][key]

@@ -682,6 +682,7 @@ class SweepPoint(BaseModel):
     us_max: float | None = None
     spread: float | None = None  # (slowest - fastest) / median
     kernels_per_call: int = 1
+    interpreted: bool = False  # Triton's interpreter ran it: no bandwidth in this row
 
 
 PlateauStatus = Literal["plateau", "one point", "disagree", "none", "not a bandwidth test", "interpreted"]
@@ -903,6 +904,7 @@ def _point(r: SweepRow, p: RegimeInput, regime: Regime, kernels: int, cache: int
         us_max=spread[1] * 1e6 if spread else None,
         spread=(spread[1] - spread[0]) / median if spread else None,
         kernels_per_call=kernels,
+        interpreted=regime == "interpreted",
     )
 
 
