@@ -39,6 +39,7 @@ class RunLine(BaseModel):
     headline: str | None
     complete: bool  # result.json is there
     session_uid: str | None
+    impl: str | None = None  # a sweep's implementation: torch or triton
 
 
 class RunsList(BaseModel):
@@ -102,6 +103,14 @@ def _device(meta: RunMeta, result: dict[str, Any] | None) -> tuple[str | None, s
     return name, dtype
 
 
+def _impl(result: dict[str, Any] | None) -> str | None:
+    """A sweep's implementation (older sweeps, stored before there was a choice: torch)."""
+    if result is None or result.get("kind") != "sweep":
+        return None
+    impl = result.get("impl", "torch")
+    return impl if isinstance(impl, str) else None
+
+
 def line(run: Run, meta: RunMeta | None = None, result: dict[str, Any] | None = None) -> RunLine:
     meta = meta or run.meta()
     if result is None:
@@ -125,6 +134,7 @@ def line(run: Run, meta: RunMeta | None = None, result: dict[str, Any] | None = 
         headline=meta.headline,
         complete=result is not None,
         session_uid=meta.session_uid,
+        impl=_impl(result),
     )
 
 
