@@ -228,15 +228,6 @@ class FleetStatusReport(BaseModel):
     fleets: list[FleetStatusLine]
 
 
-class FleetCleanup(BaseModel):
-    """What `cleanup --fleet ID` / `--all-mine` removed of fleets."""
-
-    fleets: list[str] = Field(default_factory=list)
-    jobs: list[str] = Field(default_factory=list)
-    configmaps: list[str] = Field(default_factory=list)
-    skipped: list[str] = Field(default_factory=list)  # not ours: left alone
-
-
 # ---------------------------------------------------------------------------- the log
 
 

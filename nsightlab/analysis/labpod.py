@@ -10,7 +10,6 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from nsightlab.analysis import pods as r
-from nsightlab.analysis.fleet import FleetCleanup
 from nsightlab.analysis.inventory import gpu_product
 
 
@@ -49,6 +48,15 @@ class StatusReport(BaseModel):
     lab: LabPod | None
     next_steps: list[str] = Field(default_factory=list)
     note: str | None = None  # why the session's pod counts as gone (e.g. replaced under its name)
+
+
+class FleetCleanup(BaseModel):
+    """What `cleanup --fleet ID` / `--all-mine` removed of fleets."""
+
+    fleets: list[str] = Field(default_factory=list)
+    jobs: list[str] = Field(default_factory=list)
+    configmaps: list[str] = Field(default_factory=list)
+    skipped: list[str] = Field(default_factory=list)  # not ours: left alone
 
 
 class CleanupReport(BaseModel):

@@ -25,7 +25,6 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from nsightlab.analysis import pods as r
 from nsightlab.analysis.fleet import (
-    FleetCleanup,
     FleetJobs,
     FleetPlan,
     FleetStatusLine,
@@ -35,6 +34,7 @@ from nsightlab.analysis.fleet import (
 )
 from nsightlab.analysis.gpus import for_instance_type
 from nsightlab.analysis.inventory import gpu_product
+from nsightlab.analysis.labpod import FleetCleanup
 from nsightlab.cluster.kube import Forbidden, Gone
 from nsightlab.cluster.lab import MANAGED_BY, OWNER, PLACEHOLDER, owner_label
 from nsightlab.errors import ClusterError, UsageError
