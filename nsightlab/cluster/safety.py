@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING
 
-from nsightlab.errors import ClusterError, Interrupted, SafetyError
+from nsightlab.cluster import lookalike
+from nsightlab.errors import ClusterError, Interrupted, SafetyError, escape_controls
 
 if TYPE_CHECKING:
     from nsightlab.cluster.kubeconfig import Kubeconfig
@@ -64,25 +65,41 @@ def name_tokens(name: str) -> list[str]:
     return [t for t in _TOKEN_SPLIT.split(name.lower()) if t]
 
 
+@dataclass(frozen=True)
+class _Compared:
+    """A name or pattern in the forms it is compared in (see lookalike.folds)."""
+
+    text: str
+    forms: tuple[str, ...]
+
+    @staticmethod
+    def of(text: str, folding: bool) -> _Compared:
+        return _Compared(text, lookalike.folds(text) if folding else (text.lower(),))
+
+
 def protection_reason(name: str, patterns: list[str], *, alias: str | None = None, alias_flag: bool = False) -> str | None:
     """Why a context is protected, or None.
 
     A pattern without glob characters matches a whole token of the name (split on
-    -_.:/@); a pattern with `*`, `?` or `[` matches the whole name as a glob.
+    -_.:/@); a pattern with `*`, `?` or `[` matches the whole name as a glob. Names and
+    patterns are compared as a person reads them: when any of them is not plain ASCII,
+    also after NFKC and with look-alike characters folded (`ｐｒｄ`, a Cyrillic `prоd`
+    and `PRD` all match `prd`).
     """
     if alias_flag:
         return f"its alias '{alias}' sets protected: true"
-    for candidate in (name, alias):
-        if not candidate:
-            continue
-        tokens = name_tokens(candidate)
-        for pattern in patterns:
-            p = pattern.lower()
-            if _GLOB_CHARS & set(p):
-                if fnmatch.fnmatchcase(candidate.lower(), p):
-                    return f"'{candidate}' matches the protected pattern '{pattern}'"
-            elif p in tokens:
-                return f"'{candidate}' contains the protected token '{pattern}'"
+    candidates = [c for c in (name, alias) if c]
+    folding = lookalike.needs_folding(*candidates, *patterns)
+    compared = [(pattern, _Compared.of(pattern, folding), bool(_GLOB_CHARS & set(pattern))) for pattern in patterns]
+    for candidate in candidates:
+        c = _Compared.of(candidate, folding)
+        tokens = [set(name_tokens(form)) for form in c.forms]
+        for pattern, p, is_glob in compared:
+            for i, (form, pform) in enumerate(zip(c.forms, p.forms, strict=True)):
+                if fnmatch.fnmatchcase(form, pform) if is_glob else pform in tokens[i]:
+                    read_as = f" (read as '{form}')" if i else ""
+                    what = f"matches the protected pattern '{pattern}'" if is_glob else f"contains the protected token '{pattern}'"
+                    return f"'{candidate}'{read_as} {what}"
     return None
 
 
@@ -185,7 +202,8 @@ def resolve_context(
 def announce(env: Env, ctx: ResolvedContext, what: str) -> None:
     """The one line naming context, API server and namespace, before any change."""
     via = " (from the lab session)" if ctx.from_session else ""
-    env.note(f"{what}: context {ctx.label}{via}, server {ctx.server or '?'}, namespace {ctx.namespace}")
+    # names from the kubeconfig and the command line: shown, never obeyed by the terminal
+    env.note(escape_controls(f"{what}: context {ctx.label}{via}, server {ctx.server or '?'}, namespace {ctx.namespace}"))
 
 
 def confirm_change(env: Env, ctx: ResolvedContext, what: str, *, yes: bool) -> None:
