@@ -16,6 +16,7 @@ from nsightlab.cli.common import (
     YesOpt,
     app,
     make_env,
+    number,
     show,
 )
 
@@ -30,7 +31,7 @@ def create(
     namespace: NamespaceOpt = None,
     manifest: Annotated[Optional[Path], typer.Option("--manifest", help="pod template to fill instead of manifests/pod.yaml.")] = None,  # noqa: UP045
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the final manifest as YAML and send nothing.")] = False,
-    timeout: Annotated[float, typer.Option("--timeout", help="seconds to wait for Ready before giving up (exit 5).", min=1)] = 600,
+    timeout: Annotated[float, typer.Option("--timeout", help="seconds to wait for Ready before giving up (exit 5), at least 1.", parser=number("--timeout", minimum=1))] = 600,
     no_wait: Annotated[bool, typer.Option("--no-wait", help="Create the pod, record the session and return at once; follow it with `nsightlab status` and `nsightlab events`.")] = False,
     profiling_caps: Annotated[bool, typer.Option("--profiling-caps", help="Add CAP_SYS_ADMIN so ncu can read GPU counters (weakens isolation: only with your platform team's OK).")] = False,
     yes: YesOpt = False,

@@ -14,6 +14,7 @@ from nsightlab.cli.common import (
     NamespaceOpt,
     app,
     make_env,
+    number,
     show,
 )
 
@@ -43,7 +44,7 @@ def profile(
     context: ContextOpt = None,
     kubeconfig: KubeconfigOpt = None,
     namespace: NamespaceOpt = None,
-    top: Annotated[int, typer.Option("--top", help="kernels to show (all of them are in --json).", min=1)] = 15,
+    top: Annotated[int, typer.Option("--top", help="kernels to show (all of them are in --json).", parser=number("--top", int, minimum=1))] = 15,
     json_out: JsonOpt = False,
 ) -> None:
     """Profile a script under Nsight Systems: kernel table, then TB/s and TFLOPS per range.
@@ -118,7 +119,7 @@ def ncu(
     script_args: Annotated[Optional[list[str]], typer.Argument(help="arguments for the script (after --).", show_default=False)] = None,  # noqa: UP045
     kernel: Annotated[str, typer.Option("--kernel", "-k", help="regex of the kernel to profile (default: lesson1's scale kernel).")] = "vectorized_elementwise",
     section: Annotated[Optional[list[str]], typer.Option("--section", help="ncu section(s) to collect.", show_default=False)] = None,  # noqa: UP045
-    count: Annotated[int, typer.Option("--count", "-c", help="kernel launches to profile.", min=1)] = 1,
+    count: Annotated[int, typer.Option("--count", "-c", help="kernel launches to profile.", parser=number("--count", int, minimum=1))] = 1,
     device: DeviceOpt = _Device.auto,
     local: LocalOpt = False,
     context: ContextOpt = None,
@@ -154,8 +155,8 @@ def ncu(
 def sweep(
     dtype: Annotated[Optional[str], typer.Option("--dtype", metavar="TYPE", help="element type: float16 (fp16, half), bfloat16 (bf16), float32 (fp32, float) or float64 (fp64, double); default float16, with --compare the other element size.", show_default=False)] = None,  # noqa: UP045
     sizes: Annotated[Optional[str], typer.Option("--sizes", metavar="N,N,...", help="log2 of the element counts, 10..34, e.g. 16,20,24 (default: 16..30 on a GPU, 12..26 on a CPU).", show_default=False)] = None,  # noqa: UP045
-    iters: Annotated[Optional[int], typer.Option("--iters", help="timed calls per size (default 50).", min=1, show_default=False)] = None,  # noqa: UP045
-    warmup: Annotated[Optional[int], typer.Option("--warmup", help="warm-up calls per size (default 5).", min=0, show_default=False)] = None,  # noqa: UP045
+    iters: Annotated[Optional[int], typer.Option("--iters", help="timed calls per size (default 50).", parser=number("--iters", int, minimum=1), show_default=False)] = None,  # noqa: UP045
+    warmup: Annotated[Optional[int], typer.Option("--warmup", help="warm-up calls per size (default 5).", parser=number("--warmup", int, minimum=0), show_default=False)] = None,  # noqa: UP045
     compare: Annotated[Optional[list[str]], typer.Option("--compare", metavar="RUN", help="a stored sweep (id, prefix or 'latest') to check against; give it twice to compare two stored runs without running anything.", show_default=False)] = None,  # noqa: UP045
     local: LocalOpt = False,
     device: Annotated[Optional[_Device], typer.Option("--device", help="auto (the GPU where the target requests one, else what torch sees), cuda, or cpu (on purpose); with --compare, the stored run's. [default: auto]", show_default=False)] = None,  # noqa: UP045
