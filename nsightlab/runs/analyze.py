@@ -14,7 +14,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from nsightlab.analysis.ncu import NcuResult, from_report
 from nsightlab.analysis.profile import (
@@ -83,8 +83,9 @@ def _nsys_result(report: nsys.NsysReport, record_path: Path | None, source: Path
 
 
 def _folder(path: Path) -> BaseModel:
-    if (path / "meta.json").is_file() and (path / "result.json").is_file():
-        return stored_result(path)
+    recorded = (path / "meta.json").exists() or (path / "result.json").exists()
+    if recorded or (store.is_run_folder(path) and not any(path.glob("*.csv"))):
+        return stored_result(path)  # a run folder, whatever state it is in
     csvs = sorted(path.glob("*.csv"))
     if not csvs:
         raise UsageError(f"{path} holds no CSV exports and is not a run folder")
@@ -136,16 +137,20 @@ def _json_file(path: Path) -> BaseModel:
 
 
 def stored_result(folder: Path) -> BaseModel:
-    data = json.loads(_read(folder / "result.json"))
-    return _stored(str(data.get("kind")), data, folder / "result.json")
+    """A run folder's result, validated; exit 2 naming the file when the run is damaged
+    or did not finish."""
+    status = store.inspect(store.Run(folder))
+    if status.result is None:
+        assert status.error is not None
+        raise status.error
+    return status.result
 
 
 def _stored(kind: str, data: dict[str, Any], path: Path) -> BaseModel:
-    if kind == "profile":
-        return ProfileResult.model_validate(data)
-    if kind == "ncu":
-        return NcuResult.model_validate(data)
-    if kind == "sweep":
-
-        return SweepResult.model_validate(data)
-    raise ParseError(f"unknown result kind {kind!r}", source=path)
+    models: dict[str, type[BaseModel]] = {"profile": ProfileResult, "ncu": NcuResult, "sweep": SweepResult}
+    if kind not in models:
+        raise ParseError(f"unknown result kind {kind!r}", source=path)
+    try:
+        return models[kind].model_validate(data)
+    except ValidationError as e:
+        raise ParseError(f"not a {kind} result this nsightlab can read ({store.validation_summary(e)})", source=path) from None
