@@ -24,8 +24,11 @@ def decode_floor_for(weights_gb: float, *, run: str | None = None, gpu: str | No
     if gpu is not None:
         floor = decode_floor(weights_gb, gpus=[find_gpu(gpu)])
     elif run is not None:
-        r = store.resolve(run)
-        meta = r.meta()
+        status = store.inspect(store.resolve(run))
+        if status.meta is None:  # damaged, or still being written: its own one line
+            assert status.error is not None
+            raise status.error
+        r, meta = status.run, status.meta
         if meta.kind == "sweep":
             floor = decode_floor(weights_gb, sweeps=[plateau_source(load_sweep_run(str(r.path)))])
         elif meta.kind == "profile":
