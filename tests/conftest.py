@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,8 +19,10 @@ if _TESTS not in sys.path:
 from kubesim import KubeSim, realistic_cluster  # noqa: E402
 
 # Property tests (tests/test_properties.py): the same examples on every run (derandomize),
-# nothing written into the repository (no example database), a deadline generous enough
-# for a busy 2-core machine; each test sets its own modest max_examples.
+# nothing written into the repository (no example database, and hypothesis' other caches
+# in the temporary folder, not ./.hypothesis), a deadline generous enough for a busy
+# 2-core machine; each test sets its own modest max_examples.
+os.environ.setdefault("HYPOTHESIS_STORAGE_DIRECTORY", str(Path(tempfile.gettempdir()) / "nsightlab-hypothesis"))
 settings.register_profile(
     "nsightlab",
     derandomize=True,
