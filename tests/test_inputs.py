@@ -217,6 +217,11 @@ def test_one_quantity_parser_for_config_and_api_objects() -> None:
         (("ncu", "--count", "-2"), "--count"),
         (("profile", "lesson1", "--local", "--top", "inf"), "--top"),
         (("profile", "lesson1", "--local", "--top", "0"), "--top"),
+        (("profile", "--serving", "--duration", "nan", "--", "true"), "--duration"),
+        (("profile", "--serving", "--duration", "0", "--", "true"), "--duration"),
+        (("profile", "--serving", "--delay", "-1", "--duration", "5", "--", "true"), "--delay"),
+        (("logs", "--tail", "inf"), "--tail"),
+        (("logs", "--tail", "-3"), "--tail"),
     ],
 )
 def test_numeric_options_refuse_nan_infinity_and_negatives(capsys: pytest.CaptureFixture[str], nsl_home: Path, args: tuple[str, ...], option: str) -> None:
@@ -297,8 +302,12 @@ def test_every_name_is_one_quoted_path_segment(recorder: tuple[Kube, list[str]],
         kube.create_pod(name, {"metadata": {"name": "x"}})
     with pytest.raises(ClusterError):
         kube.exec("ml-lab", name, ["true"])
+    with pytest.raises(ClusterError):
+        kube.list_events(name)
+    with pytest.raises(ClusterError):
+        b"".join(kube.pod_log("ml-lab", name))
     paths = [line.split(" ", 1)[1].split("?", 1)[0] for line in seen]
-    assert len(paths) == 9, seen
+    assert len(paths) == 11, seen
     for path in paths:
         segments = path.split("/")
         assert segments[:3] == ["", "api", "v1"], path

@@ -122,7 +122,7 @@ def status(
 @app.command()
 def logs(
     follow: Annotated[bool, typer.Option("--follow", "-f", help="Keep streaming until Ctrl-C or the container ends.")] = False,
-    tail: Annotated[Optional[int], typer.Option("--tail", metavar="N", help="only the last N lines (default: all).", min=0, show_default=False)] = None,  # noqa: UP045
+    tail: Annotated[Optional[int], typer.Option("--tail", metavar="N", help="only the last N lines (default: all).", parser=number("--tail", int, minimum=0), show_default=False)] = None,  # noqa: UP045
     container: Annotated[Optional[str], typer.Option("--container", help="the container (default: the pod's first).", show_default=False)] = None,  # noqa: UP045
     context: ContextOpt = None,
     kubeconfig: KubeconfigOpt = None,

@@ -37,8 +37,8 @@ def profile(
     profiler: Annotated[ProfilerChoice, typer.Option("--profiler", help="nsys, or torch (torch.profiler: for targets without Nsight).")] = ProfilerChoice.nsys,
     nsys_args: Annotated[str, typer.Option("--nsys-args", help="extra options for `nsys profile`, e.g. '--sample=none'.")] = "",
     serving: Annotated[bool, typer.Option("--serving", help="Profile a server: the command after -- runs as given (e.g. vllm serve ...), with the nsys options vLLM's profiling guide asks for.")] = False,
-    delay: Annotated[Optional[int], typer.Option("--delay", metavar="SECONDS", min=0, help="with --serving and --duration: start collecting this many seconds after the server starts.", show_default=False)] = None,  # noqa: UP045
-    duration: Annotated[Optional[int], typer.Option("--duration", metavar="SECONDS", min=1, help="with --serving: collect this many seconds, then nsys ends the server (default: between the server's cudaProfilerStart and Stop).", show_default=False)] = None,  # noqa: UP045
+    delay: Annotated[Optional[int], typer.Option("--delay", metavar="SECONDS", parser=number("--delay", int, minimum=0), help="with --serving and --duration: start collecting this many seconds after the server starts.", show_default=False)] = None,  # noqa: UP045
+    duration: Annotated[Optional[int], typer.Option("--duration", metavar="SECONDS", parser=number("--duration", int, minimum=1), help="with --serving: collect this many seconds, then nsys ends the server (default: between the server's cudaProfilerStart and Stop).", show_default=False)] = None,  # noqa: UP045
     device: DeviceOpt = _Device.auto,
     local: LocalOpt = False,
     context: ContextOpt = None,

@@ -424,7 +424,7 @@ class Kube:
 
     def list_events(self, namespace: str, *, field_selector: str | None = None) -> list[dict[str, Any]]:
         """core/v1 Events of one namespace (e.g. `involvedObject.name=POD`)."""
-        return self._list(f"/api/v1/namespaces/{namespace}/events", what=f"list events in namespace {namespace}", query={"fieldSelector": field_selector})[0]
+        return self._list(f"/api/v1/namespaces/{seg(namespace)}/events", what=f"list events in namespace {namespace}", query={"fieldSelector": field_selector})[0]
 
     def pod_log(self, namespace: str, name: str, *, container: str | None = None, tail_lines: int | None = None, follow: bool = False) -> Iterator[bytes]:
         """A container's log, in pieces as they come; with `follow`, until the container
@@ -434,7 +434,7 @@ class Kube:
 
         what = f"read the log of pod {name} in namespace {namespace}"
         query = {"container": container, "tailLines": tail_lines, "follow": True if follow else None}
-        resp = self.request("GET", f"/api/v1/namespaces/{namespace}/pods/{name}/log", what=what, query=query, text=True)
+        resp = self.request("GET", f"/api/v1/namespaces/{seg(namespace)}/pods/{seg(name)}/log", what=what, query=query, text=True)
         if follow:  # its headers came within the request timeout; the lines then come when they come
             _stream_timeout(resp, None)
         try:
