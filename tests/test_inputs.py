@@ -357,3 +357,9 @@ def test_a_file_name_with_control_characters_stays_on_one_line(capsys: pytest.Ca
     r = run_cli(capsys, "analyze", str(bad))
     _one_line(r, 2, "stats\\r\\n\\x1b[1A.txt")
     assert "\x1b" not in r.err and "\r" not in r.err
+
+
+def test_an_option_name_with_control_characters_stays_on_one_line(capsys: pytest.CaptureFixture[str], nsl_home: Path) -> None:
+    r = run_cli(capsys, "runs", "--ki\nnd\x1b[2J", "sweep")
+    _one_line(r, 2, "no option", "--ki\\nnd\\x1b[2J")
+    assert "\x1b" not in r.err

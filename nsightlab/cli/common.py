@@ -63,12 +63,11 @@ YesOpt = Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confir
 LocalOpt = Annotated[bool, typer.Option("--local", help="Run on this machine (its GPU, or the CPU) instead of the lab pod.")]
 
 
-def number(option: str, kind: type[float] | type[int] = float, *, minimum: float | None = None, above: float | None = None) -> Callable[[Any], Any]:
+def number(kind: type[float] | type[int] = float, *, minimum: float | None = None, above: float | None = None) -> Callable[[Any], Any]:
     """The parser of a numeric option: a finite number (NaN and the infinities are not),
-    a whole one for `kind=int`, at least `minimum` / more than `above`. Anything else is
-    one error line, exit 2 (a UsageError, which the CLI's handler prints)."""
-    from nsightlab.errors import UsageError
-
+    a whole one for `kind=int`, at least `minimum` / more than `above`. Anything else is a
+    usage error, said in one line by `cli.usage` ("--iters 'nan' is not a whole number;
+    see `nsightlab sweep --help`"), exit 2."""
     whole = kind is int
 
     def parse(value: Any) -> Any:
@@ -81,13 +80,13 @@ def number(option: str, kind: type[float] | type[int] = float, *, minimum: float
             else:
                 parsed = float(text)
         except ValueError:
-            raise UsageError(f"{option} takes {'a whole number' if whole else 'a number'}, got {text!r}") from None
+            raise ValueError("is not a whole number" if whole else "is not a number") from None
         if not math.isfinite(parsed):
-            raise UsageError(f"{option} must be a finite number, got {text!r}")
+            raise ValueError("must be a finite number")
         if minimum is not None and parsed < minimum:
-            raise UsageError(f"{option} must be at least {minimum:g}, got {text}")
+            raise ValueError(f"must be at least {minimum:g}")
         if above is not None and parsed <= above:
-            raise UsageError(f"{option} must be {'positive' if above == 0 else f'more than {above:g}'}, got {text}")
+            raise ValueError("must be positive" if above == 0 else f"must be more than {above:g}")
         return parsed
 
     return parse

@@ -37,14 +37,14 @@ def profile(
     profiler: Annotated[ProfilerChoice, typer.Option("--profiler", help="nsys, or torch (torch.profiler: for targets without Nsight).")] = ProfilerChoice.nsys,
     nsys_args: Annotated[str, typer.Option("--nsys-args", help="extra options for `nsys profile`, e.g. '--sample=none'.")] = "",
     serving: Annotated[bool, typer.Option("--serving", help="Profile a server: the command after -- runs as given (e.g. vllm serve ...), with the nsys options vLLM's profiling guide asks for.")] = False,
-    delay: Annotated[Optional[int], typer.Option("--delay", metavar="SECONDS", parser=number("--delay", int, minimum=0), help="with --serving and --duration: start collecting this many seconds after the server starts.", show_default=False)] = None,  # noqa: UP045
-    duration: Annotated[Optional[int], typer.Option("--duration", metavar="SECONDS", parser=number("--duration", int, minimum=1), help="with --serving: collect this many seconds, then nsys ends the server (default: between the server's cudaProfilerStart and Stop).", show_default=False)] = None,  # noqa: UP045
+    delay: Annotated[Optional[int], typer.Option("--delay", metavar="SECONDS", parser=number(int, minimum=0), help="with --serving and --duration: start collecting this many seconds after the server starts.", show_default=False)] = None,  # noqa: UP045
+    duration: Annotated[Optional[int], typer.Option("--duration", metavar="SECONDS", parser=number(int, minimum=1), help="with --serving: collect this many seconds, then nsys ends the server (default: between the server's cudaProfilerStart and Stop).", show_default=False)] = None,  # noqa: UP045
     device: DeviceOpt = _Device.auto,
     local: LocalOpt = False,
     context: ContextOpt = None,
     kubeconfig: KubeconfigOpt = None,
     namespace: NamespaceOpt = None,
-    top: Annotated[int, typer.Option("--top", help="kernels to show (all of them are in --json).", parser=number("--top", int, minimum=1))] = 15,
+    top: Annotated[int, typer.Option("--top", help="kernels to show (all of them are in --json).", parser=number(int, minimum=1))] = 15,
     json_out: JsonOpt = False,
 ) -> None:
     """Profile a script under Nsight Systems: kernel table, then TB/s and TFLOPS per range.
@@ -119,7 +119,7 @@ def ncu(
     script_args: Annotated[Optional[list[str]], typer.Argument(help="arguments for the script (after --).", show_default=False)] = None,  # noqa: UP045
     kernel: Annotated[str, typer.Option("--kernel", "-k", help="regex of the kernel to profile (default: lesson1's scale kernel).")] = "vectorized_elementwise",
     section: Annotated[Optional[list[str]], typer.Option("--section", help="ncu section(s) to collect.", show_default=False)] = None,  # noqa: UP045
-    count: Annotated[int, typer.Option("--count", "-c", help="kernel launches to profile.", parser=number("--count", int, minimum=1))] = 1,
+    count: Annotated[int, typer.Option("--count", "-c", help="kernel launches to profile.", parser=number(int, minimum=1))] = 1,
     device: DeviceOpt = _Device.auto,
     local: LocalOpt = False,
     context: ContextOpt = None,
@@ -155,8 +155,8 @@ def ncu(
 def sweep(
     dtype: Annotated[Optional[str], typer.Option("--dtype", metavar="TYPE", help="element type: float16 (fp16, half), bfloat16 (bf16), float32 (fp32, float) or float64 (fp64, double); default float16, with --compare the other element size.", show_default=False)] = None,  # noqa: UP045
     sizes: Annotated[Optional[str], typer.Option("--sizes", metavar="N,N,...", help="log2 of the element counts, 10..34, e.g. 16,20,24 (default: 16..30 on a GPU, 12..26 on a CPU).", show_default=False)] = None,  # noqa: UP045
-    iters: Annotated[Optional[int], typer.Option("--iters", help="timed calls per size (default 50).", parser=number("--iters", int, minimum=1), show_default=False)] = None,  # noqa: UP045
-    warmup: Annotated[Optional[int], typer.Option("--warmup", help="warm-up calls per size (default 5).", parser=number("--warmup", int, minimum=0), show_default=False)] = None,  # noqa: UP045
+    iters: Annotated[Optional[int], typer.Option("--iters", help="timed calls per size (default 50).", parser=number(int, minimum=1), show_default=False)] = None,  # noqa: UP045
+    warmup: Annotated[Optional[int], typer.Option("--warmup", help="warm-up calls per size (default 5).", parser=number(int, minimum=0), show_default=False)] = None,  # noqa: UP045
     compare: Annotated[Optional[list[str]], typer.Option("--compare", metavar="RUN", help="a stored sweep (id, prefix or 'latest') to check against; give it twice to compare two stored runs without running anything.", show_default=False)] = None,  # noqa: UP045
     local: LocalOpt = False,
     device: Annotated[Optional[_Device], typer.Option("--device", help="auto (the GPU where the target requests one, else what torch sees), cuda, or cpu (on purpose); with --compare, the stored run's. [default: auto]", show_default=False)] = None,  # noqa: UP045

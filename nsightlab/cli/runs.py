@@ -135,7 +135,7 @@ def analyze(
 
 WeightsOpt = Annotated[
     Optional[float],  # noqa: UP045
-    typer.Option("--weights-gb", help="model weights in GB (10^9 bytes), e.g. 16 for 8B parameters in fp16: the per-token decode floor.", parser=number("--weights-gb", above=0), show_default=False),
+    typer.Option("--weights-gb", help="model weights in GB (10^9 bytes), e.g. 16 for 8B parameters in fp16: the per-token decode floor.", parser=number(above=0), show_default=False),
 ]
 
 @app.command()
@@ -183,7 +183,7 @@ def report(
 
 @app.command()
 def roofline(
-    weights_gb: Annotated[float, typer.Option("--weights-gb", help="model weights in GB (10^9 bytes), e.g. 16 for 8B parameters in fp16.", parser=number("--weights-gb", above=0))],
+    weights_gb: Annotated[float, typer.Option("--weights-gb", help="model weights in GB (10^9 bytes), e.g. 16 for 8B parameters in fp16.", parser=number(above=0))],
     run: Annotated[Optional[str], typer.Option("--run", help="a stored sweep (its measured DRAM plateau and its GPU's spec); default: the latest sweep.", show_default=False)] = None,  # noqa: UP045
     gpu: Annotated[Optional[str], typer.Option("--gpu", help="a GPU's spec only: product name, table key or instance type (g7e.8xlarge).", show_default=False)] = None,  # noqa: UP045
     json_out: JsonOpt = False,
