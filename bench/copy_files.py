@@ -1,13 +1,15 @@
 """`nsightlab copy` against `kubectl cp`, side by side, through the same emulated API
 server (HTTPS, exec over websockets): a file of --mib MiB into the lab pod and back out.
 
-    python bench/copy_files.py [--mib 256] [--repeat 3] [--against REV ...] [--in-only]
+    python bench/copy_files.py [--mib 256] [--repeat 3] [--against REV ...] [--in-only] [--readers]
 
 Reports wall time, throughput and the peak RSS of each process. nsightlab also checks
 size and sha256 on both ends and writes atomically; kubectl cp does neither. Targets:
 nsightlab's RSS under 150 MB, throughput at least 0.7x kubectl's. The nsightlab timed is
 this checkout's; `--against REV` (repeatable) adds the copies of a checkout of REV,
-interleaved with the rest; `--in-only` times copies into the pod only.
+interleaved with the rest; `--in-only` times copies into the pod only; `--readers` adds
+this checkout's nsightlab with the standard library's tarfile reading the stream on both
+ends (bench/tarfile_reader.py) instead of podtar's own reader.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--against", metavar="REV", action="append", default=[], help="also time the copies of this git revision (repeatable)")
     parser.add_argument("--in-only", action="store_true", help="copies into the pod only")
+    parser.add_argument("--readers", action="store_true", help="also time the tarfile-based reader (bench/tarfile_reader.py)")
     args = parser.parse_args()
     kubectl = shutil.which("kubectl") or sys.exit("kubectl is not installed")
     compile_package()
@@ -43,7 +46,7 @@ def main() -> int:
         for _ in range(args.mib):
             fh.write(os.urandom(1 << 20))
     cfg = tmp / "config.yaml"
-    cfg.write_text(f"lab:\n  pod_name: {POD}\n  image: registry.example.com/lab:1\n")
+    cfg.write_text(f"lab:\n  pod_name: {POD}\n  image: registry.example.com/lab:1\n  owner: bench\n")
     results: dict[str, list[tuple[float, int, float]]] = {}
     try:
         with checkouts(args.against) as trees:
@@ -56,6 +59,11 @@ def main() -> int:
 def _run(args: argparse.Namespace, trees: dict[str, Path], kubectl: str, tmp: Path, big: Path, cfg: Path, results: dict[str, list[tuple[float, int, float]]]) -> int:
     with KubeSim(tls=True) as sim:
         sim.load(realistic_cluster())
+        # nsightlab works only in the lab pods it made: the pod carries their labels
+        pod = sim.get("pods", NS, POD)
+        assert pod is not None
+        pod["metadata"].setdefault("labels", {}).update({"app.kubernetes.io/managed-by": "nsightlab", "nsightlab/owner": "bench"})
+        sim.put(pod)
         kc = sim.write_kubeconfig(tmp / "kubeconfig", {CONTEXT: {"namespace": NS}})
         env = {**os.environ, "KUBECONFIG": str(kc), "HOME": str(tmp), "NSIGHTLAB_HOME": str(tmp / "home"), "NSIGHTLAB_CONFIG": str(cfg)}
         out_dir = tmp / "out"
@@ -63,10 +71,15 @@ def _run(args: argparse.Namespace, trees: dict[str, Path], kubectl: str, tmp: Pa
             "kubectl cp (in)": [kubectl, "--context", CONTEXT, "cp", str(big), f"{NS}/{POD}:/tmp/k.bin"],
             **{f"nsightlab copy (in){tag}": nsightlab_argv(tree, "copy", "--context", CONTEXT, str(big), f":/tmp/n{i}.bin") for i, (tag, tree) in enumerate(trees.items())},
         }
+        variant = [sys.executable, str(ROOT / "bench" / "tarfile_reader.py"), "copy", "--context", CONTEXT]
+        if args.readers:
+            commands["tarfile reader (in)"] = [*variant, str(big), ":/tmp/t.bin"]
         if not args.in_only:
             commands["kubectl cp (out)"] = [kubectl, "--context", CONTEXT, "cp", f"{NS}/{POD}:/tmp/k.bin", str(out_dir / "k.bin")]
             for i, (tag, tree) in enumerate(trees.items()):
                 commands[f"nsightlab copy (out){tag}"] = nsightlab_argv(tree, "copy", "--context", CONTEXT, f":/tmp/n{i}.bin", str(out_dir / f"n{i}.bin"))
+            if args.readers:
+                commands["tarfile reader (out)"] = [*variant, ":/tmp/t.bin", str(out_dir / "t.bin")]
         ins = [name for name in commands if "(in)" in name]
         outs = [name for name in commands if "(out)" in name]
         for round_ in range(args.repeat):
@@ -104,6 +117,11 @@ def _run(args: argparse.Namespace, trees: dict[str, Path], kubectl: str, tmp: Pa
                 paired = statistics.median(a[0] / b[0] for a, b in zip(here, there, strict=True))
                 cpu = statistics.median(c for _, _, c in here) / statistics.median(c for _, _, c in there)
                 print(f"  copy ({way}) here / {tag.strip()}: wall {rates[f'nsightlab copy ({way}){tag}'] / rates[f'nsightlab copy ({way})']:.2f}x (paired rounds {paired:.2f}x), CPU {cpu:.2f}x")
+        if args.readers:  # podtar's reader against the tarfile one: throughput, and CPU time
+            podtar_runs, tarfile_runs = results[f"nsightlab copy ({way})"], results[f"tarfile reader ({way})"]
+            cpu = statistics.median(c for _, _, c in tarfile_runs) / statistics.median(c for _, _, c in podtar_runs)
+            print(f"throughput {way}: tarfile reader / kubectl = {rates[f'tarfile reader ({way})'] / rates[f'kubectl cp ({way})']:.2f}x;"
+                  f" podtar's reader / tarfile reader = {rates[f'nsightlab copy ({way})'] / rates[f'tarfile reader ({way})']:.2f}x, CPU tarfile / podtar {cpu:.2f}x")
     return 0
 
 

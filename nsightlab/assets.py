@@ -24,3 +24,8 @@ def lab_script(name: str) -> Path:
 
 def pod_template() -> Path:
     return _folder("manifests") / "pod.yaml"
+
+
+def fleet_job_template() -> Path:
+    """The Job template of `nsightlab fleet` (one Job per GPU type or node)."""
+    return _folder("manifests") / "fleet-job.yaml"

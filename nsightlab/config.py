@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
+import re
 import shlex
 import tempfile
 from datetime import datetime, timezone
@@ -88,12 +90,32 @@ class LabConfig(_Strict):
         return value
 
 
+_INSTANCE_TYPE = re.compile(r"^[a-z0-9][a-z0-9-]*\.[a-z0-9-]+$")
+
+
+def check_price(instance_type: str, usd_per_hour: float) -> None:
+    """A price entry: an instance type such as g7e.8xlarge, and a positive USD per hour."""
+    if not _INSTANCE_TYPE.match(instance_type):
+        raise ValueError(f"{instance_type!r} is not an instance type (e.g. g7e.8xlarge)")
+    if not (usd_per_hour > 0 and math.isfinite(usd_per_hour)):
+        raise ValueError(f"the price of {instance_type} must be a positive number of USD per hour, got {usd_per_hour!r}")
+
+
 class Config(_Strict):
     """The whole config file."""
 
     protected_contexts: list[str] = Field(default_factory=list)
     clusters: dict[str, ClusterAlias] = Field(default_factory=dict)
     lab: LabConfig = Field(default_factory=LabConfig)
+    # USD per hour of each instance type, for `fleet sweep --weights-gb` (cost per million tokens)
+    prices: dict[str, float] = Field(default_factory=dict)
+
+    @field_validator("prices")
+    @classmethod
+    def _prices(cls, value: dict[str, float]) -> dict[str, float]:
+        for instance_type, usd_per_hour in value.items():
+            check_price(instance_type, usd_per_hour)
+        return value
 
     def all_protected_patterns(self) -> list[str]:
         """The default tokens plus the user's patterns (the defaults always apply), each once,

@@ -113,3 +113,16 @@ def test_an_arrow_upward_fails_the_contracts_naming_the_import(tmp_path: Path) -
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "nsightlab.parse is not allowed to import nsightlab.present" in proc.stdout
     assert "nsightlab.parse.names -> nsightlab.present.render" in proc.stdout
+
+
+def test_no_merge_conflict_markers_in_tracked_files() -> None:
+    files = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    marked = []
+    for name in files:
+        path = ROOT / name
+        if path.suffix not in (".py", ".md", ".toml", ".yaml", ".yml", ".txt", "") or not path.is_file():
+            continue
+        text = path.read_text(encoding="utf-8", errors="replace")
+        if any(line.startswith(("<<<<<<< ", ">>>>>>> ")) for line in text.splitlines()):
+            marked.append(name)
+    assert marked == []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import subprocess
 import tarfile
 from pathlib import Path
 
@@ -90,7 +91,7 @@ def test_no_write_through_a_symlink(tmp_path: Path, staging: Path) -> None:
     other = tmp_path / "dest" / ".staging2"
     other.mkdir()
     arc = _archive([_entry("run", tarfile.DIRTYPE), _entry("run/f", tarfile.SYMTYPE, "g"), _file("run/f", b"over")])
-    with pytest.raises(UnsafeArchiveError, match="symlink"):
+    with pytest.raises(UnsafeArchiveError, match="appears twice"):
         extract_stream(arc, other, "run")
     assert _outside(tmp_path) == []
 
@@ -142,14 +143,32 @@ def test_websocket_frames_match_the_reference_library() -> None:
 # ---------------------------------------------------------------------------- the pod's side
 
 
-def _bin_dir(tmp_path: Path, *, with_python: bool, old_python: bool = False) -> Path:
+def _python_3_8() -> str | None:
+    """A Python 3.8 on this machine (the oldest the pod's side runs on), if there is one."""
+    import shutil
+
+    candidates = [shutil.which("python3.8"), *map(str, sorted(Path.home().glob(".pyenv/versions/3.8*/bin/python3.8")))]
+    for candidate in filter(None, candidates):
+        try:
+            done = subprocess.run([candidate, "-c", "import sys; print(sys.version_info[:2] == (3, 8))"], capture_output=True, text=True, timeout=30)
+        except OSError:
+            continue
+        if done.stdout.strip() == "True":
+            return candidate
+    return None
+
+
+PYTHON_3_8 = _python_3_8()
+
+
+def _bin_dir(tmp_path: Path, *, with_python: bool, old_python: bool = False, python: str | None = None) -> Path:
     """A PATH with just the tools a minimal image has (and python3 or not)."""
     import shutil
     import sys
 
     d = tmp_path / ("bin-py" if with_python else "bin")
     d.mkdir()
-    tools = ["sh", "tar", "find", "stat", "sha256sum", "sed", "dd", "mktemp", "dirname", "basename", "rm", "mv", "rmdir"]
+    tools = ["sh", "tar", "find", "wc", "sha256sum", "dd", "mktemp", "dirname", "rm", "mv", "mkdir"]
     found_sh = shutil.which("sh")
     for tool in tools:
         found = shutil.which(tool)
@@ -157,49 +176,61 @@ def _bin_dir(tmp_path: Path, *, with_python: bool, old_python: bool = False) -> 
             pytest.skip(f"{tool} is not installed")
         (d / tool).symlink_to(found)
     if with_python:
-        (d / "python3").symlink_to(sys.executable)
+        (d / "python3").symlink_to(python or sys.executable)
     elif old_python:  # a python3 too old for the agent: 3.6 says so with exit 99
         (d / "python3").write_text(f"#!{found_sh}\n" + 'case "$*" in *version_info*) exit 99;; esac\nexit 1\n')
         (d / "python3").chmod(0o755)
     return d
 
 
-@pytest.mark.parametrize(("with_python", "old_python"), [(True, False), (False, False), (False, True)], ids=["python3", "tar+sha256sum", "python3.6"])
-def test_pod_scripts_unpack_and_pack_with_digests(tmp_path: Path, with_python: bool, old_python: bool) -> None:
+@pytest.mark.parametrize(
+    ("with_python", "old_python", "python"),
+    [
+        (True, False, None),
+        pytest.param(True, False, PYTHON_3_8, marks=pytest.mark.skipif(PYTHON_3_8 is None, reason="no Python 3.8 here")),
+        (False, False, None),
+        (False, True, None),
+    ],
+    ids=["python3", "python3.8", "tar+sha256sum", "python3.6"],
+)
+def test_pod_scripts_unpack_and_pack_with_digests(tmp_path: Path, with_python: bool, old_python: bool, python: str | None) -> None:
     import hashlib
     import os
-    import subprocess
 
     from nsightlab.cluster import podtar
     from nsightlab.cluster.transfer import _PACK_SH, _UNPACK_SH, _agent, parse_digests
 
-    env = {"PATH": str(_bin_dir(tmp_path, with_python=with_python, old_python=old_python)), "LC_ALL": "C"}
+    env = {"PATH": str(_bin_dir(tmp_path, with_python=with_python, old_python=old_python, python=python)), "LC_ALL": "C"}
     src = tmp_path / "here" / "run"
     (src / "sub").mkdir(parents=True)
     (src / "a.bin").write_bytes(os.urandom(300_000))
     (src / "sub" / "b.txt").write_text("b\n")
+    (src / "sub" / "new\nline.txt").write_text("a name with a newline\n")
     digests: dict[str, tuple[int, str]] = {}
     chunks: list[bytes] = []
     sent = podtar.pack(str(src), "run", chunks.append, digests)
     archive = b"".join(chunks) + podtar.end_of_archive(sent)
     pod = tmp_path / "pod"
-    pod.mkdir()
-    # copy in: the pod gets the agent, then the tar; "into" an existing folder
+    (pod / "run" / "sub").mkdir(parents=True)
+    (pod / "run" / "sub" / "keep.txt").write_text("the pod's own\n")
+    # copy in: the pod gets the agent, then the tar; "into" an existing folder, merged
     done = subprocess.run(["sh", "-c", _UNPACK_SH, "nsightlab", "run", str(pod), "0"], input=_agent() + archive, env=env, capture_output=True, timeout=60)
     assert done.returncode == 0, done.stderr
-    lines = done.stdout.decode()
-    assert lines.splitlines()[0] == "into"
-    remote = parse_digests(lines)
+    assert ["P", "into"] in podtar.read_records(done.stdout)[0]
+    remote = parse_digests(done.stdout)
     assert {k: (d.size, d.sha256) for k, d in remote.items()} == digests
     assert (pod / "run" / "a.bin").read_bytes() == (src / "a.bin").read_bytes()
+    assert (pod / "run" / "sub" / "new\nline.txt").read_text() == "a name with a newline\n"
+    assert (pod / "run" / "sub" / "keep.txt").read_text() == "the pod's own\n"
     assert [p.name for p in pod.iterdir()] == ["run"]  # no staging folder left
+    digests["run/sub/keep.txt"] = (14, hashlib.sha256(b"the pod's own\n").hexdigest())
     # copy out: the agent on stdin; the tar on stdout, the digests on stderr
     done = subprocess.run(["sh", "-c", _PACK_SH, "nsightlab", str(pod), "run"], input=_agent(), env=env, capture_output=True, timeout=60)
     assert done.returncode == 0, done.stderr
     staging = tmp_path / "back"
     staging.mkdir()
     got = extract_stream(io.BytesIO(done.stdout), staging, "run")
-    sent_back = parse_digests(done.stderr.decode())
+    sent_back = parse_digests(done.stderr)
     assert {k: (d.size, d.sha256) for k, d in got.items()} == {k: (d.size, d.sha256) for k, d in sent_back.items()} == digests
     assert hashlib.sha256((staging / "run" / "a.bin").read_bytes()).hexdigest() == digests["run/a.bin"][1]
     # a missing source: exit 44 and one line, whichever way the pod does it
@@ -211,7 +242,6 @@ def _unpack_in_pod(tmp_path: Path, stream: bytes, piece: int) -> tuple[int, byte
     """podtar's unpack as the pod runs it (python3 -I -S, the source on stdin ahead of
     the archive), the archive written into its stdin pipe `piece` bytes at a time as an
     exec stream brings it."""
-    import subprocess
     import sys
     import threading
 
@@ -262,7 +292,7 @@ def test_pod_unpack_reads_files_bigger_than_its_buffers_in_pieces(tmp_path: Path
     sent = podtar.pack(str(src), "run", chunks.append, digests)
     code, out, err, pod = _unpack_in_pod(tmp_path, b"".join(chunks) + podtar.end_of_archive(sent), piece)
     assert code == 0, err
-    remote = parse_digests(out.decode())
+    remote = parse_digests(out)
     assert {k: (d.size, d.sha256) for k, d in remote.items()} == digests
     for name in sizes:
         data = (pod / "run" / name).read_bytes()
@@ -290,7 +320,6 @@ def test_pod_unpack_of_a_cut_stream_is_exit_48_and_leaves_nothing(tmp_path: Path
 
 def test_reader_handles_long_names_and_pax_from_gnu_tar(tmp_path: Path, staging: Path) -> None:
     import shutil
-    import subprocess
 
     if shutil.which("tar") is None:
         pytest.skip("tar is not installed")
@@ -342,3 +371,43 @@ def test_stdin_frames_unmask_to_the_data_with_the_reference_library() -> None:
         got = frames(WebSocket.sock.sent)
         assert all(f[:1] == b"\0" and len(f) <= STDIN_FRAME + 1 for f in got), size
         assert b"".join(f[1:] for f in got) == data, size
+
+
+# ---------------------------------------------------------------------------- the whole corpus
+
+
+def test_every_hostile_stream_is_refused_by_the_reader(tmp_path: Path) -> None:
+    """All of tests/hostile_tars.py, variants included (the copy tests serve one stream
+    per shape through the pod): refused with its reason, nothing outside the staging
+    folder, in pieces of any size."""
+    import os
+
+    import hostile_tars
+
+    from nsightlab.errors import RemoteCommandError
+
+    world = tmp_path / "world"
+    world.mkdir()
+    (world / "victim.txt").write_text("keep me\n")
+    for n, case in enumerate(hostile_tars.hostile(world)):
+        staging = world / f"staging-{n}"
+        staging.mkdir()
+        for piece in (509, 1 << 20):
+            stream = io.BytesIO(case.stream)
+            with pytest.raises(RemoteCommandError) as caught:
+                _extract_pieces(stream, staging / str(piece), piece)
+            assert case.refusal in caught.value.message, (case.id, caught.value.message)
+        assert sorted(os.listdir(world)) == sorted(["victim.txt", *(f"staging-{i}" for i in range(n + 1))]), case.id
+        assert (world / "victim.txt").read_text() == "keep me\n"
+    for case in hostile_tars.odd_but_fine(world):
+        staging = world / f"fine-{case.id}"
+        staging.mkdir()
+        got = extract_stream(io.BytesIO(case.stream), staging, "run")
+        assert {k: (v.size, v.sha256) for k, v in got.items()} == hostile_tars.digests_of(case.stream), case.id
+
+
+def _extract_pieces(stream: io.BytesIO, staging: Path, piece: int) -> None:
+    from nsightlab.cluster.transfer import _extract
+
+    staging.mkdir()
+    _extract(lambda: stream.read(piece), staging, "run")

@@ -102,3 +102,152 @@ def write_kineto(path: Path, events: Sequence[dict[str, Any]], *, gz: bool = Fal
     else:
         path.write_text(text, encoding="utf-8")
     return path
+
+
+# ------------------------------------------------------------------ a decode run's exports
+
+GEMV = (
+    "void gemv2T_kernel_val<int, int, __nv_bfloat16, __nv_bfloat16, float, 128, 16, 4, 4, false, false, "
+    "cublasGemvParamsEx<int, cublasGemvTensorStridedBatched<__nv_bfloat16 const>, cublasGemvTensorStridedBatched"
+    "<__nv_bfloat16 const>, cublasGemvTensorStridedBatched<__nv_bfloat16>, float> >(cublasGemvParamsEx<int, "
+    "cublasGemvTensorStridedBatched<__nv_bfloat16 const>, cublasGemvTensorStridedBatched<__nv_bfloat16 const>, "
+    "cublasGemvTensorStridedBatched<__nv_bfloat16>, float>, float, float)"
+)
+GEMM = "ampere_bf16_s16816gemm_bf16_128x64_ldg8_f2f_stages_64x4_tn"
+MEAN = (
+    "void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float, at::native::MeanOps<float, float, float, "
+    "float>, unsigned int, float, 4> >(at::native::ReduceOp<float, at::native::MeanOps<float, float, float, float>, "
+    "unsigned int, float, 4>)"
+)
+SILU = (
+    "void at::native::vectorized_elementwise_kernel<4, at::native::silu_kernel(at::TensorIteratorBase&)::{lambda()#1}"
+    "::operator()() const::{lambda()#4}::operator()() const::{lambda(c10::BFloat16)#1}, at::detail::Array<char*, 2> >"
+    "(int, at::native::silu_kernel(at::TensorIteratorBase&)::{lambda()#1}::operator()() const::{lambda()#4}::operator()"
+    "() const::{lambda(c10::BFloat16)#1}, at::detail::Array<char*, 2>)"
+)
+SOFTMAX = (
+    "void at::native::(anonymous namespace)::cunn_SoftMaxForward<4, float, float, float, at::native::(anonymous "
+    "namespace)::SoftMaxForwardEpilogue>(float*, float const*, int)"
+)
+# One layer of an eager decode step, as PyTorch launches it: RMSNorm's mean, the q/k/v
+# projections (GEMVs at batch 1), attention (scores, softmax, weighted sum), the output
+# projection, RMSNorm, the SwiGLU MLP. Then the LM head and the argmax.
+LAYER_KERNELS = (MEAN, GEMV, GEMV, GEMV, GEMM, SOFTMAX, GEMM, GEMV, MEAN, GEMV, GEMV, SILU, GEMV)
+HEAD_KERNELS = (MEAN, GEMV, MEAN)
+# How busy the GPU is in a step of each mode: eager steps wait for Python between
+# launches, a graph replay runs its kernels back to back.
+BUSY = {"eager": 0.55, "graphs": 0.92}
+
+
+def decode_kernels(layers: int) -> list[str]:
+    """The kernels of one decode step of a model with `layers` layers."""
+    return [*LAYER_KERNELS * layers, *HEAD_KERNELS]
+
+
+def _weight(name: str) -> int:
+    return 3 if name in (GEMV, GEMM) else 1
+
+
+def decode_exports(doc: dict[str, Any], base: str, reports: Sequence[str], device: str = DEVICE, t0: int = 1_000_000_000) -> list[Path]:
+    """nsys trace exports of a run of lab_scripts/decode.py, built from its JSON.
+
+    Every timed step takes exactly the script's own step time: its CPU range
+    (`decode_step`) spans it and its kernels fill `BUSY[mode]` of it, a gap of equal length
+    before each kernel (so `idle between` = (K-1) gaps, `before first` = one gap, `after
+    last` = 0). Eager launches each kernel with `cudaLaunchKernel`; graphs replays them all
+    with one `cudaGraphLaunch` (one correlation id). Prefill and warm-up launch kernels too,
+    outside any `decode_step` range. Writes `BASE_<report>.csv` for each of `reports`
+    among the four trace reports; returns the paths.
+    """
+    names = decode_kernels(int(doc["model"]["layers"]))
+    total_weight = sum(_weight(n) for n in names)
+    gpu: list[list[object]] = []
+    api: list[list[object]] = []
+    ranges: list[tuple[str, int, int, int, int | None, int]] = []  # name, start, end, id, parent, level
+    launched: dict[int, list[tuple[int, int]]] = {}  # range id -> its kernels' (start, end)
+    corr = [1000]
+    ids = [0]
+    t = [t0]
+
+    def new_range(name: str, start: int, end: int, parent: int | None, level: int) -> int:
+        ids[0] += 1
+        ranges.append((name, start, end, ids[0], parent, level))
+        return ids[0]
+
+    def step(duration: int, busy: float, graph: bool, owners: Sequence[int]) -> None:
+        start = t[0]
+        k = len(names)
+        gap = duration * (1 - busy) / k
+        if graph:
+            corr[0] += 1
+            api.append(api_row(start + int(gap / 4), max(1, int(gap / 4)), "cudaGraphLaunch", corr[0]))
+        cursor = float(start)
+        for name in names:
+            if not graph:
+                corr[0] += 1
+                api.append(api_row(int(cursor) + int(gap / 4), max(1, int(gap / 4)), "cudaLaunchKernel", corr[0]))
+            kstart = cursor + gap
+            kend = kstart + duration * busy * _weight(name) / total_weight
+            gpu.append(kernel_row(int(kstart), int(kend) - int(kstart), corr[0], name))
+            for owner in owners:
+                launched.setdefault(owner, []).append((int(kstart), int(kend)))
+            cursor = kend
+        t[0] = start + duration
+
+    for mode_name in dict.fromkeys(str(e["mode"]) for e in doc["modes"]):
+        entries = [e for e in doc["modes"] if e["mode"] == mode_name]
+        mode_start = t[0]
+        mode_id = new_range(f"mode:{mode_name}", mode_start, 0, None, 0)
+        for e in entries:
+            busy = BUSY.get(mode_name, 0.55)
+            graph = mode_name == "graphs"
+            median = int(e["median_step_s"] * 1e9)
+            parent, level = mode_id, 1
+            if e["ranges"].get("batch"):
+                parent = new_range(str(e["ranges"]["batch"]), t[0], 0, mode_id, 1)
+                level = 2
+            prefill = new_range("prefill", t[0], 0, parent, level)
+            step(4 * median, 0.9, False, [prefill, parent, mode_id])
+            _close(ranges, prefill, t[0])
+            warm = new_range("warmup", t[0], 0, parent, level)
+            for _ in range(int(e.get("warmup_steps") or 0)):
+                step(median, busy, False, [warm, parent, mode_id])
+            _close(ranges, warm, t[0])
+            if graph:
+                cap = new_range("capture", t[0], t[0] + median, parent, level)
+                del cap
+                t[0] += median
+            for seconds in e["step_seconds"]:
+                rid = new_range("decode_step", t[0], 0, parent, level)
+                step(max(1, int(seconds * 1e9)), busy, graph, [rid, parent, mode_id])
+                _close(ranges, rid, t[0])
+            if parent != mode_id:
+                _close(ranges, parent, t[0])
+            t[0] += 50_000
+        _close(ranges, mode_id, t[0])
+
+    out: list[Path] = []
+    for report in reports:
+        path = Path(f"{base}_{report}.csv")
+        if report == "cuda_gpu_trace":
+            out.append(write_csv(path, GPU_TRACE_HEADER, sorted(gpu, key=lambda r: int(str(r[0])))))
+        elif report == "cuda_api_trace":
+            out.append(write_csv(path, API_HEADER, api))
+        elif report == "nvtx_pushpop_trace":
+            rows = [pushpop_row(s, e, n, i, p, lvl) for n, s, e, i, p, lvl in sorted(ranges, key=lambda r: (r[1], r[5]))]
+            out.append(write_csv(path, PUSHPOP_HEADER, rows))
+        elif report == "nvtx_gpu_proj_trace":
+            rows = []
+            for n, s, e, i, p, lvl in sorted(ranges, key=lambda r: (r[1], r[5])):
+                work = launched.get(i)
+                if work:
+                    rows.append(proj_row(n, min(a for a, _ in work), max(b for _, b in work), s, e, len(work), i, p, lvl))
+            out.append(write_csv(path, PROJ_HEADER, rows))
+    return out
+
+
+def _close(ranges: list[tuple[str, int, int, int, int | None, int]], rid: int, end: int) -> None:
+    for k, r in enumerate(ranges):
+        if r[3] == rid:
+            ranges[k] = (r[0], r[1], end, r[3], r[4], r[5])
+            return

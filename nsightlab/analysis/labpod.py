@@ -10,6 +10,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from nsightlab.analysis import pods as r
+from nsightlab.analysis.fleet import FleetCleanup
 from nsightlab.analysis.inventory import gpu_product
 
 
@@ -58,6 +59,7 @@ class CleanupReport(BaseModel):
     skipped: list[str]  # pods that are not ours (never touched)
     owner: str | None = None
     all_mine: bool = False  # --all-mine: every lab pod of `owner` in the namespace
+    fleets: FleetCleanup | None = None  # with --fleet ID or --all-mine: the fleets' Jobs and ConfigMaps
 
 
 def _deadline(pod: dict[str, Any]) -> datetime | None:

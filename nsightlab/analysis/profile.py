@@ -16,6 +16,8 @@ from pydantic import BaseModel, Field, ValidationError
 
 from nsightlab.analysis import gpus, units
 from nsightlab.analysis import rates as analysis
+from nsightlab.analysis.decode import GroupSteps
+from nsightlab.analysis.steps import TraceSummary
 from nsightlab.errors import ParseError, validation_message
 from nsightlab.parse import names, nsys
 
@@ -105,6 +107,12 @@ class ProfileResult(BaseModel):
     memory_ops: list[MemOpLine] = Field(default_factory=list)
     trace: str | None = None  # the profiler's own trace in the run, e.g. raw/trace.json.gz
     warnings: list[str] = Field(default_factory=list)
+    # `analyze`: the step anatomy, when a GPU timeline (a cuda_gpu_trace export, the
+    # profiler's trace) came with the tables; `trace` already names the trace's file, so
+    # the whole timeline's figures are `trace_summary`
+    steps: list[GroupSteps] | None = None
+    trace_summary: TraceSummary | None = None
+    trace_notes: list[str] | None = None  # how the trace's kernels were given to steps, ...
 
 
 def _range_name(name: str) -> str:

@@ -37,7 +37,10 @@ Which kernels belong to a step:
   between the step's CPU start and the next step's (an approximation, said in the notes).
 
 A step's window runs from the earlier of its CPU start and its first kernel's start to the
-later of its CPU end and its last kernel's end. GPU work is attributed by launch, so when
+later of its CPU end and its last kernel's end; with `tile=True` it begins no earlier than
+the previous step's window ended (unless its own first kernel did), so that a step queued
+behind the previous one on a GPU that runs behind the CPU is timed as CUDA events around
+it time it. GPU work is attributed by launch, so when
 the GPU lags the CPU a window can overlap the next step's; the notes say when it does.
 Within a window: `busy` is the union of the step's own operations; idle is time when the
 GPU ran nothing at all (other steps' work is not idle; it is `other_busy`), split into
@@ -80,6 +83,8 @@ NEAR_FLOOR_RATIO = 1.3
 MIN_PERIOD_SCORE = 0.6
 # How many kernels the top-kernel table lists.
 TOP_KERNELS = 10
+# The most operations a step's timeline keeps (a picture needs no more).
+TIMELINE_MAX_OPS = 4000
 
 DEFAULT_STEP_RANGES = ("decode_step", "ProfilerStep")
 
@@ -174,6 +179,33 @@ class StepTiming(_Model):
         return self.idle_before_first_ns + self.idle_between_kernels_ns + self.idle_after_last_ns
 
 
+class TimelineOp(_Model):
+    """One operation in a step's timeline: times in ns from the window's start; `own`
+    when the step launched it (else another step's work, running at the same time)."""
+
+    start_ns: int
+    end_ns: int
+    name: str
+    short_name: str
+    kind: StepKernelKind
+    stream: int
+    own: bool
+
+
+class StepTimeline(_Model):
+    """The operations of one step (the group's median step) on the time axis, for a
+    picture of where its time goes: every operation that overlaps its window."""
+
+    step: int  # index into the group's `steps`
+    name: str
+    window_ns: int
+    cpu_start_ns: int | None  # the step's range, from the window's start
+    cpu_end_ns: int | None
+    streams: int
+    ops: list[TimelineOp]
+    truncated: bool = False  # more than TIMELINE_MAX_OPS overlapped the window
+
+
 class StepGroup(_Model):
     """The steps under one enclosing range (or none): their anatomy, and each step."""
 
@@ -182,6 +214,7 @@ class StepGroup(_Model):
     period: int | None = None
     kinds: list[KindShare]
     steps: list[StepTiming]
+    timeline: StepTimeline | None = None
 
 
 class TraceAnatomy(_Model):
@@ -192,6 +225,13 @@ class TraceAnatomy(_Model):
     groups: list[StepGroup]
     device_names: list[str] = []
     notes: list[str] = []
+    # "cpu": the trace holds no GPU work and the profiler's top-level CPU ops stand in
+    # for kernels (threads for streams); every field keeps its name
+    ops_are: Literal["gpu", "cpu"] = "gpu"
+    # how operations were given to step ranges: by their launch call's correlation id,
+    # inside the range's GPU projection (nvtx_gpu_proj_trace), by start time alone, or
+    # where they ran (CPU ops); None when there were no ranges (steps inferred)
+    attribution: Literal["launch", "projection", "window", "cpu-range"] | None = None
 
 
 # ------------------------------------------------------------------ interval union
@@ -716,7 +756,7 @@ def _accumulate(ops: _Ops, steps: list[_StepAcc], step_of: Sequence[int]) -> Non
             acc.busy += acc.cur_end - acc.cur_start
 
 
-def _timing(index: int, acc: _StepAcc, union: IntervalUnion) -> StepTiming:
+def _timing(index: int, acc: _StepAcc, union: IntervalUnion, after: int | None = None) -> StepTiming:
     if acc.count == 0 or acc.first is None or acc.last_end is None:
         assert acc.cpu_start is not None and acc.cpu_end is not None
         w0, w1 = acc.cpu_start, acc.cpu_end
@@ -739,6 +779,10 @@ def _timing(index: int, acc: _StepAcc, union: IntervalUnion) -> StepTiming:
         )
     first, last = acc.first, acc.last_end
     w0 = first if acc.cpu_start is None else min(acc.cpu_start, first)
+    if after is not None and acc.cpu_start is not None:
+        # tiled: the step's GPU time begins once the previous step's has ended, if its work
+        # was queued behind it (what CUDA events recorded around the step measure)
+        w0 = min(first, max(acc.cpu_start, after))
     w1 = last if acc.cpu_end is None else max(acc.cpu_end, last)
     if acc.next_start is not None:
         w1 = max(w1, acc.next_start)
@@ -838,10 +882,24 @@ def _build_groups(
     step_range: str | None,
     period: int | None,
     notes: list[str],
+    tile: bool = False,
 ) -> list[StepGroup]:
     _accumulate(ops, accs, step_of)
-    timings = [_timing(i, acc, ops.union) for i, acc in enumerate(accs)]
+    timings: list[StepTiming] = []
+    queued = 0
+    for i, acc in enumerate(accs):
+        after = timings[-1].window_end_ns if tile and timings else None
+        timing = _timing(i, acc, ops.union, after)
+        if acc.cpu_start is not None and timing.window_start_ns > min(acc.cpu_start, timing.gpu_start_ns or acc.cpu_start):
+            queued += 1
+        timings.append(timing)
     step_notes = list(notes)
+    if queued:
+        step_notes.append(
+            f"{queued} step(s) had their GPU work queued behind the previous step's (the CPU ran "
+            "ahead of the GPU): their windows begin where the previous step's ended, the step's "
+            "own time on the GPU, as CUDA events recorded around it measure it"
+        )
     overlaps = sum(
         1
         for a, b in itertools.pairwise(timings)
@@ -862,19 +920,66 @@ def _build_groups(
     groups: list[StepGroup] = []
     for label in labels:
         members = [i for i, acc in enumerate(accs) if acc.group == label]
-        groups.append(
-            _group_anatomy(
-                label,
-                [accs[i] for i in members],
-                [timings[i] for i in members],
-                ops,
-                source,
-                step_range,
-                period,
-                step_notes,
+        group = _group_anatomy(
+            label,
+            [accs[i] for i in members],
+            [timings[i] for i in members],
+            ops,
+            source,
+            step_range,
+            period,
+            step_notes,
+        )
+        group.timeline = _timeline(ops, step_of, members, timings)
+        groups.append(group)
+    return groups
+
+
+def _timeline(ops: _Ops, step_of: Sequence[int], members: Sequence[int], timings: Sequence[StepTiming]) -> StepTimeline | None:
+    """The median step of a group (by window length) with every operation overlapping
+    its window, times from the window's start."""
+    if not members:
+        return None
+    order = sorted(range(len(members)), key=lambda k: (timings[members[k]].window_ns, k))
+    pick = order[(len(order) - 1) // 2]
+    index = members[pick]
+    t = timings[index]
+    w0, w1 = t.window_start_ns, t.window_end_ns
+    hi = bisect.bisect_left(ops.start, w1)
+    lo = bisect.bisect_left(ops.start, w0)
+    # an operation that started before the window may still run into it
+    first = lo
+    for i in range(lo - 1, max(lo - 64, -1), -1):
+        if ops.end[i] > w0:
+            first = i
+    chosen = [i for i in range(first, hi) if ops.end[i] > w0 or ops.start[i] >= w0]
+    truncated = len(chosen) > TIMELINE_MAX_OPS
+    chosen = chosen[:TIMELINE_MAX_OPS]
+    streams: dict[int, int] = {}
+    out: list[TimelineOp] = []
+    for i in chosen:
+        name = ops.names[ops.name[i]]
+        out.append(
+            TimelineOp(
+                start_ns=ops.start[i] - w0,
+                end_ns=ops.end[i] - w0,
+                name=name,
+                short_name=short_kernel_name(name),
+                kind=step_kernel_kind(name),
+                stream=streams.setdefault(ops.stream[i], len(streams)),
+                own=step_of[i] == index,
             )
         )
-    return groups
+    return StepTimeline(
+        step=pick,
+        name=t.name,
+        window_ns=w1 - w0,
+        cpu_start_ns=None if t.cpu_start_ns is None else t.cpu_start_ns - w0,
+        cpu_end_ns=None if t.cpu_end_ns is None else t.cpu_end_ns - w0,
+        streams=len(streams),
+        ops=out,
+        truncated=truncated,
+    )
 
 
 def _steps_from_ranges(
@@ -884,6 +989,7 @@ def _steps_from_ranges(
     source: StepSource,
     attribution: Literal["launch", "projection", "window"],
     notes: list[str],
+    tile: bool = False,
 ) -> list[StepGroup] | None:
     wanted, steps = _choose_steps(ranges, step_range)
     if wanted is None:
@@ -944,7 +1050,7 @@ def _steps_from_ranges(
             "(nvtx_gpu_proj_trace) a step's kernels are those starting between its CPU "
             "start and the next step's"
         )
-    return _build_groups(ops, accs, step_of, source, wanted, None, notes)
+    return _build_groups(ops, accs, step_of, source, wanted, None, notes, tile)
 
 
 def _steps_from_sequence(ops: _Ops, notes: list[str]) -> list[StepGroup]:
@@ -992,13 +1098,16 @@ def _launch_like(name: str) -> bool:
     return "Launch" in name or "Memcpy" in name or "Memset" in name or "memcpy" in name
 
 
-def analyze_gpu_trace(paths: Sequence[str | Path], step_range: str | None = None) -> TraceAnatomy:
+def analyze_gpu_trace(paths: Sequence[str | Path], step_range: str | None = None, *, tile: bool = False) -> TraceAnatomy:
     """The step anatomy of an nsys capture from its `nsys stats --format csv` exports.
 
     `paths` must hold one `cuda_gpu_trace` export and may hold `nvtx_pushpop_trace`,
     `nvtx_gpu_proj_trace` and `cuda_api_trace` exports of the same capture (told apart
     by their `BASE_<report>.csv` names, else their headers). See the module docstring
-    for how steps and their kernels are found. Raises ParseError for unreadable files
+    for how steps and their kernels are found. With `tile`, a step whose GPU work was
+    queued behind the previous step's (the CPU ran ahead) begins where that one ended,
+    not at its range's start: windows then tile the GPU's timeline, each the step's own
+    GPU time. Raises ParseError for unreadable files
     and UsageError for a missing gpu trace, a report given twice, or a `step_range`
     that names no range.
     """
@@ -1065,24 +1174,27 @@ def analyze_gpu_trace(paths: Sequence[str | Path], step_range: str | None = None
         attribution = "projection"
     groups: list[StepGroup] | None = None
     if ranges:
-        groups = _steps_from_ranges(ops, ranges, step_range, "nvtx", attribution, notes)
+        groups = _steps_from_ranges(ops, ranges, step_range, "nvtx", attribution, notes, tile)
     elif step_range is not None:
         raise UsageError(
             f"--step-range {step_range} needs NVTX ranges",
             hint="add the nvtx_pushpop_trace (or nvtx_gpu_proj_trace) export of the same capture",
         )
+    used = attribution if groups is not None else None
     if groups is None:
         groups = _steps_from_sequence(ops, notes)
-    return TraceAnatomy(input="nsys", trace=ops.summary(), groups=groups, device_names=devices, notes=notes)
+    return TraceAnatomy(input="nsys", trace=ops.summary(), groups=groups, device_names=devices, notes=notes, attribution=used)
 
 
-def analyze_kineto(path: str | Path, step_range: str | None = None) -> TraceAnatomy:
+def analyze_kineto(path: str | Path, step_range: str | None = None, *, tile: bool = False) -> TraceAnatomy:
     """The step anatomy of a torch.profiler / Kineto trace (`.json` or `.json.gz`).
 
     Steps are `user_annotation` ranges (record_function, `ProfilerStep#N`); a step's
     kernels are those launched inside it from any thread, graph replays included (see
-    the module docstring). Raises ParseError for an unreadable trace and UsageError for
-    a `step_range` that names no range.
+    the module docstring; `tile` as for `analyze_gpu_trace`). A trace with no GPU work
+    (a script that ran on the CPU) has its top-level CPU ops stand in for kernels
+    (`ops_are: cpu`). Raises ParseError for an unreadable trace and UsageError for a
+    `step_range` that names no range.
     """
     reader = kineto.KinetoReader(path)
     ops = _Ops()
@@ -1099,9 +1211,13 @@ def analyze_kineto(path: str | Path, step_range: str | None = None) -> TraceAnat
     notes: list[str] = []
     ops.seal()
     if not len(ops):
-        raise UsageError(f"{path} holds no GPU operations", hint="profile with ProfilerActivity.CUDA")
+        cpu = _kineto_cpu_ops(path, step_range)
+        if cpu is None:
+            raise UsageError(f"{path} holds no GPU operations and no CPU ops", hint="profile with ProfilerActivity.CUDA (or CPU)")
+        return cpu
     ops.set_launches(launch_of)
-    groups = _steps_from_ranges(ops, ranges, step_range, "record_function", "launch", notes) if ranges or step_range else None
+    groups = _steps_from_ranges(ops, ranges, step_range, "record_function", "launch", notes, tile) if ranges or step_range else None
+    used: Literal["launch"] | None = "launch" if groups is not None else None
     if groups is None:
         groups = _steps_from_sequence(ops, notes)
     return TraceAnatomy(
@@ -1110,6 +1226,58 @@ def analyze_kineto(path: str | Path, step_range: str | None = None) -> TraceAnat
         groups=groups,
         device_names=sorted(set(reader.metadata.device_names)),
         notes=notes,
+        attribution=used,
+    )
+
+
+CPU_OPS_NOTE = (
+    "no GPU work in this trace: the profiler's top-level CPU ops (each op called by the "
+    "script, not by another op) stand in for kernels, and threads for streams; an op "
+    "belongs to the step whose range it ran in, and idle is time in a step when no op "
+    "ran (Python, the dispatcher, the profiler itself)"
+)
+
+
+def _kineto_cpu_ops(path: str | Path, step_range: str | None) -> TraceAnatomy | None:
+    """A trace with no GPU work (a script that ran on the CPU): its top-level CPU ops as
+    the operations, attributed to the range they ran in. None when it has no CPU ops."""
+    reader = kineto.KinetoReader(path, cpu_ops=True)
+    by_thread: dict[tuple[object, object], list[tuple[int, int, str]]] = {}
+    ranges: list[_Range] = []
+    for event in reader:
+        if type(event) is kineto.CpuOp:
+            by_thread.setdefault((event.pid, event.tid), []).append((event.start_ns, -event.end_ns, event.name))
+        elif type(event) is kineto.TraceRange and event.cat == "user_annotation":
+            ranges.append(_Range(event.name, event.start_ns, event.end_ns, event.pid, event.tid))
+    top: list[tuple[int, int, str, tuple[object, object]]] = []
+    for key, events in by_thread.items():
+        events.sort()  # by start, the outer op first when two start together
+        outer_end: int | None = None
+        for start, neg_end, name in events:
+            if outer_end is None or start >= outer_end:  # not inside the previous top-level op
+                top.append((start, -neg_end, name, key))
+                outer_end = -neg_end
+    if not top:
+        return None
+    top.sort(key=lambda op: op[0])
+    ops = _Ops()
+    for start, end, name, key in top:
+        ops.add(start, end, name, "kernel", key, None)
+    ops.seal()
+    ops.launch = array("q", ops.start)  # an op runs where it is called: its own start
+    notes = [CPU_OPS_NOTE]
+    groups = _steps_from_ranges(ops, ranges, step_range, "record_function", "launch", notes) if ranges or step_range else None
+    used: Literal["cpu-range"] | None = "cpu-range" if groups is not None else None
+    if groups is None:
+        groups = _steps_from_sequence(ops, notes)
+    return TraceAnatomy(
+        input="kineto",
+        trace=ops.summary(),
+        groups=groups,
+        device_names=[],
+        notes=notes,
+        ops_are="cpu",
+        attribution=used,
     )
 
 
@@ -1150,7 +1318,7 @@ def memory_floor(
     )
 
 
-VerdictKind = Literal["launch-bound", "compute-bound", "near-memory-floor", "memory-bound", "busy"]
+VerdictKind = Literal["launch-bound", "compute-bound", "near-memory-floor", "memory-bound", "busy", "no-trace"]
 
 
 class Verdict(_Model):

@@ -14,6 +14,7 @@ import typer
 # Each command module adds its commands to `app` when imported.
 import nsightlab.cli.config
 import nsightlab.cli.explore
+import nsightlab.cli.fleet
 import nsightlab.cli.lab
 import nsightlab.cli.measure
 import nsightlab.cli.runs  # noqa: F401

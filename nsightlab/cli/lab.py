@@ -251,7 +251,7 @@ def copy(
     def allowed() -> None:
         if remote_dst is not None:
             if not Path(src).exists() and not Path(src).is_symlink():
-                raise UsageError(f"local source {src} does not exist")  # before any request
+                raise UsageError(f"local source {transfer.shown(src)} does not exist")  # before any request
             # the local side's checksums are worked out while the client starts and connects
             hashing.append(transfer.Hashing(Path(src)))
 
@@ -263,8 +263,8 @@ def copy(
             if remote_dst is not None:
                 result = transfer.copy_in(c.kube, c.ctx.namespace, pod, Path(src), remote_dst, progress=progress, hashed=hashing[0])
             else:
-                assert remote_src is not None
-                result = transfer.copy_out(c.kube, c.ctx.namespace, pod, remote_src, Path(dst), progress=progress)
+                assert remote_src is not None  # (dst as typed: a trailing slash means a folder)
+                result = transfer.copy_out(c.kube, c.ctx.namespace, pod, remote_src, dst, progress=progress)
     show(env, result, render.copy_result)
 
 @contextmanager
@@ -290,32 +290,52 @@ def cleanup(
     context: ContextOpt = None,
     kubeconfig: KubeconfigOpt = None,
     namespace: NamespaceOpt = None,
-    all_mine: Annotated[bool, typer.Option("--all-mine", help="Delete every lab pod of yours in the namespace.")] = False,
+    all_mine: Annotated[bool, typer.Option("--all-mine", help="Delete every lab pod and every fleet of yours in the namespace.")] = False,
+    fleet: Annotated[Optional[str], typer.Option("--fleet", metavar="ID", help="Delete fleet ID's Jobs and ConfigMap (not the lab pod).", show_default=False)] = None,  # noqa: UP045
     yes: YesOpt = False,
     json_out: JsonOpt = False,
 ) -> None:
     """Delete your lab pod and give the GPU back; waits until it is gone.
 
-    Only pods labelled as nsightlab lab pods of yours are ever deleted. Refused on
+    Only pods labelled as nsightlab lab pods of yours are ever deleted (and with --fleet
+    or --all-mine, only Jobs and ConfigMaps labelled as your fleets'). Refused on
     protected contexts.
 
     \b
     Example:
       nsightlab cleanup
       nsightlab cleanup --context stg --all-mine
+      nsightlab cleanup --fleet 3fa2c1
     """
+    from nsightlab.analysis.labpod import CleanupReport
     from nsightlab.cluster import lab
     from nsightlab.cluster.connect import connect, lab_pod_name, note_session
+    from nsightlab.cluster.fleetjobs import delete_fleets
     from nsightlab.cluster.safety import Intent, confirm_change
     from nsightlab.present import render
 
     env = make_env(json_out)
+    if fleet is not None and context is None:
+        from nsightlab.measure.fleet import stored_place
+
+        found = stored_place(fleet)
+        if found is not None:
+            context, namespace = found[0], namespace or found[1]
+            env.note(f"using the context of fleet {fleet} as it was started here: {context}, namespace {namespace}")
     with connect(context, kubeconfig, config_path=STATE.config_path, intent=Intent.CHANGE, namespace=namespace, use_session=True, action="delete pods") as c:
         note_session(env, c)
-        name = lab_pod_name(c, require_ready=False)
-        what = f"delete every lab pod of {c.config.owner()}" if all_mine else f"delete lab pod {name}"
-        confirm_change(env, c.ctx, what, yes=yes)
-        report = lab.cleanup(env, c.kube, c.ctx, owner=c.config.owner(), names=[name], all_mine=all_mine)
+        owner = c.config.owner()
+        if fleet is not None:
+            confirm_change(env, c.ctx, f"delete the Jobs and the ConfigMap of fleet {fleet}", yes=yes)
+            report = CleanupReport(context=c.ctx.name, namespace=c.ctx.namespace, deleted=[], already_gone=[], skipped=[])
+            report.fleets = delete_fleets(env, c.kube, c.ctx.namespace, owner, [fleet])
+        else:
+            name = lab_pod_name(c, require_ready=False)
+            what = f"delete every lab pod and fleet of {owner}" if all_mine else f"delete lab pod {name}"
+            confirm_change(env, c.ctx, what, yes=yes)
+            report = lab.cleanup(env, c.kube, c.ctx, owner=owner, names=[name], all_mine=all_mine)
+            if all_mine:
+                report.fleets = delete_fleets(env, c.kube, c.ctx.namespace, owner, None)
     show(env, report, render.cleanup)
 
 @app.command()

@@ -22,6 +22,16 @@ from nsightlab.cli.common import (
 class ProfilerChoice(str, Enum):
     nsys = "nsys"
     torch = "torch"
+    none = "none"
+
+# `profile decode` only: passed to lab_scripts/decode.py (None: the script's default)
+_DECODE = "decode (options for `profile decode`)"
+PresetOpt = Annotated[Optional[str], typer.Option("--preset", help="decode: the model's shape: tiny, llama-1b, llama-3b, llama-8b, qwen-0.5b (default: llama-1b on a GPU, tiny on a CPU).", show_default=False, rich_help_panel=_DECODE)]  # noqa: UP045
+BatchOpt = Annotated[Optional[str], typer.Option("--batch", metavar="B,B,...", help="decode: batch sizes, e.g. 1,8,32,128 (default 1).", show_default=False, rich_help_panel=_DECODE)]  # noqa: UP045
+TokensOpt = Annotated[Optional[int], typer.Option("--tokens", help="decode: timed decode steps per mode and batch (default 128).", parser=number(int, minimum=1), show_default=False, rich_help_panel=_DECODE)]  # noqa: UP045
+PromptOpt = Annotated[Optional[int], typer.Option("--prompt-len", help="decode: prompt positions before the first step (default 128).", parser=number(int, minimum=1), show_default=False, rich_help_panel=_DECODE)]  # noqa: UP045
+ModesOpt = Annotated[Optional[str], typer.Option("--modes", metavar="eager,graphs", help="decode: launch each kernel from Python (eager), replay a CUDA graph (graphs), or both (the default on a GPU).", show_default=False, rich_help_panel=_DECODE)]  # noqa: UP045
+DtypeOpt = Annotated[Optional[str], typer.Option("--dtype", help="decode: bfloat16, float16 or float32 (default bfloat16 on a GPU, float32 on a CPU).", show_default=False, rich_help_panel=_DECODE)]  # noqa: UP045
 
 class _Device(str, Enum):
     auto = "auto"
@@ -34,7 +44,7 @@ DeviceOpt = Annotated[_Device, typer.Option("--device", help="auto (the GPU wher
 def profile(
     script: Annotated[str, typer.Argument(help="a built-in lab script (lesson1) or a path to your .py file.")],
     script_args: Annotated[Optional[list[str]], typer.Argument(help="arguments for the script (after --).", show_default=False)] = None,  # noqa: UP045
-    profiler: Annotated[ProfilerChoice, typer.Option("--profiler", help="nsys, or torch (torch.profiler: for targets without Nsight).")] = ProfilerChoice.nsys,
+    profiler: Annotated[ProfilerChoice, typer.Option("--profiler", help="nsys, or torch (torch.profiler: for targets without Nsight); `profile decode` also takes none (the script's own step times).")] = ProfilerChoice.nsys,
     nsys_args: Annotated[str, typer.Option("--nsys-args", help="extra options for `nsys profile`, e.g. '--sample=none'.")] = "",
     serving: Annotated[bool, typer.Option("--serving", help="Profile a server: the command after -- runs as given (e.g. vllm serve ...), with the nsys options vLLM's profiling guide asks for.")] = False,
     delay: Annotated[Optional[int], typer.Option("--delay", metavar="SECONDS", parser=number(int, minimum=0), help="with --serving and --duration: start collecting this many seconds after the server starts.", show_default=False)] = None,  # noqa: UP045
@@ -45,6 +55,12 @@ def profile(
     kubeconfig: KubeconfigOpt = None,
     namespace: NamespaceOpt = None,
     top: Annotated[int, typer.Option("--top", help="kernels to show (all of them are in --json).", parser=number(int, minimum=1))] = 15,
+    preset: PresetOpt = None,
+    batch: BatchOpt = None,
+    tokens: TokensOpt = None,
+    prompt_len: PromptOpt = None,
+    modes: ModesOpt = None,
+    dtype: DtypeOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Profile a script under Nsight Systems: kernel table, then TB/s and TFLOPS per range.
@@ -54,6 +70,11 @@ def profile(
     `nsys stats --force-export=true`, stores everything (CSVs, the script's JSON and
     the .nsys-rep) as a run, then shows the kernels, the rates of the timed ranges
     against the GPU's spec, and what they mean.
+
+    `profile decode` profiles an LLM decode loop (lab_scripts/decode.py) and tells where
+    a token's time goes: step time, GPU idle between kernels, the top kernels, the
+    memory floor (bytes per step / DRAM bandwidth) and a verdict, per mode and batch.
+    `--profiler none` runs it without a profiler (the script's own step times).
 
     With --serving, the command after -- is a server, run as given under
     `--trace-fork-before-exec=true --cuda-graph-trace=node`: nsys records between the
@@ -71,6 +92,8 @@ def profile(
       nsightlab profile lesson1
       nsightlab profile lesson1 --local --profiler torch
       nsightlab profile my_model.py -- --batch 8
+      nsightlab profile decode --preset llama-1b --batch 1,8,32 --modes eager,graphs
+      nsightlab profile decode --local --profiler torch --preset tiny
       nsightlab profile --serving -- vllm serve Qwen/Qwen2.5-0.5B --profiler-config.profiler cuda
       nsightlab profile --serving --delay 60 --duration 20 -- vllm serve Qwen/Qwen2.5-0.5B
     """
@@ -96,6 +119,20 @@ def profile(
     elif delay is not None or duration is not None:
         raise UsageError("--delay and --duration go with --serving", hint="For a script, pass nsys's own with --nsys-args, e.g. --nsys-args '--delay=5'.")
     env = make_env(json_out)
+    decode_opts = {"--preset": preset, "--batch": batch, "--tokens": tokens, "--prompt-len": prompt_len, "--modes": modes, "--dtype": dtype}
+    if script == "decode" and not serving:
+        from nsightlab.measure.decode import DecodeOptions, run_decode
+
+        options = DecodeOptions(preset=preset, batch=batch, tokens=tokens, prompt_len=prompt_len, modes=modes, dtype=dtype, extra=args)
+        options.check()
+        with open_target(env, local=local, context=context, kubeconfig=kubeconfig, namespace=namespace, config_path=STATE.config_path, action="profile decode in a pod") as w:
+            decoded = run_decode(env, w.target, w.meta, options=options, profiler=profiler.value, nsys_args=shlex.split(nsys_args), device=plan_device(w, device.value))
+        show(env, decoded, render.decode)
+        return
+    given = [flag for flag, value in decode_opts.items() if value is not None]
+    if given or profiler is ProfilerChoice.none:
+        flags = ", ".join(given) or "--profiler none"
+        raise UsageError(f"{flags}: only `profile decode` takes {'this option' if len(given) < 2 else 'these options'}", hint=f"Pass your script's own options after --: `nsightlab profile {script} -- ...`.")
     with open_target(env, local=local, context=context, kubeconfig=kubeconfig, namespace=namespace, config_path=STATE.config_path, action="profile in a pod") as w:
         result = run_profile(
             env,

@@ -11,7 +11,7 @@ runs_app = typer.Typer(rich_markup_mode=None)  # help: the docstring of runs_mai
 app.add_typer(runs_app, name="runs")
 
 
-KindOpt = Annotated[Optional[str], typer.Option("--kind", help="only runs of this kind: profile, sweep or ncu.", show_default=False)]  # noqa: UP045
+KindOpt = Annotated[Optional[str], typer.Option("--kind", help="only runs of this kind: profile, decode, sweep, ncu or fleet.", show_default=False)]  # noqa: UP045
 
 def _runs_list(kind: str | None, json_out: bool) -> None:
     from nsightlab.present import render
@@ -102,13 +102,18 @@ def runs_rm(
 
 @app.command()
 def analyze(
-    path: Annotated[Path, typer.Argument(help="a stored run (id, prefix, 'latest') or its folder, nsys CSV exports (folder), nsys console output, an ncu CSV, or a lesson1/torchprof/sweep JSON.")],
+    path: Annotated[Path, typer.Argument(help="a stored run (id, prefix, 'latest') or its folder, nsys CSV exports (folder), a cuda_gpu_trace CSV, a Kineto trace (.json, .json.gz), a .nsys-rep, nsys console output, an ncu CSV, or a lesson1/torchprof/sweep/decode JSON.")],
+    step_range: Annotated[Optional[str], typer.Option("--step-range", metavar="NAME", help="the ranges that are steps (default: decode_step, else ProfilerStep, else inferred from a repeating kernel sequence).", show_default=False)] = None,  # noqa: UP045
+    weights_gb: Annotated[Optional[float], typer.Option("--weights-gb", help="bytes one step reads, in GB (10^9): adds each step's memory floor.", show_default=False)] = None,  # noqa: UP045
+    kv_gb: Annotated[Optional[float], typer.Option("--kv-gb", help="KV cache GB a step reads, added to --weights-gb.", show_default=False)] = None,  # noqa: UP045
     json_out: JsonOpt = False,
 ) -> None:
     """Offline: the same tables as the live commands, from files you already have.
 
     From nsys output: the kernels, the NVTX ranges, the CUDA API calls and the memory
-    operations, and why there are no rates when nothing says what one call did.
+    operations, and why there are no rates when nothing says what one call did. With a
+    GPU timeline (a cuda_gpu_trace export, a Kineto trace, a .nsys-rep) it adds the step
+    anatomy: step time, GPU idle between kernels, the top kernels, a verdict.
 
     \b
     Example:
@@ -116,20 +121,26 @@ def analyze(
       nsightlab analyze ./exports/ --json
       nsightlab analyze ncu_speedoflight.csv
       nsightlab analyze latest
+      nsightlab analyze trace.pt.trace.json.gz --step-range ProfilerStep --weights-gb 16
     """
+    from nsightlab.analysis.decode import DecodeResult, TraceResult
     from nsightlab.analysis.ncu import NcuResult
     from nsightlab.analysis.profile import ProfileResult
     from nsightlab.present import render
     from nsightlab.runs.analyze import analyze_path
 
     env = make_env(json_out)
-    result = analyze_path(path)
+    result = analyze_path(path, step_range=step_range, weights_gb=weights_gb, kv_gb=kv_gb)
     if env.json:
         env.print_json(result)
     elif isinstance(result, ProfileResult):
         render.profile(env, result)
     elif isinstance(result, NcuResult):
         render.ncu(env, result)
+    elif isinstance(result, DecodeResult):
+        render.decode(env, result)
+    elif isinstance(result, TraceResult):
+        render.trace_result(env, result)
     else:
         render.sweep(env, result)  # type: ignore[arg-type]
 

@@ -23,7 +23,7 @@ import os
 import re
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlencode
 
@@ -491,6 +491,60 @@ class Kube:
             return False
         return True
 
+    # ------------------------------------------------------------------ Jobs and ConfigMaps (fleets)
+
+    def _create(self, path: str, kind: str, namespace: str, manifest: dict[str, Any]) -> dict[str, Any]:
+        name = manifest.get("metadata", {}).get("name", "?")
+        what = f"create {kind} {name} in namespace {namespace}"
+        result: dict[str, Any] = self._json(self.request("POST", path, what=what, body=manifest), what)
+        return result
+
+    def _get(self, path: str, what: str) -> dict[str, Any] | None:
+        try:
+            result: dict[str, Any] = self.get_json(path, what=what)
+        except NotFound:
+            return None
+        return result
+
+    def _delete(self, path: str, what: str, *, uid: str | None, propagation: str | None) -> bool:
+        body: dict[str, Any] = {"apiVersion": "v1", "kind": "DeleteOptions"}
+        if uid:
+            body["preconditions"] = {"uid": uid}
+        if propagation:
+            body["propagationPolicy"] = propagation
+        try:
+            self._json(self.request("DELETE", path, what=what, body=body), what)
+        except NotFound:
+            return False
+        return True
+
+    def create_job(self, namespace: str, manifest: dict[str, Any]) -> dict[str, Any]:
+        return self._create(f"/apis/batch/v1/namespaces/{seg(namespace)}/jobs", "job", namespace, manifest)
+
+    def get_job(self, namespace: str, name: str) -> dict[str, Any] | None:
+        return self._get(f"/apis/batch/v1/namespaces/{seg(namespace)}/jobs/{seg(name)}", f"get job {name} in namespace {namespace}")
+
+    def list_jobs(self, namespace: str, *, label_selector: str | None = None) -> tuple[list[dict[str, Any]], str]:
+        """Jobs of one namespace, and the list's resourceVersion (to watch from)."""
+        return self._list(f"/apis/batch/v1/namespaces/{seg(namespace)}/jobs", what=f"list jobs in namespace {namespace}", query={"labelSelector": label_selector})
+
+    def delete_job(self, namespace: str, name: str, *, uid: str | None = None, propagation: str = "Background") -> bool:
+        """Delete a Job (only the one with `uid`, when given) and, by default, its pods after
+        it (batch/v1 would orphan them when no policy is sent). False if it was already gone."""
+        return self._delete(f"/apis/batch/v1/namespaces/{seg(namespace)}/jobs/{seg(name)}", f"delete job {name} in namespace {namespace}", uid=uid, propagation=propagation)
+
+    def create_configmap(self, namespace: str, manifest: dict[str, Any]) -> dict[str, Any]:
+        return self._create(f"/api/v1/namespaces/{seg(namespace)}/configmaps", "configmap", namespace, manifest)
+
+    def get_configmap(self, namespace: str, name: str) -> dict[str, Any] | None:
+        return self._get(f"/api/v1/namespaces/{seg(namespace)}/configmaps/{seg(name)}", f"get configmap {name} in namespace {namespace}")
+
+    def list_configmaps(self, namespace: str, *, label_selector: str | None = None) -> list[dict[str, Any]]:
+        return self._list(f"/api/v1/namespaces/{seg(namespace)}/configmaps", what=f"list configmaps in namespace {namespace}", query={"labelSelector": label_selector})[0]
+
+    def delete_configmap(self, namespace: str, name: str, *, uid: str | None = None) -> bool:
+        return self._delete(f"/api/v1/namespaces/{seg(namespace)}/configmaps/{seg(name)}", f"delete configmap {name} in namespace {namespace}", uid=uid, propagation=None)
+
     def access_review(self, verb: str, resource: str, namespace: str | None, *, subresource: str | None = None, group: str = "") -> tuple[bool, str]:
         """SelfSubjectAccessReview: may the current user do this? (allowed, reason)."""
         attrs: dict[str, Any] = {"verb": verb, "resource": resource, "group": group}
@@ -510,12 +564,16 @@ class Kube:
 
     # ------------------------------------------------------------------ watch
 
-    def _watch(self, path: str, what: str, query: dict[str, Any], timeout_seconds: int) -> Iterator[tuple[str, dict[str, Any]]]:
+    def _watch(
+        self, path: str, what: str, query: dict[str, Any], timeout_seconds: int, on_open: Callable[[Any], None] | None = None
+    ) -> Iterator[tuple[str, dict[str, Any]]]:
         q = {**query, "watch": True, "timeoutSeconds": timeout_seconds}
         # The API server sends a watch's headers at once: they must come within the request
         # timeout like any answer; the events then may be minutes apart.
         resp = self.request("GET", path, what=what, query=q)
         _stream_timeout(resp, timeout_seconds + 15)
+        if on_open is not None:
+            on_open(resp)  # the caller may end the stream from another thread (resp.shutdown())
         yield from self._events(resp, what)
 
     def watch_pods(
@@ -526,10 +584,24 @@ class Kube:
         label_selector: str | None = None,
         resource_version: str | None = None,
         timeout_seconds: int = 60,
+        on_open: Callable[[Any], None] | None = None,
     ) -> Iterator[tuple[str, dict[str, Any]]]:
         """Yield (event type, object) from one watch request until the server ends it."""
         query = {"fieldSelector": field_selector, "labelSelector": label_selector, "resourceVersion": resource_version, "allowWatchBookmarks": True}
-        yield from self._watch(f"/api/v1/namespaces/{seg(namespace)}/pods", f"watch pods in namespace {namespace}", query, timeout_seconds)
+        yield from self._watch(f"/api/v1/namespaces/{seg(namespace)}/pods", f"watch pods in namespace {namespace}", query, timeout_seconds, on_open)
+
+    def watch_jobs(
+        self,
+        namespace: str,
+        *,
+        label_selector: str | None = None,
+        resource_version: str | None = None,
+        timeout_seconds: int = 60,
+        on_open: Callable[[Any], None] | None = None,
+    ) -> Iterator[tuple[str, dict[str, Any]]]:
+        """Yield (event type, Job) from one watch request until the server ends it."""
+        query = {"labelSelector": label_selector, "resourceVersion": resource_version, "allowWatchBookmarks": True}
+        yield from self._watch(f"/apis/batch/v1/namespaces/{seg(namespace)}/jobs", f"watch jobs in namespace {namespace}", query, timeout_seconds, on_open)
 
     def watch_events(
         self,

@@ -21,6 +21,9 @@ Every other top-level value is parsed whole (they are small).
   process and thread. Every call is yielded; the analysis keeps the ones that launch.
 - `TraceRange`: `user_annotation` (record_function ranges, `ProfilerStep#N`) and
   `gpu_user_annotation` ranges.
+- `CpuOp`: only with `KinetoReader(path, cpu_ops=True)`, the `cpu_op` events (`aten::mm`,
+  ...), nested as the profiler recorded them: what stands in for kernels in a trace of
+  a script that ran on the CPU. Off by default: a GPU trace holds millions of them.
 
 After iteration `reader.metadata` holds the device names (`deviceProperties[].name`),
 the schema version and the distributed rank, wherever in the file they were.
@@ -65,6 +68,7 @@ _GPU_CATS: dict[str, GpuKind] = {
     "memset": "memset",
 }
 _LAUNCH_CATS = {"cuda_runtime", "cuda_driver", "runtime", "driver"}
+_CPU_OP_CAT = "cpu_op"
 _RANGE_CATS: dict[str, RangeCat] = {
     "user_annotation": "user_annotation",
     "gpu_user_annotation": "gpu_user_annotation",
@@ -111,7 +115,19 @@ class TraceRange:
     line: int
 
 
-KinetoEvent = GpuEvent | LaunchCall | TraceRange
+@dataclass(frozen=True, slots=True)
+class CpuOp:
+    """A `cpu_op` event (an aten operator on a CPU thread). Times in ns."""
+
+    start_ns: int
+    end_ns: int
+    name: str
+    pid: int | str | None
+    tid: int | str | None
+    line: int
+
+
+KinetoEvent = GpuEvent | LaunchCall | TraceRange | CpuOp
 
 
 @dataclass
@@ -245,9 +261,10 @@ class _JsonStream:
 class KinetoReader:
     """Iterate the GPU ops, launch calls and ranges of a Kineto trace (see module doc)."""
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, *, cpu_ops: bool = False) -> None:
         self.path = Path(path)
         self.source = str(path)
+        self.cpu_ops = cpu_ops
         self.metadata = KinetoMetadata()
         self.events = 0
 
@@ -340,6 +357,7 @@ class KinetoReader:
             stream.pos += 1
             return
         gpu_cats, launch_cats, range_cats = _GPU_CATS, _LAUNCH_CATS, _RANGE_CATS
+        cpu_cat = _CPU_OP_CAT if self.cpu_ops else None
         while True:
             stream.skip_ws()
             start_pos = stream.pos
@@ -349,7 +367,7 @@ class KinetoReader:
                 cat = event.get("cat")
                 if type(cat) is str:
                     low = cat.lower()
-                    if low in gpu_cats or low in launch_cats or low in range_cats:
+                    if low in gpu_cats or low in launch_cats or low in range_cats or low == cpu_cat:
                         item = self._event(event, low, stream, start_pos)
                         if item is not None:
                             yield item
@@ -396,6 +414,8 @@ class KinetoReader:
             return GpuEvent(start, end, name, kind, _ident(device), _ident(stream_id), corr, line)
         if cat in _LAUNCH_CATS:
             return LaunchCall(start, end, name, corr, _ident(event.get("pid")), _ident(event.get("tid")), line)
+        if cat == _CPU_OP_CAT:
+            return CpuOp(start, end, name, _ident(event.get("pid")), _ident(event.get("tid")), line)
         return TraceRange(
             start, end, name, _RANGE_CATS[cat], _ident(event.get("pid")), _ident(event.get("tid")), line
         )

@@ -302,6 +302,31 @@ _NORM = re.compile(r"norm|rsqrt", re.I)
 _MEMORY_OP = re.compile(r"^\[CUDA mem(?:cpy|set)|^Mem(?:cpy|set)\b", re.I)
 _TRITON_POINTWISE = re.compile(r"^triton_poi_", re.I)
 
+# PyTorch's CPU operators (`aten::mm`), which stand in for kernels in a trace of a script
+# that ran on the CPU: their kinds by operator name (a trailing `_`, in place, dropped).
+_ATEN_KINDS: dict[str, StepKernelKind] = {
+    **dict.fromkeys(
+        ("mm", "addmm", "bmm", "baddbmm", "matmul", "linear", "mv", "addmv", "dot", "einsum", "_addmm_activation"),
+        "gemm",
+    ),
+    **dict.fromkeys(
+        ("scaled_dot_product_attention", "_scaled_dot_product_flash_attention_for_cpu",
+         "_scaled_dot_product_attention_math", "softmax", "_softmax"),
+        "attention",
+    ),
+    **dict.fromkeys(("rms_norm", "_fused_rms_norm", "layer_norm", "native_layer_norm", "rsqrt", "norm"), "norm"),
+    **dict.fromkeys(
+        ("copy", "_to_copy", "to", "clone", "contiguous", "index_copy", "index_put", "cat", "stack",
+         "embedding", "index_select", "fill", "zero", "zeros", "empty", "empty_strided"),
+        "copy",
+    ),
+    **dict.fromkeys(
+        ("mul", "add", "sub", "div", "neg", "silu", "gelu", "relu", "sigmoid", "tanh", "exp", "pow",
+         "masked_fill", "where", "cos", "sin", "sqrt", "reciprocal"),
+        "elementwise",
+    ),
+}  # fmt: skip
+
 
 def step_kernel_kind(name: str) -> StepKernelKind:
     """The kind of a kernel in a decode step's anatomy, finer than `kernel_kind` where a
@@ -312,10 +337,13 @@ def step_kernel_kind(name: str) -> StepKernelKind:
     kernel computing `rsqrt`, as inductor's fused RMSNorm does); `elementwise` pointwise
     kernels (inductor's `triton_poi_*` too); `copy` copies, memcpy and memset operations
     (`[CUDA memcpy ...]` as nsys names them, `Memcpy HtoD ...` as Kineto does); `other`
-    the rest, reductions and sampling included. `kernel_kind` is unchanged.
+    the rest, reductions and sampling included. `kernel_kind` is unchanged. A CPU
+    operator (`aten::mm`, `aten::add_`) gets the kind of its operation.
     """
     if _MEMORY_OP.search(name):
         return "copy"
+    if name.startswith("aten::"):
+        return _ATEN_KINDS.get(name[6:].rstrip("_"), "other")
     coarse = kernel_kind(name)
     if coarse in ("gemm", "attention"):
         return coarse

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
+    from nsightlab.analysis.decode import DecodeResult, DecodeTimelines, ModeTimeline
     from nsightlab.analysis.profile import ProfileResult
     from nsightlab.analysis.sweep import SweepResult
 
@@ -238,6 +239,48 @@ def sweep_figure(sweeps: Sequence[SweepResult]) -> Plot:
     return Plot(key="sweep", title="Bandwidth sweep", caption=caption, figure=fig)
 
 
+def fleet_figure(fleet_id: str, curves: Sequence[tuple[str, SweepResult]]) -> Plot:
+    """A fleet's sweeps on one figure: TB/s by size, one colour per instance type (one
+    curve per node with --every-node), each type's DRAM spec as a dashed line of its colour."""
+    if not curves:
+        raise ValueError("no sweep to plot")
+    fig = _figure(10.0, 7.0)
+    ax = fig.add_subplot()
+    types = list(dict.fromkeys(label.split(" ", 1)[0] for label, _ in curves))
+    colour = {t: SERIES[i % len(SERIES)] for i, t in enumerate(types)}
+    values: list[float] = []
+    specs: dict[str, tuple[float, str]] = {}
+    for i, (label, s) in enumerate(curves):
+        itype = label.split(" ", 1)[0]
+        rows = sorted(s.rows, key=lambda r: r.log2)
+        ys = [r.tbps for r in rows]
+        values += ys
+        ax.plot([r.log2 for r in rows], ys, marker="o", lw=1.8, color=colour[itype], label=_text(f"{label}: {device_label(s)}"), gid=f"fleet-series-{i}", zorder=3)
+        if s.summary.spec_dram_tbps is not None and itype not in specs:
+            specs[itype] = (s.summary.spec_dram_tbps, s.summary.spec_label or f"{s.summary.spec_dram_tbps:.4g} TB/s")
+    for itype, (value, label) in specs.items():
+        values.append(value)
+        ax.axhline(value, color=colour[itype], ls="--", lw=1.2, label=_text(f"DRAM spec of {itype}: {label}"), gid=f"fleet-spec-{itype}")
+    positive = [v for v in values if v > 0]
+    if positive and max(positive) / min(positive) > LOG_Y_RATIO:
+        ax.set_yscale("log")
+        ax.set_ylabel("TB/s, log scale (bytes read + written / time per call)")
+    else:
+        ax.set_ylim(bottom=0)
+        ax.set_ylabel("TB/s (bytes read + written / time per call)")
+    all_x = sorted({r.log2 for _, s in curves for r in s.rows})
+    ax.set_xticks(all_x, [f"$2^{{{n}}}$" for n in all_x])
+    ax.set_xlabel("tensor size, log2(elements)")
+    ax.grid(True, which="major", alpha=0.3)
+    ax.set_title(_text(f"Fleet {fleet_id}: the same sweep on {len(types)} instance type{'s' if len(types) != 1 else ''}"), loc="left")
+    fig.legend(loc="outside lower center", ncols=2, fontsize="small")
+    caption = (
+        f"Fleet {fleet_id}: TB/s by size on {', '.join(types)}. Where the curves flatten at the largest sizes is each "
+        "GPU's DRAM plateau, the figure that sets its decode speed; above its dashed spec line the data came from cache."
+    )
+    return Plot(key=f"fleet-{fleet_id}", title=f"Fleet {fleet_id}", caption=caption, figure=fig)
+
+
 def _flops_unit(values: Sequence[float]) -> tuple[float, str]:
     top = max(values, default=0.0)
     return (1e12, "TFLOPS") if top >= 1e12 else (1e9, "GFLOP/s")
@@ -373,6 +416,112 @@ def kernels_figure(profile: ProfileResult, *, top: int = TOP_KERNELS) -> Plot | 
     key = f"kernels-{profile.run_id}" if profile.run_id else f"kernels-{profile.script}"
     caption = f"The {len(kernels)} {what} that took the most time in {profile.script}{run} (warm-up calls included, as in nsys's kernel summary)."
     return Plot(key=key, title=f"Top {what}: {profile.script}{run}", caption=caption, figure=fig)
+
+
+KIND_COLORS = {
+    "gemm": "#0072B2",
+    "attention": "#D55E00",
+    "norm": "#009E73",
+    "elementwise": "#E69F00",
+    "copy": "#CC79A7",
+    "other": "#7f7f7f",
+}
+
+
+def _time_scale(ns_values: Sequence[float]) -> tuple[float, str]:
+    """Divisor and name of the unit for a time axis in ns (units.time_unit's choice)."""
+    from nsightlab.analysis.units import time_unit
+
+    unit = time_unit([v / 1e9 for v in ns_values])
+    return unit.size * 1e9, unit.name
+
+
+def decode_steps_figure(result: DecodeResult, data: DecodeTimelines, run_label: str) -> Plot | None:
+    """One decode step of each mode (the median step, at the smallest batch) on one time
+    axis: its kernels as bars per stream, coloured by kind, the gaps between them white,
+    its range as a line above. None without timelines."""
+    smallest = min((t.batch for t in data.timelines if t.batch is not None), default=None)
+    shown: list[ModeTimeline] = [t for t in data.timelines if t.batch == smallest] or list(data.timelines)
+    shown = shown[:4]
+    if not shown:
+        return None
+    cpu = shown[0].ops_are == "cpu"
+    lanes = [max(t.timeline.streams, 1) for t in shown]
+    fig = _figure(11.0, 1.6 + sum(0.55 * n + 1.1 for n in lanes))
+    axes = fig.subplots(len(shown), 1, sharex=True, squeeze=False, height_ratios=[n + 1.2 for n in lanes])[:, 0]
+    longest = max(t.timeline.window_ns for t in shown)
+    scale, unit = _time_scale([longest])
+    seen: set[str] = set()
+    for ax, mt in zip(axes, shown, strict=True):
+        tl = mt.timeline
+        by_lane: dict[tuple[int, str, bool], list[tuple[float, float]]] = {}
+        for op in tl.ops:
+            by_lane.setdefault((op.stream, op.kind, op.own), []).append((op.start_ns / scale, max(op.end_ns - op.start_ns, 1) / scale))
+        for (lane, kind, own), bars in sorted(by_lane.items()):
+            label = kind if kind not in seen and own else None
+            if label:
+                seen.add(kind)
+            ax.broken_barh(bars, (lane + 0.1, 0.8), facecolors=KIND_COLORS.get(kind, "#7f7f7f"), alpha=1.0 if own else 0.35, label=label, gid=f"ops-{mt.mode}-{kind}")
+        top = tl.streams + 0.35
+        if tl.cpu_start_ns is not None and tl.cpu_end_ns is not None:
+            ax.plot([tl.cpu_start_ns / scale, tl.cpu_end_ns / scale], [top, top], color="black", lw=3, solid_capstyle="butt", gid=f"range-{mt.mode}")
+        ax.axvline(tl.window_ns / scale, color="0.4", ls=":", lw=1)
+        ax.set_ylim(-0.1, tl.streams + 0.7)
+        lane_name = "thread" if cpu else "stream"
+        ax.set_yticks([k + 0.5 for k in range(tl.streams)] + [top], [f"{lane_name} {k + 1}" for k in range(tl.streams)] + ["step range"], fontsize="small")
+        mode = next((x for x in result.modes if x.mode == mt.mode and x.batch == mt.batch), None)
+        facts = ""
+        if mode is not None and mode.steps.gpu_busy_pct is not None:
+            facts = f": median {mode.steps.step_ms.median:.3g} ms, {'CPU' if cpu else 'GPU'} busy {mode.steps.gpu_busy_pct:.0f}%, {len([o for o in tl.ops if o.own])} {'ops' if cpu else 'kernels'}"
+        ax.set_title(_text(f"{mt.mode or 'steps'}, batch {mt.batch}{facts}"), loc="left", fontsize="medium")
+        ax.grid(True, axis="x", alpha=0.3)
+    axes[-1].set_xlim(0, longest / scale * 1.02)
+    axes[-1].set_xlabel(f"time from the step's start ({unit})")
+    what = "CPU ops (no GPU: they stand in for kernels)" if cpu else "kernels"
+    fig.suptitle(_text(f"One decode step, {what}: {result.model.preset or 'model'} on {result.device}, {run_label}"), x=0.01, ha="left")
+    fig.legend(loc="outside lower center", ncols=6, fontsize="small", title="kind (faint: another step's work)", title_fontsize="small")
+    caption = (
+        f"The median decode step of each mode at batch {shown[0].batch}, {what} as bars on one time axis: white "
+        "between the bars is time the device ran nothing. The black line is the step's range on the CPU."
+    )
+    return Plot(key=f"decode-steps-{result.run_id or 'run'}", title="One decode step", caption=caption, figure=fig)
+
+
+def decode_batch_figure(result: DecodeResult, data: DecodeTimelines | None, run_label: str) -> Plot | None:
+    """Tokens/s against batch for each mode, with the roofline's prediction as a curve
+    and the batch where decode stops being memory-bound. None with a single batch."""
+    batches = sorted({x.batch for x in result.modes})
+    if len(batches) < 2:
+        return None
+    fig = _figure(9.0, 6.0)
+    ax = fig.add_subplot()
+    for k, mode in enumerate(dict.fromkeys(x.mode for x in result.modes)):
+        pts = sorted((x.batch, x.tokens_per_s) for x in result.modes if x.mode == mode)
+        ax.plot([b for b, _ in pts], [t for _, t in pts], marker="o", lw=2, color=SERIES[k % len(SERIES)], label=_text(f"measured, {mode}"), gid=f"measured-{mode}", zorder=3)
+    if data is not None and data.roofline:
+        xs = [p.batch for p in data.roofline]
+        ys = [p.tokens_per_s for p in data.roofline]
+        what = "roofline" if any(p.bound == "compute" for p in data.roofline) or data.crossover_batch else "memory floor (no compute peak known)"
+        ax.plot(xs, ys, ls="--", color=SPEC_COLOR, lw=1.8, label=_text(f"{what}: {data.bandwidth_label}"), gid="roofline")
+        if data.crossover_batch is not None and data.crossover_batch <= xs[-1]:
+            ax.axvline(data.crossover_batch, color="0.3", ls=":", lw=1.2, label=f"memory-bound below batch {math.ceil(data.crossover_batch)}, compute-bound above", gid="crossover")
+    from matplotlib.ticker import FuncFormatter, NullFormatter
+
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:g}"))
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    ax.set_xlabel("batch (sequences decoded together)")
+    ax.set_ylabel("tokens/s, log scale")
+    ax.grid(True, which="major", alpha=0.3)
+    ax.set_title(_text(f"Tokens/s against batch: {result.model.preset or 'model'} on {result.device}, {run_label}"), loc="left")
+    fig.legend(loc="outside lower center", ncols=1, fontsize="small")
+    caption = (
+        "Measured tokens/s at each batch against the roofline's prediction (the larger of bytes / "
+        "bandwidth and FLOPs / peak per step): while memory-bound, a larger batch reads the weights once "
+        "for more tokens, so tokens/s grows almost in proportion."
+    )
+    return Plot(key=f"decode-batch-{result.run_id or 'run'}", title="Tokens/s against batch", caption=caption, figure=fig)
 
 
 def save(plot: Plot, folder: Path) -> tuple[Path, Path]:

@@ -11,18 +11,23 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from nsightlab.analysis import units
+from nsightlab.analysis.decode import DecodeResult, GroupSteps, TraceResult
+from nsightlab.analysis.fleet import FleetResult
 from nsightlab.analysis.ncu import NcuResult
 from nsightlab.analysis.pods import human_duration
 from nsightlab.analysis.profile import ProfileResult, ops_label
 from nsightlab.analysis.sweep import SweepResult
 from nsightlab.configure import ConfigView
 from nsightlab.errors import escape_controls
+from nsightlab.present import decodedoc as dd
 from nsightlab.present.doc import Bullets, Para, Table
+from nsightlab.present.fleetview import fleet_tables, log_tails
 from nsightlab.present.report import floor_table
 from nsightlab.present.text import sweep_summary_lines
 
 if TYPE_CHECKING:
     from nsightlab.analysis.doctor import DoctorReport
+    from nsightlab.analysis.fleet import FleetStatusReport
     from nsightlab.analysis.inventory import NodeDetail, NodesReport, PodDetail, PodsReport
     from nsightlab.analysis.labpod import (
         CleanupReport,
@@ -265,6 +270,11 @@ def cleanup(env: Env, report: CleanupReport) -> None:
     else:
         out += [f"{name} was already gone" for name in report.already_gone]
     out += [f"left {name} alone (not yours)" for name in report.skipped]
+    f = report.fleets
+    if f is not None:
+        out += [f"deleted fleet {fid}" for fid in f.fleets]
+        out += [f"deleted {kind} {name}" for kind, names in (("job", f.jobs), ("configmap", f.configmaps)) for name in names]
+        out += [f"left {name} alone (not yours)" for name in f.skipped]
     lines(env, out or ["nothing to delete"], bullet="")
 
 
@@ -424,6 +434,12 @@ def profile(env: Env, result: ProfileResult, *, top: int = 15) -> None:
         # nsys prints sizes in MB with three decimals: 0.000 is under 500 bytes, not none
         mem_rows: list[list[Any]] = [[m.operation, m.count, _cell(total, m.total_ns), "" if m.bytes is None else ("~0" if m.bytes == 0 and m.count else size.value(m.bytes))] for m in result.memory_ops]
         table(env, cols, mem_rows, title="Memory operations on the GPU")
+        blank(env)
+    if result.steps is not None:
+        if result.trace_summary is not None:
+            lines(env, [dd.trace_line(result.trace_summary, result.device_type == "cpu")], bullet="")
+        step_groups(env, result.steps, cpu=result.device_type == "cpu", title="Steps (from the GPU trace)")
+        lines(env, [f"note: {n}" for n in result.trace_notes or []], bullet="")
         blank(env)
     if result.lesson:
         heading(env, "The lesson")
@@ -606,6 +622,67 @@ def sweep_compare(env: Env, cmp: SweepCompare) -> None:
         lines(env, [f"note: {n}" for n in cmp.notes])
 
 
+# ---------------------------------------------------------------------------- decode, step anatomy
+
+
+def decode(env: Env, result: DecodeResult) -> None:
+    """Where a token's time goes: per mode and batch, the top kernels, the verdicts, the
+    batch sweep against the roofline, what it means, and the notes."""
+    heading(env, f"Decode: {dd.decode_heading(result)}")
+    lines(env, dd.decode_facts(result), bullet="")
+    blank(env)
+    report_table(env, dd.decode_modes_table(result, title="Per mode and batch (median step; idle time per step)"))
+    for t in dd.decode_kernel_tables(result):
+        blank(env)
+        report_table(env, t)
+    blank(env)
+    heading(env, "Verdict")
+    lines(env, dd.decode_verdicts(result))
+    if result.batch_sweep:
+        blank(env)
+        report_table(env, dd.batch_sweep_table(result.batch_sweep, title="Batch sweep: tokens/s against the roofline's prediction"))
+    if result.lesson:
+        blank(env)
+        heading(env, "What it means")
+        lines(env, result.lesson)
+    if result.notes:
+        blank(env)
+        lines(env, [f"note: {n}" for n in result.notes], bullet="")
+    if result.run_id:
+        blank(env)
+        lines(env, [f"run {result.run_id} stored"], bullet="")
+
+
+def step_groups(env: Env, groups: Sequence[GroupSteps], *, cpu: bool, title: str = "Steps") -> None:
+    """`analyze`'s step anatomy: a row per group of steps, their top kernels, verdicts."""
+    if not groups:
+        lines(env, ["no steps found in the trace"], bullet="")
+        return
+    report_table(env, dd.steps_table(["GROUP"], [[g.group or "(all steps)"] for g in groups], list(groups), None, cpu=cpu, title=title))
+    for g in groups[:4]:
+        t = dd.top_kernels_table(g, cpu=cpu, title=f"Top {'CPU ops' if cpu else 'kernels'} per step, by kind: {g.group or 'all steps'}")
+        if t is not None:
+            blank(env)
+            report_table(env, t)
+    if len(groups) > 4:
+        lines(env, [f"... and {len(groups) - 4} more groups (all of them in --json)"], bullet="")
+    blank(env)
+    heading(env, "Verdict")
+    lines(env, [f"{g.group or 'steps'}: {g.verdict.text}. Next: {g.verdict.next_step}." for g in groups])
+
+
+def trace_result(env: Env, result: TraceResult) -> None:
+    """`analyze` on a trace alone."""
+    cpu = dd.is_cpu(result.device)
+    heading(env, f"Trace {result.source} ({'Kineto' if result.input == 'kineto' else 'nsys exports'}): {result.device or 'unknown device'}")
+    lines(env, [dd.trace_line(result.trace, cpu)], bullet="")
+    blank(env)
+    step_groups(env, result.steps, cpu=cpu)
+    if result.notes:
+        blank(env)
+        lines(env, [f"note: {n}" for n in result.notes], bullet="")
+
+
 # ---------------------------------------------------------------------------- runs, report, roofline
 
 
@@ -668,6 +745,10 @@ def run_detail(env: Env, detail: RunDetail) -> None:
         sweep(env, SweepResult.model_validate(detail.result))
     elif kind == "ncu":
         ncu(env, NcuResult.model_validate(detail.result))
+    elif kind == "fleet":
+        fleet(env, FleetResult.model_validate(detail.result))
+    elif kind == "decode":
+        decode(env, DecodeResult.model_validate(detail.result))
 
 
 def runs_removed(env: Env, removed: RemovedRuns) -> None:
@@ -727,6 +808,41 @@ def report_files(env: Env, files: ReportFiles) -> None:
     lines(env, out, bullet="")
     if files.notes:
         lines(env, [f"note: {n}" for n in files.notes], bullet="")
+
+
+# ---------------------------------------------------------------------------- fleet
+
+
+def fleet(env: Env, result: FleetResult) -> None:
+    """A fleet's result: its Jobs, its types, the notes, the failed Jobs' last log lines."""
+    n = len(result.types)
+    heading(env, f"Fleet {result.fleet_id}: {result.dtype} bandwidth sweep on {n} instance type{'s' if n != 1 else ''} (context {result.context}, namespace {result.namespace})")
+    for t in fleet_tables(result):
+        blank(env)
+        report_table(env, t)
+    if result.notes:
+        blank(env)
+        heading(env, "Notes")
+        lines(env, result.notes)
+    tails = log_tails(result)
+    if tails:
+        blank(env)
+        heading(env, "The failed Jobs' last log lines")
+        lines(env, tails, bullet="")
+    blank(env)
+    lines(env, [f"stored as run {result.fleet_id} (`nsightlab runs show {result.fleet_id}`; `nsightlab report {result.fleet_id}` draws the curves)"], bullet="")
+
+
+def fleet_status(env: Env, report: FleetStatusReport) -> None:
+    """`fleet status`: this owner's fleets, their age and Jobs by phase."""
+    if not report.fleets:
+        lines(env, [f"no fleet of {report.owner} in namespace {report.namespace} (context {report.context})"], bullet="")
+        return
+    cols = [Column(c, justify="left" if c == "FLEET" else "right") for c in ("FLEET", "AGE", "WAITING", "PENDING", "RUNNING", "SUCCEEDED", "FAILED")]
+    rows = [[f.fleet_id, f.age, str(f.jobs.waiting) if f.planned is not None else "?", str(f.jobs.pending), str(f.jobs.running), str(f.jobs.succeeded), str(f.jobs.failed)] for f in report.fleets]
+    table(env, cols, rows)
+    blank(env)
+    lines(env, ["collect one with `nsightlab fleet collect ID`, remove one with `nsightlab cleanup --fleet ID`"], bullet="")
 
 
 # ---------------------------------------------------------------------------- config

@@ -30,6 +30,8 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel
 
 from nsightlab.analysis import units
+from nsightlab.analysis.decode import DecodeResult, DecodeTimelines
+from nsightlab.analysis.fleet import FleetResult
 from nsightlab.analysis.gpus import lookup
 from nsightlab.analysis.ncu import NcuResult
 from nsightlab.analysis.profile import ProfileResult, ops_label
@@ -37,6 +39,7 @@ from nsightlab.analysis.roofline import DecodeFloor, decode_floor, num, plateau_
 from nsightlab.analysis.sweep import SweepResult, compare_results
 from nsightlab.config import home, load_session
 from nsightlab.errors import Interrupted, UsageError
+from nsightlab.present import decodedoc as dd
 from nsightlab.present import figures
 from nsightlab.present import figures as figs
 from nsightlab.present.doc import (
@@ -50,9 +53,11 @@ from nsightlab.present.doc import (
     Table,
 )
 from nsightlab.present.figures import device_label
+from nsightlab.present.fleetview import member_sweeps, report_sections
 from nsightlab.present.text import sweep_summary_lines, when_text
 from nsightlab.present.writers import render_html, render_markdown
 from nsightlab.runs import store
+from nsightlab.runs.decode import load_timelines
 from nsightlab.runs.listing import RunLine, line, resolve_all
 from nsightlab.runs.store import Run, RunMeta, RunStatus
 
@@ -225,6 +230,10 @@ class ReportBundle:
     profiles: list[ProfileResult]
     ncus: list[NcuResult]
     figure_keys: list[str]
+    # each fleet and its members' sweeps, labelled by instance type (and node)
+    fleets: list[tuple[FleetResult, list[tuple[str, SweepResult]]]] = field(default_factory=list)
+    decodes: list[DecodeResult] = field(default_factory=list)
+    decode_data: dict[str, DecodeTimelines] = field(default_factory=dict)  # by run id: timeline.json
 
 
 def _runs_table(lines: list[RunLine]) -> Table:
@@ -434,6 +443,41 @@ def _ncu_sections(ncus: list[NcuResult]) -> list[Section]:
     return out
 
 
+def _decode_sections(decodes: list[DecodeResult], data: dict[str, DecodeTimelines], figure_keys: list[str]) -> list[Section]:
+    out = [
+        Section(
+            level=2,
+            heading="Decode: where a token's time goes",
+            items=[
+                Para(
+                    text="An LLM decode loop (lab_scripts/decode.py) profiled step by step: the step time, how "
+                    "long the GPU sits idle between kernels, the kernels that take the time, and the memory "
+                    "floor (the bytes a step must read, weights and KV cache, over DRAM bandwidth)."
+                )
+            ],
+        )
+    ]
+    for r in decodes:
+        items: list[Any] = [Para(text=f"{dd.decode_heading(r)}."), Bullets(items=dd.decode_facts(r))]
+        key = f"decode-steps-{r.run_id or 'run'}"
+        if key in figure_keys:
+            items.append(FigureRef(key=key))
+        items.append(dd.decode_modes_table(r, title="Per mode and batch (median step; idle time per step)"))
+        items += dd.decode_kernel_tables(r)
+        items += [Para(text="Verdict:"), Bullets(items=dd.decode_verdicts(r))]
+        if r.batch_sweep:
+            items.append(dd.batch_sweep_table(r.batch_sweep, title="Batch sweep: tokens/s against the roofline's prediction"))
+            key = f"decode-batch-{r.run_id or 'run'}"
+            if key in figure_keys:
+                items.append(FigureRef(key=key))
+        if r.lesson:
+            items += [Para(text="What it means:"), Bullets(items=r.lesson)]
+        if r.notes:
+            items.append(Bullets(items=[f"note: {n}" for n in r.notes]))
+        out.append(Section(level=3, heading=f"decode {r.model.preset or ''}".rstrip() + (f" (run {r.run_id})" if r.run_id else ""), items=items))
+    return out
+
+
 def floor_table(floor: DecodeFloor) -> Table:
     return Table(
         columns=["BASIS", "BANDWIDTH", "MS/TOKEN", "TOKENS/S", "SOURCE"],
@@ -472,8 +516,16 @@ def build_report(selection: Selection, *, weights_gb: float | None = None, now: 
     sweeps = [x.result for x in selection.runs if isinstance(x.result, SweepResult)]
     profiles = [x.result for x in selection.runs if isinstance(x.result, ProfileResult)]
     ncus = [x.result for x in selection.runs if isinstance(x.result, NcuResult)]
+    fleets = [(x.result, member_sweeps(x.result)) for x in selection.runs if isinstance(x.result, FleetResult)]
+    decodes = [x.result for x in selection.runs if isinstance(x.result, DecodeResult)]
+    decode_data = {}
+    for x in selection.runs:
+        if isinstance(x.result, DecodeResult):
+            loaded = load_timelines(x.run)
+            if loaded is not None:
+                decode_data[x.meta.id] = loaded
     for x in selection.runs:  # what the store knows fills what a result read from files lacks
-        if getattr(x.result, "run_id", None) is None:
+        if "run_id" in type(x.result).model_fields and getattr(x.result, "run_id", None) is None:
             x.result.run_id = x.meta.id  # type: ignore[attr-defined]
         if isinstance(x.result, ProfileResult) and x.result.device_name is None and x.meta.gpu:
             x.result.device_name = x.meta.gpu
@@ -483,6 +535,12 @@ def build_report(selection: Selection, *, weights_gb: float | None = None, now: 
     if any(r.rates is not None and r.rates.intensity for p in profiles for r in p.ranges):
         keys.append("roofline")
     keys += [f"kernels-{p.run_id}" for p in profiles if p.kernels]
+    for d in decodes:
+        got = decode_data.get(d.run_id or "")
+        if got is not None and got.timelines:
+            keys.append(f"decode-steps-{d.run_id}")
+        if len({x.batch for x in d.modes}) > 1:
+            keys.append(f"decode-batch-{d.run_id}")
     lines = [x.line for x in selection.runs]
     sections = [
         Section(level=2, heading="Runs", items=[Para(text=f"This report shows {selection.how}."), _runs_table(lines)]),
@@ -494,11 +552,18 @@ def build_report(selection: Selection, *, weights_gb: float | None = None, now: 
         sections += _profile_sections(profiles, keys)
     if ncus:
         sections += _ncu_sections(ncus)
+    if decodes:
+        sections += _decode_sections(decodes, decode_data, keys)
+    for fleet, curves in fleets:
+        key = f"fleet-{fleet.fleet_id}" if curves else None
+        if key is not None:
+            keys.append(key)
+        sections.append(report_sections(fleet, key))
     floor = None
     if weights_gb is not None:
         floor = _report_floor(weights_gb, sweeps, profiles)
         sections.append(_floor_section(floor))
-    kinds = ", ".join(f"{n} {k}{'s' if n != 1 else ''}" for k, n in (("sweep", len(sweeps)), ("profile", len(profiles)), ("ncu run", len(ncus))) if n)
+    kinds = ", ".join(f"{n} {k}{'s' if n != 1 else ''}" for k, n in (("sweep", len(sweeps)), ("profile", len(profiles)), ("ncu run", len(ncus)), ("decode run", len(decodes)), ("fleet", len(fleets))) if n)
     doc = ReportDoc(
         title=f"nsightlab report: {kinds}",
         created=now,
@@ -508,7 +573,7 @@ def build_report(selection: Selection, *, weights_gb: float | None = None, now: 
         decode_floor=floor,
         notes=list(selection.notes),
     )
-    return ReportBundle(doc=doc, sweeps=sweeps, profiles=profiles, ncus=ncus, figure_keys=keys)
+    return ReportBundle(doc=doc, sweeps=sweeps, profiles=profiles, ncus=ncus, figure_keys=keys, fleets=fleets, decodes=decodes, decode_data=decode_data)
 
 
 # ---------------------------------------------------------------------------- figures
@@ -532,6 +597,20 @@ def draw_figures(bundle: ReportBundle) -> list[Plot]:
         k = figures.kernels_figure(p)
         if k is not None:
             plots.append(k)
+    for fleet, curves in bundle.fleets:
+        if curves:
+            plots.append(figures.fleet_figure(fleet.fleet_id, curves))
+    for d in bundle.decodes:
+        data = bundle.decode_data.get(d.run_id or "")
+        label = f"run {d.run_id}" if d.run_id else "decode"
+        if data is not None and f"decode-steps-{d.run_id}" in bundle.figure_keys:
+            step_plot = figures.decode_steps_figure(d, data, label)
+            if step_plot is not None:
+                plots.append(step_plot)
+        if f"decode-batch-{d.run_id}" in bundle.figure_keys:
+            batch_plot = figures.decode_batch_figure(d, data, label)
+            if batch_plot is not None:
+                plots.append(batch_plot)
     return plots
 
 

@@ -82,6 +82,12 @@ def _device(meta: RunMeta, result: dict[str, Any] | None) -> tuple[str | None, s
             name, dtype = dev.get("name"), dev.get("type")
         elif result.get("kind") == "profile":
             name, dtype = result.get("device_name"), result.get("device_type")
+        elif result.get("kind") == "decode" and isinstance(result.get("device"), str):
+            device = str(result["device"])  # the GPU's name, or "cpu (NAME)"
+            if device.startswith("cpu"):
+                name, dtype = device.removeprefix("cpu").strip(" ()") or None, "cpu"
+            else:
+                name, dtype = device, "cuda"
     name = name or meta.device or meta.gpu
     dtype = dtype or meta.device_type
     if dtype == "cpu":

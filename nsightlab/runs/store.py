@@ -44,7 +44,17 @@ _FOLDER = re.compile(r"(\d{8}T\d{6}Z)-([A-Za-z0-9_.]+)-(.*)-([0-9a-f]{6})")
 # How long a folder of raw outputs without meta.json may still be a run being written:
 # the lab pod's default lifetime (lab.deadline_seconds), the longest a run in it can take.
 RUNNING_GRACE = timedelta(hours=4)
-RESULT_KINDS = ("profile", "sweep", "ncu")
+
+
+def result_models() -> dict[str, type[BaseModel]]:
+    """The model of each kind of result.json (imported when a result is read)."""
+    from nsightlab.analysis.decode import DecodeResult
+    from nsightlab.analysis.fleet import FleetResult
+    from nsightlab.analysis.ncu import NcuResult
+    from nsightlab.analysis.profile import ProfileResult
+    from nsightlab.analysis.sweep import SweepResult
+
+    return {"profile": ProfileResult, "sweep": SweepResult, "ncu": NcuResult, "decode": DecodeResult, "fleet": FleetResult}
 
 
 class DamagedRunError(ParseError):
@@ -96,7 +106,7 @@ def _read_json(path: Path) -> Any:
 
 class RunMeta(BaseModel):
     id: str
-    kind: str  # "profile", "sweep", "ncu"
+    kind: str  # "profile", "sweep", "ncu", "fleet"
     name: str  # the script, or the dtype of a sweep
     created: datetime
     target: str  # "pod NS/NAME" or "this machine"
@@ -116,6 +126,7 @@ class RunMeta(BaseModel):
     device: str | None = None  # what the work ran on: the GPU's or the CPU's name
     device_type: str | None = None  # "cuda" or "cpu", from the run itself
     device_requested: str | None = None  # --device as asked: auto, cuda or cpu
+    fleet_id: str | None = None  # the fleet a run belongs to (its sweeps, and the fleet run itself)
 
 
 class Run:
@@ -174,17 +185,12 @@ class Run:
     def parsed_result(self, kind: str | None = None, data: dict[str, Any] | None = None) -> BaseModel:
         """result.json (or its `data`, already read) validated as the result of its kind
         (meta.json's, when given), or DamagedRunError naming it."""
-        from nsightlab.analysis.ncu import NcuResult
-        from nsightlab.analysis.profile import ProfileResult
-        from nsightlab.analysis.sweep import SweepResult
-
         if data is None:
             data = self.result()
         stored = data.get("kind")
         if kind is not None and stored != kind:
             raise DamagedRunError(self.path, "result.json", f"it holds a {stored!r} result, meta.json says {kind!r}")
-        models: dict[str, type[BaseModel]] = {"profile": ProfileResult, "sweep": SweepResult, "ncu": NcuResult}
-        model = models.get(stored) if isinstance(stored, str) else None
+        model = result_models().get(stored) if isinstance(stored, str) else None
         if model is None:
             raise DamagedRunError(self.path, "result.json", f"unknown result kind {stored!r}")
         try:
@@ -238,7 +244,7 @@ def inspect(run: Run, *, now: float | None = None) -> RunStatus:
         return RunStatus(run, "incomplete", meta, None, problem="did not finish", error=error)
     try:
         data = run.result()
-        result = run.parsed_result(meta.kind if meta.kind in RESULT_KINDS else None, data)
+        result = run.parsed_result(meta.kind if meta.kind in result_models() else None, data)
     except DamagedRunError as e:
         return RunStatus(run, "damaged", meta, None, problem=e.problem, error=e)
     except UsageError as e:  # result.json went away meanwhile (`runs rm`)
@@ -278,10 +284,11 @@ def runs_dir() -> Path:
     return home() / "runs"
 
 
-def new_run(kind: str, name: str, *, now: datetime | None = None) -> tuple[Run, str]:
-    """A fresh run folder (with raw/) and its id."""
+def new_run(kind: str, name: str, *, now: datetime | None = None, run_id: str | None = None) -> tuple[Run, str]:
+    """A fresh run folder (with raw/) and its id (a new one unless `run_id` is given: a
+    fleet's run takes the fleet's id)."""
     now = now or datetime.now(timezone.utc)
-    run_id = secrets.token_hex(3)
+    run_id = run_id or secrets.token_hex(3)
     folder = f"{now:%Y%m%dT%H%M%SZ}-{_SAFE.sub('-', kind)}-{_SAFE.sub('-', name).strip('-')[:40] or 'run'}-{run_id}"
     path = runs_dir() / folder
     (path / "raw").mkdir(parents=True)

@@ -1,0 +1,252 @@
+"""Fleets: the bandwidth sweep on every GPU type (or node) of a cluster at once, as Jobs."""
+
+from enum import Enum
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, Optional
+
+import typer
+
+from nsightlab.cli.common import (
+    STATE,
+    ContextOpt,
+    JsonOpt,
+    KubeconfigOpt,
+    NamespaceOpt,
+    YesOpt,
+    app,
+    make_env,
+    number,
+)
+
+if TYPE_CHECKING:
+    from nsightlab.analysis.fleet import FleetResult
+    from nsightlab.measure.fleet import FleetOptions
+    from nsightlab.present.console import Env
+
+fleet_app = typer.Typer(rich_markup_mode=None, no_args_is_help=True)
+app.add_typer(fleet_app, name="fleet", help="Measure every GPU type (or node) of a cluster at once, as Kubernetes Jobs: sweep, status, collect.")
+
+
+class _Device(str, Enum):
+    auto = "auto"
+    cuda = "cuda"
+    cpu = "cpu"
+
+
+MaxParallelOpt = Annotated[Optional[int], typer.Option("--max-parallel", help="Jobs (GPUs) at once (default 4).", parser=number(int, minimum=1), show_default=False)]  # noqa: UP045
+ScheduleTimeoutOpt = Annotated[Optional[float], typer.Option("--schedule-timeout", help="seconds a Job may wait for a GPU before it is reported not-scheduled and deleted (default 120).", parser=number(minimum=0.1), show_default=False)]  # noqa: UP045
+KeepOpt = Annotated[bool, typer.Option("--keep", help="Leave the Jobs and the ConfigMap in place when done.")]
+
+
+@fleet_app.command("sweep")
+def fleet_sweep(
+    context: ContextOpt = None,
+    kubeconfig: KubeconfigOpt = None,
+    namespace: NamespaceOpt = None,
+    types: Annotated[Optional[str], typer.Option("--types", metavar="TYPE,TYPE", help="instance types to measure (default: every GPU instance type of the nodes).", show_default=False)] = None,  # noqa: UP045
+    every_node: Annotated[bool, typer.Option("--every-node", help="One Job per GPU node (pinned by kubernetes.io/hostname): find the slow ones.")] = False,
+    dtype: Annotated[Optional[str], typer.Option("--dtype", metavar="TYPE", help="element type: float16 (fp16, half), bfloat16 (bf16), float32 (fp32, float) or float64 (fp64, double); default float16, float32 with --device cpu.", show_default=False)] = None,  # noqa: UP045
+    sizes: Annotated[Optional[str], typer.Option("--sizes", metavar="N,N,...", help="log2 of the element counts, 10..34 (default: the script's, 16..30 on a GPU).", show_default=False)] = None,  # noqa: UP045
+    iters: Annotated[Optional[int], typer.Option("--iters", help="timed calls per size (default 50).", parser=number(int, minimum=1), show_default=False)] = None,  # noqa: UP045
+    warmup: Annotated[Optional[int], typer.Option("--warmup", help="warm-up calls per size (default 5).", parser=number(int, minimum=0), show_default=False)] = None,  # noqa: UP045
+    device: Annotated[_Device, typer.Option("--device", help="auto and cuda: the Job's GPU, which torch must see (else the Job fails); cpu: the node's CPU on purpose.")] = _Device.auto,
+    max_parallel: MaxParallelOpt = None,
+    schedule_timeout: ScheduleTimeoutOpt = None,
+    job_deadline: Annotated[int, typer.Option("--job-deadline", help="seconds a Job may run (its activeDeadlineSeconds, Pending included) before it is a timeout.", parser=number(int, minimum=1))] = 1800,
+    weights_gb: Annotated[Optional[float], typer.Option("--weights-gb", help="a model's weights in GB (10^9 bytes): per type, the decode floor, tokens/s and whether it fits.", parser=number(above=0), show_default=False)] = None,  # noqa: UP045
+    price: Annotated[Optional[list[str]], typer.Option("--price", metavar="TYPE=USD", help="USD per hour of an instance type (repeatable; adds to config.yaml's prices).", show_default=False)] = None,  # noqa: UP045
+    target_tokens_per_s: Annotated[Optional[float], typer.Option("--target-tokens-per-s", help="with --weights-gb: name the cheapest type that reaches this many tokens/s (batch 1).", parser=number(above=0), show_default=False)] = None,  # noqa: UP045
+    keep: KeepOpt = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the ConfigMap and the Jobs as YAML and create nothing.")] = False,
+    yes: YesOpt = False,
+    json_out: JsonOpt = False,
+) -> None:
+    """Sweep memory bandwidth on every GPU type (or node) at once: one Job each.
+
+    Each Job runs lab_scripts/sweep.py on one GPU of its type (the lab pod's image,
+    tolerations and resources), at most --max-parallel at a time; its JSON comes back in
+    its log and is stored as a sweep run as it arrives. Then, per type: the GPU, the
+    launch floor, the cache peak, the DRAM plateau and its % of spec; with --every-node
+    the nodes more than 10% below their type's median plateau are outliers. Ctrl-C leaves
+    the Jobs running (`fleet collect ID` finishes). Refused on protected contexts.
+
+    \b
+    Example:
+      nsightlab fleet sweep --context stg
+      nsightlab fleet sweep --context stg --types g7e.8xlarge,g6.2xlarge --dtype float32
+      nsightlab fleet sweep --context stg --every-node
+      nsightlab fleet sweep --context stg --weights-gb 16 --price g6.xlarge=0.80 --target-tokens-per-s 30
+    """
+    from nsightlab import assets
+    from nsightlab.cluster import fleetjobs as fj
+    from nsightlab.cluster.connect import connect
+    from nsightlab.cluster.safety import Intent, confirm_change
+    from nsightlab.measure import fleet as fl
+    from nsightlab.present import fleetview
+
+    env = make_env(json_out)
+    if target_tokens_per_s is not None and weights_gb is None:
+        from nsightlab.errors import UsageError
+
+        raise UsageError("--target-tokens-per-s needs --weights-gb (the model's weights set its tokens/s)")
+    opts = fl.FleetOptions(
+        types=fl.parse_types(types),
+        every_node=every_node,
+        dtype=dtype,
+        sizes=sizes,
+        iters=iters,
+        warmup=warmup,
+        device=device.value,
+        max_parallel=max_parallel or 4,
+        schedule_timeout=schedule_timeout if schedule_timeout is not None else 120.0,
+        job_deadline=job_deadline,
+        weights_gb=weights_gb,
+        prices=fl.parse_prices(price or []),
+        target_tokens_per_s=target_tokens_per_s,
+    )
+    _refuse_placeholders(context, namespace)
+    template = fj.load_job_template(assets.fleet_job_template())
+    if dry_run:
+        _dry_run(env, context, kubeconfig, namespace, opts, template)
+        return
+    with connect(context, kubeconfig, config_path=STATE.config_path, intent=Intent.CHANGE, namespace=namespace, action="start a fleet of Jobs") as c:
+        place = fl.Place.of(c.ctx)
+        plan = fl.plan_fleet(c.kube, place, c.config, opts)
+        fl.manifests(template, c.config, plan)  # a config that cannot make them fails here, before any change
+        fl.check_size(env, plan, yes=yes)
+        per = "GPU node" if plan.every_node else "instance type"
+        confirm_change(env, c.ctx, f"start fleet {plan.fleet_id}: {len(plan.targets)} Job{'s' if len(plan.targets) != 1 else ''} (one per {per}, 1 GPU each, at most {plan.max_parallel} at once)", yes=yes)
+        env.note(fl.status_note(plan))
+        with fleetview.progress(env) as live:
+            result = fl.run_fleet(env, c.kube, place, c.config, plan, template, live, keep=keep, create=True)
+    _finish(env, result)
+
+
+def _refuse_placeholders(context: Optional[str], namespace: Optional[str]) -> None:  # noqa: UP045
+    """A placeholder from the starter config must not reach a Job, printed or sent (as for create)."""
+    from nsightlab import configure
+    from nsightlab.config import load_config
+
+    loaded = load_config(STATE.config_path)
+    configure.refuse_placeholders(loaded, alias=context if context in loaded.config.clusters else None, namespace_given=namespace is not None)
+
+
+def _dry_run(env: "Env", context: Optional[str], kubeconfig: Optional[Path], namespace: Optional[str], opts: "FleetOptions", template: dict[str, Any]) -> None:  # noqa: UP045
+    """The ConfigMap and the Jobs as they would be created; reads the nodes at most."""
+    from nsightlab.cluster import fleetjobs as fj
+    from nsightlab.cluster.connect import connect
+    from nsightlab.cluster.safety import Intent
+    from nsightlab.config import load_config
+    from nsightlab.measure import fleet as fl
+
+    if context is None:
+        cfg = load_config(STATE.config_path).config
+        plan = fl.plan_fleet(None, fl.Place(context="", label="CONTEXT", namespace=namespace or "default"), cfg, opts)
+    else:
+        with connect(context, kubeconfig, config_path=STATE.config_path, intent=Intent.READ, namespace=namespace) as c:
+            cfg = c.config
+            plan = fl.plan_fleet(c.kube, fl.Place.of(c.ctx), cfg, opts)
+    docs = fl.manifests(template, cfg, plan)
+    if env.json:
+        env.print_json(docs)
+    else:
+        env.write(fj.manifests_yaml(docs))
+
+
+def _finish(env: "Env", result: "FleetResult") -> None:
+    """Show the result, then exit as the rules say (6 failed, 5 nothing scheduled)."""
+    from nsightlab.measure import fleet as fl
+    from nsightlab.present import render
+
+    if env.json:
+        env.print_json(result)
+    else:
+        render.fleet(env, result)
+    err = fl.failure(result)
+    if err is not None:
+        raise err
+
+
+@fleet_app.command("collect")
+def fleet_collect(
+    fleet_id: Annotated[str, typer.Argument(metavar="ID", help="the fleet's id (as `fleet sweep` and `fleet status` print it).")],
+    context: ContextOpt = None,
+    kubeconfig: KubeconfigOpt = None,
+    namespace: NamespaceOpt = None,
+    max_parallel: MaxParallelOpt = None,
+    schedule_timeout: ScheduleTimeoutOpt = None,
+    keep: KeepOpt = False,
+    yes: YesOpt = False,
+    json_out: JsonOpt = False,
+) -> None:
+    """Finish a fleet left running (after Ctrl-C, or started elsewhere): follow its Jobs,
+    create those not created yet, store the results, then delete its Jobs and ConfigMap.
+
+    Without --context, the context and namespace the fleet was started in on this
+    machine. Exit codes as for `fleet sweep`.
+
+    \b
+    Example:
+      nsightlab fleet collect 3fa2c1
+      nsightlab fleet collect 3fa2c1 --context stg --namespace ml-lab --keep
+    """
+    from nsightlab import assets
+    from nsightlab.cluster import fleetjobs as fj
+    from nsightlab.cluster.connect import connect
+    from nsightlab.cluster.safety import Intent, confirm_change
+    from nsightlab.measure import fleet as fl
+    from nsightlab.present import fleetview
+
+    env = make_env(json_out)
+    context, namespace = _fleet_place(env, fleet_id, context, namespace)
+    _refuse_placeholders(context, namespace)
+    template = fj.load_job_template(assets.fleet_job_template())
+    with connect(context, kubeconfig, config_path=STATE.config_path, intent=Intent.CHANGE, namespace=namespace, action="collect a fleet") as c:
+        place = fl.Place.of(c.ctx)
+        plan, has_configmap = fl.running_fleet_plan(c.kube, place, c.config, fleet_id, max_parallel=max_parallel, schedule_timeout=schedule_timeout)
+        confirm_change(env, c.ctx, f"collect fleet {fleet_id} ({len(plan.targets)} Jobs), then delete its Jobs" + ("" if keep else " and ConfigMap"), yes=yes)
+        env.note(fl.status_note(plan))
+        with fleetview.progress(env) as live:
+            result = fl.run_fleet(env, c.kube, place, c.config, plan, template, live, keep=keep, create=not has_configmap)
+    _finish(env, result)
+
+
+def _fleet_place(env: "Env", fleet_id: str, context: Optional[str], namespace: Optional[str]) -> tuple[Optional[str], Optional[str]]:  # noqa: UP045
+    """--context as given, else where this machine started the fleet (said so)."""
+    from nsightlab.measure import fleet as fl
+
+    if context is not None:
+        return context, namespace
+    found = fl.stored_place(fleet_id)
+    if found is None:
+        return None, namespace
+    env.note(f"using the context of fleet {fleet_id} as it was started here: {found[0]}, namespace {namespace or found[1]}")
+    return found[0], namespace or found[1]
+
+
+@fleet_app.command("status")
+def fleet_status(
+    context: ContextOpt = None,
+    kubeconfig: KubeconfigOpt = None,
+    namespace: NamespaceOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Your fleets in the namespace: id, age, and their Jobs by phase (waiting: in the
+    plan, not created yet). Read-only.
+
+    \b
+    Example:
+      nsightlab fleet status --context stg
+      nsightlab fleet status --context stg --json
+    """
+    from nsightlab.cli.common import show
+    from nsightlab.cluster import fleetjobs as fj
+    from nsightlab.cluster.connect import connect, note_session
+    from nsightlab.cluster.safety import Intent
+    from nsightlab.present import render
+
+    env = make_env(json_out)
+    with connect(context, kubeconfig, config_path=STATE.config_path, intent=Intent.READ, namespace=namespace, use_session=True) as c:
+        note_session(env, c)
+        report = fj.fleet_status(c.kube, c.ctx.namespace, c.config.owner(), context=c.ctx.name)
+    show(env, report, render.fleet_status)

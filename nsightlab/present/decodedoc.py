@@ -1,0 +1,180 @@
+"""A decode run and a trace's steps as the report's tables and paragraphs, every number
+written by `nsightlab.analysis.units`. The terminal (`render.decode`, `render.step_groups`)
+and the report (`report._decode_sections`) draw the same tables."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from nsightlab.analysis import units
+from nsightlab.analysis.decode import BatchPoint, DecodeResult, DecodeSteps
+from nsightlab.analysis.steps import TraceSummary
+from nsightlab.present.doc import Table
+
+SOURCE_WORDS = {
+    "nvtx": "NVTX decode_step ranges (Nsight Systems)",
+    "record_function": "record_function ranges (torch.profiler)",
+    "repeating-sequence": "inferred from a repeating kernel sequence",
+    "script": "the script's own step timing (no trace)",
+}
+#: Kernels listed per step in the top-kernel tables.
+TOP_KERNELS = 8
+
+
+def _time_cells(values_ms: Sequence[float | None]) -> tuple[str, list[str]]:
+    """One unit for a column of milliseconds (units.time_unit): its name and the cells."""
+    unit = units.time_unit([v / 1e3 for v in values_ms if v is not None])
+    return unit.name, ["" if v is None else unit.value(v / 1e3) for v in values_ms]
+
+
+def is_cpu(device: str | None) -> bool:
+    return (device or "").startswith("cpu")
+
+
+def steps_table(
+    label_columns: Sequence[str],
+    labels: Sequence[Sequence[str]],
+    steps: Sequence[DecodeSteps],
+    tokens_per_s: Sequence[float | None] | None,
+    *,
+    cpu: bool,
+    title: str | None = None,
+) -> Table:
+    """Step objects side by side: time, tokens/s, kernels, busy, the idle split, the floor.
+    Columns with nothing in them (no trace, no floor) are left out."""
+    med_u, med = _time_cells([s.step_ms.median for s in steps])
+    p90_u, p90 = _time_cells([s.step_ms.p90 for s in steps])
+    idle = [s.idle_ms_per_step for s in steps]
+    gap = units.time_unit([x / 1e3 for i in idle if i for x in (i.between_kernels, i.before_first, i.after_last)])
+    floor_u, floors = _time_cells([s.floor.floor_ms if s.floor else None for s in steps])
+    traced = any(i is not None for i in idle)
+    floored = any(s.floor is not None for s in steps)
+    columns = [*label_columns, f"STEP ({med_u})", f"P90 ({p90_u})"]
+    if tokens_per_s is not None:
+        columns.append("TOKENS/S")
+    if traced:
+        columns += [
+            "OPS/STEP" if cpu else "KERNELS/STEP",
+            "CPU BUSY" if cpu else "GPU BUSY",
+            f"IDLE BETWEEN ({gap.name})",
+            f"BEFORE FIRST ({gap.name})",
+            f"AFTER LAST ({gap.name})",
+        ]
+    if floored:
+        columns += [f"FLOOR ({floor_u})", "x FLOOR"]
+    columns.append("VERDICT")
+    rows = []
+    for k, s in enumerate(steps):
+        i = s.idle_ms_per_step
+        row = [*labels[k], med[k], p90[k]]
+        if tokens_per_s is not None:
+            tps = tokens_per_s[k]
+            row.append("" if tps is None else units.sig(tps))
+        if traced:
+            row += [
+                "" if s.kernels_per_step is None else units.sig(s.kernels_per_step),
+                "" if s.gpu_busy_pct is None else units.percent(s.gpu_busy_pct),
+                "" if i is None else gap.value(i.between_kernels / 1e3),
+                "" if i is None else gap.value(i.before_first / 1e3),
+                "" if i is None else gap.value(i.after_last / 1e3),
+            ]
+        if floored:
+            ratio = units.ratio(s.step_ms.median / s.floor.floor_ms) if s.floor and s.floor.floor_ms > 0 else ""
+            row += [floors[k], ratio]
+        row.append(s.verdict.kind)
+        rows.append(row)
+    right = [False] * len(label_columns) + [True] * (len(columns) - len(label_columns) - 1) + [False]
+    return Table(title=title, columns=columns, right=right, rows=rows)
+
+
+def top_kernels_table(steps: DecodeSteps, *, cpu: bool, title: str | None = None, top: int = TOP_KERNELS) -> Table | None:
+    """A step's top kernels grouped by kind (the kinds by their time), each with its
+    share of the step; None without kernels."""
+    kernels = steps.top_kernels[:top]
+    if not kernels:
+        return None
+    totals: dict[str, float] = {}
+    for k in kernels:
+        totals[k.kind] = totals.get(k.kind, 0.0) + k.ms_per_step
+    ordered = sorted(kernels, key=lambda k: (-totals[k.kind], k.kind, -k.ms_per_step))
+    unit_name, times = _time_cells([k.ms_per_step for k in ordered])
+    rows = []
+    last_kind = None
+    for k, t in zip(ordered, times, strict=True):
+        rows.append([k.kind if k.kind != last_kind else "", t, units.percent(k.pct), k.short_name])
+        last_kind = k.kind
+    return Table(
+        title=title,
+        columns=["KIND", f"PER STEP ({unit_name})", "SHARE", "OP" if cpu else "KERNEL"],
+        right=[False, True, True, False],
+        rows=rows,
+        tooltips=[k.name for k in ordered],
+    )
+
+
+def batch_sweep_table(sweep: Sequence[BatchPoint], title: str | None = None) -> Table:
+    """Tokens/s at each batch against the roofline's prediction."""
+    unit_name, times = _time_cells([p.step_ms for p in sweep])
+    predicted = any(p.predicted_tokens_per_s for p in sweep)
+    columns = ["BATCH", f"STEP ({unit_name})", "TOKENS/S"] + (["ROOFLINE TOKENS/S", "OF ROOFLINE", "BOUND"] if predicted else [])
+    rows = []
+    for p, t in zip(sweep, times, strict=True):
+        row = [str(p.batch), t, units.sig(p.tokens_per_s)]
+        if predicted:
+            pred = p.predicted_tokens_per_s
+            row += ["" if pred is None else units.sig(pred), "" if not pred else units.percent(100 * p.tokens_per_s / pred), p.bound or ""]
+        rows.append(row)
+    return Table(title=title, columns=columns, right=[True] * (len(columns) - 1) + [not predicted], rows=rows)
+
+
+def trace_line(t: TraceSummary, cpu: bool) -> str:
+    """The whole timeline in one sentence."""
+    what, lanes = ("ops", "thread") if cpu else ("kernels", "stream")
+    return (
+        f"whole trace: {units.duration(t.span_ms / 1e3)}, {'CPU' if cpu else 'GPU'} busy "
+        f"{units.percent(t.gpu_busy_pct)}, {t.kernels:,} {what} on {t.streams} {lanes}{'s' if t.streams != 1 else ''}"
+    )
+
+
+def decode_heading(result: DecodeResult) -> str:
+    m = result.model
+    params = f"{units.sig(m.params / 1e9)} B" if m.params >= 1e8 else f"{m.params:,}"
+    return f"{m.preset or 'custom shape'} ({params} params, {units.gigabytes(m.weight_bytes)} of {m.dtype} weights) on {result.device}"
+
+
+def decode_facts(result: DecodeResult) -> list[str]:
+    cpu = is_cpu(result.device)
+    sources = sorted({x.steps.source for x in result.modes})
+    facts = ["steps: " + ", ".join(SOURCE_WORDS.get(s, s) for s in sources) + ("; CPU ops stand in for kernels" if cpu and result.trace is not None else "")]
+    if result.trace is not None:
+        facts.append(trace_line(result.trace, cpu))
+    return facts
+
+
+def decode_modes_table(result: DecodeResult, title: str | None = None) -> Table:
+    return steps_table(
+        ["MODE", "BATCH"],
+        [[x.mode, str(x.batch)] for x in result.modes],
+        [x.steps for x in result.modes],
+        [x.tokens_per_s for x in result.modes],
+        cpu=is_cpu(result.device),
+        title=title,
+    )
+
+
+def decode_kernel_tables(result: DecodeResult) -> list[Table]:
+    """Each mode's top kernels at the smallest batch (all of them are in the JSON)."""
+    cpu = is_cpu(result.device)
+    smallest = min((x.batch for x in result.modes), default=1)
+    out = []
+    for x in result.modes:
+        if x.batch != smallest:
+            continue
+        t = top_kernels_table(x.steps, cpu=cpu, title=f"Top {'CPU ops' if cpu else 'kernels'} per step, by kind: {x.mode}, batch {x.batch}")
+        if t is not None:
+            out.append(t)
+    return out
+
+
+def decode_verdicts(result: DecodeResult) -> list[str]:
+    return [f"{x.mode}, batch {x.batch}: {x.steps.verdict.text}. Next: {x.steps.verdict.next_step}." for x in result.modes]
