@@ -306,11 +306,14 @@ def test_every_name_is_one_quoted_path_segment(recorder: tuple[Kube, list[str]],
         kube.list_events(name)
     with pytest.raises(ClusterError):
         b"".join(kube.pod_log("ml-lab", name))
+    # the fleet's Jobs and ConfigMaps
+    assert kube.get_job("ml-lab", name) is None and kube.delete_job("ml-lab", name) is False
+    assert kube.get_configmap("ml-lab", name) is None and kube.delete_configmap("ml-lab", name) is False
     paths = [line.split(" ", 1)[1].split("?", 1)[0] for line in seen]
-    assert len(paths) == 11, seen
+    assert len(paths) == 15, seen
     for path in paths:
         segments = path.split("/")
-        assert segments[:3] == ["", "api", "v1"], path
+        assert segments[:3] in (["", "api", "v1"], ["", "apis", "batch"]), path
         assert ".." not in segments and "." not in segments and all(segments[1:]), path
         assert all(ch.isascii() and ch not in " ;#?" for ch in path), path
     # each request reached the object it names, in a single segment
