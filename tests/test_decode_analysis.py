@@ -47,7 +47,8 @@ from nsightlab.analysis.decode import (
     spec_bandwidth,
 )
 from nsightlab.analysis.gpus import lookup
-from nsightlab.analysis.steps import LAUNCH_BOUND_IDLE_PCT, NEAR_FLOOR_RATIO, analyze_kineto
+from nsightlab.analysis.steps import analyze_kineto
+from nsightlab.analysis.verdicts import LAUNCH_BOUND_IDLE_PCT, NEAR_FLOOR_RATIO
 
 DATA = Path(__file__).parent / "data"
 TRACES = DATA / "traces"

@@ -366,3 +366,48 @@ def test_cleanup_all_mine_with_nothing_to_delete_says_so(capsys: pytest.CaptureF
     assert r.code == 0, r
     assert r.out.strip() == f"there were no lab pods of {OWNER} in {NS}"
     assert "already gone" not in r.out
+
+
+def _readme_block(index: int) -> list[list[str]]:
+    """The README's `index`-th code block (0 is the quick start), as argument lists."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    block = re.findall(r"```\n(.*?)```", text, re.S)[index]
+    return [shlex.split(line.split("#", 1)[0]) for line in block.splitlines() if line.strip()]
+
+
+@pytest.mark.torch
+def test_the_readme_from_the_top_reaches_a_profile_and_a_report(capsys: pytest.CaptureFixture[str], fresh: Path, sim: KubeSim) -> None:
+    """A newcomer's walk, command by command as the README prints them: the quick start,
+    then the tutorial. The emulated pod's torch is a CPU build, so the printed `profile`
+    and `sweep` end in the documented exit 6 with its one line, and the walk goes on as
+    that line says, with `--device cpu` (and small sizes, so the walk takes seconds)."""
+    torch = pytest.importorskip("torch")
+    if torch.cuda.is_available():
+        pytest.skip("this machine's torch sees a GPU")
+    values = {"CTX": STG_CONTEXT, "NS": NS, "IMG": IMAGE}
+    for argv in _readme_block(0):
+        r = nsl(capsys, *[values.get(a, a) for a in argv[1:]])
+        assert r.code == 0, (argv, r)
+    # the lab image brings Nsight Systems: here a stand-in that replays a real nsys export
+    fixture = ROOT / "tests" / "fixtures" / "nsys" / "03_nsys_cuda_gpu_kern_sum_pytorch_rtx5090.csv"
+    sim.put_tool(NS, POD, "nsys", (ROOT / "tests" / "standins" / "nsys").read_text().replace("@FIXTURE@", str(fixture)))
+    small = {"profile": ["--", "--scale-log2", "14", "--gemm-n", "32"], "sweep": ["--sizes", "12,14", "--iters", "2", "--warmup", "1"]}
+    tutorial = _readme_block(1)
+    assert [argv[1] for argv in tutorial] == ["profile", "sweep", "report", "cleanup"]
+    for argv in tutorial:
+        command = argv[1]
+        r = nsl(capsys, *argv[1:])
+        if command in small:
+            assert r.code == 6, (argv, r)
+            line = r.err.strip().splitlines()[-1]  # after the progress the command printed
+            assert sum(x.startswith("error: ") for x in r.err.splitlines()) == 1
+            assert line == f"error: torch in the pod cannot see the GPU: CPU-only build {torch.__version__}; use an image with CUDA torch, or --device cpu."
+            extra = small[command]
+            cut = extra.index("--") if "--" in extra else len(extra)
+            r = nsl(capsys, *argv[1:], "--device", "cpu", *extra[:cut], *extra[cut:])
+        assert r.code == 0, (argv, r)
+        if command == "report":
+            html = next(p for p in r.out.split() if p.endswith("report.html"))
+            page = Path(html).read_text(encoding="utf-8")
+            assert "Bandwidth sweep" in page and "lesson1" in page
+    assert sim.get("pods", NS, POD) is None or sim.get("pods", NS, POD)["metadata"].get("deletionTimestamp")

@@ -779,6 +779,20 @@ def test_users_script_in_a_gpu_pod_that_ran_on_the_cpu_says_so(capsys: pytest.Ca
     assert matmul_row(report.out) == matmul_row(ops)
 
 
+def test_triton_sweep_in_the_pod_runs_in_the_interpreter_on_its_cpu(capsys: pytest.CaptureFixture[str], lab: dict[str, Any], home: Path) -> None:
+    """--device cpu in the pod: nsightlab sets TRITON_INTERPRET=1 in the pod's environment
+    for that run, and the run says it checks correctness only."""
+    pytest.importorskip("torch")
+    pytest.importorskip("triton")
+    r = nsl(capsys, "sweep", "--device", "cpu", "--impl", "triton", "--sizes", "10", "--iters", "1", "--warmup", "0", "--json")
+    assert r.code == 0, r
+    data = json.loads(r.out)
+    assert data["impl"] == "triton" and data["interpreted"] is True
+    assert data["script_argv"][:3] == ["env", "TRITON_INTERPRET=1", "python3"]
+    assert data["record"]["rows"][0]["max_abs_error"] == 0.0 and data["headline"] == "triton scale: interpreted: correctness only"
+    assert f"no GPU for Triton on pod {NS}/{POD}" in r.err
+
+
 def test_lab_commands_without_a_ready_pod(capsys: pytest.CaptureFixture[str], home: Path) -> None:
     r = nsl(capsys, "shell", "--context", "stg", "--", "true")
     assert r.code == 5 and "no lab pod" in r.err and "nsightlab create" in r.err

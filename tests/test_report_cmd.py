@@ -91,7 +91,8 @@ def test_report_of_everything(capsys: pytest.CaptureFixture[str], rec: Recorded,
         assert heading in md
     assert "| instance type |" in md and "g7e.8xlarge" in md
     assert "gemvx::kernel\\<int, int" in md  # < escaped in a table cell
-    assert md.count("| SIZE | MiB | US/CALL | TB/S |") == 3  # one table per sweep
+    assert md.count("| SIZE | TENSOR (") == 3  # one table per sweep
+    assert md.count("| SPREAD | TB/S |") == 3
     # each table row has as many cells as its header
     for block in re.findall(r"((?:^\|.*\n)+)", md, flags=re.M):
         counts = {len(re.split(r"(?<!\\)\|", row)) for row in block.strip().splitlines()}
@@ -208,7 +209,7 @@ def test_terminal_writes_nothing(capsys: pytest.CaptureFixture[str], rec: Record
     as_json = json.loads(run_cli(capsys, "report", rec.ref_sweep, "--terminal", "--json").out)
     assert as_json["kind"] == "report" and [s["heading"] for s in as_json["sections"]][:3] == ["Runs", "Environment", "Bandwidth sweep"]
     table = next(i for s in as_json["sections"] for i in s["items"] if i["type"] == "table" and i.get("bars"))
-    assert table["columns"][:4] == ["SIZE", "MiB", "US/CALL", "TB/S"] and len(table["bars"]) == len(table["rows"]) == 7
+    assert table["columns"][:5] == ["SIZE", "TENSOR (GiB)", "TIME/CALL (ms)", "SPREAD", "TB/S"] and len(table["bars"]) == len(table["rows"]) == 7
 
 
 def test_default_folder_and_printed_paths(capsys: pytest.CaptureFixture[str], rec: Recorded) -> None:

@@ -17,7 +17,7 @@ pytest.importorskip("torch")
 
 LINE_KEYS = {
     "id", "folder", "kind", "name", "created", "where", "target", "context", "node", "instance_type",
-    "gpu", "device", "device_type", "dtype", "headline", "complete", "session_uid", "damaged", "problem",
+    "gpu", "device", "device_type", "dtype", "headline", "complete", "session_uid", "impl", "damaged", "problem",
 }  # fmt: skip
 
 

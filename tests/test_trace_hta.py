@@ -23,7 +23,8 @@ from pathlib import Path
 
 import pytest
 
-from nsightlab.analysis.steps import analyze_kineto, union_length
+from nsightlab.analysis.intervals import union_length
+from nsightlab.analysis.steps import analyze_kineto
 from nsightlab.parse import kineto
 
 DATA = Path(__file__).parent / "data" / "traces"

@@ -28,18 +28,14 @@ from tracebuild import (
 )
 
 from nsightlab.analysis import steps
-from nsightlab.analysis.steps import (
+from nsightlab.analysis.intervals import IntervalUnion, union_length
+from nsightlab.analysis.period import Period, find_period
+from nsightlab.analysis.steps import StepGroup, analyze_gpu_trace, analyze_kineto, range_matches
+from nsightlab.analysis.verdicts import (
     LAUNCH_BOUND_IDLE_PCT,
     NEAR_FLOOR_RATIO,
-    IntervalUnion,
-    StepGroup,
-    analyze_gpu_trace,
-    analyze_kineto,
-    find_period,
     memory_floor,
-    range_matches,
     step_verdict,
-    union_length,
 )
 from nsightlab.errors import UsageError
 
@@ -295,7 +291,7 @@ def _decode_template(layers: int = 4) -> list[int]:
     return [100] + [1, 2, 3, 4, 1, 5, 6] * layers + [1, 7, 8]
 
 
-def _steps_of(found: steps.Period | None) -> list[int]:
+def _steps_of(found: Period | None) -> list[int]:
     assert found is not None
     return [*found.boundaries, found.end]
 

@@ -40,9 +40,6 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from nsightlab.analysis import units
 from nsightlab.analysis.gpus import GpuSpec, lookup
 from nsightlab.analysis.steps import (
-    LAUNCH_BOUND_IDLE_PCT,
-    NEAR_FLOOR_RATIO,
-    Floor,
     IdleMs,
     MsStats,
     StepGroup,
@@ -51,6 +48,11 @@ from nsightlab.analysis.steps import (
     TopKernel,
     TraceAnatomy,
     TraceSummary,
+)
+from nsightlab.analysis.verdicts import (
+    LAUNCH_BOUND_IDLE_PCT,
+    NEAR_FLOOR_RATIO,
+    Floor,
     Verdict,
     memory_floor,
     step_verdict,
@@ -355,7 +357,7 @@ def verdict(
 ) -> Verdict:
     """The verdict in words with the next thing to try, printed with its thresholds.
 
-    The decision is `steps.step_verdict`'s (the named thresholds LAUNCH_BOUND_IDLE_PCT and
+    The decision is `verdicts.step_verdict`'s (the named thresholds LAUNCH_BOUND_IDLE_PCT and
     NEAR_FLOOR_RATIO, the ridge point); the words are for a decode step: on a CPU the CPU
     ops stand in for kernels and Python's overhead for launch gaps. Without a trace
     (`group` None) only the floor ratio is known: kind `no-trace`.

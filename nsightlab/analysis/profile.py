@@ -30,6 +30,7 @@ class KernelLine(BaseModel):
     name: str
     short_name: str
     kind: str
+    origin: str | None = None  # "triton": a kernel Triton compiled (its kind is beside it)
     instances: int
     total_ns: float
     avg_ns: float | None
@@ -128,6 +129,7 @@ def kernel_lines(report: nsys.NsysReport, self_ns: dict[str, float] | None = Non
             name=k.name,
             short_name=names.short_kernel_name(k.name),
             kind=names.kernel_kind(k.name),
+            origin=names.kernel_origin(k.name),
             instances=k.instances,
             total_ns=k.total_ns,
             avg_ns=k.avg_ns,

@@ -14,22 +14,26 @@ Three things live here:
 - `analyze_sweep`: rows with TB/s, % of spec and regime; a summary with the launch floor,
   the cache peak, the DRAM plateau, and a few sentences of lesson keyed to the numbers.
 
-Bytes moved by the in-place scale are 2 x elements x element size: one read and one write
-of the same buffer. The tutorial's script assumes 2 bytes per element, which halves the
-bandwidth it prints for float32; nothing here assumes an element size.
+Bytes moved per call are 2 x kernels x elements x element size: each kernel reads and
+writes the same buffer once (the in-place scale is one kernel; torch's scale-add is two,
+`x.mul_` then `x.add_`; a fused Triton scale-add is one). The tutorial's script assumes 2
+bytes per element, which halves the bandwidth it prints for float32; nothing here assumes
+an element size.
 """
 
 from __future__ import annotations
 
+import itertools
 import statistics
 from collections.abc import Mapping, Sequence
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from nsightlab.analysis import units
 from nsightlab.analysis.gpus import DeviceSpec, GpuSpec, merge_device
 
-Regime = Literal["launch", "cache", "transition", "dram"]
+Regime = Literal["launch", "cache", "transition", "dram", "interpreted"]
 
 # --- thresholds of the regime rule (see classify_regimes) ---
 
@@ -51,6 +55,26 @@ DRAM_CACHE_MULTIPLE = 4.0
 PLATEAU_TOLERANCE = 0.25
 #: Cache-resident sizes less than this many times faster than DRAM: the cache did not help.
 CACHE_GAIN_MIN = 1.25
+#: A size whose time grew this many times more than its bytes over the size before it was
+#: held by something other than memory or launches (a busy machine, a thread pool).
+STALL_FACTOR = 4.0
+#: A DRAM plateau is named only from at least this many DRAM-bound sizes ...
+PLATEAU_MIN_POINTS = 2
+#: ... whose bandwidths agree within this fraction (largest / smallest - 1). One point, or
+#: points that scatter more, make the plateau inconclusive: noise cannot be told from a level.
+PLATEAU_AGREEMENT = 0.10
+
+#: 16-bit floats: a CPU converts them element by element, so a CPU sweep of them times
+#: that arithmetic, not memory (lab_scripts/sweep.py says so in its notes).
+SIXTEEN_BIT = ("float16", "bfloat16")
+#: Kernels one call launches, per (implementation, op): torch runs scale-add as x.mul_
+#: then x.add_; the Triton kernel fuses it.
+SWEEP_KERNELS: dict[tuple[str, str], int] = {
+    ("torch", "scale"): 1,
+    ("torch", "scale-add"): 2,
+    ("triton", "scale"): 1,
+    ("triton", "scale-add"): 1,
+}
 
 #: What the tutorial's sweep script assumes every element weighs.
 TUTORIAL_ASSUMED_ELEMENT_SIZE = 2
@@ -58,9 +82,10 @@ TUTORIAL_ASSUMED_ELEMENT_SIZE = 2
 EXAMPLE_WEIGHT_BYTES = 16e9
 
 
-def bytes_moved(elements: int, element_size: int) -> int:
-    """Bytes one in-place scale moves: every element read once and written once."""
-    return 2 * elements * element_size
+def bytes_moved(elements: int, element_size: int, kernels: int = 1) -> int:
+    """Bytes one call moves: each of its `kernels` reads every element once and writes it
+    once (the in-place scale: one kernel)."""
+    return 2 * kernels * elements * element_size
 
 
 # --- what the lab scripts write ---
@@ -92,6 +117,29 @@ class SweepRow(BaseModel):
     bytes_per_call: int = Field(gt=0)
     seconds_per_call: float = Field(gt=0)
     tensor_bytes: int | None = None
+    # the spread over the batches of timed calls (older recordings have only the batches)
+    seconds_min: float | None = None
+    seconds_median: float | None = None
+    seconds_max: float | None = None
+    batch_seconds_per_call: list[float] | None = None
+    op: str | None = None
+    impl: str | None = None
+    kernels_per_call: int | None = None
+    interpreted: bool = False
+    # under --impl triton: the check against torch, and the config that ran
+    max_abs_error: float | None = None
+    max_error_ulps: float | None = None
+    tolerance: str | None = None
+    triton_config: dict[str, int] | None = None
+    autotuned: bool | None = None
+
+    def spread_seconds(self) -> tuple[float, float] | None:
+        """(fastest, slowest) batch's time per call, where the recording has them."""
+        if self.seconds_min is not None and self.seconds_max is not None:
+            return self.seconds_min, self.seconds_max
+        if self.batch_seconds_per_call:
+            return min(self.batch_seconds_per_call), max(self.batch_seconds_per_call)
+        return None
 
 
 class SweepSkip(BaseModel):
@@ -102,31 +150,57 @@ class SweepSkip(BaseModel):
 
 
 class SweepRecord(BaseModel):
-    """`lab_scripts/sweep.py --json`: one in-place scale timed at many sizes."""
+    """`lab_scripts/sweep.py --json`: one in-place elementwise op timed at many sizes."""
 
     model_config = ConfigDict(extra="allow", populate_by_name=True)
 
     kind: Literal["sweep"]
     schema_version: int = Field(alias="schema")
-    op: str = "scale"
+    op: Literal["scale", "scale-add"] = "scale"
+    impl: Literal["torch", "triton"] = "torch"
+    kernels_per_call: int | None = None
     dtype: str
     element_size: int = Field(gt=0)
     iters: int
     warmup: int
+    interpreted: bool = False
+    notes: list[str] = []
+    triton: str | None = None  # its version, under --impl triton
     device: DeviceInfo
     rows: list[SweepRow]
     skipped: list[SweepSkip] = []
 
+    @property
+    def kernels(self) -> int:
+        """Kernels one call launches (torch's scale-add: 2)."""
+        return SWEEP_KERNELS[(self.impl, self.op)]
+
     @model_validator(mode="after")
-    def _bytes_follow_element_size(self) -> SweepRecord:
+    def _bytes_follow_the_kernels(self) -> SweepRecord:
+        """The accounting, checked exactly: 2 x kernels x elements x element size."""
+        kernels = self.kernels
+        what = f"{self.impl} {self.op}"
+        if self.kernels_per_call is not None and self.kernels_per_call != kernels:
+            raise ValueError(f"kernels_per_call is {self.kernels_per_call}, but {what} launches {kernels}")
         for row in self.rows:
-            expected = bytes_moved(row.elements, self.element_size)
+            for field, value in (("impl", row.impl), ("op", row.op)):
+                if value is not None and value != getattr(self, field):
+                    raise ValueError(f"row 2^{row.log2}: {field} is {value}, but the sweep's is {getattr(self, field)}")
+            if row.kernels_per_call is not None and row.kernels_per_call != kernels:
+                raise ValueError(f"row 2^{row.log2}: kernels_per_call is {row.kernels_per_call}, but {what} launches {kernels}")
+            expected = bytes_moved(row.elements, self.element_size, kernels)
             if row.bytes_per_call != expected:
+                factor = "2 x" if kernels == 1 else f"2 x {kernels} kernels x"
                 raise ValueError(
-                    f"row 2^{row.log2}: bytes_per_call is {row.bytes_per_call}, but 2 x "
-                    f"{row.elements} elements x {self.element_size} B is {expected}"
+                    f"row 2^{row.log2}: bytes_per_call is {row.bytes_per_call}, but {factor} "
+                    f"{row.elements} elements x {self.element_size} B is {expected} ({what})"
                 )
         return self
+
+    @property
+    def is_interpreted(self) -> bool:
+        """Triton ran in its interpreter: the times measure it, not the device."""
+        return self.interpreted or any(r.interpreted for r in self.rows)
 
 
 class RangeWork(BaseModel):
@@ -285,11 +359,11 @@ def compute_peak(
         if spec.fp16_tensor_tflops:
             return (
                 spec.fp16_tensor_tflops * 1e12,
-                f"{spec.fp16_tensor_tflops:g} TFLOPS dense FP16 tensor, {src}",
+                f"{spec.fp16_tensor_tflops:g} TFLOP/s dense FP16 tensor, {src}",
             )
         return None, None
     if dtype in ("float32", "float16", "bfloat16") and spec.fp32_tflops:
-        return spec.fp32_tflops * 1e12, f"{spec.fp32_tflops:g} TFLOPS FP32 (CUDA cores), {src}"
+        return spec.fp32_tflops * 1e12, f"{spec.fp32_tflops:g} TFLOP/s FP32 (CUDA cores), {src}"
     return None, None
 
 
@@ -305,11 +379,11 @@ class Lesson1Analysis(BaseModel):
 
 
 def _fmt_rate(bps: float) -> str:
-    return f"{bps / 1e12:.2f} TB/s" if bps >= 1e11 else f"{bps / 1e9:.1f} GB/s"
+    return units.tbps(bps)
 
 
 def _fmt_flops(fps: float) -> str:
-    return f"{fps / 1e12:.0f} TFLOPS" if fps >= 1e13 else f"{fps / 1e9:.1f} GFLOP/s"
+    return units.tflops(fps)
 
 
 def analyze_lesson1(
@@ -338,7 +412,7 @@ def analyze_lesson1(
             continue
         peak_f, f_label = compute_peak(dev, r.dtype, r.kernel_kind)
         if peak_tflops is not None:
-            peak_f, f_label = peak_tflops * 1e12, f"{peak_tflops:g} TFLOPS (given)"
+            peak_f, f_label = peak_tflops * 1e12, f"{peak_tflops:g} TFLOP/s (given)"
         rr = rates(
             name=r.name,
             bytes_per_call=r.bytes_per_call,
@@ -372,35 +446,35 @@ def analyze_lesson1(
 
 
 def _range_sentence(work: RangeWork, r: Rates) -> str:
-    head = f"{r.name}: {r.us:.1f} us per call"
+    head = f"{r.name}: {units.duration(r.seconds_per_call)} per call"
     if work.kernel_kind == "gemm":
         head += f", {_fmt_flops(r.flops_per_s)}"
         if r.pct_of_flops_peak is not None:
-            head += f" ({r.pct_of_flops_peak:.0f}% of {r.flops_label})"
+            head += f" ({units.percent(r.pct_of_flops_peak)} of {r.flops_label})"
     else:
         head += f", {_fmt_rate(r.bytes_per_s)}"
         if r.pct_of_bw_peak is not None:
-            head += f" ({r.pct_of_bw_peak:.0f}% of {r.bw_label})"
+            head += f" ({units.percent(r.pct_of_bw_peak)} of {r.bw_label})"
     if r.intensity is None:
         return head + "."
-    head += f"; {r.intensity:.3g} FLOP/byte"
+    head += f"; {units.sig(r.intensity)} FLOP/byte"
     if r.roofline is not None:
         roof = r.roofline
         if roof.bound == "memory":
             return (
-                head + f", below the ridge at {roof.ridge:.0f} FLOP/byte: memory-bound. Only "
+                head + f", below the ridge at {units.sig(roof.ridge)} FLOP/byte: memory-bound. Only "
                 "moving fewer bytes (smaller types, fusing ops) makes it faster."
             )
         return (
-            head + f", above the ridge at {roof.ridge:.0f} FLOP/byte: compute-bound, at "
-            f"{roof.pct_of_attainable:.0f}% of the attainable {_fmt_flops(roof.attainable_flops_per_s)}."
+            head + f", above the ridge at {units.sig(roof.ridge)} FLOP/byte: compute-bound, at "
+            f"{units.percent(roof.pct_of_attainable)} of the attainable {_fmt_flops(roof.attainable_flops_per_s)}."
         )
     if r.memory_roof_flops_per_s is not None:
         ratio = r.flops_per_s / r.memory_roof_flops_per_s
         if ratio < 0.5:
             return (
                 head + f": bandwidth alone would allow {_fmt_flops(r.memory_roof_flops_per_s)} "
-                f"at this intensity and it ran at {ratio:.0%} of that, so memory is not what "
+                f"at this intensity and it ran at {units.percent(100 * ratio)} of that, so memory is not what "
                 "limits it (the compute peak is not in the table)."
             )
     return head + "."
@@ -601,6 +675,17 @@ class SweepPoint(BaseModel):
     pct_of_dram_spec: float | None
     cache_ratio: float | None  # working set / cache size
     regime: Regime
+    # the spread of the timed batches: fastest, median and slowest time per call (us);
+    # None for recordings that kept no batches
+    us_min: float | None = None
+    us_median: float | None = None
+    us_max: float | None = None
+    spread: float | None = None  # (slowest - fastest) / median
+    kernels_per_call: int = 1
+    interpreted: bool = False  # Triton's interpreter ran it: no bandwidth in this row
+
+
+PlateauStatus = Literal["plateau", "one point", "disagree", "none", "not a bandwidth test", "interpreted"]
 
 
 class SweepSummary(BaseModel):
@@ -612,7 +697,7 @@ class SweepSummary(BaseModel):
     launch_floor_us: float | None
     cache_peak_tbps: float | None
     cache_peak_log2: int | None
-    dram_tbps: float | None
+    dram_tbps: float | None  # the named plateau: two DRAM-bound sizes or more that agree
     dram_from_log2: list[int]
     dram_is_estimate: bool
     dram_pct_of_spec: float | None
@@ -623,11 +708,87 @@ class SweepSummary(BaseModel):
     l2_source: str | None
     lesson: list[str]
     notes: list[str]
+    # what ran: the op, how, and whether the times can speak of bandwidth at all
+    impl: str = "torch"
+    op: str = "scale"
+    kernels_per_call: int = 1
+    interpreted: bool = False
+    bandwidth_test: bool = True
+    # the plateau's verdict (None: a result stored before plateaus were judged)
+    plateau_status: PlateauStatus | None = None
+    plateau_reason: str | None = None
+    plateau_spread: float | None = None  # largest / smallest - 1 over the plateau's sizes
+    dram_sizes: list[int] = []  # every DRAM-bound size, plateau or not
 
 
 class SweepAnalysis(BaseModel):
     rows: list[SweepPoint]
     summary: SweepSummary
+
+
+class Plateau(BaseModel):
+    """Whether the DRAM-bound sizes name a plateau, and why (not)."""
+
+    status: PlateauStatus
+    log2s: list[int]  # the sizes the plateau is taken from
+    tbps: float | None
+    spread: float | None
+    reason: str
+
+
+def _agreement(values: Sequence[float]) -> float:
+    return max(values) / min(values) - 1
+
+
+def name_plateau(points: Sequence[SweepPoint]) -> Plateau:
+    """The DRAM plateau, named only from PLATEAU_MIN_POINTS DRAM-bound sizes or more whose
+    TB/s agree within PLATEAU_AGREEMENT: the longest run of consecutive sizes that does
+    (the larger sizes on a tie); its median. `points` are the plateau's candidates (the
+    classifier's: the DRAM-bound sizes far enough past the cache). One of them is one
+    point, and points that scatter more disagree: both inconclusive, with the reason."""
+    dram = [p for p in sorted(points, key=lambda q: q.elements) if p.regime == "dram"]
+    if not dram:
+        return Plateau(status="none", log2s=[], tbps=None, spread=None, reason="no size was DRAM-bound: add larger --sizes")
+    if len(dram) < PLATEAU_MIN_POINTS:
+        (only,) = dram
+        return Plateau(
+            status="one point",
+            log2s=[],
+            tbps=None,
+            spread=None,
+            reason=(
+                f"one point: inconclusive (it would rest on 2^{only.log2} alone, at {_tb(only.tbps)}; a plateau "
+                f"needs {PLATEAU_MIN_POINTS} DRAM-bound sizes within {PLATEAU_AGREEMENT:.0%}: add larger --sizes)"
+            ),
+        )
+    best: list[SweepPoint] = []
+    for i in range(len(dram)):
+        for j in range(i + 1, len(dram) + 1):
+            run = dram[i:j]
+            if _agreement([p.tbps for p in run]) > PLATEAU_AGREEMENT:
+                break
+            if len(run) >= len(best):  # ties go to the larger sizes
+                best = run
+    if len(best) < PLATEAU_MIN_POINTS:
+        values = ", ".join(f"2^{p.log2} {units.tbps_value(p.tbps)}" for p in dram)
+        return Plateau(
+            status="disagree",
+            log2s=[],
+            tbps=None,
+            spread=_agreement([p.tbps for p in dram]),
+            reason=(
+                f"the DRAM-bound sizes disagree: inconclusive (TB/s {values}: no two neighbours within "
+                f"{PLATEAU_AGREEMENT:.0%}; rerun with more --iters, or on a quieter machine)"
+            ),
+        )
+    spread = _agreement([p.tbps for p in best])
+    return Plateau(
+        status="plateau",
+        log2s=[p.log2 for p in best],
+        tbps=statistics.median(p.tbps for p in best),
+        spread=spread,
+        reason=f"{len(best)} DRAM-bound sizes within {units.percent(100 * spread)} of each other",
+    )
 
 
 def analyze_sweep(
@@ -642,11 +803,16 @@ def analyze_sweep(
     The cache size is `l2_bytes` if given, else what the device reported (the last-level
     cache on a CPU), else the spec table's. `spec` defaults to the table's entry for the
     reported GPU name (unless `use_table` is False); without one there is no % of spec.
+
+    What the times can speak of decides what is claimed: a run in Triton's interpreter
+    claims no bandwidth at all (its regime is `interpreted`), and a 16-bit run on a CPU
+    (which converts every element) names no cache peak and no plateau.
     """
     dev = merge_device(record.device.model_dump(), spec, use_table=use_table)
     cache = l2_bytes if l2_bytes is not None else dev.l2_bytes
     cache_src = "given" if l2_bytes is not None else dev.l2_source
-    spec_bw = dev.dram_bw_bytes_per_s
+    interpreted = record.is_interpreted
+    spec_bw = None if interpreted else dev.dram_bw_bytes_per_s
     rows = sorted(record.rows, key=lambda r: r.elements)
     inputs = [
         RegimeInput(
@@ -657,114 +823,200 @@ def analyze_sweep(
         for r in rows
     ]
     result = classify_regimes(inputs, cache_bytes=cache, dram_spec_bytes_per_s=spec_bw)
+    regimes: list[Regime] = ["interpreted"] * len(rows) if interpreted else result.regimes
     points = [
-        SweepPoint(
-            log2=r.log2,
-            elements=r.elements,
-            tensor_bytes=p.working_set_bytes,
-            bytes_per_call=r.bytes_per_call,
-            seconds_per_call=r.seconds_per_call,
-            us=r.seconds_per_call * 1e6,
-            mib=p.working_set_bytes / 2**20,
-            tbps=p.bytes_per_s / 1e12,
-            pct_of_dram_spec=100.0 * p.bytes_per_s / spec_bw if spec_bw else None,
-            cache_ratio=p.working_set_bytes / cache if cache else None,
-            regime=regime,
-        )
-        for r, p, regime in zip(rows, inputs, result.regimes, strict=True)
+        _point(r, p, regime, record.kernels, cache, spec_bw)
+        for r, p, regime in zip(rows, inputs, regimes, strict=True)
     ]
-    cache_rows = [p for p in points if p.regime == "cache"]
-    peak = max(cache_rows, key=lambda p: p.tbps) if cache_rows else None
-    plateau = result.plateau_bytes_per_s
-    notes = list(dev.notes) + result.notes
+    cpu_16bit = dev.device_type == "cpu" and record.dtype in SIXTEEN_BIT
+    bandwidth_test = not interpreted and not cpu_16bit
+    notes = list(dev.notes) + ([] if interpreted else result.notes)
+    notes += [n for n in record.notes if n not in notes]
     notes += [f"2^{s.log2} skipped: {s.reason}" for s in record.skipped]
+    if not interpreted:
+        notes += _stalls(points)
+    if interpreted:
+        plateau = Plateau(status="interpreted", log2s=[], tbps=None, spread=None, reason="interpreted: correctness only (Triton's interpreter, not the device, was timed)")
+    elif cpu_16bit:
+        plateau = Plateau(
+            status="not a bandwidth test",
+            log2s=[],
+            tbps=None,
+            spread=None,
+            reason=f"{record.dtype} on a CPU is not a bandwidth test: each element is converted, so the times measure arithmetic",
+        )
+    else:
+        plateau = name_plateau([points[i] for i in result.plateau_rows])
+    cache_rows = [p for p in points if p.regime == "cache"] if bandwidth_test else []
+    peak = max(cache_rows, key=lambda p: p.tbps) if cache_rows else None
+    plateau_bps = plateau.tbps * 1e12 if plateau.tbps is not None else None
     summary = SweepSummary(
         device_name=dev.name,
         device_type=dev.device_type,
         dtype=record.dtype,
         element_size=record.element_size,
         basis=result.basis,
-        launch_floor_us=result.floor_seconds * 1e6 if result.floor_seconds else None,
+        launch_floor_us=result.floor_seconds * 1e6 if result.floor_seconds and not interpreted else None,
         cache_peak_tbps=peak.tbps if peak else None,
         cache_peak_log2=peak.log2 if peak else None,
-        dram_tbps=plateau / 1e12 if plateau else None,
-        dram_from_log2=[points[i].log2 for i in result.plateau_rows],
-        dram_is_estimate=result.plateau_is_estimate,
-        dram_pct_of_spec=100.0 * plateau / spec_bw if plateau and spec_bw else None,
+        dram_tbps=plateau.tbps,
+        dram_from_log2=plateau.log2s,
+        dram_is_estimate=result.plateau_is_estimate and plateau.tbps is not None,
+        dram_pct_of_spec=100.0 * plateau_bps / spec_bw if plateau_bps and spec_bw else None,
         spec_name=dev.spec_name,
         spec_dram_tbps=spec_bw / 1e12 if spec_bw else None,
-        spec_label=dev.dram_bw_label,
+        spec_label=dev.dram_bw_label if spec_bw else None,
         l2_bytes=cache,
         l2_source=cache_src,
         lesson=[],
         notes=notes,
+        impl=record.impl,
+        op=record.op,
+        kernels_per_call=record.kernels,
+        interpreted=interpreted,
+        bandwidth_test=bandwidth_test,
+        plateau_status=plateau.status,
+        plateau_reason=plateau.reason,
+        plateau_spread=plateau.spread,
+        dram_sizes=[p.log2 for p in points if p.regime == "dram"],
     )
-    summary.lesson = sweep_lesson(summary, points)
+    summary.lesson = sweep_lesson(summary, points, record)
     return SweepAnalysis(rows=points, summary=summary)
 
 
-def _size(nbytes: float) -> str:
-    if nbytes >= 2**30:
-        return f"{nbytes / 2**30:.0f} GiB"
-    if nbytes >= 2**20:
-        return f"{nbytes / 2**20:.0f} MiB"
-    return f"{nbytes / 2**10:.0f} KiB"
+def _point(r: SweepRow, p: RegimeInput, regime: Regime, kernels: int, cache: int | None, spec_bw: float | None) -> SweepPoint:
+    spread = r.spread_seconds()
+    median = r.seconds_median if r.seconds_median is not None else r.seconds_per_call
+    return SweepPoint(
+        log2=r.log2,
+        elements=r.elements,
+        tensor_bytes=p.working_set_bytes,
+        bytes_per_call=r.bytes_per_call,
+        seconds_per_call=r.seconds_per_call,
+        us=r.seconds_per_call * 1e6,
+        mib=p.working_set_bytes / 2**20,
+        tbps=p.bytes_per_s / 1e12,
+        pct_of_dram_spec=100.0 * p.bytes_per_s / spec_bw if spec_bw and regime != "interpreted" else None,
+        cache_ratio=p.working_set_bytes / cache if cache else None,
+        regime=regime,
+        us_min=spread[0] * 1e6 if spread else None,
+        us_median=median * 1e6 if spread else None,
+        us_max=spread[1] * 1e6 if spread else None,
+        spread=(spread[1] - spread[0]) / median if spread else None,
+        kernels_per_call=kernels,
+        interpreted=regime == "interpreted",
+    )
 
 
-def sweep_lesson(summary: SweepSummary, points: Sequence[SweepPoint]) -> list[str]:
-    """A few sentences keyed to the measured numbers."""
+def _stalls(points: Sequence[SweepPoint]) -> list[str]:
+    """Sizes whose time grew far more than their bytes over the size before: not memory,
+    not a launch, but something that held the op (said, so no one reads them as bandwidth)."""
+    out = []
+    for a, b in itertools.pairwise(points):
+        time_growth, bytes_growth = b.seconds_per_call / a.seconds_per_call, b.bytes_per_call / a.bytes_per_call
+        if time_growth > STALL_FACTOR * bytes_growth:
+            out.append(
+                f"2^{b.log2} took {units.ratio(time_growth)} the time of 2^{a.log2} for {units.ratio(bytes_growth)} the bytes: "
+                "something other than memory or launches held it (on a CPU, often a parallel op waiting for a "
+                "thread on a busy machine); rerun on a quieter machine, or with OMP_NUM_THREADS=1"
+            )
+    return out
+
+
+def _tb(tbps: float) -> str:
+    return units.tbps(tbps * 1e12)
+
+
+def _log2s(values: Sequence[int]) -> str:
+    if not values:
+        return ""
+    return f"2^{values[0]}" if len(values) == 1 else f"2^{values[0]}..2^{values[-1]}"
+
+
+def sweep_lesson(summary: SweepSummary, points: Sequence[SweepPoint], record: SweepRecord | None = None) -> list[str]:
+    """A few sentences, each made from the measured numbers: a claim the rows do not
+    support is not made (no plateau from one point, no bandwidth from an interpreter or
+    from 16-bit floats on a CPU)."""
     gpu = summary.device_type == "cuda"
     cache_name = "L2 cache" if gpu else "last-level cache"
     out: list[str] = []
+    if summary.interpreted:
+        errors = [r.max_abs_error for r in (record.rows if record else []) if r.max_abs_error is not None]
+        worst = max(errors, default=None)
+        checked = "" if worst is None else (
+            " Every size matched torch's result exactly." if worst == 0 else f" Every size matched torch's result (largest difference {units.sig(worst)})."
+        )
+        out.append(
+            "Triton ran in its interpreter (TRITON_INTERPRET=1, no GPU here): NumPy executed every "
+            "program on the CPU, so the times measure the interpreter, not memory or launches. "
+            f"No bandwidth can be read from this run: it checks correctness only.{checked}"
+        )
+        return out
+    if not summary.bandwidth_test:
+        out.append(
+            f"{summary.dtype} on a CPU is converted to float32 and back element by element, so these "
+            "times measure that arithmetic, not memory: this is not a bandwidth test there. "
+            "Use float32 (the CPU default) to measure the memory system."
+        )
     launch = [p for p in points if p.regime == "launch"]
     if launch and summary.launch_floor_us is not None:
         floor = summary.launch_floor_us
-        what = "launching one kernel" if gpu else "dispatching one torch operation"
-        cure = (
-            "This is why LLM serving captures CUDA graphs and fuses kernels: a step of 1,000 "
-            f"small kernels would spend ~{floor:.1f} ms on launches alone."
-            if gpu
-            else f"1,000 such small operations would spend ~{floor:.1f} ms on overhead alone; "
-            "fusing them (torch.compile) is the cure."
-        )
+        floor_s = floor * 1e-6
+        if gpu:
+            what = "launching one kernel"
+            if summary.kernels_per_call > 1:
+                what = f"launching {summary.kernels_per_call} kernels (one call of {summary.impl}'s {summary.op} is {summary.kernels_per_call} kernels)"
+            cure = (
+                "This is why LLM serving captures CUDA graphs and fuses kernels: a step of 1,000 "
+                f"such calls would spend {units.duration(1000 * floor_s)} on launches alone."
+            )
+        else:
+            what = "dispatching one torch operation" if summary.kernels_per_call == 1 else f"dispatching {summary.kernels_per_call} torch operations"
+            cure = f"1,000 such calls would spend {units.duration(1000 * floor_s)} on overhead alone; fusing them (torch.compile) is the cure."
+        if summary.impl == "triton":
+            what = "a launch through Triton's Python launcher" if gpu else what
         out.append(
-            f"Up to {_size(launch[-1].tensor_bytes)} the time sits at a ~{floor:.1f} us floor "
+            f"Up to {units.size(launch[-1].tensor_bytes)} the time sits at a {units.duration(floor_s)} floor "
             f"whatever the size: that is the fixed cost of {what}, not data movement, and "
             f"the bandwidth figures there mean nothing. {cure}"
         )
+    if not summary.bandwidth_test:
+        return out
     plateau = summary.dram_tbps
     if summary.cache_peak_tbps is not None and summary.cache_peak_log2 is not None:
         peak_row = next(p for p in points if p.log2 == summary.cache_peak_log2)
-        where = f"At {_size(peak_row.tensor_bytes)} the scale ran at {_rate_tb(summary.cache_peak_tbps)}"
+        where = f"At {units.size(peak_row.tensor_bytes)} the {summary.op} ran at {_tb(summary.cache_peak_tbps)}"
+        fits = (
+            f"working set {units.size(peak_row.tensor_bytes)} < {units.size(summary.l2_bytes)} {cache_name}"
+            if summary.l2_bytes
+            else f"the working set fits in the {cache_name}"
+        )
         if plateau and summary.cache_peak_tbps < CACHE_GAIN_MIN * plateau:
             out.append(
-                f"{where}, hardly faster than the DRAM plateau ({_rate_tb(plateau)}): the "
-                f"{cache_name} did not help this op, so something other than memory limits "
-                "it at those sizes (on a CPU, typically the arithmetic or converting "
-                "fp16/bf16 to fp32 and back)."
+                f"{where}, only {units.ratio(summary.cache_peak_tbps / plateau)} the DRAM plateau "
+                f"({_tb(plateau)}) although it fits ({fits}): the cache did not help this op, so something "
+                "other than memory limits it at those sizes."
             )
         else:
             if summary.spec_dram_tbps and summary.cache_peak_tbps > summary.spec_dram_tbps:
-                versus = (
-                    f"{summary.cache_peak_tbps / summary.spec_dram_tbps:.1f}x the DRAM spec "
-                    f"({summary.spec_label})"
-                )
+                versus = f"{units.ratio(summary.cache_peak_tbps / summary.spec_dram_tbps)} the DRAM spec ({summary.spec_label})"
             elif plateau:
-                versus = f"{summary.cache_peak_tbps / plateau:.1f}x the DRAM plateau"
+                versus = f"{units.ratio(summary.cache_peak_tbps / plateau)} this device's measured DRAM plateau ({_tb(plateau)})"
             else:
-                versus = "above what memory delivers"
-            size = (
-                f"the {_size(summary.l2_bytes)} {cache_name}"
-                if summary.l2_bytes
-                else f"the {cache_name}"
-            )
+                versus = None
             partly = ""
             if summary.launch_floor_us and peak_row.us < 3 * summary.launch_floor_us:
                 partly = " It is still partly launch-bound, so the cache itself is faster still."
-            out.append(
-                f"{where}, {versus}: the data was served from {size}, not from memory. "
-                f"Never quote such a figure as memory bandwidth.{partly}"
-            )
+            if versus is not None:
+                out.append(
+                    f"{where}, {versus}: it ran from the cache ({fits}), not from memory. "
+                    f"Never quote such a figure as memory bandwidth.{partly}"
+                )
+            else:
+                out.append(
+                    f"{where} ({fits}), but with no DRAM plateau measured this run cannot say how "
+                    "much faster the cache was than memory."
+                )
     if plateau:
         # the run of dram sizes that ends the sweep: where the curve has settled
         settled: list[SweepPoint] = []
@@ -772,33 +1024,42 @@ def sweep_lesson(summary: SweepSummary, points: Sequence[SweepPoint]) -> list[st
             if p.regime != "dram":
                 break
             settled.append(p)
-        start = f"From {_size(settled[-1].tensor_bytes)} up" if settled else "At the largest sizes"
+        start = f"From {units.size(settled[-1].tensor_bytes)} up" if settled else "At the largest sizes"
         pct = ""
         if summary.dram_pct_of_spec is not None:
-            pct = (
-                f" ({summary.dram_pct_of_spec:.0f}% of {summary.spec_label}; 70-80% is "
-                "typical for a kernel like this)"
-            )
-        per_token_ms = EXAMPLE_WEIGHT_BYTES / (plateau * 1e12) * 1e3
-        estimate = (
-            " (an estimate: no size was far beyond the cache)" if summary.dram_is_estimate else ""
-        )
+            pct = f", {units.percent(summary.dram_pct_of_spec)} of the DRAM spec ({summary.spec_label})"
+        agree = _log2s(summary.dram_from_log2)
+        if summary.plateau_spread is not None:
+            agree += f" agree within {units.percent(100 * summary.plateau_spread)}"
+        estimate = " (an estimate: no size was far beyond the cache)" if summary.dram_is_estimate else ""
+        floor_s = EXAMPLE_WEIGHT_BYTES / (plateau * 1e12)
         out.append(
-            f"{start} the bandwidth settles at {_rate_tb(plateau)}{pct}{estimate}: the real "
-            "memory ceiling. LLM weights are far larger than any cache and decode reads all "
-            "of them for every token, so this governs decode: per-token floor = weight bytes "
-            f"/ {_rate_tb(plateau)}, e.g. {per_token_ms:.1f} ms for 16 GB (8B parameters in "
-            "fp16)."
+            f"{start} the bandwidth settles at {_tb(plateau)}{pct}; {agree}{estimate}. That is "
+            "the memory ceiling of this device for a streaming op. LLM weights are far larger than "
+            "any cache and decode reads all of them for every token, so this governs decode: "
+            f"per-token floor = weight bytes / {_tb(plateau)}, e.g. {units.duration(floor_s)} for "
+            f"{units.gigabytes(EXAMPLE_WEIGHT_BYTES)} (8B parameters in fp16)."
         )
+    elif summary.plateau_reason:
+        out.append(f"DRAM plateau: {summary.plateau_reason}.")
+    if summary.op == "scale-add":
+        if summary.kernels_per_call > 1:
+            out.append(
+                f"scale-add in torch is {summary.kernels_per_call} kernels per call (x.mul_, then x.add_), "
+                f"each reading and writing the tensor: {2 * summary.kernels_per_call} x elements x "
+                f"{summary.element_size} B per call. A fused kernel (--impl triton) does the same work "
+                "moving half the bytes."
+            )
+        else:
+            out.append(
+                f"scale-add here is one fused kernel: 2 x elements x {summary.element_size} B per call, "
+                "half the bytes torch's two kernels (x.mul_, then x.add_) move."
+            )
     if summary.element_size != TUTORIAL_ASSUMED_ELEMENT_SIZE:
         factor = summary.element_size / TUTORIAL_ASSUMED_ELEMENT_SIZE
         out.append(
-            f"Bytes are counted as 2 x elements x {summary.element_size} B ({summary.dtype}). "
-            f"The tutorial's script assumes 2 B per element and would print {1 / factor:g}x "
+            f"Bytes are counted with {summary.element_size} B per element ({summary.dtype}). "
+            f"The tutorial's script assumes 2 B per element and would print {units.sig(1 / factor)}x "
             "these bandwidths."
         )
     return out
-
-
-def _rate_tb(tbps: float) -> str:
-    return f"{tbps:.2f} TB/s" if tbps >= 0.1 else f"{tbps * 1e3:.1f} GB/s"

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, Field
 
+from nsightlab.analysis import units
 from nsightlab.analysis.gpus import SPECS, GpuSpec, for_instance_type, lookup
 from nsightlab.errors import UsageError
 
@@ -193,21 +194,22 @@ def num(x: float) -> str:
 
 
 def _summary(floor: DecodeFloor) -> tuple[float | None, list[str]]:
+    """Sentences in nsightlab.analysis.units' words (the spec quoted as its source gives it)."""
     out: list[str] = []
     pct: float | None = None
-    w = f"{floor.weights_gb:g} GB"
+    w = units.gigabytes(floor.weight_bytes)
     for m in (x for x in floor.lines if x.basis == "measured"):
         spec = next((x for x in floor.lines if x.basis == "spec" and x.gpu == m.gpu), None)
         text = (
-            f"{w} / {m.bandwidth_tbps:.3g} TB/s ({m.label}) = {num(m.ms_per_token)} ms per token "
-            f"at least, {num(m.tokens_per_s)} tokens/s at most for one sequence"
+            f"{w} / {units.tbps(m.bandwidth_tbps * 1e12)} ({m.label}) = {units.duration(m.ms_per_token * 1e-3)} per token "
+            f"at least, {units.sig(m.tokens_per_s)} tokens/s at most for one sequence"
         )
         if spec is not None:
             share = 100.0 * m.bandwidth_tbps / spec.bandwidth_tbps
             pct = share if pct is None else pct
             text += (
-                f"; the spec ({spec.source}) would give {num(spec.ms_per_token)} ms. The plateau is "
-                f"{share:.0f}% of the spec, so the real floor is {m.ms_per_token / spec.ms_per_token - 1:.0%} "
+                f"; the spec ({spec.source}) would give {units.duration(spec.ms_per_token * 1e-3)}. The plateau is "
+                f"{units.percent(share)} of the spec, so the real floor is {units.percent(100 * (m.ms_per_token / spec.ms_per_token - 1))} "
                 "above the spec's"
             )
         out.append(text + ".")
@@ -215,8 +217,8 @@ def _summary(floor: DecodeFloor) -> tuple[float | None, list[str]]:
         if any(m.gpu == s.gpu for m in floor.lines if m.basis == "measured"):
             continue
         out.append(
-            f"{w} / {s.source} = {num(s.ms_per_token)} ms per token: a bound no kernel reaches "
-            "(70-80% of the spec is typical); sweep the GPU to measure its plateau."
+            f"{w} / {s.source} = {units.duration(s.ms_per_token * 1e-3)} per token: a bound no kernel reaches; "
+            "sweep the GPU to measure its plateau."
         )
     if floor.lines:
         out.append(

@@ -6,7 +6,7 @@ Entry points (one per input kind):
     analyze_gpu_trace(["run_cuda_gpu_trace.csv", "run_nvtx_pushpop_trace.csv", ...],
                       step_range=None) -> TraceAnatomy        # nsys stats --format csv
     analyze_kineto("trace.json.gz", step_range=None) -> TraceAnatomy   # torch.profiler, vLLM
-    step_verdict(group, floor=memory_floor(...)) -> Verdict
+    verdicts.step_verdict(group, floor=verdicts.memory_floor(...)) -> Verdict
 
 `TraceAnatomy` holds `trace` (the whole timeline: `span_ms` from the first GPU operation's
 start to the last one's end, `gpu_busy_pct` the union of kernels AND memory copies/sets
@@ -58,29 +58,24 @@ from __future__ import annotations
 import bisect
 import itertools
 import math
-import operator
 import re
 from array import array
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from nsightlab.analysis.intervals import IntervalUnion
+from nsightlab.analysis.period import find_period
 from nsightlab.errors import UsageError
 from nsightlab.parse import gputrace, kineto
 from nsightlab.parse.names import StepKernelKind, short_kernel_name, step_kernel_kind
 
 # ---------------------------------------------------------------- named thresholds
 
-# A step is launch-bound when the GPU sits idle for at least this share of it.
-LAUNCH_BOUND_IDLE_PCT = 30.0
-# A step within this factor of the memory floor is at the floor: the GPU is the limit.
-NEAR_FLOOR_RATIO = 1.3
-# Period detection: the share of kernels that must equal the kernel one period later.
-MIN_PERIOD_SCORE = 0.6
 # How many kernels the top-kernel table lists.
 TOP_KERNELS = 10
 # The most operations a step's timeline keeps (a picture needs no more).
@@ -235,145 +230,6 @@ class TraceAnatomy(_Model):
 
 
 # ------------------------------------------------------------------ interval union
-
-
-class IntervalUnion:
-    """The union of [start, end) intervals, fed one at a time.
-
-    Fed in start order it runs in constant time per interval and keeps only the disjoint
-    busy segments (16 bytes each, needed to ask how busy any window was). Fed out of
-    order it keeps the late intervals aside and merges them at `finish()`.
-    """
-
-    def __init__(self) -> None:
-        self.seg_start = array("q")
-        self.seg_end = array("q")
-        self._cur_start: int | None = None
-        self._cur_end = 0
-        self._late: list[tuple[int, int]] = []
-        self.first_start: int | None = None
-        self.last_end: int | None = None
-        self.in_order = True
-        self._prefix: array[int] | None = None
-
-    def add(self, start: int, end: int) -> None:
-        if end < start:
-            end = start
-        if self.first_start is None or start < self.first_start:
-            self.first_start = start
-        if self.last_end is None or end > self.last_end:
-            self.last_end = end
-        cur = self._cur_start
-        if cur is None:
-            self._cur_start, self._cur_end = start, end
-        elif start >= cur:
-            if start <= self._cur_end:
-                if end > self._cur_end:
-                    self._cur_end = end
-            else:
-                self.seg_start.append(cur)
-                self.seg_end.append(self._cur_end)
-                self._cur_start, self._cur_end = start, end
-        else:
-            self.in_order = False
-            self._late.append((start, end))
-
-    def extend(self, starts: Sequence[int], ends: Sequence[int]) -> None:
-        """`add` every (start, end) pair: the same result, in one loop without a call
-        per interval while they come in start order."""
-        seg_start, seg_end = self.seg_start, self.seg_end
-        cur, cur_end = self._cur_start, self._cur_end
-        first, last = self.first_start, self.last_end
-        begin = 0
-        n = len(starts)
-        if cur is None and n:
-            cur, cur_end = starts[0], max(ends[0], starts[0])
-            first = cur if first is None else min(first, cur)
-            last = cur_end if last is None else max(last, cur_end)
-            begin = 1
-        if cur is None or first is None or last is None:
-            return
-        for k in range(begin, n):
-            start, end = starts[k], ends[k]
-            if start < cur:  # out of order: the general path from here on
-                self._cur_start, self._cur_end = cur, cur_end
-                self.first_start, self.last_end = first, last
-                for j in range(k, n):
-                    self.add(starts[j], ends[j])
-                return
-            if end > last:
-                last = end
-            if start <= cur_end:
-                if end > cur_end:
-                    cur_end = end
-            else:
-                seg_start.append(cur)
-                seg_end.append(cur_end)
-                cur, cur_end = start, end
-        self._cur_start, self._cur_end = cur, cur_end
-        self.first_start, self.last_end = first, last
-
-    def finish(self) -> IntervalUnion:
-        """Close the last segment and merge intervals that came out of order."""
-        if self._cur_start is not None:
-            self.seg_start.append(self._cur_start)
-            self.seg_end.append(self._cur_end)
-            self._cur_start = None
-        if self._late:
-            merged = sorted([*zip(self.seg_start, self.seg_end, strict=True), *self._late])
-            self._late = []
-            self.seg_start, self.seg_end = array("q"), array("q")
-            for s, e in merged:
-                if self.seg_start and s <= self.seg_end[-1]:
-                    if e > self.seg_end[-1]:
-                        self.seg_end[-1] = e
-                else:
-                    self.seg_start.append(s)
-                    self.seg_end.append(e)
-        prefix = array("q", [0])
-        total = 0
-        for s, e in zip(self.seg_start, self.seg_end, strict=True):
-            total += e - s
-            prefix.append(total)
-        self._prefix = prefix
-        return self
-
-    @property
-    def busy(self) -> int:
-        """Total length of the union (after `finish()`)."""
-        assert self._prefix is not None, "call finish() first"
-        return self._prefix[-1]
-
-    @property
-    def span(self) -> int:
-        if self.first_start is None or self.last_end is None:
-            return 0
-        return self.last_end - self.first_start
-
-    def busy_within(self, a: int, b: int) -> int:
-        """How long the union covers [a, b) (after `finish()`)."""
-        if b <= a:
-            return 0
-        assert self._prefix is not None, "call finish() first"
-        starts, ends = self.seg_start, self.seg_end
-        lo = bisect.bisect_right(ends, a)  # first segment ending after a
-        hi = bisect.bisect_left(starts, b)  # segments [lo, hi) start before b
-        if hi <= lo:
-            return 0
-        total = self._prefix[hi] - self._prefix[lo]
-        if starts[lo] < a:
-            total -= a - starts[lo]
-        if ends[hi - 1] > b:
-            total -= ends[hi - 1] - b
-        return total
-
-
-def union_length(intervals: Iterable[tuple[int, int]]) -> int:
-    """Length of the union of [start, end) intervals, in any order."""
-    union = IntervalUnion()
-    for start, end in intervals:
-        union.add(start, end)
-    return union.finish().busy
 
 
 # ------------------------------------------------------------------- the op table
@@ -559,156 +415,6 @@ def _groups_of(steps: Sequence[_Range], ranges: Sequence[_Range], wanted: str) -
 
 
 # -------------------------------------------------------------- period detection
-
-
-@dataclass
-class Period:
-    """Steps found in a kernel-name sequence: `boundaries[i]` is the index where step i
-    starts; step i ends where step i+1 starts, the last one at `end`."""
-
-    period: int
-    score: float
-    boundaries: list[int]
-    end: int
-
-    @property
-    def count(self) -> int:
-        return len(self.boundaries)
-
-
-def _mismatches(a: Sequence[int], b: Sequence[int]) -> int:
-    different: int = sum(map(operator.ne, a, b))
-    return different + abs(len(a) - len(b))
-
-
-def _lag_score(seq: Sequence[int], lag: int) -> float:
-    n = len(seq) - lag
-    if n <= 0:
-        return 0.0
-    same: int = sum(map(operator.eq, seq[:n], seq[lag:]))
-    return same / n
-
-
-def find_period(
-    seq: Sequence[int], gaps: Sequence[int] | None = None, *, sample: int = 1 << 18
-) -> Period | None:
-    """The repeating step of a kernel-name sequence (names as small ints), or None.
-
-    1. Candidate periods: the most common distances between two calls of one kernel,
-       counted on (at most) `sample` names from the middle of the sequence.
-    2. Each candidate's score: the share of names equal to the name one period later.
-       The best-scoring candidate wins; a divisor d of it that scores within
-       max(0.01, min(0.05, 2/d)) is preferred: a period repeated twice scores as well as
-       the period itself, and a step whose last kernel alternates scores 1/d better at
-       twice its period.
-       Below MIN_PERIOD_SCORE there is no repeating step.
-    3. Where steps begin: from the first stretch of a whole period that repeats (exactly,
-       else but for p/16 names),
-       the position (within one period) after which the GPU typically waits longest
-       (`gaps[i]`: the idle time before name i); without gaps, that stretch's start.
-    4. Step boundaries: walking a period at a time in both directions, a step starts
-       where the first names of the template step recur (one substitution tolerated),
-       or, failing that, within a few names of there (an extra or a missing kernel in
-       a step); the walk stops where neither holds. What lies before the first and
-       after the last step (a prefill, a tail) belongs to no step.
-
-    Cost: O(n) time with a handful of passes, and O(sample) extra memory.
-    """
-    n = len(seq)
-    if n < 4:
-        return None
-    lo = max(0, (n - sample) // 2)
-    window = list(seq[lo : lo + sample])
-    last: dict[int, int] = {}
-    distances: Counter[int] = Counter()
-    half = len(window) // 2
-    for i, x in enumerate(window):
-        j = last.get(x)
-        if j is not None and i - j <= half:
-            distances[i - j] += 1
-        last[x] = i
-    candidates = [d for d, _ in distances.most_common(16)]
-    if not candidates:
-        return None
-    scores = {d: _lag_score(window, d) for d in candidates}
-    best = max(candidates, key=lambda d: (scores[d], -d))
-    # A divisor may lose up to ~2 names per period to a kernel that varies from step to
-    # step (2/d of its score), within [0.01, 0.05].
-    divisors = [
-        d
-        for d in candidates
-        if d < best and best % d == 0 and scores[d] >= scores[best] - max(0.01, min(0.05, 2 / d))
-    ]
-    if divisors:
-        best = min(divisors)
-    score = scores[best]
-    if score < MIN_PERIOD_SCORE:
-        return None
-    p = best
-    # 3. The first stretch of a whole period that repeats one period later, but for a
-    # kernel or two that vary from step to step.
-    matches = bytes(map(operator.eq, seq[: n - p], seq[p:]))
-    first = matches.find(b"\x01" * p)
-    if first < 0:
-        allowed = max(1, p // 16)
-        running = [0, *itertools.accumulate(matches)]
-        first = next((i for i in range(len(matches) - p + 1) if running[i + p] - running[i] >= p - allowed), -1)
-        if first < 0:
-            return None
-    anchor = first
-    if gaps is not None:
-        repeats = max(1, min(64, (n - first) // p - 1))
-        best_gap = -1.0
-        for r in range(first, first + p):
-            sample_gaps = sorted(gaps[r + k * p] for k in range(repeats) if r + k * p < n)
-            median = sample_gaps[len(sample_gaps) // 2] if sample_gaps else 0
-            if median > best_gap:
-                best_gap, anchor = median, r
-    k = min(p, 8)
-    template = list(seq[anchor : anchor + p])
-    sig = template[:k]
-    tol = max(2, p // 20)
-
-    def starts_here(i: int, exact: bool) -> bool:
-        if i < 0 or i + k > n:
-            return False
-        return _mismatches(seq[i : i + k], sig) <= (0 if exact else 1)
-
-    def next_start(expected: int, previous: int) -> int | None:
-        if starts_here(expected, exact=False):
-            return expected
-        for delta in range(1, tol + 1):
-            for j in (expected - delta, expected + delta):
-                if previous < j and starts_here(j, exact=True):
-                    return j
-        return None
-
-    boundaries = [anchor]
-    pos = anchor
-    while True:
-        found = next_start(pos + p, pos)
-        if found is None:
-            break
-        boundaries.append(found)
-        pos = found
-    pos = anchor
-    while True:
-        found = next_start(pos - p, -1)
-        if found is None or found >= pos:
-            break
-        boundaries.insert(0, found)
-        pos = found
-    # The last step: as long as a step, if it resembles the template.
-    tail = boundaries[-1]
-    length = min(p, n - tail)
-    if length >= p - tol and _mismatches(seq[tail : tail + length], template[:length]) <= max(1, p // 5):
-        end = tail + length
-    else:
-        boundaries.pop()
-        end = tail
-    if len(boundaries) < 2:
-        return None
-    return Period(period=p, score=round(score, 4), boundaries=boundaries, end=end)
 
 
 # ------------------------------------------------------------------- step anatomy
@@ -1284,140 +990,3 @@ def _kineto_cpu_ops(path: str | Path, step_range: str | None) -> TraceAnatomy | 
 # -------------------------------------------------------------- floor and verdict
 
 
-class Floor(_Model):
-    """The memory floor of a step: the time to move its bytes once at DRAM bandwidth.
-
-    `pct_of_floor` is the step time as a percentage of the floor (100 = at the floor).
-    """
-
-    bytes_per_step: int
-    bandwidth_tbps: float
-    basis: Literal["measured", "spec"]
-    floor_ms: float
-    pct_of_floor: float | None = None
-
-
-def memory_floor(
-    bytes_per_step: int,
-    bandwidth_tbps: float,
-    basis: Literal["measured", "spec"],
-    step_ms: float | None = None,
-) -> Floor:
-    """floor = bytes per step / DRAM bandwidth (TB/s = 10^12 bytes/s); the caller supplies
-    both (a measured sweep plateau, or the GPU's spec sheet)."""
-    if bandwidth_tbps <= 0:
-        raise ValueError("bandwidth must be positive")
-    floor_ms = bytes_per_step / (bandwidth_tbps * 1e12) * 1e3
-    pct = round(100.0 * step_ms / floor_ms, 1) if step_ms is not None and floor_ms > 0 else None
-    return Floor(
-        bytes_per_step=bytes_per_step,
-        bandwidth_tbps=bandwidth_tbps,
-        basis=basis,
-        floor_ms=round(floor_ms, 6),
-        pct_of_floor=pct,
-    )
-
-
-VerdictKind = Literal["launch-bound", "compute-bound", "near-memory-floor", "memory-bound", "busy", "no-trace"]
-
-
-class Verdict(_Model):
-    """What limits the step, in one sentence, and the next thing to try."""
-
-    kind: VerdictKind
-    text: str
-    next_step: str
-    thresholds: dict[str, float]
-
-
-def _thresholds() -> dict[str, float]:
-    return {"launch_bound_idle_pct": LAUNCH_BOUND_IDLE_PCT, "near_floor_ratio": NEAR_FLOOR_RATIO}
-
-
-def step_verdict(
-    group: StepGroup,
-    *,
-    floor: Floor | None = None,
-    flop_per_step: float | None = None,
-    ridge_flop_per_byte: float | None = None,
-    kernel_bytes: Mapping[str, int] | None = None,
-) -> Verdict:
-    """The verdict on one group of steps.
-
-    In order: launch-bound when the GPU is idle for at least LAUNCH_BOUND_IDLE_PCT of the
-    step; compute-bound when FLOP per byte (needs `flop_per_step`, `ridge_flop_per_byte`
-    and the floor's bytes) exceeds the ridge point; at the memory floor when the median
-    step is within NEAR_FLOOR_RATIO of `floor`; else memory-bound but far from the floor,
-    naming the kernels with the lowest achieved bandwidth when `kernel_bytes` (bytes per
-    step, by full kernel name) is given, else the largest. Without a floor: `busy`.
-    """
-    steps = group.steps
-    window = sum(t.window_ns for t in steps)
-    idle = sum(t.idle_ns for t in steps)
-    idle_pct = 100.0 * idle / window if window else 0.0
-    step_ms = group.anatomy.step_ms.median
-    thresholds = _thresholds()
-    rule = f"(launch-bound at >= {LAUNCH_BOUND_IDLE_PCT:g}% idle; at the floor within {NEAR_FLOOR_RATIO:g}x)"
-    floor_text = ""
-    if floor is not None:
-        floor_text = f", the memory floor is {floor.floor_ms:.3g} ms ({floor.basis} {floor.bandwidth_tbps:g} TB/s)"
-    head = f"the step takes {step_ms:.3g} ms{floor_text}"
-    if idle_pct >= LAUNCH_BOUND_IDLE_PCT:
-        gaps = group.anatomy.idle_ms_per_step
-        return Verdict(
-            kind="launch-bound",
-            text=f"{head}; the GPU sits idle {idle_pct:.0f}% of each step "
-            f"({gaps.between_kernels:.3g} ms between kernels, {gaps.before_first:.3g} ms before the "
-            f"first, {gaps.after_last:.3g} ms after the last): launch-bound {rule}",
-            next_step="capture the step in a CUDA graph, or launch fewer, fused kernels (torch.compile)",
-            thresholds=thresholds,
-        )
-    if (
-        flop_per_step is not None
-        and ridge_flop_per_byte is not None
-        and floor is not None
-        and floor.bytes_per_step > 0
-        and flop_per_step / floor.bytes_per_step > ridge_flop_per_byte
-    ):
-        intensity = flop_per_step / floor.bytes_per_step
-        return Verdict(
-            kind="compute-bound",
-            text=f"{head}; {intensity:.3g} FLOP per byte is above the GPU's ridge point of "
-            f"{ridge_flop_per_byte:.3g}: compute-bound at this batch {rule}",
-            next_step="lower precision matrix math (FP8), or a smaller batch per GPU",
-            thresholds=thresholds,
-        )
-    if floor is None:
-        return Verdict(
-            kind="busy",
-            text=f"{head}; the GPU is busy {100 - idle_pct:.0f}% of the step {rule}",
-            next_step="give the bytes moved per step (weights + KV cache) to compare with the memory floor",
-            thresholds=thresholds,
-        )
-    ratio = step_ms / floor.floor_ms if floor.floor_ms > 0 else math.inf
-    if ratio <= NEAR_FLOOR_RATIO:
-        return Verdict(
-            kind="near-memory-floor",
-            text=f"{head}; the step is {ratio:.2f}x the floor: the GPU's memory is the limit {rule}",
-            next_step="faster memory (another GPU), or a smaller / quantized model",
-            thresholds=thresholds,
-        )
-    if kernel_bytes:
-        rates = []
-        for k in group.anatomy.top_kernels:
-            moved = kernel_bytes.get(k.name)
-            if moved and k.ms_per_step > 0:
-                rates.append((moved / (k.ms_per_step * 1e-3) / 1e12, k.short_name))
-        rates.sort()
-        named = ", ".join(f"{name} ({tbps:.2g} TB/s)" for tbps, name in rates[:3])
-        which = f"lowest achieved bandwidth: {named}"
-    else:
-        named = ", ".join(f"{k.short_name} ({k.ms_per_step:.3g} ms)" for k in group.anatomy.top_kernels[:3])
-        which = f"largest kernels: {named}"
-    return Verdict(
-        kind="memory-bound",
-        text=f"{head}; the GPU is busy but the step is {ratio:.2f}x the floor: memory-bound, "
-        f"far from the floor {rule}; {which}",
-        next_step="look at those kernels with ncu (memory throughput, achieved occupancy)",
-        thresholds=thresholds,
-    )

@@ -188,12 +188,18 @@ def ncu(
     show(env, result, render.ncu)
 
 
+class _Op(str, Enum):
+    scale = "scale"
+    scale_add = "scale-add"
+
 @app.command()
 def sweep(
-    dtype: Annotated[Optional[str], typer.Option("--dtype", metavar="TYPE", help="element type: float16 (fp16, half), bfloat16 (bf16), float32 (fp32, float) or float64 (fp64, double); default float16, with --compare the other element size.", show_default=False)] = None,  # noqa: UP045
-    sizes: Annotated[Optional[str], typer.Option("--sizes", metavar="N,N,...", help="log2 of the element counts, 10..34, e.g. 16,20,24 (default: 16..30 on a GPU, 12..26 on a CPU).", show_default=False)] = None,  # noqa: UP045
-    iters: Annotated[Optional[int], typer.Option("--iters", help="timed calls per size (default 50).", parser=number(int, minimum=1), show_default=False)] = None,  # noqa: UP045
-    warmup: Annotated[Optional[int], typer.Option("--warmup", help="warm-up calls per size (default 5).", parser=number(int, minimum=0), show_default=False)] = None,  # noqa: UP045
+    dtype: Annotated[Optional[str], typer.Option("--dtype", metavar="TYPE", help="element type: float16 (fp16, half), bfloat16 (bf16), float32 (fp32, float) or float64 (fp64, double); default float16 on a GPU, float32 on a CPU (16-bit floats on a CPU time conversion, not memory); with --compare the other element size.", show_default=False)] = None,  # noqa: UP045
+    sizes: Annotated[Optional[str], typer.Option("--sizes", metavar="N,N,...", help="log2 of the element counts, 10..34, e.g. 16,20,24 (default: 16..30 on a GPU; on a CPU from 12 to two sizes 4x past the last-level cache).", show_default=False)] = None,  # noqa: UP045
+    iters: Annotated[Optional[int], typer.Option("--iters", help="timed calls per size (default 50 on a GPU, 10 on a CPU).", parser=number(int, minimum=1), show_default=False)] = None,  # noqa: UP045
+    warmup: Annotated[Optional[int], typer.Option("--warmup", help="warm-up calls per size (default 5 on a GPU, 2 on a CPU).", parser=number(int, minimum=0), show_default=False)] = None,  # noqa: UP045
+    impl: Annotated[Optional[str], typer.Option("--impl", metavar="torch|triton|torch,triton", help="torch (default), a Triton kernel of the same op, or both side by side on the same target.", show_default=False)] = None,  # noqa: UP045
+    op: Annotated[Optional[_Op], typer.Option("--op", help="scale: x *= 1.0001 (default); scale-add: x = x * 0.999 + 0.001 (torch: two kernels, Triton: one fused).", show_default=False)] = None,  # noqa: UP045
     compare: Annotated[Optional[list[str]], typer.Option("--compare", metavar="RUN", help="a stored sweep (id, prefix or 'latest') to check against; give it twice to compare two stored runs without running anything.", show_default=False)] = None,  # noqa: UP045
     local: LocalOpt = False,
     device: Annotated[Optional[_Device], typer.Option("--device", help="auto (the GPU where the target requests one, else what torch sees), cuda, or cpu (on purpose); with --compare, the stored run's. [default: auto]", show_default=False)] = None,  # noqa: UP045
@@ -206,16 +212,20 @@ def sweep(
     cache and DRAM regimes, with the DRAM plateau against the GPU's spec.
 
     Runs lab_scripts/sweep.py in the lab pod (or on this machine with --local), rows
-    appearing as they are measured, then stores the run and shows the table, the
-    summary and the lesson. Bytes per call = 2 x elements x element size (read + write).
-    --compare checks the tutorial's prediction: in the DRAM regime, float32 takes twice
-    float16's time at the same TB/s.
+    appearing as they are measured, then stores the run and shows the table (with the
+    spread of the timed batches), the summary and the lesson. Bytes per call = 2 x
+    kernels x elements x element size (read + write). A plateau needs two DRAM-bound
+    sizes within 10%. --compare checks the tutorial's prediction: in the DRAM regime,
+    float32 takes twice float16's time at the same TB/s. --impl torch,triton runs a
+    Triton kernel of the same op beside torch's and compares them size by size (on a
+    CPU, Triton runs in its interpreter: correctness only).
 
     \b
     Example:
       nsightlab sweep --dtype fp16
-      nsightlab sweep --compare latest          # float32 now, checked against it
+      nsightlab sweep --compare latest          # the other element size now, checked against it
       nsightlab sweep --local --device cpu --sizes 12,16,20,24
+      nsightlab sweep --impl torch,triton --op scale-add
       nsightlab sweep --compare 3fa2c1 --compare 9b07d4 --json
     """
     from nsightlab.errors import UsageError
@@ -242,9 +252,17 @@ def sweep(
         warmup=warmup,
         device=device.value if device else None,
         compare=refs[0] if refs else None,
+        impl=impl,
+        op=op.value if op else None,
     )
     for line in plan.notes:
         env.note(line)
     with open_target(env, local=local, context=context, kubeconfig=kubeconfig, namespace=namespace, config_path=STATE.config_path, action="run a sweep in a pod") as w:
-        result = sw.run_sweep(env, w, dtype=plan.dtype, sizes=plan.sizes, iters=plan.iters, warmup=plan.warmup, device=plan.device, against=plan.against)
-    show(env, result, render.sweep)
+        if len(plan.impls) > 1:
+            both = sw.run_impls(env, w, op=plan.op, dtype=plan.dtype, sizes=plan.sizes, iters=plan.iters, warmup=plan.warmup, device=plan.device)
+        else:
+            one = sw.run_sweep(env, w, dtype=plan.dtype, sizes=plan.sizes, iters=plan.iters, warmup=plan.warmup, device=plan.device, against=plan.against, impl=plan.impls[0], op=plan.op)
+    if len(plan.impls) > 1:
+        show(env, both, render.sweep_impls)
+    else:
+        show(env, one, render.sweep)

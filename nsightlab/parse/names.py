@@ -265,6 +265,31 @@ _REDUCE = re.compile(
 )
 
 
+KernelOrigin = Literal["triton"]
+
+# Triton names a kernel after its Python function. Triton 2.x appended the specialisation
+# of its arguments (`add_kernel_0d1d2d3de`, `rms_norm_0d1d2d3de4de5`: argument index, then
+# d = divisible by 16, c = constant, e = equal to 1); 3.x keeps the bare name.
+_TRITON_SUFFIX = re.compile(r"_0(?=[0-9cde]*[cde])[0-9cde]+$")
+# torch.compile's inductor names its generated Triton kernels triton_poi_ (pointwise),
+# triton_red_ / triton_per_ (reductions), triton_tem_ (templates), triton_ (the rest).
+_TRITON_PREFIX = re.compile(r"^triton_", re.I)
+#: Triton kernels of nsightlab's own lab scripts (lab_scripts/sweep.py --impl triton).
+LAB_TRITON_KERNELS = frozenset({"_scale_kernel"})
+
+
+def kernel_origin(name: str) -> KernelOrigin | None:
+    """`triton` for a kernel Triton compiled, recognised by its name: inductor's
+    `triton_*` kernels, a name ending in Triton 2.x's argument specialisation, or a Triton
+    kernel of the lab scripts. None otherwise (a user's Triton 3.x kernel is named just
+    like its Python function, which a name alone cannot tell from a CUDA kernel)."""
+    kernel, _args = _split_signature(name)
+    own = _unqualified(kernel)
+    if _TRITON_PREFIX.search(own) or _TRITON_SUFFIX.search(own) or own in LAB_TRITON_KERNELS:
+        return "triton"
+    return None
+
+
 def kernel_kind(name: str) -> KernelKind:
     """Coarse kind of a kernel from its name, used to pick the kernel of an NVTX range.
 
@@ -277,6 +302,8 @@ def kernel_kind(name: str) -> KernelKind:
     own = _unqualified(kernel)
     if _last_component(kernel) in _CUTLASS_WRAPPERS and args is not None:
         own = args
+    if kernel_origin(name) == "triton":  # its Python function's name: `_scale_kernel_0d1d`
+        own = _TRITON_SUFFIX.sub("", own).lstrip("_")
     if _ATTENTION.search(kernel) or _ATTENTION.search(own):
         return "attention"
     if _GEMM.search(kernel) or _GEMM.search(own):

@@ -1,10 +1,10 @@
 """Parsers for Nsight Systems text output: `nsys stats` (CSV and column format),
 `nsys profile --stats=true` console logs, `nsys stats --help-reports`, `nsys --version`.
 
-Everything here is a pure function over text; only `parse_file` reads a file. Columns
-are matched by what their header means (`Total Time (ns)`, `Avg (us)`, `Num Calls`...),
-never by position, so old (2021-2022) and new (2023+) layouts and `--timeunit` all parse.
-Report names are canonicalised to the 2023.1+ names (`gpukernsum` -> `cuda_gpu_kern_sum`).
+Everything here is a pure function over text; only `parse_file` reads a file. The rows
+and report names are in `nsys_report`; how a table's headers and cells are read, in
+`nsys_columns`. Report names are canonicalised to the 2023.1+ names (`gpukernsum` ->
+`cuda_gpu_kern_sum`).
 """
 
 from __future__ import annotations
@@ -12,262 +12,64 @@ from __future__ import annotations
 import csv
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
-from decimal import Decimal, InvalidOperation
 from pathlib import Path
-from typing import Literal, get_args
-
-from pydantic import BaseModel, ConfigDict
 
 from nsightlab.errors import ParseError
-
-ReportId = Literal[
-    "cuda_gpu_kern_sum",
-    "nvtx_sum",
-    "nvtx_kern_sum",
-    "nvtx_gpu_proj_sum",
-    "cuda_api_sum",
-    "osrt_sum",
-    "cuda_gpu_mem_time_sum",
-    "cuda_gpu_mem_size_sum",
-    "cuda_gpu_trace",
-]
-REPORT_IDS: tuple[ReportId, ...] = get_args(ReportId)
-
-# Every name a report has had, newest first: the first one a given nsys lists is used.
-REPORT_ALIASES: dict[ReportId, tuple[str, ...]] = {
-    "cuda_gpu_kern_sum": ("cuda_gpu_kern_sum", "gpukernsum"),
-    "nvtx_sum": ("nvtx_sum", "nvtxsum", "nvtx_pushpop_sum", "nvtxppsum"),
-    "nvtx_kern_sum": ("nvtx_kern_sum", "nvtxkernsum"),
-    "nvtx_gpu_proj_sum": ("nvtx_gpu_proj_sum",),
-    "cuda_api_sum": ("cuda_api_sum", "cudaapisum"),
-    "osrt_sum": ("osrt_sum", "osrtsum"),
-    "cuda_gpu_mem_time_sum": ("cuda_gpu_mem_time_sum", "gpumemtimesum"),
-    "cuda_gpu_mem_size_sum": ("cuda_gpu_mem_size_sum", "gpumemsizesum"),
-    "cuda_gpu_trace": ("cuda_gpu_trace", "gputrace"),
-}
-_ALIAS_TO_ID: dict[str, ReportId] = {
-    alias: rid for rid, aliases in REPORT_ALIASES.items() for alias in aliases
-}
-
-# Headings that name a report in column output before 2023 (2021.x `.qdrep` era).
-_OLD_HEADINGS: tuple[tuple[str, ReportId], ...] = (
-    ("cuda api statistics", "cuda_api_sum"),
-    ("cuda kernel statistics", "cuda_gpu_kern_sum"),
-    ("cuda memory operation statistics (by time)", "cuda_gpu_mem_time_sum"),
-    ("cuda memory operation statistics (by size", "cuda_gpu_mem_size_sum"),
-    ("operating system runtime api statistics", "osrt_sum"),
-    ("nvtx push-pop range statistics", "nvtx_sum"),
-    ("nvtx range statistics", "nvtx_sum"),
+from nsightlab.parse.nsys_columns import Column, Table, column, identify, table_rows
+from nsightlab.parse.nsys_report import (
+    ALIAS_TO_ID,
+    FIELD_OF_REPORT,
+    OLD_HEADINGS,
+    REPORT_ALIASES,
+    REPORT_IDS,
+    ApiCallRow,
+    GpuTraceRow,
+    ImporterMissingError,
+    KernelSummaryRow,
+    MemOpKind,
+    MemOpRow,
+    NsysReport,
+    NvtxGpuProjRow,
+    NvtxKernelRow,
+    NvtxRangeRow,
+    ReportId,
+    StaleExportError,
+    canonical_report_name,
 )
 
-_ELLIPSIS = "…"
+# The row models and report names live in nsys_report; they are part of this module's API.
+__all__ = [
+    "REPORT_ALIASES",
+    "REPORT_IDS",
+    "ApiCallRow",
+    "GpuTraceRow",
+    "ImporterMissingError",
+    "KernelSummaryRow",
+    "MemOpKind",
+    "MemOpRow",
+    "NsysReport",
+    "NvtxGpuProjRow",
+    "NvtxKernelRow",
+    "NvtxRangeRow",
+    "ReportId",
+    "StaleExportError",
+    "available_reports",
+    "canonical_report_name",
+    "check_stats_output",
+    "detect_importer_error",
+    "merge_reports",
+    "nsys_version_tuple",
+    "parse_file",
+    "parse_nsys_version",
+    "parse_stats_console",
+    "parse_stats_csv",
+]
 
 
 # --------------------------------------------------------------------------- models
 
 
-class _Row(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class KernelSummaryRow(_Row):
-    """One kernel of cuda_gpu_kern_sum (old: gpukernsum). Times in ns."""
-
-    name: str
-    time_pct: float | None
-    total_ns: float
-    instances: int
-    avg_ns: float | None
-    med_ns: float | None
-    min_ns: float | None
-    max_ns: float | None
-    stddev_ns: float | None
-    grid: tuple[int, int, int] | None = None
-    block: tuple[int, int, int] | None = None
-    truncated: bool = False
-
-
-class NvtxRangeRow(_Row):
-    """One NVTX range of nvtx_sum (old: nvtxsum, nvtxppsum). `name` is the range name."""
-
-    name: str
-    style: str | None
-    time_pct: float | None
-    total_ns: float
-    instances: int
-    avg_ns: float | None
-    med_ns: float | None
-    min_ns: float | None
-    max_ns: float | None
-    stddev_ns: float | None
-    truncated: bool = False
-
-
-class NvtxKernelRow(_Row):
-    """One (NVTX range, kernel) pair of nvtx_kern_sum: kernel time inside that range."""
-
-    range_name: str
-    kernel_name: str
-    style: str | None
-    pid: int | None
-    tid: int | None
-    range_instances: int | None
-    kernel_instances: int
-    time_pct: float | None
-    total_ns: float
-    avg_ns: float | None
-    med_ns: float | None
-    min_ns: float | None
-    max_ns: float | None
-    stddev_ns: float | None
-    truncated: bool = False
-
-
-class NvtxGpuProjRow(_Row):
-    """One NVTX range of nvtx_gpu_proj_sum: the range projected onto the GPU timeline."""
-
-    range_name: str
-    style: str | None
-    total_proj_ns: float
-    total_range_ns: float | None
-    range_instances: int
-    proj_avg_ns: float | None
-    proj_med_ns: float | None
-    proj_min_ns: float | None
-    proj_max_ns: float | None
-    proj_stddev_ns: float | None
-    total_gpu_ops: int | None
-    avg_gpu_ops: float | None
-    avg_range_level: float | None
-    avg_num_child: float | None
-    truncated: bool = False
-
-
-class ApiCallRow(_Row):
-    """One function of cuda_api_sum or osrt_sum."""
-
-    name: str
-    time_pct: float | None
-    total_ns: float
-    num_calls: int
-    avg_ns: float | None
-    med_ns: float | None
-    min_ns: float | None
-    max_ns: float | None
-    stddev_ns: float | None
-
-
-MemOpKind = Literal["htod", "dtoh", "dtod", "htoh", "ptop", "memset", "other"]
-
-
-class MemOpRow(_Row):
-    """One operation of cuda_gpu_mem_time_sum (times, ns) or cuda_gpu_mem_size_sum (MB).
-
-    `operation` is normalised across nsys spellings (`[CUDA memcpy HtoD]` and
-    `[CUDA memcpy Host-to-Device]` are both `htod`); `raw_operation` is as printed.
-    MB are 10^6 bytes, as nsys prints them.
-    """
-
-    operation: MemOpKind
-    raw_operation: str
-    count: int
-    time_pct: float | None = None
-    total_ns: float | None = None
-    avg_ns: float | None = None
-    med_ns: float | None = None
-    min_ns: float | None = None
-    max_ns: float | None = None
-    stddev_ns: float | None = None
-    total_mb: float | None = None
-    avg_mb: float | None = None
-    med_mb: float | None = None
-    min_mb: float | None = None
-    max_mb: float | None = None
-    stddev_mb: float | None = None
-
-
-class GpuTraceRow(_Row):
-    """One GPU activity (kernel or memory operation) of cuda_gpu_trace, in order."""
-
-    start_ns: float
-    duration_ns: float
-    name: str
-    corr_id: int | None = None
-    grid: tuple[int, int, int] | None = None
-    block: tuple[int, int, int] | None = None
-    registers_per_thread: int | None = None
-    static_smem_mb: float | None = None
-    dynamic_smem_mb: float | None = None
-    bytes_mb: float | None = None
-    throughput_mb_s: float | None = None
-    src_mem_kind: str | None = None
-    dst_mem_kind: str | None = None
-    device: str | None = None
-    context: int | None = None
-    green_context: int | None = None
-    stream: int | None = None
-    truncated: bool = False
-
-
-class NsysReport(BaseModel):
-    """Every report found in one or more pieces of nsys output.
-
-    A report that was not in the output (or was SKIPPED) is None; an empty list means
-    the report was there with no rows. `sources` says where each report came from.
-    """
-
-    model_config = ConfigDict(extra="forbid")
-
-    kernels: list[KernelSummaryRow] | None = None
-    nvtx: list[NvtxRangeRow] | None = None
-    nvtx_kernels: list[NvtxKernelRow] | None = None
-    nvtx_gpu_proj: list[NvtxGpuProjRow] | None = None
-    cuda_api: list[ApiCallRow] | None = None
-    osrt: list[ApiCallRow] | None = None
-    mem_time: list[MemOpRow] | None = None
-    mem_size: list[MemOpRow] | None = None
-    gpu_trace: list[GpuTraceRow] | None = None
-    skipped: list[str] = []
-    ignored_reports: list[str] = []
-    nsys_version: str | None = None
-    sources: dict[str, str] = {}
-
-
-_FIELD_OF_REPORT: dict[ReportId, str] = {
-    "cuda_gpu_kern_sum": "kernels",
-    "nvtx_sum": "nvtx",
-    "nvtx_kern_sum": "nvtx_kernels",
-    "nvtx_gpu_proj_sum": "nvtx_gpu_proj",
-    "cuda_api_sum": "cuda_api",
-    "osrt_sum": "osrt",
-    "cuda_gpu_mem_time_sum": "mem_time",
-    "cuda_gpu_mem_size_sum": "mem_size",
-    "cuda_gpu_trace": "gpu_trace",
-}
-
-
-class StaleExportError(ParseError):
-    """`nsys stats` reused an out-of-date `.sqlite` export and printed no table."""
-
-
-class ImporterMissingError(ParseError):
-    """`nsys profile` wrote only a `.qdstrm`: the host importer is not installed."""
-
-
 # ----------------------------------------------------------------- report names
-
-
-def canonical_report_name(name: str) -> ReportId | None:
-    """The canonical id of a report name, old or new, or None when unknown.
-
-    Accepts options and paths as nsys prints them: `gpukernsum:base`,
-    `/opt/nvidia/.../reports/cuda_gpu_kern_sum.py`.
-    """
-    base = name.strip().rsplit("/", 1)[-1]
-    base = base.split(":", 1)[0].split("[", 1)[0]
-    base = base.removesuffix(".py").strip().lower()
-    return _ALIAS_TO_ID.get(base)
 
 
 _HELP_ENTRY = re.compile(r"^\s*([a-z][a-z0-9_]*)(?=$|[\s\[:-])")
@@ -368,488 +170,17 @@ def detect_importer_error(text: str) -> str | None:
 # ----------------------------------------------------------- header meaning
 
 
-@dataclass(frozen=True)
-class _Column:
-    key: str
-    unit: str | None
-    header: str
-
-
-_HEADER_UNIT = re.compile(r"^(.*?)\s*\(([^()]*)\)\s*$")
-
-# Header text (lowercase, unit removed, punctuation squashed) -> meaning.
-_HEADER_KEYS: dict[str, str] = {
-    "time": "time_pct",
-    "total time": "total",
-    "total": "total",
-    "instances": "count",
-    "num calls": "count",
-    "calls": "count",
-    "count": "count",
-    "operations": "count",
-    "avg": "avg",
-    "average": "avg",
-    "med": "med",
-    "median": "med",
-    "min": "min",
-    "minimum": "min",
-    "max": "max",
-    "maximum": "max",
-    "stddev": "stddev",
-    "std dev": "stddev",
-    "name": "name",
-    "operation": "operation",
-    "range": "range",
-    "nvtx range": "range",
-    "style": "style",
-    "gridxyz": "grid",
-    "blockxyz": "block",
-    "pid": "pid",
-    "tid": "tid",
-    "nvtx inst": "range_inst",
-    "range inst": "range_inst",
-    "range instances": "range_inst",
-    "kern inst": "kern_inst",
-    "kernel inst": "kern_inst",
-    "kernel name": "kernel_name",
-    "total proj time": "total_proj",
-    "total range time": "total_range",
-    "proj avg": "proj_avg",
-    "proj med": "proj_med",
-    "proj min": "proj_min",
-    "proj max": "proj_max",
-    "proj stddev": "proj_stddev",
-    "proj std dev": "proj_stddev",
-    "total gpu ops": "total_gpu_ops",
-    "avg gpu ops": "avg_gpu_ops",
-    "avg range lvl": "avg_range_lvl",
-    "avg num child": "avg_num_child",
-    "start": "start",
-    "duration": "duration",
-    "corrid": "corr_id",
-    "grdx": "grdx",
-    "grdy": "grdy",
-    "grdz": "grdz",
-    "blkx": "blkx",
-    "blky": "blky",
-    "blkz": "blkz",
-    "reg trd": "regs",
-    "stcsmem": "static_smem",
-    "dymsmem": "dynamic_smem",
-    "bytes": "bytes",
-    "throughput": "throughput",
-    "srcmemkd": "src_kind",
-    "dstmemkd": "dst_kind",
-    "device": "device",
-    "ctx": "ctx",
-    "greenctx": "green_ctx",
-    "strm": "stream",
-}
-
-
-def _column(header: str) -> _Column:
-    text = header.strip()
-    unit: str | None = None
-    match = _HEADER_UNIT.match(text)
-    if match:
-        text, unit = match.group(1), match.group(2).strip()
-    squashed = re.sub(r"[^a-z0-9]+", " ", text.lower()).strip()
-    return _Column(key=_HEADER_KEYS.get(squashed, "?" + squashed), unit=unit, header=header.strip())
-
-
-def _identify(columns: list[_Column], names: list[str] | None = None) -> ReportId | None:
-    """Which report a table is, from the meaning of its header (and, for the API
-    tables, which look alike, from the function names in it)."""
-    keys = {c.key for c in columns}
-    if "total_proj" in keys:
-        return "nvtx_gpu_proj_sum"
-    if "kernel_name" in keys and "range" in keys:
-        return "nvtx_kern_sum"
-    if {"start", "duration", "name"} <= keys:
-        return "cuda_gpu_trace"
-    if "operation" in keys and "total" in keys:
-        total = next(c for c in columns if c.key == "total")
-        if total.unit is not None and _size_factor(total.unit) is not None:
-            return "cuda_gpu_mem_size_sum"
-        return "cuda_gpu_mem_time_sum"
-    if "range" in keys and "total" in keys:
-        return "nvtx_sum"
-    if {"name", "total", "count"} <= keys:
-        count = next(c for c in columns if c.key == "count")
-        if (
-            count.header.lower().replace(" ", "").startswith("numcalls")
-            or count.header.lower() == "calls"
-        ):
-            if names is None:
-                return "cuda_api_sum"
-            cuda = sum(1 for n in names if n.startswith("cu"))
-            return "cuda_api_sum" if names and cuda * 2 >= len(names) else "osrt_sum"
-        return "cuda_gpu_kern_sum"
-    return None
-
-
-_REQUIRED: dict[ReportId, tuple[str, ...]] = {
-    "cuda_gpu_kern_sum": ("name", "total", "count"),
-    "nvtx_sum": ("range", "total", "count"),
-    "nvtx_kern_sum": ("range", "kernel_name", "total", "kern_inst"),
-    "nvtx_gpu_proj_sum": ("range", "total_proj", "range_inst"),
-    "cuda_api_sum": ("name", "total", "count"),
-    "osrt_sum": ("name", "total", "count"),
-    "cuda_gpu_mem_time_sum": ("operation", "total", "count"),
-    "cuda_gpu_mem_size_sum": ("operation", "total", "count"),
-    "cuda_gpu_trace": ("start", "duration", "name"),
-}
-
 # ----------------------------------------------------------------- value parsing
-
-_TIME_FACTORS: dict[str, Decimal] = {
-    "ns": Decimal(1),
-    "nsec": Decimal(1),
-    "us": Decimal(1000),
-    "usec": Decimal(1000),
-    "μs": Decimal(1000),
-    "µs": Decimal(1000),
-    "ms": Decimal(10**6),
-    "msec": Decimal(10**6),
-    "s": Decimal(10**9),
-    "sec": Decimal(10**9),
-}
-_SIZE_FACTORS: dict[str, Decimal] = {  # to MB (10^6 bytes)
-    "b": Decimal("0.000001"),
-    "kb": Decimal("0.001"),
-    "kib": Decimal(1024) / Decimal(10**6),
-    "mb": Decimal(1),
-    "mib": Decimal(1024**2) / Decimal(10**6),
-    "gb": Decimal(1000),
-    "gib": Decimal(1024**3) / Decimal(10**6),
-}
-_RATE_FACTORS: dict[str, Decimal] = {  # to MB/s
-    "kb/s": Decimal("0.001"),
-    "kbps": Decimal("0.001"),
-    "mb/s": Decimal(1),
-    "mbps": Decimal(1),
-    "gb/s": Decimal(1000),
-    "gbps": Decimal(1000),
-}
-
-
-def _size_factor(unit: str) -> Decimal | None:
-    return _SIZE_FACTORS.get(unit.strip().lower())
-
-
-@dataclass
-class _Cells:
-    """One data row: raw cells by meaning, with the units of their columns."""
-
-    values: dict[str, str]
-    units: dict[str, str | None]
-    headers: dict[str, str]
-    line: int
-    source: str | None
-    report: ReportId
-    default_size_unit: str = "MB"
-
-    def _fail(self, message: str) -> ParseError:
-        return ParseError(f"{self.report}: {message}", source=self.source, line=self.line)
-
-    def text(self, key: str) -> str | None:
-        value = self.values.get(key)
-        if value is None or value == "":
-            return None
-        return value
-
-    def required_text(self, key: str) -> str:
-        value = self.text(key)
-        if value is None:
-            raise self._fail(f"empty {self.headers.get(key, key)!r} cell")
-        return value
-
-    def _decimal(self, key: str) -> Decimal | None:
-        raw = self.text(key)
-        if raw is None:
-            return None
-        cleaned = raw.replace(",", "").strip()
-        if cleaned in {"-", "n/a", "N/A"}:
-            return None
-        try:
-            return Decimal(cleaned)
-        except InvalidOperation:
-            raise self._fail(f"{self.headers.get(key, key)!r} is not a number: {raw!r}") from None
-
-    def number(self, key: str) -> float | None:
-        value = self._decimal(key)
-        return None if value is None else float(value)
-
-    def integer(self, key: str) -> int | None:
-        value = self._decimal(key)
-        if value is None:
-            return None
-        if value != value.to_integral_value():
-            raise self._fail(f"{self.headers.get(key, key)!r} is not a whole number: {value}")
-        return int(value)
-
-    def required_integer(self, key: str) -> int:
-        value = self.integer(key)
-        if value is None:
-            raise self._fail(f"empty {self.headers.get(key, key)!r} cell")
-        return value
-
-    def _scaled(self, key: str, factors: dict[str, Decimal], default: str) -> float | None:
-        value = self._decimal(key)
-        if value is None:
-            return None
-        unit = (self.units.get(key) or default).strip()
-        factor = factors.get(unit) if unit in factors else factors.get(unit.lower())
-        if factor is None:
-            raise self._fail(f"unknown unit {unit!r} in {self.headers.get(key, key)!r}")
-        return float(value * factor)
-
-    def ns(self, key: str) -> float | None:
-        return self._scaled(key, _TIME_FACTORS, "ns")
-
-    def required_ns(self, key: str) -> float:
-        value = self.ns(key)
-        if value is None:
-            raise self._fail(f"empty {self.headers.get(key, key)!r} cell")
-        return value
-
-    def mb(self, key: str) -> float | None:
-        return self._scaled(key, _SIZE_FACTORS, self.default_size_unit)
-
-    def mb_per_s(self, key: str) -> float | None:
-        return self._scaled(key, _RATE_FACTORS, "MB/s")
-
-    def xyz(self, key: str) -> tuple[int, int, int] | None:
-        raw = self.text(key)
-        if raw is None:
-            return None
-        parts = raw.replace(",", " ").split()
-        if len(parts) != 3 or not all(p.isdigit() for p in parts):
-            raise self._fail(f"{self.headers.get(key, key)!r} is not 'X Y Z': {raw!r}")
-        return (int(parts[0]), int(parts[1]), int(parts[2]))
-
-    def xyz_columns(self, x: str, y: str, z: str) -> tuple[int, int, int] | None:
-        values = [self.integer(k) for k in (x, y, z)]
-        if all(v is None for v in values):
-            return None
-        if any(v is None for v in values):
-            raise self._fail(f"incomplete {x}/{y}/{z} cells")
-        return (values[0] or 0, values[1] or 0, values[2] or 0)
-
-
-def _is_truncated(*names: str | None) -> bool:
-    return any(n is not None and _ELLIPSIS in n for n in names)
-
-
-def _mem_kind(operation: str) -> MemOpKind:
-    text = operation.lower().replace("-", "").replace(" ", "")
-    if "memset" in text:
-        return "memset"
-    spellings: tuple[tuple[str, MemOpKind], ...] = (
-        ("htod", "htod"),
-        ("hosttodevice", "htod"),
-        ("dtoh", "dtoh"),
-        ("devicetohost", "dtoh"),
-        ("dtod", "dtod"),
-        ("devicetodevice", "dtod"),
-        ("htoh", "htoh"),
-        ("hosttohost", "htoh"),
-        ("ptop", "ptop"),
-        ("peertopeer", "ptop"),
-    )
-    for spelled, kind in spellings:
-        if spelled in text:
-            return kind
-    return "other"
-
-
-def _time_stats(c: _Cells) -> dict[str, float | None]:
-    """The avg/med/min/max/stddev columns every timed summary report has."""
-    return {f"{k}_ns": c.ns(k) for k in ("avg", "med", "min", "max", "stddev")}
-
-
-def _build_row(c: _Cells) -> _Row:
-    rid = c.report
-    if rid == "cuda_gpu_kern_sum":
-        name = c.required_text("name")
-        return KernelSummaryRow(
-            name=name,
-            time_pct=c.number("time_pct"),
-            total_ns=c.required_ns("total"),
-            instances=c.required_integer("count"),
-            **_time_stats(c),
-            grid=c.xyz("grid"),
-            block=c.xyz("block"),
-            truncated=_is_truncated(name),
-        )
-    if rid == "nvtx_sum":
-        name = c.required_text("range")
-        return NvtxRangeRow(
-            name=name,
-            style=c.text("style"),
-            time_pct=c.number("time_pct"),
-            total_ns=c.required_ns("total"),
-            instances=c.required_integer("count"),
-            **_time_stats(c),
-            truncated=_is_truncated(name),
-        )
-    if rid == "nvtx_kern_sum":
-        range_name = c.required_text("range")
-        kernel_name = c.required_text("kernel_name")
-        return NvtxKernelRow(
-            range_name=range_name,
-            kernel_name=kernel_name,
-            style=c.text("style"),
-            pid=c.integer("pid"),
-            tid=c.integer("tid"),
-            range_instances=c.integer("range_inst"),
-            kernel_instances=c.required_integer("kern_inst"),
-            time_pct=c.number("time_pct"),
-            total_ns=c.required_ns("total"),
-            **_time_stats(c),
-            truncated=_is_truncated(range_name, kernel_name),
-        )
-    if rid == "nvtx_gpu_proj_sum":
-        range_name = c.required_text("range")
-        return NvtxGpuProjRow(
-            range_name=range_name,
-            style=c.text("style"),
-            total_proj_ns=c.required_ns("total_proj"),
-            total_range_ns=c.ns("total_range"),
-            range_instances=c.required_integer("range_inst"),
-            proj_avg_ns=c.ns("proj_avg"),
-            proj_med_ns=c.ns("proj_med"),
-            proj_min_ns=c.ns("proj_min"),
-            proj_max_ns=c.ns("proj_max"),
-            proj_stddev_ns=c.ns("proj_stddev"),
-            total_gpu_ops=c.integer("total_gpu_ops"),
-            avg_gpu_ops=c.number("avg_gpu_ops"),
-            avg_range_level=c.number("avg_range_lvl"),
-            avg_num_child=c.number("avg_num_child"),
-            truncated=_is_truncated(range_name),
-        )
-    if rid in ("cuda_api_sum", "osrt_sum"):
-        return ApiCallRow(
-            name=c.required_text("name"),
-            time_pct=c.number("time_pct"),
-            total_ns=c.required_ns("total"),
-            num_calls=c.required_integer("count"),
-            **_time_stats(c),
-        )
-    if rid == "cuda_gpu_mem_time_sum":
-        raw = c.required_text("operation")
-        return MemOpRow(
-            operation=_mem_kind(raw),
-            raw_operation=raw,
-            count=c.required_integer("count"),
-            time_pct=c.number("time_pct"),
-            total_ns=c.required_ns("total"),
-            **_time_stats(c),
-        )
-    if rid == "cuda_gpu_mem_size_sum":
-        raw = c.required_text("operation")
-        return MemOpRow(
-            operation=_mem_kind(raw),
-            raw_operation=raw,
-            count=c.required_integer("count"),
-            total_mb=c.mb("total"),
-            avg_mb=c.mb("avg"),
-            med_mb=c.mb("med"),
-            min_mb=c.mb("min"),
-            max_mb=c.mb("max"),
-            stddev_mb=c.mb("stddev"),
-        )
-    # cuda_gpu_trace
-    name = c.required_text("name")
-    return GpuTraceRow(
-        start_ns=c.required_ns("start"),
-        duration_ns=c.required_ns("duration"),
-        name=name,
-        corr_id=c.integer("corr_id"),
-        grid=c.xyz_columns("grdx", "grdy", "grdz"),
-        block=c.xyz_columns("blkx", "blky", "blkz"),
-        registers_per_thread=c.integer("regs"),
-        static_smem_mb=c.mb("static_smem"),
-        dynamic_smem_mb=c.mb("dynamic_smem"),
-        bytes_mb=c.mb("bytes"),
-        throughput_mb_s=c.mb_per_s("throughput"),
-        src_mem_kind=c.text("src_kind"),
-        dst_mem_kind=c.text("dst_kind"),
-        device=c.text("device"),
-        context=c.integer("ctx"),
-        green_context=c.integer("green_ctx"),
-        stream=c.integer("stream"),
-        truncated=_is_truncated(name),
-    )
 
 
 # ---------------------------------------------------------------- table assembly
 
 
-@dataclass
-class _Table:
-    report: ReportId
-    columns: list[_Column]
-    rows: list[tuple[int, list[str]]]
-    header_line: int
-    default_size_unit: str = "MB"
-
-
-# Reports whose headers cannot tell them apart (the same columns, or units absent).
-_LOOKALIKES: tuple[frozenset[str], ...] = (
-    frozenset({"cuda_api_sum", "osrt_sum"}),
-    frozenset({"cuda_gpu_mem_time_sum", "cuda_gpu_mem_size_sum"}),
-)
-
-
-def _table_rows(table: _Table, source: str | None) -> list[_Row]:
-    seen = _identify(table.columns)
-    if (
-        seen is not None
-        and seen != table.report
-        and not any({seen, table.report} <= pair for pair in _LOOKALIKES)
-    ):
-        raise ParseError(
-            f"expected a {table.report} table, but its header is that of {seen} "
-            f"({', '.join(c.header for c in table.columns)})",
-            source=source,
-            line=table.header_line,
-        )
-    keys = [c.key for c in table.columns]
-    missing = [k for k in _REQUIRED[table.report] if k not in keys]
-    if missing:
-        raise ParseError(
-            f"{table.report} table lacks column(s) {', '.join(missing)} "
-            f"(header: {', '.join(c.header for c in table.columns)})",
-            source=source,
-            line=table.header_line,
-        )
-    units = {c.key: c.unit for c in table.columns}
-    headers = {c.key: c.header for c in table.columns}
-    out: list[_Row] = []
-    for line, cells in table.rows:
-        values = {c.key: cell for c, cell in zip(table.columns, cells, strict=True)}
-        out.append(
-            _build_row(
-                _Cells(
-                    values=values,
-                    units=units,
-                    headers=headers,
-                    line=line,
-                    source=source,
-                    report=table.report,
-                    default_size_unit=table.default_size_unit,
-                )
-            )
-        )
-    return out
-
-
-def _store(report: NsysReport, table: _Table, source: str | None) -> None:
-    field = _FIELD_OF_REPORT[table.report]
+def _store(report: NsysReport, table: Table, source: str | None) -> None:
+    field = FIELD_OF_REPORT[table.report]
     if getattr(report, field) is not None:
         raise ParseError(f"a second {table.report} table", source=source, line=table.header_line)
-    setattr(report, field, _table_rows(table, source))
+    setattr(report, field, table_rows(table, source))
     report.sources[table.report] = source or "<text>"
 
 
@@ -861,7 +192,7 @@ def _split_csv_line(line: str, number: int, source: str | None) -> list[str]:
 
 
 def _csv_row_count_error(
-    cells: list[str], columns: list[_Column], number: int, source: str | None
+    cells: list[str], columns: list[Column], number: int, source: str | None
 ) -> ParseError:
     return ParseError(
         f"row has {len(cells)} cells, the header has {len(columns)}",
@@ -876,7 +207,7 @@ def _report_hint_from_source(source: str | None) -> ReportId | None:
         return None
     stem = Path(source).name.removesuffix(".csv")
     best: tuple[int, ReportId] | None = None
-    for alias, rid in _ALIAS_TO_ID.items():
+    for alias, rid in ALIAS_TO_ID.items():
         if re.search(rf"(?:^|_){re.escape(alias)}(?:$|_)", stem) and (
             best is None or len(alias) > best[0]
         ):
@@ -901,7 +232,7 @@ def parse_stats_csv(
     if start is None:
         raise ParseError("empty CSV: no header line", source=source, line=1)
     header_number = start + 1
-    columns = [_column(h) for h in _split_csv_line(lines[start], header_number, source)]
+    columns = [column(h) for h in _split_csv_line(lines[start], header_number, source)]
     rows: list[tuple[int, list[str]]] = []
     for index in range(start + 1, len(lines)):
         line = lines[index]
@@ -919,7 +250,7 @@ def parse_stats_csv(
     rid = rid or _report_hint_from_source(source)
     if rid is None:
         names = [cells[i] for _, cells in rows for i, c in enumerate(columns) if c.key == "name"]
-        rid = _identify(columns, names)
+        rid = identify(columns, names)
     if rid is None:
         raise ParseError(
             "unrecognised nsys CSV header: " + ", ".join(c.header for c in columns),
@@ -927,7 +258,7 @@ def parse_stats_csv(
             line=header_number,
         )
     result = NsysReport()
-    _store(result, _Table(rid, columns, rows, header_number), source)
+    _store(result, Table(rid, columns, rows, header_number), source)
     return result
 
 
@@ -943,7 +274,7 @@ def _old_heading(line: str) -> ReportId | None:
     text = line.strip().lower()
     if not text.endswith(":"):
         return None
-    for prefix, rid in _OLD_HEADINGS:
+    for prefix, rid in OLD_HEADINGS:
         if text.startswith(prefix):
             return rid
     return None
@@ -983,7 +314,7 @@ def _slice_columns(
     return cells
 
 
-def _try_csv_header(line: str) -> list[_Column] | None:
+def _try_csv_header(line: str) -> list[Column] | None:
     if "," not in line:
         return None
     try:
@@ -992,8 +323,8 @@ def _try_csv_header(line: str) -> list[_Column] | None:
         return None
     if len(cells) < 3:
         return None
-    columns = [_column(c) for c in cells]
-    return columns if _identify(columns) is not None else None
+    columns = [column(c) for c in cells]
+    return columns if identify(columns) is not None else None
 
 
 def parse_stats_console(text: str, *, source: str | None = None) -> NsysReport:
@@ -1092,8 +423,8 @@ def _read_column_table(
         if announced:
             raise
         return end
-    columns = [_column(h) for h in header_cells]
-    rid = pending if announced else _identify(columns)
+    columns = [column(h) for h in header_cells]
+    rid = pending if announced else identify(columns)
     if rid is None:
         return end
     if any(not h for h in header_cells):
@@ -1106,15 +437,15 @@ def _read_column_table(
     ]
     if not announced and rid == "cuda_api_sum":
         names = [cells[k] for _, cells in rows for k, c in enumerate(columns) if c.key == "name"]
-        rid = _identify(columns, names) or rid
-    _store(result, _Table(rid, columns, rows, header_index + 1, size_unit), source)
+        rid = identify(columns, names) or rid
+    _store(result, Table(rid, columns, rows, header_index + 1, size_unit), source)
     return end
 
 
 def _read_csv_block(
     lines: list[str],
     start: int,
-    columns: list[_Column],
+    columns: list[Column],
     pending: ReportId | None,
     announced: bool,
     source: str | None,
@@ -1133,10 +464,10 @@ def _read_csv_block(
         rows.append((j + 1, cells))
         j += 1
     names = [cells[k] for _, cells in rows for k, c in enumerate(columns) if c.key == "name"]
-    rid = pending if announced else _identify(columns, names)
+    rid = pending if announced else identify(columns, names)
     if rid is None:
         return j, False
-    _store(result, _Table(rid, columns, rows, start + 1), source)
+    _store(result, Table(rid, columns, rows, start + 1), source)
     return j, True
 
 
@@ -1150,7 +481,7 @@ def merge_reports(reports: Iterable[NsysReport]) -> NsysReport:
     """
     merged = NsysReport()
     for part in reports:
-        for rid, field in _FIELD_OF_REPORT.items():
+        for rid, field in FIELD_OF_REPORT.items():
             rows = getattr(part, field)
             if rows is None:
                 continue

@@ -20,7 +20,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from nsightlab.analysis import units
 from nsightlab.errors import UsageError
+from nsightlab.present.text import series_name as run_name
+from nsightlab.present.text import sweep_caption, tbps_text, what_ran
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -32,12 +35,13 @@ if TYPE_CHECKING:
 
 MISSING = "plotting needs matplotlib: pip install 'nsightlab[report]'"
 
-REGIME_COLORS = {"launch": "#d9d9d9", "cache": "#c6dbef", "transition": "#fdd0a2", "dram": "#c7e9c0"}
+REGIME_COLORS = {"launch": "#d9d9d9", "cache": "#c6dbef", "transition": "#fdd0a2", "dram": "#c7e9c0", "interpreted": "#f0f0f0"}
 REGIME_NAMES = {
     "launch": "launch-bound",
     "cache": "cache-resident",
     "transition": "transition",
     "dram": "DRAM-bound",
+    "interpreted": "interpreted (correctness only)",
 }
 #: Series colours (colour-blind safe, Okabe-Ito), in order.
 SERIES = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000")
@@ -84,16 +88,9 @@ def _text(s: str) -> str:
     return s.replace("$", r"\$")
 
 
-def _tbps(v: float) -> str:
-    return f"{v:.2f} TB/s" if v >= 0.1 else f"{v * 1e3:.1f} GB/s"
-
-
-def _bytes(n: float) -> str:
-    if n >= 2**30:
-        return f"{n / 2**30:.3g} GiB"
-    if n >= 2**20:
-        return f"{n / 2**20:.3g} MiB"
-    return f"{n / 2**10:.3g} KiB"
+def _exponent(x: float) -> str:
+    """log2 of a size: 26 when whole, else three significant figures (26.9)."""
+    return f"{x:.0f}" if x.is_integer() else units.sig(x)
 
 
 def device_label(s: SweepResult) -> str:
@@ -106,7 +103,7 @@ def device_label(s: SweepResult) -> str:
 
 def series_label(s: SweepResult) -> str:
     run = f", run {s.run_id}" if s.run_id else ""
-    return f"{s.dtype}, {device_label(s)}{run}"
+    return f"{run_name(s)}, {device_label(s)}{run}"
 
 
 def _spans(xs: Sequence[float]) -> list[tuple[float, float]]:
@@ -151,14 +148,15 @@ def sweep_figure(sweeps: Sequence[SweepResult]) -> Plot:
         ax = fig.add_subplot()
         strip = None
     # the background shows the regimes of the run that spans the most sizes
-    first = max(sweeps, key=lambda s: max((r.log2 for r in s.rows), default=0) - min((r.log2 for r in s.rows), default=0))
+    # (a measured run before an interpreted one: the interpreter's "regime" says nothing of memory)
+    first = max(sweeps, key=lambda s: (max((r.log2 for r in s.rows), default=0) - min((r.log2 for r in s.rows), default=0), not s.interpreted))
     rows0 = sorted(first.rows, key=lambda r: r.log2)
     shaded: set[str] = set()
     for x0, x1, regime in _regime_runs(rows0):
         label = None
         if regime not in shaded:
             shaded.add(regime)
-            label = REGIME_NAMES.get(regime, regime) + (f" (regimes of {first.dtype}, run {first.run_id})" if several and first.run_id else "")
+            label = REGIME_NAMES.get(regime, regime) + (f" (regimes of {run_name(first)}, run {first.run_id})" if several and first.run_id else "")
         ax.axvspan(x0, x1, color=REGIME_COLORS.get(regime, "#eeeeee"), alpha=0.6, lw=0, label=label, gid=f"regime-{regime}")
     # a regime only another run reaches (in the strip below) is named in the legend too
     for regime in REGIME_NAMES:
@@ -171,7 +169,9 @@ def sweep_figure(sweeps: Sequence[SweepResult]) -> Plot:
         xs = [r.log2 for r in rows]
         ys = [r.tbps for r in rows]
         values += ys
-        ax.plot(xs, ys, marker="o", lw=2, color=SERIES[i % len(SERIES)], label=_text(series_label(s)), gid=f"series-{i}", zorder=3)
+        # an interpreted run's TB/s is the interpreter's: drawn faint and dashed, said so
+        label = series_label(s) + (" (interpreted: not bandwidth)" if s.interpreted else "")
+        ax.plot(xs, ys, marker="o", lw=2, color=SERIES[i % len(SERIES)], label=_text(label), gid=f"series-{i}", zorder=3, ls=":" if s.interpreted else "-", alpha=0.5 if s.interpreted else 1.0)
 
     ref_drawn = False
     for s in sweeps:
@@ -195,7 +195,7 @@ def sweep_figure(sweeps: Sequence[SweepResult]) -> Plot:
     for i, s in enumerate(sweeps):
         if s.summary.dram_tbps is not None:
             est = "~" if s.summary.dram_is_estimate else ""
-            ax.axhline(s.summary.dram_tbps, color=SERIES[i % len(SERIES)], ls=":", lw=1.2, label=_text(f"measured DRAM plateau {est}{_tbps(s.summary.dram_tbps)} ({s.dtype})"), gid=f"plateau-{i}")
+            ax.axhline(s.summary.dram_tbps, color=SERIES[i % len(SERIES)], ls=":", lw=1.2, label=_text(f"measured DRAM plateau {est}{tbps_text(s.summary.dram_tbps)} ({run_name(s)})"), gid=f"plateau-{i}")
 
     caches: set[tuple[int, int]] = set()
     for i, s in enumerate(sweeps):
@@ -205,7 +205,7 @@ def sweep_figure(sweeps: Sequence[SweepResult]) -> Plot:
         caches.add((l2, s.element_size))
         x = math.log2(l2 / s.element_size)
         name = "L2" if s.summary.device_type == "cuda" else "last-level cache"
-        ax.axvline(x, color=SERIES[i % len(SERIES)], ls="--", lw=1.2, alpha=0.8, label=_text(f"{name} {_bytes(l2)} = 2^{x:.3g} {s.dtype} elements"), gid=f"cache-{i}")
+        ax.axvline(x, color=SERIES[i % len(SERIES)], ls="--", lw=1.2, alpha=0.8, label=_text(f"{name} {units.size(l2)} = 2^{_exponent(x)} {s.dtype} elements"), gid=f"cache-{i}")
 
     positive = [v for v in values if v > 0]
     if positive and max(positive) / min(positive) > LOG_Y_RATIO:
@@ -217,13 +217,13 @@ def sweep_figure(sweeps: Sequence[SweepResult]) -> Plot:
     all_x = sorted({r.log2 for s in sweeps for r in s.rows})
     ax.set_xticks(all_x, [f"$2^{{{n}}}$" for n in all_x])
     ax.grid(True, which="major", alpha=0.3)
-    ax.set_title(_text(f"Bandwidth sweep: in-place scale x.mul_, {', '.join(sorted({device_label(s) for s in sweeps}))}"), loc="left")
+    ax.set_title(_text(f"Bandwidth sweep: {', '.join(sorted({what_ran(s) for s in sweeps}))}, {', '.join(sorted({device_label(s) for s in sweeps}))}"), loc="left")
     if strip is not None:
         ax.tick_params(labelbottom=False)
         for k, s in enumerate(sweeps):
             for x0, x1, regime in _regime_runs(sorted(s.rows, key=lambda r: r.log2)):
                 strip.broken_barh([(x0, x1 - x0)], (k - 0.4, 0.8), color=REGIME_COLORS.get(regime, "#eeeeee"), edgecolor="white")
-        strip.set_yticks(range(len(sweeps)), [_text(f"{s.dtype} {s.run_id or ''}".strip()) for s in sweeps])
+        strip.set_yticks(range(len(sweeps)), [_text(f"{run_name(s)} {s.run_id or ''}".strip()) for s in sweeps])
         strip.set_ylim(len(sweeps) - 0.5, -0.5)
         strip.set_title("regimes of each run", loc="left", fontsize="small")
         strip.set_xlabel("tensor size, log2(elements)")
@@ -231,12 +231,7 @@ def sweep_figure(sweeps: Sequence[SweepResult]) -> Plot:
         ax.set_xlabel("tensor size, log2(elements)")
     fig.legend(loc="outside lower center", ncols=2, fontsize="small")
     devices = ", ".join(sorted({device_label(s) for s in sweeps}))
-    caption = (
-        f"Bandwidth sweep of {', '.join(s.dtype for s in sweeps)} on {devices}: TB/s by size, "
-        "regimes shaded. Above the DRAM spec the data comes from cache, not memory; the "
-        "plateau at the largest sizes is the figure that governs LLM decode."
-    )
-    return Plot(key="sweep", title="Bandwidth sweep", caption=caption, figure=fig)
+    return Plot(key="sweep", title="Bandwidth sweep", caption=sweep_caption(sweeps, devices), figure=fig)
 
 
 def fleet_figure(fleet_id: str, curves: Sequence[tuple[str, SweepResult]]) -> Plot:
@@ -281,11 +276,6 @@ def fleet_figure(fleet_id: str, curves: Sequence[tuple[str, SweepResult]]) -> Pl
     return Plot(key=f"fleet-{fleet_id}", title=f"Fleet {fleet_id}", caption=caption, figure=fig)
 
 
-def _flops_unit(values: Sequence[float]) -> tuple[float, str]:
-    top = max(values, default=0.0)
-    return (1e12, "TFLOPS") if top >= 1e12 else (1e9, "GFLOP/s")
-
-
 ROOF_COLORS = ("#b2182b", "#4d4d4d", "#762a83", "#1b7837", "#8c510a")
 #: Measured DRAM plateaus as roofs: one colour each, none of the spec roofs' or the points'.
 PLATEAU_COLORS = ("#2166ac", "#5aae61", "#c51b7d", "#bf812d", "#35978f")
@@ -300,11 +290,15 @@ def _device_of(p: ProfileResult) -> str:
 def roofline_figure(
     profiles: Sequence[ProfileResult],
     plateaus: Sequence[tuple[str, str, float]] = (),
+    *,
+    remarks: Sequence[str] = (),
 ) -> Plot | None:
     """Each profiled range by arithmetic intensity and achieved rate, under the roofs of
     its GPU's spec (memory: bandwidth x intensity; compute: the peak that applies to the
     range) and, per device, the memory roof of a measured DRAM plateau, given as
-    (device name, label, bytes/s). None when no range has rates."""
+    (device name, label, bytes/s). `remarks`: what the measured values say about where
+    each range sits (`present.text.roofline_remarks`), for the caption. None when no
+    range has rates."""
     points = [(p, r) for p in profiles for r in p.ranges if r.rates is not None and r.rates.intensity]
     if not points:
         return None
@@ -329,7 +323,7 @@ def roofline_figure(
     hi = max([*intensities, *ridges]) * 16
     rates_seen = [r.rates.flops_per_s for _, r in points if r.rates]
     rates_seen += [f for fs in peaks.values() for f in fs]
-    scale, unit = _flops_unit(rates_seen)
+    scale, unit = 1e12, "TFLOP/s"  # always, a CPU's rates too (0.174 TFLOP/s), as everywhere else
     xs = [lo * (hi / lo) ** (k / 200) for k in range(201)]
     entries = len(points) + len(mem_roof) + sum(len(v) for v in peaks.values()) + len(measured)
     fig = _figure(10.0, 6.0 + 0.22 * entries)
@@ -347,7 +341,7 @@ def roofline_figure(
             ridge = peak / mem_roof[d][0]
             ax.plot([ridge, hi], [peak / scale, peak / scale], color=color, lw=2 if n == 0 else 1.5, ls="-" if n == 0 else "-.", label=_text(f"compute roof: {label}"), gid="compute-roof")
             ax.axvline(ridge, color=color, ls=":", lw=1)
-            ax.annotate(f"ridge {ridge:.0f} FLOP/B", (ridge, peak / scale), textcoords="offset points", xytext=(4, -12), fontsize="small", color=color)
+            ax.annotate(f"ridge {units.sig(ridge)} FLOP/B", (ridge, peak / scale), textcoords="offset points", xytext=(4, -12), fontsize="small", color=color)
     for k, (d, label, bw) in enumerate(measured):
         color = PLATEAU_COLORS[k % len(PLATEAU_COLORS)]
         ax.plot(xs, [bw * x / scale for x in xs], color=color, ls=PLATEAU_DASHES[k % len(PLATEAU_DASHES)], lw=1.5, label=_text(f"measured DRAM plateau: {label} ({d})"), gid=f"measured-roof-{k}")
@@ -370,20 +364,25 @@ def roofline_figure(
     ax.grid(True, which="major", alpha=0.3)
     missing = [d for d in devices if d not in mem_roof]
     no_peak = [d for d in devices if d in mem_roof and d not in peaks]
-    remarks = []
+    above: list[str] = []
     if missing:
-        remarks.append(f"no spec roofs for {', '.join(missing)} (a CPU, or a GPU not in the table)")
+        above.append(f"no spec roofs for {', '.join(missing)} (a CPU, or a GPU not in the table)")
     if no_peak:
-        remarks.append(f"no compute roof for {', '.join(no_peak)}: its peak FLOPS is not in the spec table")
-    # the remarks go above the plot, under the title, where no roof or point can run
-    ax.set_title("Roofline: each timed range by arithmetic intensity and achieved rate", loc="left", pad=6 + 13 * len(remarks))
-    if remarks:
-        ax.annotate(_text("\n".join(remarks)), xy=(0, 1), xycoords="axes fraction", xytext=(0, 4), textcoords="offset points", fontsize="small", color="0.3", va="bottom", gid="remarks")
+        above.append(f"no compute roof for {', '.join(no_peak)}: its peak TFLOP/s is not in the spec table")
+    # the gaps go above the plot, under the title, where no roof or point can run
+    ax.set_title("Roofline: each timed range by arithmetic intensity and achieved rate", loc="left", pad=6 + 13 * len(above))
+    if above:
+        ax.annotate(_text("\n".join(above)), xy=(0, 1), xycoords="axes fraction", xytext=(0, 4), textcoords="offset points", fontsize="small", color="0.3", va="bottom", gid="remarks")
     fig.legend(loc="outside lower center", ncols=1, fontsize="small")
+    placed = "; ".join(
+        f"{r.name} at {units.sig(r.rates.intensity)} FLOP/B, {units.tflops(r.rates.flops_per_s)}"
+        for _, r in points
+        if r.rates is not None and r.rates.intensity is not None
+    )
     caption = (
-        "Roofline: a range left of its GPU's ridge is capped by memory bandwidth (the sloped "
-        "roof), right of it by compute (the flat roof). The in-place scale sits near the "
-        "memory roof; the GEMM far to the right."
+        "Roofline: a range left of its device's ridge is capped by memory bandwidth (the sloped "
+        f"roof), right of it by compute (the flat roof). Measured: {placed}."
+        + (" " + " ".join(remarks) if remarks else "")
     )
     return Plot(key="roofline", title="Roofline", caption=caption, figure=fig)
 
@@ -395,20 +394,19 @@ def kernels_figure(profile: ProfileResult, *, top: int = TOP_KERNELS) -> Plot | 
         return None
     fig = _figure(10.0, 1.2 + 0.45 * len(kernels))
     ax = fig.add_subplot()
-    total = max(k.total_ns for k in kernels)
-    div, unit = (1e6, "ms") if total >= 1e6 else (1e3, "us")
+    unit = units.time_unit(k.total_ns * 1e-9 for k in kernels)
     names = [_text(k.short_name if len(k.short_name) <= 60 else k.short_name[:57] + "...") for k in kernels]
-    values = [k.total_ns / div for k in kernels]
+    values = [k.total_ns * 1e-9 / unit.size for k in kernels]
     ypos = list(range(len(kernels)))
     bars = ax.barh(ypos, values, color=SERIES[0], gid="kernel-bars")
     ax.set_yticks(ypos, names, fontsize="small")
     ax.invert_yaxis()
     for bar, k in zip(bars, kernels, strict=True):
-        pct = f"{k.time_pct:.1f}%, " if k.time_pct is not None else ""
+        pct = f"{units.percent(k.time_pct)}, " if k.time_pct is not None else ""
         ax.annotate(f"{pct}{k.instances} calls", (bar.get_width(), bar.get_y() + bar.get_height() / 2), xytext=(4, 0), textcoords="offset points", va="center", fontsize="small")
     ax.set_xlim(0, max(values) * 1.25)
     what = "CPU ops" if profile.device_type == "cpu" else "GPU kernels"
-    ax.set_xlabel(f"total time ({unit}), all instances")
+    ax.set_xlabel(f"total time ({unit.name}), all instances")
     run = f", run {profile.run_id}" if profile.run_id else ""
     device = f" on {profile.device_name}" if profile.device_name else ""
     ax.set_title(_text(f"Top {what} by total time: {profile.script}{device}{run}"), loc="left")

@@ -23,7 +23,19 @@ from nsightlab.present import decodedoc as dd
 from nsightlab.present.doc import Bullets, Para, Table
 from nsightlab.present.fleetview import fleet_tables, log_tails
 from nsightlab.present.report import floor_table
-from nsightlab.present.text import sweep_summary_lines
+from nsightlab.present.text import (
+    SPREAD_NOTE,
+    compare_heading,
+    compare_lines,
+    compare_table,
+    impls_heading,
+    impls_lines,
+    impls_table,
+    ncu_table,
+    sweep_heading,
+    sweep_summary_lines,
+    sweep_table,
+)
 
 if TYPE_CHECKING:
     from nsightlab.analysis.doctor import DoctorReport
@@ -40,7 +52,7 @@ if TYPE_CHECKING:
     from nsightlab.analysis.profile import KernelLine, ProfileResult
     from nsightlab.analysis.rates import Rates
     from nsightlab.analysis.roofline import DecodeFloor
-    from nsightlab.analysis.sweep import SweepCompare, SweepResult
+    from nsightlab.analysis.sweep import SweepCompare, SweepImpls, SweepResult
     from nsightlab.present.console import Env
     from nsightlab.present.doc import ReportDoc, ReportFiles
     from nsightlab.present.doc import Table as ReportTable
@@ -305,10 +317,11 @@ def doctor(env: Env, report: DoctorReport) -> None:
 
 
 def copy_result(env: Env, result: CopyResult) -> None:
-    rate = result.bytes / result.seconds / 2**20 if result.seconds > 0 else 0.0
+    """'copied 3 files, 1.50 MiB to :/tmp/ in 0.250 s (6.00 MiB/s)': nsightlab.analysis.units."""
+    rate = f" ({units.size(result.bytes / result.seconds)}/s)" if result.seconds > 0 else ""
     lines(
         env,
-        [f"copied {result.files} file{'s' if result.files != 1 else ''}, {result.bytes / 2**20:.1f} MiB to {result.destination} in {result.seconds:.2f} s ({rate:.0f} MiB/s), sha256 verified"],
+        [f"copied {result.files} file{'s' if result.files != 1 else ''}, {units.size(result.bytes)} to {result.destination} in {units.duration(result.seconds)}{rate}, sha256 verified"],
         bullet="",
     )
 
@@ -461,25 +474,7 @@ def profile(env: Env, result: ProfileResult, *, top: int = 15) -> None:
 
 def ncu(env: Env, result: NcuResult) -> None:
     heading(env, f"Nsight Compute on {result.source}")
-    cols = [
-        Column("Kernel"),
-        Column("Duration", justify="right"),
-        Column("DRAM %", justify="right"),
-        Column("Memory %", justify="right"),
-        Column("L2 %", justify="right"),
-        Column("L2 hit %", justify="right"),
-        Column("SM %", justify="right"),
-        Column("Bound"),
-    ]
-
-    def pct(v: float | None) -> str:
-        return "" if v is None else f"{v:.1f}"
-
-    rows = [
-        [k.short_name, f"{k.duration_ns / 1000:.2f} us" if k.duration_ns is not None else "", pct(k.dram_throughput_pct), pct(k.memory_throughput_pct), pct(k.l2_throughput_pct), pct(k.l2_hit_rate_pct), pct(k.sm_throughput_pct), k.bound]
-        for k in result.kernels
-    ]
-    table(env, cols, rows)
+    report_table(env, ncu_table(result))
     blank(env)
     heading(env, "Verdict")
     lines(env, [f"{k.short_name}: {k.verdict}" for k in result.kernels])
@@ -514,56 +509,16 @@ def _unicode_ok(env: Env) -> bool:
     return (env.out.encoding or "").lower().replace("-", "").startswith("utf")
 
 
-def _mib(v: float) -> str:
-    return f"{v:.1f}" if v >= 0.1 else f"{v:.3f}"
-
-
-def _tb(v: float, digits: int) -> str:
-    return f"{v:.{digits}f}"
-
-
 def sweep(env: Env, result: SweepResult) -> None:
-    """The sweep table (size, MiB, us, TB/s, % of spec, regime, bar), summary and lesson."""
+    """The sweep table (size, tensor, time per call and its spread, TB/s, % of spec,
+    regime, bar), summary and lesson: the report's own table (`present.text`)."""
     s = result.summary
-    device = s.device_name or s.device_type
-    heading(
-        env,
-        f"Bandwidth sweep: {result.dtype} x.mul_ ({result.element_size} B/element) on {device}, "
-        f"{result.target}; {result.warmup} warm-up + {result.iters} timed calls per size",
-    )
-    rows = result.rows
-    top = max((r.tbps for r in rows), default=0.0)
-    digits = 2 if top >= 0.5 else 3
-    with_ref = any(r.reference_tbps is not None for r in rows)
-    cols = [
-        Column("SIZE"),
-        Column("MiB", justify="right"),
-        Column("US/CALL", justify="right"),
-        Column("TB/S", justify="right"),
-        Column("% SPEC", justify="right"),
-        Column("REGIME"),
-    ]
-    if with_ref:
-        cols.append(Column("REF TB/S", justify="right"))
-    cols.append(Column("BAR"))
-    uni = _unicode_ok(env)
-    cells: list[list[Any]] = []
-    for r in rows:
-        row: list[Any] = [
-            f"2^{r.log2}",
-            _mib(r.mib),
-            f"{r.us:.1f}",
-            _tb(r.tbps, digits),
-            f"{r.pct_of_dram_spec:.0f}%" if r.pct_of_dram_spec is not None else "",
-            r.regime,
-        ]
-        if with_ref:
-            row.append(_tb(r.reference_tbps, 2) if r.reference_tbps is not None else "")
-        row.append(bar(r.tbps, top, unicode=uni))
-        cells.append(row)
+    heading(env, sweep_heading(result))
     blank(env)
-    table(env, cols, cells)
-    if not rows:
+    if result.rows:
+        report_table(env, sweep_table(result))
+        lines(env, [SPREAD_NOTE], bullet="")
+    else:
         lines(env, ["no size was measured"], bullet="")
     blank(env)
     heading(env, "Summary")
@@ -585,41 +540,37 @@ def sweep(env: Env, result: SweepResult) -> None:
 
 
 def sweep_compare(env: Env, cmp: SweepCompare) -> None:
-    """The float16 vs float32 check: sizes side by side, ratios, and the verdict."""
-    a, b = cmp.a, cmp.b
-    heading(env, f"Predict, then measure: {b.dtype} (run {b.run_id or '-'}) vs {a.dtype} (run {a.run_id or '-'})")
+    """The float16 vs float32 check: sizes side by side, ratios, spreads, and the verdict."""
+    heading(env, compare_heading(cmp))
     lines(env, [cmp.prediction], bullet="")
     if cmp.pairs:
-        top = max(max(p.tbps_a, p.tbps_b) for p in cmp.pairs)
-        digits = 2 if top >= 0.5 else 3
-        cols = [
-            Column("SIZE"),
-            Column(f"REGIME {a.dtype}"),
-            Column(f"REGIME {b.dtype}"),
-            Column(f"US {a.dtype}", justify="right"),
-            Column(f"US {b.dtype}", justify="right"),
-            Column("TIME x", justify="right"),
-            Column(f"TB/S {a.dtype}", justify="right"),
-            Column(f"TB/S {b.dtype}", justify="right"),
-            Column("TB/S x", justify="right"),
-            Column("EXPECTED"),
-        ]
-        rows = []
-        for p in cmp.pairs:
-            if p.expected_time_ratio is None:
-                expected = ""
-            else:
-                expected = f"time x{p.expected_time_ratio:g}" + ("" if p.agrees is None else (" ok" if p.agrees else " NO"))
-            rows.append([
-                f"2^{p.log2}", p.regime_a, p.regime_b, f"{p.us_a:.1f}", f"{p.us_b:.1f}", f"{p.time_ratio:.2f}",
-                _tb(p.tbps_a, digits), _tb(p.tbps_b, digits), f"{p.tbps_ratio:.2f}", expected,
-            ])
         blank(env)
-        table(env, cols, rows)
+        report_table(env, compare_table(cmp))
         blank(env)
-    lines(env, [*cmp.lines, f"verdict: {cmp.verdict}"])
-    if cmp.notes:
-        lines(env, [f"note: {n}" for n in cmp.notes])
+    lines(env, compare_lines(cmp))
+
+
+def sweep_impls(env: Env, impls: SweepImpls) -> None:
+    """torch and Triton side by side: each run's table is stored; here the pair per size,
+    the launch floors and plateaus, what it teaches, and the verdict."""
+    heading(env, impls_heading(impls))
+    blank(env)
+    report_table(env, impls_table(impls))
+    lines(env, [SPREAD_NOTE, "TRITON/TORCH: Triton's time per call / torch's (below 1x: Triton is faster)."], bullet="")
+    for run in impls.runs:
+        blank(env)
+        heading(env, f"{run.impl}, run {run.run_id or '-'}")
+        lines(env, sweep_summary_lines(run))
+    blank(env)
+    heading(env, "What it means")
+    lines(env, impls_lines(impls))
+    notes = [n for run in impls.runs for n in run.summary.notes]
+    if notes:
+        blank(env)
+        heading(env, "Notes")
+        lines(env, list(dict.fromkeys(notes)))
+    blank(env)
+    lines(env, [f"stored as runs {', '.join(f'{r.run_id} ({r.impl})' for r in impls.runs)}"], bullet="")
 
 
 # ---------------------------------------------------------------------------- decode, step anatomy

@@ -35,8 +35,8 @@ from nsightlab.analysis.fleet import FleetResult
 from nsightlab.analysis.gpus import lookup
 from nsightlab.analysis.ncu import NcuResult
 from nsightlab.analysis.profile import ProfileResult, ops_label
-from nsightlab.analysis.roofline import DecodeFloor, decode_floor, num, plateau_source
-from nsightlab.analysis.sweep import SweepResult, compare_results
+from nsightlab.analysis.roofline import DecodeFloor, decode_floor, plateau_source
+from nsightlab.analysis.sweep import SweepImpls, SweepResult, compare_impls, compare_results
 from nsightlab.config import home, load_session
 from nsightlab.errors import Interrupted, UsageError
 from nsightlab.present import decodedoc as dd
@@ -54,7 +54,22 @@ from nsightlab.present.doc import (
 )
 from nsightlab.present.figures import device_label
 from nsightlab.present.fleetview import member_sweeps, report_sections
-from nsightlab.present.text import sweep_summary_lines, when_text
+from nsightlab.present.text import (
+    SPREAD_NOTE,
+    compare_lines,
+    compare_table,
+    impls_heading,
+    impls_lines,
+    impls_table,
+    ncu_table,
+    roofline_remarks,
+    series_name,
+    sweep_summary_lines,
+    sweep_table,
+    tbps_text,
+    what_ran,
+    when_text,
+)
 from nsightlab.present.writers import render_html, render_markdown
 from nsightlab.runs import store
 from nsightlab.runs.decode import load_timelines
@@ -107,7 +122,7 @@ def _load(status: RunStatus, notes: list[str]) -> Loaded | None:
 
 
 def _latest(statuses: list[RunStatus], notes: list[str]) -> list[RunStatus]:
-    """The latest complete run of each kind; for sweeps, the latest of each dtype. A
+    """The latest complete run of each kind; for sweeps, the latest of each name. A
     damaged run that would have been chosen is named in a note."""
 
     def key(status: RunStatus) -> tuple[str, str]:
@@ -116,7 +131,9 @@ def _latest(statuses: list[RunStatus], notes: list[str]) -> list[RunStatus]:
         else:
             kind, name, _ = store.folder_facts(status.run)
             dtype = None
-        return (kind, dtype or name) if kind == "sweep" else (kind, "")
+        # sweeps: the latest of each name (dtype, and the implementation and op where they
+        # are not the default)
+        return (kind, name or dtype or "") if kind == "sweep" else (kind, "")
 
     picked: dict[tuple[str, str], RunStatus] = {}
     for status in statuses:
@@ -167,22 +184,27 @@ def select_runs(refs: Sequence[str]) -> Selection:
 # ---------------------------------------------------------------------------- formatting
 
 
-def _tbps(v: float | None) -> str:
-    if v is None:
-        return ""
-    return f"{v:.2f} TB/s" if v >= 0.1 else f"{v * 1e3:.1f} GB/s"
+def _compute_like(r: RangeLine) -> bool:
+    rates = r.rates
+    return rates is not None and ("gemm" in r.name or (rates.intensity is not None and rates.intensity > 10))
 
 
-def _tb_digits(v: float, top: float) -> str:
-    return f"{v:.2f}" if top >= 0.5 else f"{v:.3f}"
-
-
-def _pct(v: float | None) -> str:
-    return "" if v is None else f"{v:.0f}%"
-
-
-def _ms(ns: float | None) -> str:
-    return "" if ns is None else f"{ns / 1e6:,.3f}"
+def _range_row(r: RangeLine, per_call: units.Unit) -> list[str]:
+    """A timed range as the terminal's profile shows it: nsightlab.analysis.units."""
+    rates = r.rates
+    assert rates is not None
+    if _compute_like(r):
+        f = rates.flops_per_call
+        work = f"{units.sig(f / 1e12)} TFLOP" if f >= 1e11 else f"{units.sig(f / 1e9)} GFLOP"
+        rate = units.tflops(rates.flops_per_s)
+        pct = f"{units.percent(rates.pct_of_flops_peak)} of {rates.flops_label}" if rates.pct_of_flops_peak is not None else "-"
+    else:
+        work = units.size(rates.bytes_per_call)
+        rate = units.tbps(rates.bytes_per_s)
+        pct = f"{units.percent(rates.pct_of_bw_peak)} of {rates.bw_label}" if rates.pct_of_bw_peak is not None else "-"
+    roof = rates.roofline.bound if rates.roofline else "-"
+    intensity = units.sig(rates.intensity) if rates.intensity is not None else ""
+    return [r.name, r.kernel or "", work, per_call.value(rates.seconds_per_call), rate, pct, intensity, roof]
 
 
 def _in(unit: units.Unit, ns: float | None) -> str:
@@ -191,31 +213,6 @@ def _in(unit: units.Unit, ns: float | None) -> str:
 
 def _share(pct: float | None) -> str:
     return "" if pct is None else units.percent(pct)
-
-
-def _us(ns: float | None) -> str:
-    return "" if ns is None else f"{ns / 1e3:,.1f}"
-
-
-def _compute_like(r: RangeLine) -> bool:
-    rates = r.rates
-    return rates is not None and ("gemm" in r.name or (rates.intensity is not None and rates.intensity > 10))
-
-
-def _range_row(r: RangeLine) -> list[str]:
-    rates = r.rates
-    assert rates is not None
-    if _compute_like(r):
-        work = f"{rates.flops_per_call / 1e12:.3g} TFLOP" if rates.flops_per_call >= 1e11 else f"{rates.flops_per_call / 1e9:.3g} GFLOP"
-        rate = f"{rates.tflops:.1f} TFLOPS" if rates.tflops >= 1 else f"{rates.flops_per_s / 1e9:.1f} GFLOP/s"
-        pct = f"{rates.pct_of_flops_peak:.0f}% of {rates.flops_label}" if rates.pct_of_flops_peak is not None else "-"
-    else:
-        work = f"{rates.bytes_per_call / 1e9:.3g} GB" if rates.bytes_per_call >= 1e8 else f"{rates.bytes_per_call / 1e6:.3g} MB"
-        rate = _tbps(rates.tbps)
-        pct = f"{rates.pct_of_bw_peak:.0f}% of {rates.bw_label}" if rates.pct_of_bw_peak is not None else "-"
-    roof = rates.roofline.bound if rates.roofline else "-"
-    intensity = f"{rates.intensity:.3g}" if rates.intensity is not None else ""
-    return [r.name, r.kernel or "", work, f"{rates.us:,.1f}", rate, pct, intensity, roof]
 
 
 # ---------------------------------------------------------------------------- building the document
@@ -299,30 +296,21 @@ def _environment(loaded: list[Loaded]) -> Table:
 
 
 def _sweep_sections(sweeps: list[SweepResult]) -> list[Section]:
-
+    ops = sorted({what_ran(s) for s in sweeps})
     out: list[Section] = [
         Section(
             level=2,
             heading="Bandwidth sweep",
             items=[
-                Para(text="An in-place scale x.mul_ timed at each size: bytes per call = 2 x elements x element size (one read and one write). Regimes: launch-bound (time at a floor), cache-resident (fits in L2; TB/s can beat the DRAM spec), transition, DRAM-bound (the plateau that governs LLM decode)."),
+                Para(text=f"An in-place elementwise op ({', '.join(ops)}) timed at each size: bytes per call = 2 x kernels x elements x element size (each kernel reads and writes every element once). Regimes: launch-bound (time at a floor), cache-resident (fits in the cache; TB/s can beat the DRAM spec), transition, DRAM-bound (the plateau that governs LLM decode; named only where two DRAM-bound sizes agree within 10%). {SPREAD_NOTE}"),
                 FigureRef(key="sweep"),
             ],
         )
     ]
     for s in sweeps:
-        top = max((r.tbps for r in s.rows), default=0.0)
-        with_ref = any(r.reference_tbps is not None for r in s.rows)
-        cols = ["SIZE", "MiB", "US/CALL", "TB/S", "% SPEC", "REGIME"] + (["REF TB/S"] if with_ref else [])
-        rows = []
-        for r in s.rows:
-            row = [f"2^{r.log2}", f"{r.mib:.1f}" if r.mib >= 0.1 else f"{r.mib:.3f}", f"{r.us:.1f}", _tb_digits(r.tbps, top), _pct(r.pct_of_dram_spec), r.regime]
-            if with_ref:
-                row.append(f"{r.reference_tbps:.2f}" if r.reference_tbps is not None else "")
-            rows.append(row)
         items: list[Any] = [
-            Para(text=f"{s.dtype} ({s.element_size} B per element) on {device_label(s)}, {s.target}; {s.warmup} warm-up + {s.iters} timed calls per size. Headline: {s.headline}."),
-            Table(columns=cols, right=[False, True, True, True, True, False] + ([True] if with_ref else []), rows=rows, bars=[r.tbps for r in s.rows], bar_label="TB/s"),
+            Para(text=f"{s.dtype} {what_ran(s)} ({s.element_size} B per element) on {device_label(s)}, {s.target}; {s.warmup} warm-up + {s.iters} timed calls per size. Headline: {s.headline}."),
+            sweep_table(s),
             Bullets(items=sweep_summary_lines(s)),
         ]
         if s.summary.lesson:
@@ -330,43 +318,64 @@ def _sweep_sections(sweeps: list[SweepResult]) -> list[Section]:
         if s.summary.notes:
             items.append(Bullets(items=[f"note: {n}" for n in s.summary.notes]))
         if s.compare is not None:
-            items += [Para(text=s.compare.prediction), Bullets(items=[*s.compare.lines, f"verdict: {s.compare.verdict}"])]
-        out.append(Section(level=3, heading=f"Sweep {s.dtype} on {device_label(s)}" + (f" (run {s.run_id})" if s.run_id else ""), items=items))
+            items += [Para(text=s.compare.prediction), compare_table(s.compare), Bullets(items=compare_lines(s.compare))]
+        out.append(Section(level=3, heading=f"Sweep {series_name(s)} on {device_label(s)}" + (f" (run {s.run_id})" if s.run_id else ""), items=items))
     pair = _compare_pair(sweeps)
     if pair is not None:
-
         cmp = compare_results(*pair)
-        rows = [
-            [f"2^{p.log2}", p.regime_a, p.regime_b, f"{p.us_a:.1f}", f"{p.us_b:.1f}", f"{p.time_ratio:.2f}", f"{p.tbps_ratio:.2f}", "" if p.agrees is None else ("yes" if p.agrees else "no")]
-            for p in cmp.pairs
-        ]
         a, b = cmp.a, cmp.b
         out.append(
             Section(
                 level=3,
                 heading=f"Predict, then measure: {b.dtype} vs {a.dtype}",
+                items=[Para(text=cmp.prediction), compare_table(cmp), Bullets(items=compare_lines(cmp))],
+            )
+        )
+    for impls in impl_pairs(sweeps):
+        out.append(
+            Section(
+                level=3,
+                heading=impls_heading(impls),
                 items=[
-                    Para(text=cmp.prediction),
-                    Table(columns=["SIZE", f"REGIME {a.dtype}", f"REGIME {b.dtype}", f"US {a.dtype}", f"US {b.dtype}", "TIME x", "TB/S x", "AS PREDICTED"], right=[False, False, False, True, True, True, True, False], rows=rows),
-                    Bullets(items=[*cmp.lines, f"verdict: {cmp.verdict}", *(f"note: {n}" for n in cmp.notes)]),
+                    Para(text="The same op, type and sizes with torch and with a Triton kernel on one device; TRITON/TORCH is Triton's time per call over torch's (below 1x: Triton is faster)."),
+                    impls_table(impls),
+                    Bullets(items=impls_lines(impls)),
                 ],
             )
         )
     return out
 
 
+def _device_key(s: SweepResult) -> tuple[str | None, str]:
+    return (s.summary.device_name, s.summary.device_type)
+
+
 def _compare_pair(sweeps: list[SweepResult]) -> tuple[SweepResult, SweepResult] | None:
-    """Two sweeps on one device with different element sizes, not compared yet: the
-    latest of the smallest element size and of the next one."""
-    by_device: dict[tuple[str | None, str], dict[int, SweepResult]] = {}
+    """Two sweeps of one implementation and op on one device with different element
+    sizes, not compared yet: the latest of the smallest element size and of the next one."""
+    by_device: dict[tuple[str | None, str, str, str], dict[int, SweepResult]] = {}
     for s in sweeps:
-        by_device.setdefault((s.summary.device_name, s.summary.device_type), {})[s.element_size] = s
+        by_device.setdefault((*_device_key(s), s.impl, s.op), {})[s.element_size] = s
     for sizes in by_device.values():
         if len(sizes) >= 2:
             a, b = (sizes[k] for k in sorted(sizes)[:2])
             if a.compare is None and b.compare is None:
                 return a, b
     return None
+
+
+def impl_pairs(sweeps: Sequence[SweepResult]) -> list[SweepImpls]:
+    """torch and Triton runs of one op and type on one device with sizes in common: the
+    latest of each, compared (what `sweep --impl torch,triton` shows)."""
+    groups: dict[tuple[str | None, str, str, str], dict[str, SweepResult]] = {}
+    for s in sweeps:
+        groups.setdefault((*_device_key(s), s.dtype, s.op), {})[s.impl] = s
+    out = []
+    for by_impl in groups.values():
+        t, k = by_impl.get("torch"), by_impl.get("triton")
+        if t is not None and k is not None and {r.log2 for r in t.rows} & {r.log2 for r in k.rows}:
+            out.append(compare_impls(t, k))
+    return out
 
 
 def _profile_sections(profiles: list[ProfileResult], figure_keys: list[str]) -> list[Section]:
@@ -400,12 +409,13 @@ def _profile_sections(profiles: list[ProfileResult], figure_keys: list[str]) -> 
             )
         timed = [r for r in p.ranges if r.rates is not None]
         if timed:
+            per_call = units.time_unit(r.rates.seconds_per_call for r in timed if r.rates is not None)
             items.append(
                 Table(
                     title=f"Timed ranges (times: {p.timing_source})",
-                    columns=["RANGE", "KERNEL", "WORK/CALL", "US/CALL", "RATE", "% OF SPEC PEAK", "FLOP/B", "ROOF"],
+                    columns=["RANGE", "OP" if p.device_type == "cpu" else "KERNEL", "WORK/CALL", f"TIME/CALL ({per_call.name})", "RATE", "% OF SPEC PEAK", "FLOP/B", "ROOF"],
                     right=[False, False, True, True, True, False, True, False],
-                    rows=[_range_row(r) for r in timed],
+                    rows=[_range_row(r, per_call) for r in timed],
                 )
             )
         elif p.ranges:
@@ -424,16 +434,9 @@ def _profile_sections(profiles: list[ProfileResult], figure_keys: list[str]) -> 
 def _ncu_sections(ncus: list[NcuResult]) -> list[Section]:
     out = [Section(level=2, heading="Nsight Compute", items=[Para(text="Speed Of Light per kernel: how close DRAM, memory, L2 and the SMs came to their peaks, and what that says.")])]
 
-    def pct(v: float | None) -> str:
-        return "" if v is None else f"{v:.1f}"
-
     for n in ncus:
-        rows = [
-            [k.short_name, f"{k.duration_ns / 1000:.2f}" if k.duration_ns is not None else "", pct(k.dram_throughput_pct), pct(k.memory_throughput_pct), pct(k.l2_throughput_pct), pct(k.l2_hit_rate_pct), pct(k.sm_throughput_pct), k.bound]
-            for k in n.kernels
-        ]
         items: list[Any] = [
-            Table(columns=["KERNEL", "DURATION (us)", "DRAM %", "MEMORY %", "L2 %", "L2 HIT %", "SM %", "BOUND"], right=[False, True, True, True, True, True, True, False], rows=rows),
+            ncu_table(n),
             Para(text="Verdicts:"),
             Bullets(items=[f"{k.short_name}: {k.verdict}" for k in n.kernels]),
         ]
@@ -479,10 +482,12 @@ def _decode_sections(decodes: list[DecodeResult], data: dict[str, DecodeTimeline
 
 
 def floor_table(floor: DecodeFloor) -> Table:
+    per_token = units.time_unit(x.ms_per_token * 1e-3 for x in floor.lines)
     return Table(
-        columns=["BASIS", "BANDWIDTH", "MS/TOKEN", "TOKENS/S", "SOURCE"],
+        columns=["BASIS", "TB/S", f"PER TOKEN ({per_token.name})", "TOKENS/S", "SOURCE"],
         right=[False, True, True, True, False],
-        rows=[[x.basis + (" (estimate)" if x.estimate else ""), f"{x.bandwidth_tbps:.4g} TB/s", num(x.ms_per_token), num(x.tokens_per_s), x.source] for x in floor.lines],
+        # a measured plateau in three figures; a spec as its datasheet gives it (its source beside it)
+        rows=[[x.basis + (" (estimate)" if x.estimate else ""), units.tbps_value(x.bandwidth_tbps) if x.basis == "measured" else f"{x.bandwidth_tbps:.4g}", per_token.value(x.ms_per_token * 1e-3), units.sig(x.tokens_per_s), x.source] for x in floor.lines],
     )
 
 
@@ -586,11 +591,11 @@ def draw_figures(bundle: ReportBundle) -> list[Plot]:
     if bundle.sweeps:
         plots.append(figures.sweep_figure(bundle.sweeps))
     plateaus = [
-        (s.summary.device_name or "", f"{_tbps(s.summary.dram_tbps)}, run {s.run_id} ({s.dtype})", s.summary.dram_tbps * 1e12)
+        (s.summary.device_name or "", f"{tbps_text(s.summary.dram_tbps)}, run {s.run_id} ({series_name(s)})", s.summary.dram_tbps * 1e12)
         for s in bundle.sweeps
         if s.summary.dram_tbps is not None
     ]
-    roof = figures.roofline_figure(bundle.profiles, plateaus)
+    roof = figures.roofline_figure(bundle.profiles, plateaus, remarks=roofline_remarks(bundle.profiles, bundle.sweeps))
     if roof is not None:
         plots.append(roof)
     for p in bundle.profiles:

@@ -40,6 +40,7 @@ class RunLine(BaseModel):
     headline: str | None
     complete: bool  # meta.json and result.json are there and read
     session_uid: str | None
+    impl: str | None = None  # a sweep's implementation: torch or triton
     damaged: bool = False  # meta.json or result.json cannot be read (see `problem`)
     problem: str | None = None  # why it is damaged, or why it is not complete
 
@@ -97,6 +98,14 @@ def _device(meta: RunMeta, result: dict[str, Any] | None) -> tuple[str | None, s
     return name, dtype
 
 
+def _impl(result: dict[str, Any] | None) -> str | None:
+    """A sweep's implementation (older sweeps, stored before there was a choice: torch)."""
+    if result is None or result.get("kind") != "sweep":
+        return None
+    impl = result.get("impl", "torch")
+    return impl if isinstance(impl, str) else None
+
+
 def line(run: Run | store.RunStatus) -> RunLine:
     """One run as `runs` lists it, whatever state its folder is in."""
     status = run if isinstance(run, store.RunStatus) else store.inspect(run)
@@ -127,6 +136,7 @@ def line(run: Run | store.RunStatus) -> RunLine:
         headline=meta.headline,
         complete=status.complete,
         session_uid=meta.session_uid,
+        impl=_impl(status.data),
         damaged=status.state == "damaged",
         problem=status.problem,
     )
