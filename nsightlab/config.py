@@ -20,27 +20,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from nsightlab.errors import ConfigError, UsageError, validation_message
+from nsightlab import kubevalues
+from nsightlab.errors import ConfigError, NsightlabError, UsageError, validation_message
 
 DEFAULT_PROTECTED = ("prd", "prod", "production")
-
-# Kubernetes resource quantities as the tutorial writes them ("4", "500m", "24Gi").
-_QUANTITY_SUFFIXES = ("Ki", "Mi", "Gi", "Ti", "Pi", "Ei", "k", "M", "G", "T", "P", "E", "m", "")
-
-
-def _check_quantity(value: str) -> str:
-    text = str(value).strip()
-    for suffix in _QUANTITY_SUFFIXES:
-        if suffix and not text.endswith(suffix):
-            continue
-        number = text[: len(text) - len(suffix)] if suffix else text
-        try:
-            if float(number) >= 0:
-                return text
-        except ValueError:
-            continue
-    raise ValueError(f"{value!r} is not a Kubernetes quantity (e.g. 4, 500m, 24Gi)")
-
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
@@ -70,7 +53,41 @@ class LabConfig(_Strict):
     @field_validator("cpu", "memory", mode="before")
     @classmethod
     def _quantity(cls, value: object) -> str:
-        return _check_quantity(str(value))
+        if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+            raise ValueError(f"{value!r} is not a Kubernetes quantity (e.g. 4, 500m, 24Gi)")
+        # YAML reads `cpu: 4` as a number and `cpu: .inf` as a float infinity: both are
+        # checked as the text Kubernetes would be sent
+        return kubevalues.check_quantity(str(value))
+
+    @field_validator("pod_name")
+    @classmethod
+    def _pod_name(cls, value: str) -> str:
+        # `{user}` becomes a DNS label of 1 to 40 characters (see _dns_label), so the
+        # template is checked with the longest: the name is valid whoever runs it
+        problem = kubevalues.dns1123_subdomain_problem(value.replace("{user}", "u" * _USER_MAX))
+        if problem:
+            raise ValueError(f"{value!r} is not a pod name (a DNS-1123 subdomain once {{user}} is filled in): {problem}")
+        return value
+
+    @field_validator("instance_type")
+    @classmethod
+    def _instance_type(cls, value: str) -> str:
+        problem = kubevalues.label_value_problem(value)
+        if problem:
+            raise ValueError(f"{value!r} is not a label value: {problem}")
+        return value
+
+    @field_validator("node_selector")
+    @classmethod
+    def _node_selector(cls, value: dict[str, str]) -> dict[str, str]:
+        for key, label in value.items():
+            problem = kubevalues.label_key_problem(key)
+            if problem:
+                raise ValueError(f"{key!r} is not a label key: {problem}")
+            problem = kubevalues.label_value_problem(label)
+            if problem:
+                raise ValueError(f"{label!r} (the value of {key!r}) is not a label value: {problem}")
+        return value
 
 
 _INSTANCE_TYPE = re.compile(r"^[a-z0-9][a-z0-9-]*\.[a-z0-9-]+$")
@@ -101,10 +118,9 @@ class Config(_Strict):
         return value
 
     def all_protected_patterns(self) -> list[str]:
-        """The default tokens plus the user's patterns (the defaults always apply)."""
-        out = list(DEFAULT_PROTECTED)
-        out.extend(p for p in self.protected_contexts if p not in out)
-        return out
+        """The default tokens plus the user's patterns (the defaults always apply), each once,
+        in order. Linear: a `p not in list` test per pattern made 20,000 patterns take seconds."""
+        return list(dict.fromkeys([*DEFAULT_PROTECTED, *self.protected_contexts]))
 
     def owner(self) -> str:
         return self.lab.owner or current_user()
@@ -126,10 +142,13 @@ def current_user() -> str:
         return "user"
 
 
+_USER_MAX = 40  # characters of the owner's name in a pod name
+
+
 def _dns_label(text: str) -> str:
-    """Lowercase alphanumerics and '-', as pod names and label values need."""
-    cleaned = "".join(c if c.isalnum() else "-" for c in text.lower()).strip("-")
-    return cleaned[:40] or "user"
+    """Lowercase ASCII alphanumerics and '-', as pod names and label values need."""
+    cleaned = "".join(c if c.isascii() and c.isalnum() else "-" for c in text.lower()).strip("-")
+    return cleaned[:_USER_MAX].strip("-") or "user"
 
 
 def home() -> Path:
@@ -191,10 +210,7 @@ def load_config(path: Path | None = None) -> LoadedConfig:
             )
         config = Config()
         return LoadedConfig(config=config, path=cfg_path, exists=False, sources=_sources(config, {}, cfg_path))
-    try:
-        text = cfg_path.read_text(encoding="utf-8")
-    except OSError as e:
-        raise ConfigError(f"cannot read config file {cfg_path}: {e.strerror}") from e
+    text = read_text_file(cfg_path, what="config file", error=ConfigError)
     data, lines = _parse_yaml(text, cfg_path)
     try:
         config = Config.model_validate(data)
@@ -203,13 +219,49 @@ def load_config(path: Path | None = None) -> LoadedConfig:
     return LoadedConfig(config=config, path=cfg_path, exists=True, sources=_sources(config, lines, cfg_path))
 
 
+def read_text_file(path: Path, *, what: str, error: type[NsightlabError]) -> str:
+    """The text of a file the user named (UTF-8, a BOM allowed); `error` (with its exit
+    code) naming the file when it is a folder, unreadable or not UTF-8."""
+    if path.is_dir():
+        raise error(f"{what} {path} is a folder, not a file", hint="Give the path of the file itself.")
+    try:
+        raw = path.read_bytes()
+    except OSError as e:
+        raise error(f"cannot read {what} {path}: {e.strerror or e}") from None
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        line = raw.count(b"\n", 0, e.start) + 1
+        raise error(
+            f"{what} {path}:{line} is not UTF-8 text (byte 0x{raw[e.start]:02x} at offset {e.start})",
+            hint="Save it as UTF-8.",
+        ) from None
+
+
+def _compose(text: str) -> tuple[Any, Any]:
+    """The YAML's node tree (for the lines of its keys) and its data, from one parse.
+
+    libyaml's parser when PyYAML has it: composing twice in pure Python (once for the
+    lines, once for the data) made 20,000 protected patterns take seconds.
+    """
+    import yaml
+
+    loader_class = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    loader = loader_class(text)
+    try:
+        node = loader.get_single_node()
+        data = loader.construct_document(node) if node is not None else None
+    finally:
+        loader.dispose()
+    return node, data
+
+
 def _parse_yaml(text: str, path: Path) -> tuple[dict[str, Any], dict[tuple[str, ...], int]]:
     """Parse YAML and remember the line of every mapping key (1-based)."""
     import yaml
 
     try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
+        node, data = _compose(text)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
@@ -221,9 +273,11 @@ def _parse_yaml(text: str, path: Path) -> tuple[dict[str, Any], dict[tuple[str, 
     if not isinstance(data, dict):
         raise ConfigError(f"{path}:1: the config must be a mapping of keys to values")
     lines: dict[tuple[str, ...], int] = {}
+    seen: set[int] = set()
 
     def walk(n: Any, prefix: tuple[str, ...]) -> None:
-        if isinstance(n, yaml.MappingNode):
+        if isinstance(n, yaml.MappingNode) and id(n) not in seen:
+            seen.add(id(n))  # an alias shares its anchor's node, and may be inside it
             for key_node, value_node in n.value:
                 key = (*prefix, str(key_node.value))
                 lines[key] = key_node.start_mark.line + 1

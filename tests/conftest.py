@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 # Tests import the emulator as `kubesim`.
 _TESTS = str(Path(__file__).resolve().parent)
@@ -14,6 +17,22 @@ if _TESTS not in sys.path:
     sys.path.insert(0, _TESTS)
 
 from kubesim import KubeSim, realistic_cluster  # noqa: E402
+
+# Property tests (tests/test_properties.py): the same examples on every run (derandomize),
+# nothing written into the repository (no example database, and hypothesis' other caches
+# in the temporary folder, not ./.hypothesis), a deadline generous enough for a busy
+# 2-core machine; each test sets its own modest max_examples.
+os.environ.setdefault("HYPOTHESIS_STORAGE_DIRECTORY", str(Path(tempfile.gettempdir()) / "nsightlab-hypothesis"))
+settings.register_profile(
+    "nsightlab",
+    derandomize=True,
+    database=None,
+    deadline=2000,
+    max_examples=100,
+    print_blob=True,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+settings.load_profile("nsightlab")
 
 # Contexts of the default kubeconfig, all pointing at the same server. The CURRENT context
 # is the production one on purpose: nsightlab must never use current-context. Each context

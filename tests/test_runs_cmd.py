@@ -17,7 +17,7 @@ pytest.importorskip("torch")
 
 LINE_KEYS = {
     "id", "folder", "kind", "name", "created", "where", "target", "context", "node", "instance_type",
-    "gpu", "device", "device_type", "dtype", "headline", "complete", "session_uid", "impl",
+    "gpu", "device", "device_type", "dtype", "headline", "complete", "session_uid", "impl", "damaged", "problem",
 }  # fmt: skip
 
 
@@ -39,7 +39,7 @@ def test_list_json_shape(capsys: pytest.CaptureFixture[str], rec: Recorded) -> N
     assert {x["id"] for x in doc["runs"]} == rec.all_ids
     for x in doc["runs"]:
         assert set(x) == LINE_KEYS
-        assert x["complete"] is True
+        assert x["complete"] is True and x["damaged"] is False and x["problem"] is None
     by_id = {x["id"]: x for x in doc["runs"]}
     cpu = by_id[rec.cpu_f32]
     assert cpu["where"] == "local" and cpu["kind"] == "sweep" and cpu["dtype"] == "float32"

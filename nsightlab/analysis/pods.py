@@ -11,30 +11,28 @@ from __future__ import annotations
 
 import functools
 from datetime import datetime, timezone
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from typing import Any
+
+from nsightlab import kubevalues
 
 GPU = "nvidia.com/gpu"
 INSTANCE_TYPE_LABELS = ("node.kubernetes.io/instance-type", "beta.kubernetes.io/instance-type")
 TERMINAL_PHASES = ("Succeeded", "Failed")
 
-_BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
-_DECIMAL = {"n": Decimal("1e-9"), "u": Decimal("1e-6"), "m": Decimal("1e-3"), "": Decimal(1), "k": Decimal(10**3), "M": Decimal(10**6), "G": Decimal(10**9), "T": Decimal(10**12), "P": Decimal(10**15), "E": Decimal(10**18)}
-
 
 def parse_quantity(value: Any) -> Decimal:
-    """A Kubernetes quantity ("1", "500m", "24Gi", 2) as a Decimal; bad input -> 0."""
-    if value is None:
+    """A Kubernetes quantity from an API object ("1", "500m", "24Gi", 2) as a Decimal; bad
+    input -> 0. The grammar is `kubevalues.parse_quantity`, the one config.yaml is checked
+    with; a server never sends anything else, so what does not parse counts as nothing."""
+    if value is None or isinstance(value, bool):
         return Decimal(0)
-    text = str(value).strip()
+    if isinstance(value, (int, float)):
+        number = Decimal(str(value))
+        return number if number.is_finite() else Decimal(0)
     try:
-        for suffix, factor in _BINARY.items():
-            if text.endswith(suffix):
-                return Decimal(text[: -len(suffix)]) * factor
-        if text and text[-1] in _DECIMAL and not text[-1].isdigit():
-            return Decimal(text[:-1]) * _DECIMAL[text[-1]]
-        return Decimal(text)
-    except InvalidOperation:
+        return kubevalues.parse_quantity(str(value).strip())
+    except ValueError:
         return Decimal(0)
 
 

@@ -7,6 +7,7 @@ evaluate each one on every start. Commands import what they need when they run, 
 `nsightlab --help` loads Typer and nothing heavy (bench/startup.py).
 """
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -60,6 +61,35 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document o
 YesOpt = Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")]
 
 LocalOpt = Annotated[bool, typer.Option("--local", help="Run on this machine (its GPU, or the CPU) instead of the lab pod.")]
+
+
+def number(kind: type[float] | type[int] = float, *, minimum: float | None = None, above: float | None = None) -> Callable[[Any], Any]:
+    """The parser of a numeric option: a finite number (NaN and the infinities are not),
+    a whole one for `kind=int`, at least `minimum` / more than `above`. Anything else is a
+    usage error, said in one line by `cli.usage` ("--iters 'nan' is not a whole number;
+    see `nsightlab sweep --help`"), exit 2."""
+    whole = kind is int
+
+    def parse(value: Any) -> Any:
+        text = str(value).strip()
+        try:
+            if whole:
+                if isinstance(value, float) or not text.lstrip("+-").isdigit() or not text.isascii():
+                    raise ValueError(text)
+                parsed: float = int(text)
+            else:
+                parsed = float(text)
+        except ValueError:
+            raise ValueError("is not a whole number" if whole else "is not a number") from None
+        if not math.isfinite(parsed):
+            raise ValueError("must be a finite number")
+        if minimum is not None and parsed < minimum:
+            raise ValueError(f"must be at least {minimum:g}")
+        if above is not None and parsed <= above:
+            raise ValueError("must be positive" if above == 0 else f"must be more than {above:g}")
+        return parsed
+
+    return parse
 
 
 def make_env(json_out: bool = False) -> "Env":

@@ -15,6 +15,7 @@ from nsightlab.cli.common import (
     YesOpt,
     app,
     make_env,
+    number,
 )
 
 if TYPE_CHECKING:
@@ -32,8 +33,8 @@ class _Device(str, Enum):
     cpu = "cpu"
 
 
-MaxParallelOpt = Annotated[Optional[int], typer.Option("--max-parallel", help="Jobs (GPUs) at once (default 4).", min=1, show_default=False)]  # noqa: UP045
-ScheduleTimeoutOpt = Annotated[Optional[float], typer.Option("--schedule-timeout", help="seconds a Job may wait for a GPU before it is reported not-scheduled and deleted (default 120).", min=0.1, show_default=False)]  # noqa: UP045
+MaxParallelOpt = Annotated[Optional[int], typer.Option("--max-parallel", help="Jobs (GPUs) at once (default 4).", parser=number(int, minimum=1), show_default=False)]  # noqa: UP045
+ScheduleTimeoutOpt = Annotated[Optional[float], typer.Option("--schedule-timeout", help="seconds a Job may wait for a GPU before it is reported not-scheduled and deleted (default 120).", parser=number(minimum=0.1), show_default=False)]  # noqa: UP045
 KeepOpt = Annotated[bool, typer.Option("--keep", help="Leave the Jobs and the ConfigMap in place when done.")]
 
 
@@ -46,15 +47,15 @@ def fleet_sweep(
     every_node: Annotated[bool, typer.Option("--every-node", help="One Job per GPU node (pinned by kubernetes.io/hostname): find the slow ones.")] = False,
     dtype: Annotated[Optional[str], typer.Option("--dtype", metavar="TYPE", help="element type: float16 (fp16, half), bfloat16 (bf16), float32 (fp32, float) or float64 (fp64, double); default float16, float32 with --device cpu.", show_default=False)] = None,  # noqa: UP045
     sizes: Annotated[Optional[str], typer.Option("--sizes", metavar="N,N,...", help="log2 of the element counts, 10..34 (default: the script's, 16..30 on a GPU).", show_default=False)] = None,  # noqa: UP045
-    iters: Annotated[Optional[int], typer.Option("--iters", help="timed calls per size (default 50).", min=1, show_default=False)] = None,  # noqa: UP045
-    warmup: Annotated[Optional[int], typer.Option("--warmup", help="warm-up calls per size (default 5).", min=0, show_default=False)] = None,  # noqa: UP045
+    iters: Annotated[Optional[int], typer.Option("--iters", help="timed calls per size (default 50).", parser=number(int, minimum=1), show_default=False)] = None,  # noqa: UP045
+    warmup: Annotated[Optional[int], typer.Option("--warmup", help="warm-up calls per size (default 5).", parser=number(int, minimum=0), show_default=False)] = None,  # noqa: UP045
     device: Annotated[_Device, typer.Option("--device", help="auto and cuda: the Job's GPU, which torch must see (else the Job fails); cpu: the node's CPU on purpose.")] = _Device.auto,
     max_parallel: MaxParallelOpt = None,
     schedule_timeout: ScheduleTimeoutOpt = None,
-    job_deadline: Annotated[int, typer.Option("--job-deadline", help="seconds a Job may run (its activeDeadlineSeconds, Pending included) before it is a timeout.", min=1)] = 1800,
-    weights_gb: Annotated[Optional[float], typer.Option("--weights-gb", help="a model's weights in GB (10^9 bytes): per type, the decode floor, tokens/s and whether it fits.", min=0.001, show_default=False)] = None,  # noqa: UP045
+    job_deadline: Annotated[int, typer.Option("--job-deadline", help="seconds a Job may run (its activeDeadlineSeconds, Pending included) before it is a timeout.", parser=number(int, minimum=1))] = 1800,
+    weights_gb: Annotated[Optional[float], typer.Option("--weights-gb", help="a model's weights in GB (10^9 bytes): per type, the decode floor, tokens/s and whether it fits.", parser=number(above=0), show_default=False)] = None,  # noqa: UP045
     price: Annotated[Optional[list[str]], typer.Option("--price", metavar="TYPE=USD", help="USD per hour of an instance type (repeatable; adds to config.yaml's prices).", show_default=False)] = None,  # noqa: UP045
-    target_tokens_per_s: Annotated[Optional[float], typer.Option("--target-tokens-per-s", help="with --weights-gb: name the cheapest type that reaches this many tokens/s (batch 1).", min=0.001, show_default=False)] = None,  # noqa: UP045
+    target_tokens_per_s: Annotated[Optional[float], typer.Option("--target-tokens-per-s", help="with --weights-gb: name the cheapest type that reaches this many tokens/s (batch 1).", parser=number(above=0), show_default=False)] = None,  # noqa: UP045
     keep: KeepOpt = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the ConfigMap and the Jobs as YAML and create nothing.")] = False,
     yes: YesOpt = False,

@@ -16,6 +16,7 @@ from nsightlab.cli.common import (
     YesOpt,
     app,
     make_env,
+    number,
     show,
 )
 
@@ -30,7 +31,7 @@ def create(
     namespace: NamespaceOpt = None,
     manifest: Annotated[Optional[Path], typer.Option("--manifest", help="pod template to fill instead of manifests/pod.yaml.")] = None,  # noqa: UP045
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the final manifest as YAML and send nothing.")] = False,
-    timeout: Annotated[float, typer.Option("--timeout", help="seconds to wait for Ready before giving up (exit 5).", min=1)] = 600,
+    timeout: Annotated[float, typer.Option("--timeout", help="seconds to wait for Ready before giving up (exit 5), at least 1.", parser=number(minimum=1))] = 600,
     no_wait: Annotated[bool, typer.Option("--no-wait", help="Create the pod, record the session and return at once; follow it with `nsightlab status` and `nsightlab events`.")] = False,
     profiling_caps: Annotated[bool, typer.Option("--profiling-caps", help="Add CAP_SYS_ADMIN so ncu can read GPU counters (weakens isolation: only with your platform team's OK).")] = False,
     yes: YesOpt = False,
@@ -121,7 +122,7 @@ def status(
 @app.command()
 def logs(
     follow: Annotated[bool, typer.Option("--follow", "-f", help="Keep streaming until Ctrl-C or the container ends.")] = False,
-    tail: Annotated[Optional[int], typer.Option("--tail", metavar="N", help="only the last N lines (default: all).", min=0, show_default=False)] = None,  # noqa: UP045
+    tail: Annotated[Optional[int], typer.Option("--tail", metavar="N", help="only the last N lines (default: all).", parser=number(int, minimum=0), show_default=False)] = None,  # noqa: UP045
     container: Annotated[Optional[str], typer.Option("--container", help="the container (default: the pod's first).", show_default=False)] = None,  # noqa: UP045
     context: ContextOpt = None,
     kubeconfig: KubeconfigOpt = None,

@@ -14,6 +14,7 @@ from nsightlab.cli.common import (
     NamespaceOpt,
     app,
     make_env,
+    number,
     show,
 )
 
@@ -27,8 +28,8 @@ class ProfilerChoice(str, Enum):
 _DECODE = "decode (options for `profile decode`)"
 PresetOpt = Annotated[Optional[str], typer.Option("--preset", help="decode: the model's shape: tiny, llama-1b, llama-3b, llama-8b, qwen-0.5b (default: llama-1b on a GPU, tiny on a CPU).", show_default=False, rich_help_panel=_DECODE)]  # noqa: UP045
 BatchOpt = Annotated[Optional[str], typer.Option("--batch", metavar="B,B,...", help="decode: batch sizes, e.g. 1,8,32,128 (default 1).", show_default=False, rich_help_panel=_DECODE)]  # noqa: UP045
-TokensOpt = Annotated[Optional[int], typer.Option("--tokens", help="decode: timed decode steps per mode and batch (default 128).", show_default=False, rich_help_panel=_DECODE)]  # noqa: UP045
-PromptOpt = Annotated[Optional[int], typer.Option("--prompt-len", help="decode: prompt positions before the first step (default 128).", show_default=False, rich_help_panel=_DECODE)]  # noqa: UP045
+TokensOpt = Annotated[Optional[int], typer.Option("--tokens", help="decode: timed decode steps per mode and batch (default 128).", parser=number(int, minimum=1), show_default=False, rich_help_panel=_DECODE)]  # noqa: UP045
+PromptOpt = Annotated[Optional[int], typer.Option("--prompt-len", help="decode: prompt positions before the first step (default 128).", parser=number(int, minimum=1), show_default=False, rich_help_panel=_DECODE)]  # noqa: UP045
 ModesOpt = Annotated[Optional[str], typer.Option("--modes", metavar="eager,graphs", help="decode: launch each kernel from Python (eager), replay a CUDA graph (graphs), or both (the default on a GPU).", show_default=False, rich_help_panel=_DECODE)]  # noqa: UP045
 DtypeOpt = Annotated[Optional[str], typer.Option("--dtype", help="decode: bfloat16, float16 or float32 (default bfloat16 on a GPU, float32 on a CPU).", show_default=False, rich_help_panel=_DECODE)]  # noqa: UP045
 
@@ -46,14 +47,14 @@ def profile(
     profiler: Annotated[ProfilerChoice, typer.Option("--profiler", help="nsys, or torch (torch.profiler: for targets without Nsight); `profile decode` also takes none (the script's own step times).")] = ProfilerChoice.nsys,
     nsys_args: Annotated[str, typer.Option("--nsys-args", help="extra options for `nsys profile`, e.g. '--sample=none'.")] = "",
     serving: Annotated[bool, typer.Option("--serving", help="Profile a server: the command after -- runs as given (e.g. vllm serve ...), with the nsys options vLLM's profiling guide asks for.")] = False,
-    delay: Annotated[Optional[int], typer.Option("--delay", metavar="SECONDS", min=0, help="with --serving and --duration: start collecting this many seconds after the server starts.", show_default=False)] = None,  # noqa: UP045
-    duration: Annotated[Optional[int], typer.Option("--duration", metavar="SECONDS", min=1, help="with --serving: collect this many seconds, then nsys ends the server (default: between the server's cudaProfilerStart and Stop).", show_default=False)] = None,  # noqa: UP045
+    delay: Annotated[Optional[int], typer.Option("--delay", metavar="SECONDS", parser=number(int, minimum=0), help="with --serving and --duration: start collecting this many seconds after the server starts.", show_default=False)] = None,  # noqa: UP045
+    duration: Annotated[Optional[int], typer.Option("--duration", metavar="SECONDS", parser=number(int, minimum=1), help="with --serving: collect this many seconds, then nsys ends the server (default: between the server's cudaProfilerStart and Stop).", show_default=False)] = None,  # noqa: UP045
     device: DeviceOpt = _Device.auto,
     local: LocalOpt = False,
     context: ContextOpt = None,
     kubeconfig: KubeconfigOpt = None,
     namespace: NamespaceOpt = None,
-    top: Annotated[int, typer.Option("--top", help="kernels to show (all of them are in --json).", min=1)] = 15,
+    top: Annotated[int, typer.Option("--top", help="kernels to show (all of them are in --json).", parser=number(int, minimum=1))] = 15,
     preset: PresetOpt = None,
     batch: BatchOpt = None,
     tokens: TokensOpt = None,
@@ -155,7 +156,7 @@ def ncu(
     script_args: Annotated[Optional[list[str]], typer.Argument(help="arguments for the script (after --).", show_default=False)] = None,  # noqa: UP045
     kernel: Annotated[str, typer.Option("--kernel", "-k", help="regex of the kernel to profile (default: lesson1's scale kernel).")] = "vectorized_elementwise",
     section: Annotated[Optional[list[str]], typer.Option("--section", help="ncu section(s) to collect.", show_default=False)] = None,  # noqa: UP045
-    count: Annotated[int, typer.Option("--count", "-c", help="kernel launches to profile.", min=1)] = 1,
+    count: Annotated[int, typer.Option("--count", "-c", help="kernel launches to profile.", parser=number(int, minimum=1))] = 1,
     device: DeviceOpt = _Device.auto,
     local: LocalOpt = False,
     context: ContextOpt = None,
@@ -195,8 +196,8 @@ class _Op(str, Enum):
 def sweep(
     dtype: Annotated[Optional[str], typer.Option("--dtype", metavar="TYPE", help="element type: float16 (fp16, half), bfloat16 (bf16), float32 (fp32, float) or float64 (fp64, double); default float16 on a GPU, float32 on a CPU (16-bit floats on a CPU time conversion, not memory); with --compare the other element size.", show_default=False)] = None,  # noqa: UP045
     sizes: Annotated[Optional[str], typer.Option("--sizes", metavar="N,N,...", help="log2 of the element counts, 10..34, e.g. 16,20,24 (default: 16..30 on a GPU; on a CPU from 12 to two sizes 4x past the last-level cache).", show_default=False)] = None,  # noqa: UP045
-    iters: Annotated[Optional[int], typer.Option("--iters", help="timed calls per size (default 50 on a GPU, 10 on a CPU).", min=1, show_default=False)] = None,  # noqa: UP045
-    warmup: Annotated[Optional[int], typer.Option("--warmup", help="warm-up calls per size (default 5 on a GPU, 2 on a CPU).", min=0, show_default=False)] = None,  # noqa: UP045
+    iters: Annotated[Optional[int], typer.Option("--iters", help="timed calls per size (default 50 on a GPU, 10 on a CPU).", parser=number(int, minimum=1), show_default=False)] = None,  # noqa: UP045
+    warmup: Annotated[Optional[int], typer.Option("--warmup", help="warm-up calls per size (default 5 on a GPU, 2 on a CPU).", parser=number(int, minimum=0), show_default=False)] = None,  # noqa: UP045
     impl: Annotated[Optional[str], typer.Option("--impl", metavar="torch|triton|torch,triton", help="torch (default), a Triton kernel of the same op, or both side by side on the same target.", show_default=False)] = None,  # noqa: UP045
     op: Annotated[Optional[_Op], typer.Option("--op", help="scale: x *= 1.0001 (default); scale-add: x = x * 0.999 + 0.001 (torch: two kernels, Triton: one fused).", show_default=False)] = None,  # noqa: UP045
     compare: Annotated[Optional[list[str]], typer.Option("--compare", metavar="RUN", help="a stored sweep (id, prefix or 'latest') to check against; give it twice to compare two stored runs without running anything.", show_default=False)] = None,  # noqa: UP045

@@ -5,7 +5,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from nsightlab.cli.common import JsonOpt, YesOpt, app, make_env, show
+from nsightlab.cli.common import JsonOpt, YesOpt, app, make_env, number, show
 
 runs_app = typer.Typer(rich_markup_mode=None)  # help: the docstring of runs_main
 app.add_typer(runs_app, name="runs")
@@ -146,7 +146,7 @@ def analyze(
 
 WeightsOpt = Annotated[
     Optional[float],  # noqa: UP045
-    typer.Option("--weights-gb", help="model weights in GB (10^9 bytes), e.g. 16 for 8B parameters in fp16: the per-token decode floor.", show_default=False),
+    typer.Option("--weights-gb", help="model weights in GB (10^9 bytes), e.g. 16 for 8B parameters in fp16: the per-token decode floor.", parser=number(above=0), show_default=False),
 ]
 
 @app.command()
@@ -194,7 +194,7 @@ def report(
 
 @app.command()
 def roofline(
-    weights_gb: Annotated[float, typer.Option("--weights-gb", help="model weights in GB (10^9 bytes), e.g. 16 for 8B parameters in fp16.")],
+    weights_gb: Annotated[float, typer.Option("--weights-gb", help="model weights in GB (10^9 bytes), e.g. 16 for 8B parameters in fp16.", parser=number(above=0))],
     run: Annotated[Optional[str], typer.Option("--run", help="a stored sweep (its measured DRAM plateau and its GPU's spec); default: the latest sweep.", show_default=False)] = None,  # noqa: UP045
     gpu: Annotated[Optional[str], typer.Option("--gpu", help="a GPU's spec only: product name, table key or instance type (g7e.8xlarge).", show_default=False)] = None,  # noqa: UP045
     json_out: JsonOpt = False,

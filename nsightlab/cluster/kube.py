@@ -25,11 +25,11 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlencode
+from urllib.parse import quote, urlencode
 
 from nsightlab.cluster import answers
 from nsightlab.cluster.kubeconfig import plain_connection
-from nsightlab.errors import ClusterError, NsightlabError, PodNotReadyError
+from nsightlab.errors import ClusterError, NsightlabError, PodNotReadyError, UsageError
 
 if TYPE_CHECKING:
     import ssl
@@ -59,6 +59,21 @@ class Forbidden(ClusterError):
     """403: RBAC (or an admission policy) refused the request."""
 
     what = ""  # what was being done: "list nodes", "get node NAME"
+
+
+def seg(name: str) -> str:
+    """A name as one segment of a request path: every reserved character quoted ('/', '?',
+    '#', ';', '%', spaces...), whatever was checked before, so a name can never reach
+    another object or another endpoint.
+
+    "." and ".." are quoted too (an HTTP client removes dot segments: DELETE of pod ".."
+    would go to the namespace), and an empty name is refused (".../pods/" is the whole
+    collection).
+    """
+    if not name:
+        raise UsageError("an empty name cannot be sent to the API server", hint="Check the pod, node or namespace name you gave (or the lab session's).")
+    quoted = quote(name, safe="")
+    return quoted.replace(".", "%2E") if quoted in (".", "..") else quoted
 
 
 _CONTINUE = re.compile(rb'"continue"\s*:\s*"([^"]*)"')
@@ -391,25 +406,25 @@ class Kube:
         query = {"labelSelector": label_selector, "fieldSelector": field_selector}
         if namespace is None:
             return self._list("/api/v1/pods", what="list pods in all namespaces", query=query)
-        return self._list(f"/api/v1/namespaces/{namespace}/pods", what=f"list pods in namespace {namespace}", query=query)
+        return self._list(f"/api/v1/namespaces/{seg(namespace)}/pods", what=f"list pods in namespace {namespace}", query=query)
 
     def get_pod(self, namespace: str, name: str) -> dict[str, Any] | None:
         try:
-            result: dict[str, Any] = self.get_json(f"/api/v1/namespaces/{namespace}/pods/{name}", what=f"get pod {name} in namespace {namespace}")
+            result: dict[str, Any] = self.get_json(f"/api/v1/namespaces/{seg(namespace)}/pods/{seg(name)}", what=f"get pod {name} in namespace {namespace}")
         except NotFound:
             return None
         return result
 
     def get_node(self, name: str) -> dict[str, Any] | None:
         try:
-            result: dict[str, Any] = self.get_json(f"/api/v1/nodes/{name}", what=f"get node {name}")
+            result: dict[str, Any] = self.get_json(f"/api/v1/nodes/{seg(name)}", what=f"get node {name}")
         except NotFound:
             return None
         return result
 
     def list_events(self, namespace: str, *, field_selector: str | None = None) -> list[dict[str, Any]]:
         """core/v1 Events of one namespace (e.g. `involvedObject.name=POD`)."""
-        return self._list(f"/api/v1/namespaces/{namespace}/events", what=f"list events in namespace {namespace}", query={"fieldSelector": field_selector})[0]
+        return self._list(f"/api/v1/namespaces/{seg(namespace)}/events", what=f"list events in namespace {namespace}", query={"fieldSelector": field_selector})[0]
 
     def pod_log(self, namespace: str, name: str, *, container: str | None = None, tail_lines: int | None = None, follow: bool = False) -> Iterator[bytes]:
         """A container's log, in pieces as they come; with `follow`, until the container
@@ -419,7 +434,7 @@ class Kube:
 
         what = f"read the log of pod {name} in namespace {namespace}"
         query = {"container": container, "tailLines": tail_lines, "follow": True if follow else None}
-        resp = self.request("GET", f"/api/v1/namespaces/{namespace}/pods/{name}/log", what=what, query=query, text=True)
+        resp = self.request("GET", f"/api/v1/namespaces/{seg(namespace)}/pods/{seg(name)}/log", what=what, query=query, text=True)
         if follow:  # its headers came within the request timeout; the lines then come when they come
             _stream_timeout(resp, None)
         try:
@@ -436,7 +451,7 @@ class Kube:
         most lab users lack (Forbidden): the lab never needs it, a pod's create answers
         404 in a missing namespace."""
         try:
-            self.get_json(f"/api/v1/namespaces/{name}", what=f"get namespace {name}")
+            self.get_json(f"/api/v1/namespaces/{seg(name)}", what=f"get namespace {name}")
         except NotFound:
             return False
         return True
@@ -456,7 +471,7 @@ class Kube:
         name = manifest.get("metadata", {}).get("name", "?")
         what = f"create pod {name} in namespace {namespace}"
         try:
-            resp = self.request("POST", f"/api/v1/namespaces/{namespace}/pods", what=what, body=manifest)
+            resp = self.request("POST", f"/api/v1/namespaces/{seg(namespace)}/pods", what=what, body=manifest)
         except NotFound:
             raise self.missing_namespace(namespace) from None
         result: dict[str, Any] = self._json(resp, what)
@@ -471,7 +486,7 @@ class Kube:
             body["gracePeriodSeconds"] = grace_seconds
         try:
             what = f"delete pod {name} in namespace {namespace}"
-            self._json(self.request("DELETE", f"/api/v1/namespaces/{namespace}/pods/{name}", what=what, body=body), what)
+            self._json(self.request("DELETE", f"/api/v1/namespaces/{seg(namespace)}/pods/{seg(name)}", what=what, body=body), what)
         except NotFound:
             return False
         return True
@@ -504,31 +519,31 @@ class Kube:
         return True
 
     def create_job(self, namespace: str, manifest: dict[str, Any]) -> dict[str, Any]:
-        return self._create(f"/apis/batch/v1/namespaces/{namespace}/jobs", "job", namespace, manifest)
+        return self._create(f"/apis/batch/v1/namespaces/{seg(namespace)}/jobs", "job", namespace, manifest)
 
     def get_job(self, namespace: str, name: str) -> dict[str, Any] | None:
-        return self._get(f"/apis/batch/v1/namespaces/{namespace}/jobs/{name}", f"get job {name} in namespace {namespace}")
+        return self._get(f"/apis/batch/v1/namespaces/{seg(namespace)}/jobs/{seg(name)}", f"get job {name} in namespace {namespace}")
 
     def list_jobs(self, namespace: str, *, label_selector: str | None = None) -> tuple[list[dict[str, Any]], str]:
         """Jobs of one namespace, and the list's resourceVersion (to watch from)."""
-        return self._list(f"/apis/batch/v1/namespaces/{namespace}/jobs", what=f"list jobs in namespace {namespace}", query={"labelSelector": label_selector})
+        return self._list(f"/apis/batch/v1/namespaces/{seg(namespace)}/jobs", what=f"list jobs in namespace {namespace}", query={"labelSelector": label_selector})
 
     def delete_job(self, namespace: str, name: str, *, uid: str | None = None, propagation: str = "Background") -> bool:
         """Delete a Job (only the one with `uid`, when given) and, by default, its pods after
         it (batch/v1 would orphan them when no policy is sent). False if it was already gone."""
-        return self._delete(f"/apis/batch/v1/namespaces/{namespace}/jobs/{name}", f"delete job {name} in namespace {namespace}", uid=uid, propagation=propagation)
+        return self._delete(f"/apis/batch/v1/namespaces/{seg(namespace)}/jobs/{seg(name)}", f"delete job {name} in namespace {namespace}", uid=uid, propagation=propagation)
 
     def create_configmap(self, namespace: str, manifest: dict[str, Any]) -> dict[str, Any]:
-        return self._create(f"/api/v1/namespaces/{namespace}/configmaps", "configmap", namespace, manifest)
+        return self._create(f"/api/v1/namespaces/{seg(namespace)}/configmaps", "configmap", namespace, manifest)
 
     def get_configmap(self, namespace: str, name: str) -> dict[str, Any] | None:
-        return self._get(f"/api/v1/namespaces/{namespace}/configmaps/{name}", f"get configmap {name} in namespace {namespace}")
+        return self._get(f"/api/v1/namespaces/{seg(namespace)}/configmaps/{seg(name)}", f"get configmap {name} in namespace {namespace}")
 
     def list_configmaps(self, namespace: str, *, label_selector: str | None = None) -> list[dict[str, Any]]:
-        return self._list(f"/api/v1/namespaces/{namespace}/configmaps", what=f"list configmaps in namespace {namespace}", query={"labelSelector": label_selector})[0]
+        return self._list(f"/api/v1/namespaces/{seg(namespace)}/configmaps", what=f"list configmaps in namespace {namespace}", query={"labelSelector": label_selector})[0]
 
     def delete_configmap(self, namespace: str, name: str, *, uid: str | None = None) -> bool:
-        return self._delete(f"/api/v1/namespaces/{namespace}/configmaps/{name}", f"delete configmap {name} in namespace {namespace}", uid=uid, propagation=None)
+        return self._delete(f"/api/v1/namespaces/{seg(namespace)}/configmaps/{seg(name)}", f"delete configmap {name} in namespace {namespace}", uid=uid, propagation=None)
 
     def access_review(self, verb: str, resource: str, namespace: str | None, *, subresource: str | None = None, group: str = "") -> tuple[bool, str]:
         """SelfSubjectAccessReview: may the current user do this? (allowed, reason)."""
@@ -573,7 +588,7 @@ class Kube:
     ) -> Iterator[tuple[str, dict[str, Any]]]:
         """Yield (event type, object) from one watch request until the server ends it."""
         query = {"fieldSelector": field_selector, "labelSelector": label_selector, "resourceVersion": resource_version, "allowWatchBookmarks": True}
-        yield from self._watch(f"/api/v1/namespaces/{namespace}/pods", f"watch pods in namespace {namespace}", query, timeout_seconds, on_open)
+        yield from self._watch(f"/api/v1/namespaces/{seg(namespace)}/pods", f"watch pods in namespace {namespace}", query, timeout_seconds, on_open)
 
     def watch_jobs(
         self,
@@ -586,7 +601,7 @@ class Kube:
     ) -> Iterator[tuple[str, dict[str, Any]]]:
         """Yield (event type, Job) from one watch request until the server ends it."""
         query = {"labelSelector": label_selector, "resourceVersion": resource_version, "allowWatchBookmarks": True}
-        yield from self._watch(f"/apis/batch/v1/namespaces/{namespace}/jobs", f"watch jobs in namespace {namespace}", query, timeout_seconds, on_open)
+        yield from self._watch(f"/apis/batch/v1/namespaces/{seg(namespace)}/jobs", f"watch jobs in namespace {namespace}", query, timeout_seconds, on_open)
 
     def watch_events(
         self,
@@ -597,7 +612,7 @@ class Kube:
         timeout_seconds: int = 60,
     ) -> Iterator[tuple[str, dict[str, Any]]]:
         query = {"fieldSelector": field_selector, "resourceVersion": resource_version}
-        yield from self._watch(f"/api/v1/namespaces/{namespace}/events", f"watch events in namespace {namespace}", query, timeout_seconds)
+        yield from self._watch(f"/api/v1/namespaces/{seg(namespace)}/events", f"watch events in namespace {namespace}", query, timeout_seconds)
 
     def _events(self, resp: Any, what: str) -> Iterator[tuple[str, dict[str, Any]]]:
         import urllib3
@@ -664,7 +679,7 @@ class Kube:
             url = "ws://" + base[len("http://") :]
         else:
             url = base
-        url += f"/api/v1/namespaces/{namespace}/pods/{pod}/exec?" + urlencode(query)
+        url += f"/api/v1/namespaces/{seg(namespace)}/pods/{seg(pod)}/exec?" + urlencode(query)
         authorization = self._authorization()
         headers = [f"Authorization: {authorization}"] if authorization else []
         sslopt = self._exec_sslopt() if url.startswith("wss://") else {}

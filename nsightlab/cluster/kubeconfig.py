@@ -61,11 +61,22 @@ def kubeconfig_paths(explicit: str | os.PathLike[str] | None = None) -> tuple[li
 
 
 def load_kubeconfig(explicit: str | os.PathLike[str] | None = None) -> Kubeconfig:
-    """Read and merge the kubeconfig files; a missing or malformed file is exit 4."""
-    import yaml
+    """Read and merge the kubeconfig files; a missing or malformed file is exit 4.
+
+    Malformed is anything kubectl would not load either, each reported in one line that
+    names the file: a folder, an unreadable file, bytes that are not UTF-8, YAML syntax,
+    a document that is not a mapping, lists that are not lists, entries without a name,
+    and the fields nsightlab reads (a context's cluster, user and namespace, a cluster's
+    server) that are not strings. An empty file is an empty kubeconfig, as for kubectl.
+    """
+    from nsightlab.config import read_text_file
 
     paths, origin = kubeconfig_paths(explicit)
-    existing = [p for p in paths if p.is_file()]
+    folders = [p for p in paths if p.is_dir()]
+    if folders:
+        raise ClusterError(f"kubeconfig {folders[0]} is a folder, not a file", hint="Give the kubeconfig file itself (e.g. ~/.kube/config).")
+    # kubectl skips the files of KUBECONFIG that do not exist; so does nsightlab
+    existing = [p for p in paths if p.exists()]
     if explicit and not existing:
         raise ClusterError(
             f"kubeconfig {paths[0]} does not exist",
@@ -79,35 +90,58 @@ def load_kubeconfig(explicit: str | os.PathLike[str] | None = None) -> Kubeconfi
         )
     kc = Kubeconfig(paths=existing)
     for path in existing:
-        try:
-            data = yaml.safe_load(path.read_text(encoding="utf-8"))
-        except yaml.YAMLError as e:
-            mark = getattr(e, "problem_mark", None)
-            where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
-            raise ClusterError(f"kubeconfig {where} is not valid YAML", hint="Fix or regenerate the file (e.g. `aws eks update-kubeconfig`).") from None
-        except OSError as e:
-            raise ClusterError(f"cannot read kubeconfig {path}: {e.strerror}") from None
-        except UnicodeDecodeError:
-            raise ClusterError(f"kubeconfig {path} is not a text file", hint="Check the --kubeconfig path (or KUBECONFIG).") from None
-        if data is None:
-            continue
-        if not isinstance(data, dict):
-            raise ClusterError(f"kubeconfig {path} is malformed (not a mapping)", hint="Fix or regenerate the file.")
-        for key, target in (("contexts", kc.contexts), ("clusters", kc.clusters), ("users", kc.users)):
-            entries = data.get(key) or []
-            if not isinstance(entries, list):
-                raise ClusterError(f"kubeconfig {path} is malformed ('{key}' is not a list)", hint="Fix or regenerate the file.")
-            for entry in entries:
-                if not isinstance(entry, dict) or "name" not in entry:
-                    raise ClusterError(f"kubeconfig {path} is malformed (an entry of '{key}' has no name)", hint="Fix or regenerate the file.")
-                body_key = key[:-1]  # "contexts" -> "context"
-                body = entry.get(body_key) or {}
-                if str(entry["name"]) not in target:
-                    target[str(entry["name"])] = body if isinstance(body, dict) else {}
-                    kc.origins[f"{key}/{entry['name']}"] = path
-        if kc.current_context is None and data.get("current-context"):
-            kc.current_context = str(data["current-context"])
+        text = read_text_file(path, what="kubeconfig", error=ClusterError)
+        _merge(kc, path, _parse(text, path))
     return kc
+
+
+_FIX = "Fix or regenerate the file (e.g. `aws eks update-kubeconfig`)."
+# The fields of each entry nsightlab reads, which must be strings when present.
+_STRING_FIELDS = {"contexts": ("cluster", "user", "namespace"), "clusters": ("server",), "users": ()}
+
+
+def _parse(text: str, path: Path) -> Any:
+    import yaml
+
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
+        raise ClusterError(f"kubeconfig {where} is not valid YAML", hint=_FIX) from None
+    except RecursionError:  # nesting deeper than the interpreter's stack
+        raise ClusterError(f"kubeconfig {path} is nested too deeply to be a kubeconfig", hint=_FIX) from None
+
+
+def _merge(kc: Kubeconfig, path: Path, data: Any) -> None:
+    """Add one file's entries to `kc`: the first file that names an entry wins (kubectl's rule)."""
+    if data is None:
+        return
+    if not isinstance(data, dict):
+        raise ClusterError(f"kubeconfig {path} is malformed (not a mapping)", hint=_FIX)
+    for key, target in (("contexts", kc.contexts), ("clusters", kc.clusters), ("users", kc.users)):
+        entries = data.get(key) or []
+        if not isinstance(entries, list):
+            raise ClusterError(f"kubeconfig {path} is malformed ('{key}' is not a list)", hint=_FIX)
+        body_key = key[:-1]  # "contexts" -> "context"
+        for entry in entries:
+            if not isinstance(entry, dict) or not isinstance(entry.get("name"), (str, int, float)) or isinstance(entry.get("name"), bool):
+                raise ClusterError(f"kubeconfig {path} is malformed (an entry of '{key}' has no name)", hint=_FIX)
+            name = str(entry["name"])
+            body = entry.get(body_key)
+            if body is None:
+                body = {}
+            if not isinstance(body, dict):
+                raise ClusterError(f"kubeconfig {path} is malformed ({body_key} '{name}' is not a mapping)", hint=_FIX)
+            for field_name in _STRING_FIELDS[key]:
+                if field_name in body and body[field_name] is not None and not isinstance(body[field_name], str):
+                    raise ClusterError(f"kubeconfig {path} is malformed (the '{field_name}' of {body_key} '{name}' is not a string)", hint=_FIX)
+            if name not in target:
+                target[name] = body
+                kc.origins[f"{key}/{name}"] = path
+    current = data.get("current-context")
+    if kc.current_context is None and current and isinstance(current, str):
+        kc.current_context = current
 
 
 # ---------------------------------------------------------------------------- plain contexts

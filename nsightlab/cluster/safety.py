@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING
 
-from nsightlab.errors import ClusterError, Interrupted, SafetyError
+from nsightlab.cluster import lookalike
+from nsightlab.errors import ClusterError, Interrupted, SafetyError, escape_controls
 
 if TYPE_CHECKING:
     from nsightlab.cluster.kubeconfig import Kubeconfig
@@ -27,7 +28,8 @@ if TYPE_CHECKING:
     from nsightlab.env import Env
 
 _TOKEN_SPLIT = re.compile(r"[-_.:/@]+")
-_GLOB_CHARS = set("*?[")
+_GLOB_CHARS = frozenset("*?[")
+_GLOB_START = re.compile(r"[*?\[]")
 
 
 class Intent(Enum):
@@ -64,25 +66,52 @@ def name_tokens(name: str) -> list[str]:
     return [t for t in _TOKEN_SPLIT.split(name.lower()) if t]
 
 
+def _glob_bounds(pattern: str) -> tuple[str, str]:
+    """The literal text every match of a glob starts and ends with: a test far cheaper than
+    compiling the glob, so that thousands of patterns cost one pass (fnmatch compiles each
+    to a regular expression)."""
+    first = _GLOB_START.search(pattern)
+    head_end = first.start() if first else len(pattern)
+    tail_start = max(pattern.rfind("*"), pattern.rfind("?"), pattern.rfind("]")) + 1
+    return pattern[:head_end], pattern[max(tail_start, head_end) :]
+
+
 def protection_reason(name: str, patterns: list[str], *, alias: str | None = None, alias_flag: bool = False) -> str | None:
     """Why a context is protected, or None.
 
     A pattern without glob characters matches a whole token of the name (split on
-    -_.:/@); a pattern with `*`, `?` or `[` matches the whole name as a glob.
+    -_.:/@); a pattern with `*`, `?` or `[` matches the whole name as a glob. Names and
+    patterns are compared as a person reads them: when any of them is not plain ASCII,
+    also after NFKC and with look-alike characters folded (`ｐｒｄ`, a Cyrillic `prоd`
+    and `PRD` all match `prd`). Linear in the number of patterns.
     """
     if alias_flag:
         return f"its alias '{alias}' sets protected: true"
-    for candidate in (name, alias):
-        if not candidate:
-            continue
-        tokens = name_tokens(candidate)
-        for pattern in patterns:
-            p = pattern.lower()
-            if _GLOB_CHARS & set(p):
-                if fnmatch.fnmatchcase(candidate.lower(), p):
-                    return f"'{candidate}' matches the protected pattern '{pattern}'"
-            elif p in tokens:
-                return f"'{candidate}' contains the protected token '{pattern}'"
+    candidates = [c for c in (name, alias) if c]
+    folding = lookalike.needs_folding(*candidates, *patterns)
+
+    def forms(text: str) -> tuple[str, ...]:
+        return lookalike.folds(text) if folding else (text.lower(),)
+
+    compared = []
+    for pattern in patterns:
+        pforms = forms(pattern)
+        bounds = [_glob_bounds(f) for f in pforms] if not _GLOB_CHARS.isdisjoint(pattern) else None
+        compared.append((pattern, pforms, bounds))
+    for candidate in candidates:
+        cforms = forms(candidate)
+        tokens = [set(name_tokens(form)) for form in cforms]
+        for pattern, pforms, bounds in compared:
+            for i, (form, pform) in enumerate(zip(cforms, pforms, strict=True)):
+                if bounds is None:
+                    hit = pform in tokens[i]
+                else:
+                    head, tail = bounds[i]
+                    hit = form.startswith(head) and form.endswith(tail) and fnmatch.fnmatchcase(form, pform)
+                if hit:
+                    read_as = f" (read as '{form}')" if i else ""
+                    what = f"contains the protected token '{pattern}'" if bounds is None else f"matches the protected pattern '{pattern}'"
+                    return f"'{candidate}'{read_as} {what}"
     return None
 
 
@@ -185,7 +214,8 @@ def resolve_context(
 def announce(env: Env, ctx: ResolvedContext, what: str) -> None:
     """The one line naming context, API server and namespace, before any change."""
     via = " (from the lab session)" if ctx.from_session else ""
-    env.note(f"{what}: context {ctx.label}{via}, server {ctx.server or '?'}, namespace {ctx.namespace}")
+    # names from the kubeconfig and the command line: shown, never obeyed by the terminal
+    env.note(escape_controls(f"{what}: context {ctx.label}{via}, server {ctx.server or '?'}, namespace {ctx.namespace}"))
 
 
 def confirm_change(env: Env, ctx: ResolvedContext, what: str, *, yes: bool) -> None:

@@ -18,6 +18,7 @@ from nsightlab.analysis.pods import human_duration
 from nsightlab.analysis.profile import ProfileResult, ops_label
 from nsightlab.analysis.sweep import SweepResult
 from nsightlab.configure import ConfigView
+from nsightlab.errors import escape_controls
 from nsightlab.present import decodedoc as dd
 from nsightlab.present.doc import Bullets, Para, Table
 from nsightlab.present.fleetview import fleet_tables, log_tails
@@ -55,7 +56,7 @@ if TYPE_CHECKING:
     from nsightlab.present.console import Env
     from nsightlab.present.doc import ReportDoc, ReportFiles
     from nsightlab.present.doc import Table as ReportTable
-    from nsightlab.runs.listing import RemovedRuns, RunDetail, RunsList
+    from nsightlab.runs.listing import RemovedRuns, RunDetail, RunLine, RunsList
 
 
 class Column:
@@ -645,14 +646,20 @@ def _when(dt: Any) -> str:
 def runs_list(env: Env, listing: RunsList) -> None:
     """Stored runs, oldest first: id, kind, name, when (UTC), where, node, device, dtype, headline."""
     cols = [Column("ID"), Column("KIND"), Column("NAME"), Column("WHEN (UTC)"), Column("WHERE"), Column("NODE"), Column("DEVICE"), Column("DTYPE"), Column("HEADLINE")]
-    rows = [
-        [r.id, r.kind, r.name, _when(r.created), r.where, r.node or "", r.device or "", r.dtype or "", (r.headline or "") if r.complete else "(did not finish)"]
-        for r in listing.runs
-    ]
+    rows = [[r.id, r.kind, r.name, _when(r.created), r.where, r.node or "", r.device or "", r.dtype or "", _state(r)] for r in listing.runs]
     if not rows:
         lines(env, [f"no runs yet in {listing.runs_dir} (make one with `nsightlab profile lesson1` or `nsightlab sweep`)"], bullet="")
         return
     table(env, cols, rows)
+
+
+def _state(r: RunLine) -> str:
+    """The headline of a complete run, else what is wrong with it."""
+    if r.complete:
+        return r.headline or ""
+    if r.damaged:
+        return escape_controls(f"(damaged: {r.problem})")
+    return "(did not finish)" if r.problem in (None, "did not finish") else escape_controls(f"({r.problem})")
 
 
 def run_detail(env: Env, detail: RunDetail) -> None:

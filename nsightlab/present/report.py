@@ -72,10 +72,9 @@ from nsightlab.present.text import (
 )
 from nsightlab.present.writers import render_html, render_markdown
 from nsightlab.runs import store
-from nsightlab.runs.analyze import stored_result
 from nsightlab.runs.decode import load_timelines
 from nsightlab.runs.listing import RunLine, line, resolve_all
-from nsightlab.runs.store import Run, RunMeta
+from nsightlab.runs.store import Run, RunMeta, RunStatus
 
 if TYPE_CHECKING:
     from nsightlab.analysis.ncu import NcuResult
@@ -110,76 +109,76 @@ class Selection:
     notes: list[str] = field(default_factory=list)
 
 
-def _load(run: Run, notes: list[str]) -> Loaded | None:
-
-    try:
-        meta = run.meta()
-    except UsageError as e:
-        notes.append(f"skipped {run.folder}: {e.message}")
+def _load(status: RunStatus, notes: list[str]) -> Loaded | None:
+    """A run to report, or None with a note saying why it is left out."""
+    if status.meta is None or status.result is None:
+        label = f"run {status.meta.id} ({status.meta.kind} {status.meta.name})" if status.meta else f"run {status.run.id}"
+        if status.state == "damaged":
+            notes.append(f"left out {label}: it is damaged ({status.problem})")
+        else:
+            notes.append(f"left out {label}: it did not finish (no result.json)")
         return None
-    if not run.has_result():
-        notes.append(f"skipped run {meta.id} ({meta.kind} {meta.name}): it did not finish (no result.json)")
-        return None
-    try:
-        result = stored_result(run.path)
-    except (UsageError, ValueError) as e:
-        notes.append(f"skipped run {meta.id}: its result.json cannot be read ({str(e).splitlines()[0][:200]})")
-        return None
-    return Loaded(run=run, meta=meta, line=line(run, meta), result=result)
+    return Loaded(run=status.run, meta=status.meta, line=line(status), result=status.result)
 
 
-def _latest(runs: list[Run]) -> list[Run]:
-    """The latest finished run of each kind; for sweeps, the latest of each name (dtype,
-    and the implementation and op where they are not the default)."""
-    picked: dict[tuple[str, str], Run] = {}
-    for run in runs:
-        try:
-            meta = run.meta()
-        except UsageError:
-            continue
-        if not run.has_result():
-            continue
-        key = (meta.kind, meta.name or meta.dtype or "") if meta.kind == "sweep" else (meta.kind, "")
-        picked[key] = run  # oldest first, so the last one wins
-    return sorted(picked.values(), key=lambda r: r.folder)
+def _latest(statuses: list[RunStatus], notes: list[str]) -> list[RunStatus]:
+    """The latest complete run of each kind; for sweeps, the latest of each name. A
+    damaged run that would have been chosen is named in a note."""
+
+    def key(status: RunStatus) -> tuple[str, str]:
+        if status.meta is not None:
+            kind, name, dtype = status.meta.kind, status.meta.name, status.meta.dtype
+        else:
+            kind, name, _ = store.folder_facts(status.run)
+            dtype = None
+        # sweeps: the latest of each name (dtype, and the implementation and op where they
+        # are not the default)
+        return (kind, name or dtype or "") if kind == "sweep" else (kind, "")
+
+    picked: dict[tuple[str, str], RunStatus] = {}
+    for status in statuses:
+        if status.complete:
+            picked[key(status)] = status  # oldest first, so the last one wins
+    for status in statuses:
+        best = picked.get(key(status))
+        if status.state == "damaged" and (best is None or status.run.folder > best.run.folder):
+            notes.append(f"left out run {status.run.id}: it is damaged ({status.problem})")
+    return sorted(picked.values(), key=lambda s: s.run.folder)
 
 
 def select_runs(refs: Sequence[str]) -> Selection:
     """The runs to report: `refs` if given, else the current lab session's runs, else the
-    latest finished run of each kind (of each dtype for sweeps)."""
+    latest finished run of each kind (of each dtype for sweeps). Damaged runs are left
+    out with a note; when the only run asked for is damaged, that is the error (exit 2,
+    naming the file)."""
 
     notes: list[str] = []
     if refs:
-        chosen = resolve_all(list(refs))
+        chosen = [store.inspect(r) for r in resolve_all(list(refs))]
         how = "the runs given: " + ", ".join(refs)
     else:
-        every = store.all_runs()
+        every = [store.inspect(r) for r in store.all_runs()]
         if not every:
             raise UsageError("there are no runs yet", hint="Make one with `nsightlab profile lesson1` or `nsightlab sweep`.")
         session = load_session()
         chosen = []
         how = ""
         if session is not None:
-            chosen = [r for r in every if _session_uid(r) == session.uid]
+            chosen = [s for s in every if s.meta is not None and s.meta.session_uid == session.uid]
             if chosen:
                 how = f"the runs of the current lab session (pod {session.pod}, context {session.context})"
             else:
                 notes.append(f"the current lab session (pod {session.pod}) has no runs yet; showing the latest runs instead")
         if not chosen:
-            chosen = _latest(every)
+            chosen = _latest(every, notes)
             how = "the latest run of each kind (of each dtype for sweeps)"
-    chosen = sorted(chosen, key=lambda r: r.folder)  # in the order they ran
-    loaded = [x for x in (_load(r, notes) for r in chosen) if x is not None]
+    chosen = sorted(chosen, key=lambda s: s.run.folder)  # in the order they ran
+    loaded = [x for x in (_load(s, notes) for s in chosen) if x is not None]
     if not loaded:
+        if len(chosen) == 1 and chosen[0].state == "damaged" and chosen[0].error is not None:
+            raise chosen[0].error  # the file that cannot be read, named
         raise UsageError("none of the chosen runs has a result to report", hint="; ".join(notes) or None)
     return Selection(runs=loaded, how=how, notes=notes)
-
-
-def _session_uid(run: Run) -> str | None:
-    try:
-        return run.meta().session_uid
-    except UsageError:
-        return None
 
 
 # ---------------------------------------------------------------------------- formatting

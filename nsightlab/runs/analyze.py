@@ -23,11 +23,10 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from nsightlab.analysis.decode import DecodeResult, load_decode_record
-from nsightlab.analysis.fleet import FleetResult
-from nsightlab.analysis.ncu import NcuResult, from_report
+from nsightlab.analysis.ncu import from_report
 from nsightlab.analysis.profile import (
     ProfileResult,
     build_profile,
@@ -36,7 +35,6 @@ from nsightlab.analysis.profile import (
     torch_info,
 )
 from nsightlab.analysis.steps import TraceAnatomy
-from nsightlab.analysis.sweep import SweepResult
 from nsightlab.errors import ParseError, UsageError
 from nsightlab.parse import ncu as ncu_parse
 from nsightlab.parse import nsys
@@ -134,8 +132,9 @@ def _nsys_result(report: nsys.NsysReport, record_path: Path | None, source: Path
 
 def _folder(path: Path, opts: TraceOptions | None = None) -> BaseModel:
     opts = opts or TraceOptions()
-    if (path / "meta.json").is_file() and (path / "result.json").is_file():
-        stored = stored_result(path)
+    recorded = (path / "meta.json").exists() or (path / "result.json").exists()
+    if recorded or (store.is_run_folder(path) and not any(path.glob("*.csv"))):
+        stored = stored_result(path)  # a run folder, whatever state it is in
         if isinstance(stored, DecodeResult) and opts.used:
             return _folder(path / "raw", opts)  # the stored result's own options otherwise
         if isinstance(stored, ProfileResult):
@@ -241,20 +240,20 @@ def _json_file(path: Path) -> BaseModel:
 
 
 def stored_result(folder: Path) -> BaseModel:
-    data = json.loads(_read(folder / "result.json"))
-    return _stored(str(data.get("kind")), data, folder / "result.json")
+    """A run folder's result, validated; exit 2 naming the file when the run is damaged
+    or did not finish."""
+    status = store.inspect(store.Run(folder))
+    if status.result is None:
+        assert status.error is not None
+        raise status.error
+    return status.result
 
 
 def _stored(kind: str, data: dict[str, Any], path: Path) -> BaseModel:
-    if kind == "profile":
-        return ProfileResult.model_validate(data)
-    if kind == "ncu":
-        return NcuResult.model_validate(data)
-    if kind == "decode":
-        return DecodeResult.model_validate(data)
-    if kind == "sweep":
-
-        return SweepResult.model_validate(data)
-    if kind == "fleet":
-        return FleetResult.model_validate(data)
-    raise ParseError(f"unknown result kind {kind!r}", source=path)
+    models = store.result_models()
+    if kind not in models:
+        raise ParseError(f"unknown result kind {kind!r}", source=path)
+    try:
+        return models[kind].model_validate(data)
+    except ValidationError as e:
+        raise ParseError(f"not a {kind} result this nsightlab can read ({store.validation_summary(e)})", source=path) from None

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from nsightlab.analysis.gpus import lookup
 from nsightlab.analysis.roofline import DecodeFloor, decode_floor, find_gpu, plateau_source
+from nsightlab.analysis.sweep import SweepResult
 from nsightlab.config import load_session
 from nsightlab.errors import UsageError
 from nsightlab.runs import store
-from nsightlab.runs.store import Run
 from nsightlab.runs.sweeps import load_sweep_run
 
 
@@ -20,11 +20,15 @@ def decode_floor_for(weights_gb: float, *, run: str | None = None, gpu: str | No
 
     if run is not None and gpu is not None:
         raise UsageError("give --run or --gpu, not both")
+    damaged: list[store.RunStatus] = []
     if gpu is not None:
         floor = decode_floor(weights_gb, gpus=[find_gpu(gpu)])
     elif run is not None:
-        r = store.resolve(run)
-        meta = r.meta()
+        status = store.inspect(store.resolve(run))
+        if status.meta is None:  # damaged, or still being written: its own one line
+            assert status.error is not None
+            raise status.error
+        r, meta = status.run, status.meta
         if meta.kind == "sweep":
             floor = decode_floor(weights_gb, sweeps=[plateau_source(load_sweep_run(str(r.path)))])
         elif meta.kind == "profile":
@@ -34,7 +38,9 @@ def decode_floor_for(weights_gb: float, *, run: str | None = None, gpu: str | No
         else:
             raise UsageError(f"run {meta.id} is a {meta.kind} run: give a sweep run (its DRAM plateau) or --gpu NAME")
     else:
-        sweeps = [load_sweep_run(str(x.path)) for x in store.all_runs() if x.has_result() and _kind(x) == "sweep"]
+        statuses = [store.inspect(x) for x in store.all_runs()]
+        sweeps = [s.result for s in statuses if isinstance(s.result, SweepResult)]
+        damaged = [s for s in statuses if s.state == "damaged" and (s.meta.kind if s.meta else store.folder_facts(s.run)[0]) == "sweep"]
         with_plateau = [x for x in sweeps if x.summary.dram_tbps is not None]
         session = load_session()
         spec = lookup(session.gpu_product) if session and session.gpu_product else None
@@ -47,13 +53,7 @@ def decode_floor_for(weights_gb: float, *, run: str | None = None, gpu: str | No
             floor = decode_floor(weights_gb, sweeps=[plateau_source(sweeps[-1])])
         else:
             raise UsageError("no sweep run to take a DRAM plateau from, and no lab session GPU", hint="Give --gpu NAME (e.g. 'NVIDIA L4' or g7e.8xlarge), --run ID, or run `nsightlab sweep` first.")
+    floor.notes.extend(f"left out sweep {s.run.id}: it is damaged ({s.problem})" for s in damaged)
     if not floor.lines:
         raise UsageError("no floor to give: " + "; ".join(floor.notes or ["no bandwidth known"]), hint="Sweep larger sizes, or give --gpu NAME for the spec floor.")
     return floor
-
-
-def _kind(run: Run) -> str | None:
-    try:
-        return run.meta().kind
-    except UsageError:
-        return None

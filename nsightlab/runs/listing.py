@@ -3,11 +3,12 @@
 A run is found by its six-hex-digit id, any unambiguous prefix of it or of its folder
 name, a path to its folder, or `latest` (`store.resolve`). An ambiguous prefix is exit 2
 naming the candidates. Removing resolves every reference first, so a typo removes nothing.
+A damaged run (`store.inspect`) is listed, marked, and can be removed; showing it is exit
+2 naming the file that cannot be read.
 """
 
 from __future__ import annotations
 
-import json
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -37,9 +38,11 @@ class RunLine(BaseModel):
     device_type: str | None
     dtype: str | None
     headline: str | None
-    complete: bool  # result.json is there
+    complete: bool  # meta.json and result.json are there and read
     session_uid: str | None
     impl: str | None = None  # a sweep's implementation: torch or triton
+    damaged: bool = False  # meta.json or result.json cannot be read (see `problem`)
+    problem: str | None = None  # why it is damaged, or why it is not complete
 
 
 class RunsList(BaseModel):
@@ -68,14 +71,6 @@ class RemovedRuns(BaseModel):
     """`nsightlab runs rm ... --json`."""
 
     removed: list[RunLine]
-
-
-def _result_or_none(run: Run) -> dict[str, Any] | None:
-    try:
-        data = json.loads((run.path / "result.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
 
 
 def _device(meta: RunMeta, result: dict[str, Any] | None) -> tuple[str | None, str | None]:
@@ -111,14 +106,21 @@ def _impl(result: dict[str, Any] | None) -> str | None:
     return impl if isinstance(impl, str) else None
 
 
-def line(run: Run, meta: RunMeta | None = None, result: dict[str, Any] | None = None) -> RunLine:
-    meta = meta or run.meta()
-    if result is None:
-        result = _result_or_none(run)
-    device, device_type = _device(meta, result)
+def line(run: Run | store.RunStatus) -> RunLine:
+    """One run as `runs` lists it, whatever state its folder is in."""
+    status = run if isinstance(run, store.RunStatus) else store.inspect(run)
+    meta = status.meta
+    if meta is None:  # missing or damaged: what the folder's name says
+        kind, name, created = store.folder_facts(status.run)
+        return RunLine(
+            id=status.run.id, folder=status.run.folder, kind=kind, name=name, created=created, where="?", target="?",
+            context=None, node=None, instance_type=None, gpu=None, device=None, device_type=None, dtype=None,
+            headline=None, complete=False, session_uid=None, damaged=status.state == "damaged", problem=status.problem,
+        )  # fmt: skip
+    device, device_type = _device(meta, status.data)
     return RunLine(
         id=meta.id,
-        folder=run.folder,
+        folder=status.run.folder,
         kind=meta.kind,
         name=meta.name,
         created=meta.created,
@@ -132,35 +134,37 @@ def line(run: Run, meta: RunMeta | None = None, result: dict[str, Any] | None = 
         device_type=device_type,
         dtype=meta.dtype,
         headline=meta.headline,
-        complete=result is not None,
+        complete=status.complete,
         session_uid=meta.session_uid,
-        impl=_impl(result),
+        impl=_impl(status.data),
+        damaged=status.state == "damaged",
+        problem=status.problem,
     )
 
 
 def list_runs(kind: str | None = None) -> RunsList:
-    """Every stored run (oldest first), optionally of one kind."""
+    """Every stored run (oldest first), optionally of one kind; damaged ones marked."""
     out = []
     for run in store.all_runs():
-        try:
-            meta = run.meta()
-        except UsageError:  # a damaged folder must not hide the others
-            continue
-        if kind is None or meta.kind == kind:
-            out.append(line(run, meta))
+        entry = line(run)
+        if kind is None or entry.kind == kind:
+            out.append(entry)
     return RunsList(runs_dir=str(store.runs_dir()), runs=out)
 
 
 def show_run(ref: str) -> RunDetail:
+    """One run in full; a damaged run (or one not recorded yet) is the error naming why."""
     run = store.resolve(ref)
-    meta = run.meta()
-    result = _result_or_none(run)
+    status = store.inspect(run)
+    if status.meta is None or status.state == "damaged":
+        assert status.error is not None
+        raise status.error
     files = [
         RunFile(path=p.relative_to(run.path).as_posix(), bytes=p.stat().st_size)
         for p in sorted(run.path.rglob("*"))
         if p.is_file()
     ]
-    return RunDetail(run=line(run, meta, result), path=str(run.path), meta=meta, files=files, result=result)
+    return RunDetail(run=line(status), path=str(run.path), meta=status.meta, files=files, result=status.data)
 
 
 def resolve_all(refs: list[str], *, in_store: bool = False) -> list[Run]:

@@ -7,6 +7,18 @@
 
 Results are written to disk (atomically) before anything is printed. A run's id is six
 hex digits; any unambiguous prefix of the id (or of the folder name) finds it.
+
+A run folder is in one of three states (`inspect`):
+- complete: meta.json and result.json both read, each of the shape its kind has;
+- incomplete ("did not finish"): no result.json, and meta.json readable or (for a
+  folder that changed in the last `RUNNING_GRACE`) not written yet: the run is still
+  being written, or stopped before the end;
+- damaged: a meta.json or result.json that cannot be read (not JSON, truncated, not UTF-8,
+  the wrong shape), a result.json without a meta.json, or a folder of raw outputs whose
+  meta.json never came and that has not changed for `RUNNING_GRACE`. Every command that
+  needs the run says so in one line naming the file (exit 2); `runs` lists it as damaged.
+Both files are written atomically (a temporary file, then a rename), so a file cut short
+is damage, never a run in progress.
 """
 
 from __future__ import annotations
@@ -15,16 +27,81 @@ import json
 import re
 import secrets
 import shutil
-from datetime import datetime, timezone
+import time
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
 from nsightlab.config import atomic_write_json, home
-from nsightlab.errors import UsageError
+from nsightlab.errors import ParseError, UsageError
 
 _SAFE = re.compile(r"[^A-Za-z0-9_.-]+")
+# <UTC time>-<kind>-<name>-<id>, as new_run names a folder
+_FOLDER = re.compile(r"(\d{8}T\d{6}Z)-([A-Za-z0-9_.]+)-(.*)-([0-9a-f]{6})")
+# How long a folder of raw outputs without meta.json may still be a run being written:
+# the lab pod's default lifetime (lab.deadline_seconds), the longest a run in it can take.
+RUNNING_GRACE = timedelta(hours=4)
+
+
+def result_models() -> dict[str, type[BaseModel]]:
+    """The model of each kind of result.json (imported when a result is read)."""
+    from nsightlab.analysis.decode import DecodeResult
+    from nsightlab.analysis.fleet import FleetResult
+    from nsightlab.analysis.ncu import NcuResult
+    from nsightlab.analysis.profile import ProfileResult
+    from nsightlab.analysis.sweep import SweepResult
+
+    return {"profile": ProfileResult, "sweep": SweepResult, "ncu": NcuResult, "decode": DecodeResult, "fleet": FleetResult}
+
+
+class DamagedRunError(ParseError):
+    """A run's meta.json or result.json cannot be read: names the file (exit 2).
+
+    `problem` is the same without the path, for the list of runs: "result.json: not
+    valid JSON, cut short".
+    """
+
+    def __init__(self, folder: Path, file: str | None, problem: str, *, line: int | None = None) -> None:
+        run_id = Run(folder).id
+        source = folder / file if file else folder
+        super().__init__(
+            f"damaged run {run_id}: {problem}",
+            source=source,
+            line=line,
+            hint=f"Remove it with `nsightlab runs rm {run_id}` (what came back from the target is in its raw/ folder, which `nsightlab analyze` reads).",
+        )
+        self.problem = f"{file}: {problem}" if file else problem
+
+
+def validation_summary(e: ValidationError) -> str:
+    """A pydantic error in a few words on one line: how many problems, and the first."""
+    first = e.errors()[0]
+    where = ".".join(str(p) for p in first["loc"]) or "(top level)"
+    count = e.error_count()
+    return f"{count} problem{'s' if count != 1 else ''}, first '{where}': {first['msg']}"
+
+
+def _read_json(path: Path) -> Any:
+    """A run file's JSON, or DamagedRunError naming the file (FileNotFoundError passes)."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise
+    except OSError as e:
+        raise DamagedRunError(path.parent, path.name, f"cannot be read ({e.strerror or e})") from None
+    try:
+        return json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as e:
+        raise DamagedRunError(path.parent, path.name, f"not UTF-8 (byte 0x{raw[e.start]:02x} at offset {e.start})") from None
+    except json.JSONDecodeError as e:
+        # the error at the very end, or a string still open there: the file ends too soon
+        cut = ", cut short" if e.pos >= len(raw.rstrip()) or e.msg.startswith("Unterminated string") else ""
+        raise DamagedRunError(path.parent, path.name, f"not valid JSON{cut} ({e.msg})", line=e.lineno) from None
+    except RecursionError:
+        raise DamagedRunError(path.parent, path.name, "nested too deeply to be JSON nsightlab wrote") from None
 
 
 class RunMeta(BaseModel):
@@ -66,11 +143,23 @@ class Run:
     def folder(self) -> str:
         return self.path.name
 
+    @property
+    def id(self) -> str:
+        """The id in the folder's name (meta.json holds the same)."""
+        m = _FOLDER.fullmatch(self.folder)
+        return m.group(4) if m else self.folder.rsplit("-", 1)[-1]
+
     def meta(self) -> RunMeta:
+        """meta.json, or DamagedRunError naming it (missing, unreadable, not JSON, wrong shape)."""
+        path = self.path / "meta.json"
         try:
-            return RunMeta.model_validate_json((self.path / "meta.json").read_text(encoding="utf-8"))
-        except (OSError, ValueError) as e:
-            raise UsageError(f"run {self.path.name} has no readable meta.json ({e})") from None
+            data = _read_json(path)
+        except FileNotFoundError:
+            raise DamagedRunError(self.path, None, "no meta.json") from None
+        try:
+            return RunMeta.model_validate(data)
+        except ValidationError as e:
+            raise DamagedRunError(self.path, "meta.json", f"not a run's meta.json ({validation_summary(e)})") from None
 
     def write_meta(self, meta: RunMeta) -> None:
         atomic_write_json(self.path / "meta.json", meta.model_dump(mode="json"))
@@ -82,17 +171,113 @@ class Run:
         return path
 
     def result(self) -> dict[str, Any]:
+        """result.json as JSON: UsageError when there is none (the run did not finish),
+        DamagedRunError when it cannot be read or is not a JSON object."""
         path = self.path / "result.json"
         try:
-            data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+            data = _read_json(path)
         except FileNotFoundError:
-            raise UsageError(f"run {self.path.name} has no result (it did not finish)") from None
-        except ValueError as e:
-            raise UsageError(f"{path} is not valid JSON ({e})") from None
+            raise UsageError(f"run {self.folder} has no result (it did not finish)") from None
+        if not isinstance(data, dict):
+            raise DamagedRunError(self.path, "result.json", f"a JSON {type(data).__name__}, not an object")
         return data
+
+    def parsed_result(self, kind: str | None = None, data: dict[str, Any] | None = None) -> BaseModel:
+        """result.json (or its `data`, already read) validated as the result of its kind
+        (meta.json's, when given), or DamagedRunError naming it."""
+        if data is None:
+            data = self.result()
+        stored = data.get("kind")
+        if kind is not None and stored != kind:
+            raise DamagedRunError(self.path, "result.json", f"it holds a {stored!r} result, meta.json says {kind!r}")
+        model = result_models().get(stored) if isinstance(stored, str) else None
+        if model is None:
+            raise DamagedRunError(self.path, "result.json", f"unknown result kind {stored!r}")
+        try:
+            return model.model_validate(data)
+        except ValidationError as e:
+            raise DamagedRunError(self.path, "result.json", f"not a {stored} result this nsightlab can read ({validation_summary(e)})") from None
+        except RecursionError:
+            raise DamagedRunError(self.path, "result.json", "nested too deeply to be JSON nsightlab wrote") from None
 
     def has_result(self) -> bool:
         return (self.path / "result.json").is_file()
+
+
+@dataclass
+class RunStatus:
+    """What `inspect` found in a run folder."""
+
+    run: Run
+    state: Literal["complete", "incomplete", "damaged"]
+    meta: RunMeta | None  # None when meta.json is missing or damaged
+    result: BaseModel | None  # the validated result of a complete run
+    data: dict[str, Any] | None = None  # its result.json as read
+    problem: str | None = None  # one line: why it is damaged or incomplete
+    error: UsageError | None = None  # what a command that needs the run raises
+
+    @property
+    def complete(self) -> bool:
+        return self.state == "complete"
+
+
+def inspect(run: Run, *, now: float | None = None) -> RunStatus:
+    """The state of a run folder (see the module docstring); never raises for its files."""
+    has_meta = (run.path / "meta.json").exists()
+    has_result = (run.path / "result.json").exists()
+    error: UsageError
+    if not has_meta:
+        if has_result:
+            damaged = DamagedRunError(run.path, None, "no meta.json beside its result.json")
+            return RunStatus(run, "damaged", None, None, problem=damaged.problem, error=damaged)
+        if _changed_within(run.path, RUNNING_GRACE, now):
+            error = UsageError(f"run {run.folder} is still being written, or stopped before it was recorded (no meta.json yet)")
+            return RunStatus(run, "incomplete", None, None, problem="no meta.json yet: still being written?", error=error)
+        damaged = DamagedRunError(run.path, None, f"no meta.json: the run stopped before it was recorded (raw outputs only, unchanged for over {_hours(RUNNING_GRACE)})")
+        return RunStatus(run, "damaged", None, None, problem=damaged.problem, error=damaged)
+    try:
+        meta = run.meta()
+    except DamagedRunError as e:
+        return RunStatus(run, "damaged", None, None, problem=e.problem, error=e)
+    if not has_result:
+        error = UsageError(f"run {run.folder} did not finish (no result.json)", hint=f"Run it again; `nsightlab runs rm {run.id}` removes what is left.")
+        return RunStatus(run, "incomplete", meta, None, problem="did not finish", error=error)
+    try:
+        data = run.result()
+        result = run.parsed_result(meta.kind if meta.kind in result_models() else None, data)
+    except DamagedRunError as e:
+        return RunStatus(run, "damaged", meta, None, problem=e.problem, error=e)
+    except UsageError as e:  # result.json went away meanwhile (`runs rm`)
+        return RunStatus(run, "incomplete", meta, None, problem="did not finish", error=e)
+    return RunStatus(run, "complete", meta, result, data)
+
+
+def _hours(delta: timedelta) -> str:
+    hours = delta.total_seconds() / 3600
+    return f"{hours:g} hour{'s' if hours != 1 else ''}"
+
+
+def _changed_within(folder: Path, grace: timedelta, now: float | None) -> bool:
+    """Did anything in `folder` (it, raw/, or a file in raw/) change in the last `grace`?"""
+    newest = 0.0
+    for p in (folder, folder / "raw"):
+        try:
+            newest = max(newest, p.stat().st_mtime)
+            if p.name == "raw":
+                for child in p.iterdir():
+                    newest = max(newest, child.stat().st_mtime)
+        except OSError:
+            continue
+    return (now if now is not None else time.time()) - newest < grace.total_seconds()
+
+
+def folder_facts(run: Run) -> tuple[str, str, datetime]:
+    """(kind, name, created) from a run folder's name, for a run whose meta.json is missing."""
+    m = _FOLDER.fullmatch(run.folder)
+    if m is None:
+        return "?", run.folder, datetime.fromtimestamp(run.path.stat().st_mtime, timezone.utc)
+    created = datetime.strptime(m.group(1), "%Y%m%dT%H%M%SZ").replace(tzinfo=timezone.utc)
+    return m.group(2), m.group(3), created
 
 
 def runs_dir() -> Path:
@@ -115,24 +300,29 @@ def all_runs() -> list[Run]:
     base = runs_dir()
     if not base.is_dir():
         return []
-    return [Run(p) for p in sorted(base.iterdir()) if p.is_dir() and (p / "meta.json").is_file()]
+    return [Run(p) for p in sorted(base.iterdir()) if is_run_folder(p)]
+
+
+def is_run_folder(path: Path) -> bool:
+    """A folder with a meta.json or a result.json, or named as `new_run` names them."""
+    return path.is_dir() and ((path / "meta.json").exists() or (path / "result.json").exists() or _FOLDER.fullmatch(path.name) is not None)
 
 
 def resolve(ref: str) -> Run:
     """A run by id prefix, folder-name prefix, a path to a run folder, or 'latest'."""
     candidate = Path(ref).expanduser()
-    if candidate.is_dir() and (candidate / "meta.json").is_file():
+    if candidate.is_dir() and ((candidate / "meta.json").exists() or (candidate / "result.json").exists()):
         return Run(candidate)
     runs = all_runs()
     if ref in ("latest", "last"):
         if not runs:
             raise UsageError("there are no runs yet", hint="Make one with `nsightlab profile lesson1` or `nsightlab sweep`.")
         return runs[-1]
-    matches = [r for r in runs if r.folder.rsplit("-", 1)[-1].startswith(ref) or r.folder.startswith(ref)]
+    matches = [r for r in runs if r.id.startswith(ref) or r.folder.startswith(ref)]
     if not matches:
         raise UsageError(f"no run matches '{ref}'", hint="List them with `nsightlab runs`.")
     if len(matches) > 1:
-        ids = ", ".join(r.folder.rsplit("-", 1)[-1] for r in matches[:6])
+        ids = ", ".join(r.id for r in matches[:6])
         raise UsageError(f"'{ref}' matches {len(matches)} runs ({ids})", hint="Give more characters of the id.")
     return matches[0]
 

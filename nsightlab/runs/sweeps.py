@@ -6,8 +6,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from pydantic import ValidationError
-
 from nsightlab.analysis.rates import SweepRecord
 from nsightlab.analysis.sweep import (
     SweepCompare,
@@ -41,24 +39,22 @@ def analyze_record_file(path: Path) -> SweepResult:
 
 
 def load_sweep_run(ref: str) -> SweepResult:
-    """A finished sweep from the run store: id prefix, folder prefix, path, or `latest`."""
-
+    """A finished sweep from the run store: id prefix, folder prefix, path, or `latest`
+    (the latest complete one: a damaged or unfinished sweep is passed over)."""
 
     if ref in ("latest", "last"):
-        done = [r for r in store.all_runs() if r.has_result() and r.meta().kind == "sweep"]
+        done = [s for s in map(store.inspect, store.all_runs()) if s.complete and s.meta is not None and s.meta.kind == "sweep"]
         if not done:
             raise UsageError("there is no finished sweep run yet", hint="Make one with `nsightlab sweep`.")
-        run = done[-1]
+        status = done[-1]
     else:
-        run = store.resolve(ref)
-    kind = run.meta().kind
-    if kind != "sweep":
-        raise UsageError(f"run {run.folder} is a {kind} run, not a sweep")
-    data = run.result()
-    try:
-        return SweepResult.model_validate(data)
-    except ValidationError as e:
-        raise ParseError(f"not a sweep result this nsightlab can read ({e.error_count()} problems)", source=run.path / "result.json") from None
+        status = store.inspect(store.resolve(ref))
+    if status.meta is not None and status.meta.kind != "sweep":
+        raise UsageError(f"run {status.run.folder} is a {status.meta.kind} run, not a sweep")
+    if not isinstance(status.result, SweepResult):
+        assert status.error is not None
+        raise status.error
+    return status.result
 
 
 def compare_runs(ref_a: str, ref_b: str) -> SweepCompare:
