@@ -124,3 +124,22 @@ def test_the_innermost_work_says_what_it_left() -> None:
         raise KeyboardInterrupt
     assert bare.value.line() == "error: interrupted: the state now."
     assert bare.value.exit_code == 130
+
+
+def test_lab_work_interrupted_removes_its_unfinished_run_and_keeps_a_finished_one(home: Path) -> None:
+    from nsightlab.errors import Interrupted
+    from nsightlab.measure.targets import LocalTarget
+    from nsightlab.measure.work import LabWork
+
+    with pytest.raises(Interrupted) as unfinished, LabWork("profile", LocalTarget()) as work:
+        run, _ = work.new_run("profile", "lesson1")
+        (run.raw / "partial.csv").write_text("half")
+        raise KeyboardInterrupt
+    assert not run.path.exists()
+    assert unfinished.value.line() == "error: interrupted: the profile was stopped; no run was stored."
+    with pytest.raises(Interrupted) as finished, LabWork("profile", LocalTarget()) as work:
+        run, _ = work.new_run("profile", "lesson1")
+        (run.path / "result.json").write_text("{}")
+        raise KeyboardInterrupt
+    assert run.path.is_dir()
+    assert finished.value.line() == "error: interrupted: the profile was stopped after its run was stored."

@@ -34,7 +34,7 @@ class LabWork(OnInterrupt):
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: object) -> None:
         if kind is not None and issubclass(kind, KeyboardInterrupt):
-            stored = self.run is not None and self.run.has_result
+            stored = self.run is not None and self.run.has_result()
             if self.run is not None and not stored:
                 with contextlib.suppress(OSError):
                     store.remove(self.run)
