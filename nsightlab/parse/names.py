@@ -4,11 +4,14 @@ CUDA kernel names as the profilers print them are demangled C++ signatures, ofte
 several hundred characters long (PyTorch's elementwise kernels carry the whole lambda
 chain). nsys prints them fully qualified (`at::native::BinaryFunctor<c10::BFloat16, ...`,
 `(int)4`); ncu drops namespaces and casts (`BinaryFunctor<BFloat16, ...`, `4`).
-All functions here are pure string functions.
+All functions here are pure string functions; the ones called per kernel of a trace keep
+the answers for the names they have seen (a decode trace repeats a few hundred names
+millions of times).
 """
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Literal
 
@@ -162,6 +165,7 @@ def _unqualified(name: str) -> str:
     return parts[-1]
 
 
+@functools.lru_cache(maxsize=4096)
 def short_kernel_name(full: str, width: int = 60) -> str:
     """A readable name of at most `width` characters for tables.
 
@@ -206,6 +210,7 @@ def short_kernel_name(full: str, width: int = 60) -> str:
     return _elide_middle(candidate, width)
 
 
+@functools.lru_cache(maxsize=4096)
 def normalise_kernel_name(name: str) -> str:
     """A canonical form of a kernel name, equal for nsys and ncu spellings of one kernel.
 
@@ -290,6 +295,7 @@ def kernel_origin(name: str) -> KernelOrigin | None:
     return None
 
 
+@functools.lru_cache(maxsize=4096)
 def kernel_kind(name: str) -> KernelKind:
     """Coarse kind of a kernel from its name, used to pick the kernel of an NVTX range.
 
@@ -355,6 +361,7 @@ _ATEN_KINDS: dict[str, StepKernelKind] = {
 }  # fmt: skip
 
 
+@functools.lru_cache(maxsize=4096)
 def step_kernel_kind(name: str) -> StepKernelKind:
     """The kind of a kernel in a decode step's anatomy, finer than `kernel_kind` where a
     decode step needs it.
