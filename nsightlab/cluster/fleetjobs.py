@@ -36,7 +36,7 @@ from nsightlab.analysis.gpus import for_instance_type
 from nsightlab.analysis.inventory import gpu_product
 from nsightlab.analysis.labpod import FleetCleanup
 from nsightlab.cluster.kube import Forbidden, Gone
-from nsightlab.cluster.lab import MANAGED_BY, OWNER, PLACEHOLDER, owner_label
+from nsightlab.cluster.lab import MANAGED_BY, OWNER, PLACEHOLDER, load_manifest, owner_label
 from nsightlab.errors import ClusterError, UsageError
 
 if TYPE_CHECKING:
@@ -184,24 +184,7 @@ class JobTemplate(_K8s):
 
 def load_job_template(path: Path) -> dict[str, Any]:
     """`manifests/fleet-job.yaml` (or a user's file), checked: a batch/v1 Job with a container."""
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise UsageError(f"Job template {path} does not exist") from None
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
-        raise UsageError(f"{where}: not valid YAML") from None
-    if not isinstance(data, dict):
-        raise UsageError(f"{path}: a Job template must be a mapping")
-    try:
-        JobTemplate.model_validate(data)
-    except ValidationError as e:
-        err = e.errors()[0]
-        raise UsageError(f"{path}: bad Job template at '{'.'.join(str(p) for p in err['loc'])}': {err['msg']}") from None
-    if data.get("apiVersion") != "batch/v1" or data.get("kind") != "Job":
-        raise UsageError(f"{path}: the template must be apiVersion batch/v1, kind Job (got {data.get('apiVersion')}/{data.get('kind')})")
-    return data
+    return load_manifest(path, JobTemplate, api_version="batch/v1", kind="Job", what="Job template")
 
 
 def build_configmap(plan: FleetPlan, scripts: dict[str, str]) -> dict[str, Any]:

@@ -167,28 +167,36 @@ class PodTemplate(_K8s):
 
 
 def load_template(path: Path) -> dict[str, Any]:
+    """The lab pod template (`manifests/pod.yaml` or `--manifest FILE`), checked."""
+    return load_manifest(path, PodTemplate, api_version="v1", kind="Pod", what="pod template")
+
+
+def load_manifest(path: Path, model: type[BaseModel], *, api_version: str, kind: str, what: str) -> dict[str, Any]:
+    """A YAML manifest template, checked against the minimum `model` asks of it and its
+    apiVersion/kind; everything else is passed through as written. Every problem is one
+    usage error naming the file (and the line, for YAML)."""
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise UsageError(f"manifest {path} does not exist") from None
+        raise UsageError(f"{what} {path} does not exist") from None
     except OSError as e:
-        raise UsageError(f"cannot read manifest {path}: {e.strerror or e}") from None
+        raise UsageError(f"cannot read {what} {path}: {e.strerror or e}") from None
     except UnicodeDecodeError:
-        raise UsageError(f"manifest {path} is not a text file", hint="Give --manifest a pod template in YAML.") from None
+        raise UsageError(f"{what} {path} is not a text file", hint=f"Give a {what} in YAML.") from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
         raise UsageError(f"{where}: not valid YAML") from None
     if not isinstance(data, dict):
-        raise UsageError(f"{path}: a pod manifest must be a mapping")
+        raise UsageError(f"{path}: a {what} must be a mapping")
     try:
-        PodTemplate.model_validate(data)
+        model.model_validate(data)
     except ValidationError as e:
         err = e.errors()[0]
         key = ".".join(str(p) for p in err["loc"])
-        raise UsageError(f"{path}: bad pod template at '{key}': {validation_message(err)}") from None
-    if data.get("apiVersion") != "v1" or data.get("kind") != "Pod":
-        raise UsageError(f"{path}: the template must be apiVersion v1, kind Pod (got {data.get('apiVersion')}/{data.get('kind')})")
+        raise UsageError(f"{path}: bad {what} at '{key}': {validation_message(err)}") from None
+    if data.get("apiVersion") != api_version or data.get("kind") != kind:
+        raise UsageError(f"{path}: the template must be apiVersion {api_version}, kind {kind} (got {data.get('apiVersion')}/{data.get('kind')})")
     return data
 
 

@@ -44,9 +44,9 @@ from nsightlab.analysis.steps import TraceAnatomy
 from nsightlab.config import atomic_write_json
 from nsightlab.errors import ParseError, RemoteCommandError, UsageError
 from nsightlab.measure.device import DevicePlan, no_gpu_error
+from nsightlab.measure.profile import export_stats, streamer
 from nsightlab.measure.work import LabWork
 from nsightlab.parse import nsys
-from nsightlab.parse.noise import is_library_noise
 from nsightlab.runs.decode import (
     TIMELINE_FILE,
     TRACE_REPORTS,
@@ -131,31 +131,6 @@ class DecodeOptions:
         return [*args, *self.extra]
 
 
-def _streamer(env: Env, log: bytearray) -> tuple[Any, Any, list[str]]:
-    """Callbacks that show the remote output live on stderr (libraries' own noise left
-    out), keeping all of it in `log` and the tail of its stderr for error messages."""
-    tail: list[str] = []
-    partial = {1: b"", 2: b""}
-
-    def make(channel: int) -> Any:
-        def sink(data: bytes) -> None:
-            log.extend(data)
-            buf = partial[channel] + data
-            *lines, partial[channel] = buf.split(b"\n")
-            for raw in lines:
-                text = raw.decode("utf-8", "replace").rstrip("\r")
-                if is_library_noise(text):
-                    continue
-                env.note(f"  {text}")
-                if channel == 2 and text.strip():
-                    tail.append(text.strip())
-                    del tail[:-20]
-
-        return sink
-
-    return make(1), make(2), tail
-
-
 def _script_failed(code: int, tail: list[str], label: str, plan: DevicePlan) -> Exception:
     """nsightlab's error for decode.py's own exit codes (else a remote failure)."""
     last = tail[-1][:300] if tail else ""
@@ -213,7 +188,7 @@ def _run_decode(
     work_json = posixpath.join(wd, WORK_JSON)
     argv_script = [target.python, remote_script, "--json", work_json, *options.script_args(device)]
     log = bytearray()
-    out_cb, err_cb, tail = _streamer(env, log)
+    out_cb, err_cb, tail = streamer(env, log)
     versions: dict[str, str | None] = {}
     wanted: list[str] = []
     if profiler == "nsys":
@@ -234,17 +209,7 @@ def _run_decode(
         helptext = target.run(["nsys", "stats", "--help-reports"], check=False).out
         listed = report_names(helptext)
         reports = [r for r in (listed_name(x, listed) for x in (*SUMMARIES, *TRACE_REPORTS)) if r is not None]
-        stats = ["nsys", "stats", "--force-export=true", "--format", "csv", "-o", base, "-r", ",".join(reports), f"{base}.nsys-rep"]
-        env.note(f"exporting: {shlex.join(stats)}")
-        done = target.run(stats, check=False)
-        try:
-            nsys.check_stats_output(done.out + "\n" + done.err, source="nsys stats")
-        except ParseError as e:
-            raise RemoteCommandError(e.message, hint="nsightlab always passes --force-export=true; if you see this, the export on the target is stale or broken.") from None
-        if done.returncode != 0:
-            raise RemoteCommandError(f"nsys stats failed on {target.label} (exit {done.returncode}): {done.err.strip()[-300:]}", returncode=done.returncode)
-        listing = target.run(["ls", "-1", wd], what="listing the work folder").out.split()
-        wanted = [f for f in listing if f.startswith(f"{BASE}_") and f.endswith(".csv")] + [f"{BASE}.nsys-rep"]
+        wanted, listing = export_stats(env, target, wd, reports)
     elif profiler == "torch":
         prof_script = posixpath.join(wd, "torchprof.py")
         target.put(assets.lab_script("torchprof.py"), prof_script)

@@ -16,7 +16,7 @@ from nsightlab.analysis.ncu import NcuResult, from_report
 from nsightlab.analysis.profile import load_record
 from nsightlab.errors import CountersNotPermittedError, ParseError, RemoteCommandError
 from nsightlab.measure.device import DevicePlan, no_gpu_error
-from nsightlab.measure.profile import BUILTIN, _last_error, _streamer, resolve_script
+from nsightlab.measure.profile import BUILTIN, last_error, resolve_script, streamer
 from nsightlab.measure.work import LabWork
 from nsightlab.parse import ncu as ncu_parse
 from nsightlab.runs.store import RunMeta
@@ -102,19 +102,19 @@ def _ncu(
     argv += ["--metrics", "lts__t_sector_hit_rate.pct", target.python, remote_script, *extra, *script_args]
     env.note(f"running on {target.label}: {shlex.join(argv)}")
     out = bytearray()
-    _, err_cb, tail = _streamer(env)
+    _, err_cb, tail = streamer(env)
     code = target.stream(argv, on_stdout=out.extend, on_stderr=err_cb, env={"TMPDIR": wd})
     text = out.decode("utf-8", "replace")
     raw = run.raw / "ncu.csv"
     raw.write_text(text, encoding="utf-8")
-    blocked = ncu_parse.detect_counter_permission_error(text + "\n" + b"\n".join(tail).decode("utf-8", "replace"))
+    blocked = ncu_parse.detect_counter_permission_error(text + "\n" + "\n".join(tail))
     if blocked:
         raise CountersNotPermittedError(f"ncu cannot read GPU counters on {target.label}: {blocked.split(' - ')[0].strip('= ')}", hint=counters_hint(target))
     if code != 0:
-        no_gpu = no_gpu_error(plan, code, [t.decode("utf-8", "replace") for t in tail])
+        no_gpu = no_gpu_error(plan, code, tail)
         if no_gpu is not None:
             raise no_gpu
-        raise RemoteCommandError(f"ncu failed on {target.label} (exit {code}): {_last_error(tail)}", returncode=code)
+        raise RemoteCommandError(f"ncu failed on {target.label} (exit {code}): {last_error(tail)}", returncode=code)
     report = ncu_parse.parse_ncu_csv(text, source=str(raw))
     if not report.kernels:
         raise RemoteCommandError(f"ncu profiled no kernel matching regex:{kernel} on {target.label}", hint=f"Check --kernel against the names `nsightlab profile {shlex.quote(script)}{' --local' if target.label == 'this machine' else ''}` shows.")

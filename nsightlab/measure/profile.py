@@ -13,7 +13,7 @@ import json
 import posixpath
 import re
 import shlex
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -128,13 +128,14 @@ def resolve_script(script: str) -> tuple[Path, str]:
     return path, path.stem
 
 
-def _streamer(env: Env, log: bytearray | None = None) -> tuple[Any, Any, list[bytes]]:
-    """Callbacks that show a remote command's output live on stderr, keeping its tail.
+def streamer(env: Env, log: bytearray | None = None) -> tuple[Any, Any, list[str]]:
+    """Callbacks that show a remote command's output live on stderr, keeping the last
+    lines of its stderr (stripped, blank ones left out) for error messages.
 
     Lines that libraries print by themselves (kineto's profiler_start/stop) stay off the
     terminal and out of the tail; `log`, when given, receives everything as it came.
     """
-    tail: list[bytes] = []
+    tail: list[str] = []
     partial = {1: b"", 2: b""}
 
     def make(channel: int) -> Any:
@@ -148,8 +149,8 @@ def _streamer(env: Env, log: bytearray | None = None) -> tuple[Any, Any, list[by
                 if is_library_noise(text):
                     continue
                 env.note(f"  {text}")
-                if channel == 2:
-                    tail.append(line)
+                if channel == 2 and text.strip():
+                    tail.append(text.strip())
                     del tail[:-20]
 
         return sink
@@ -157,20 +158,17 @@ def _streamer(env: Env, log: bytearray | None = None) -> tuple[Any, Any, list[by
     return make(1), make(2), tail
 
 
-def _last_error(tail: list[bytes]) -> str:
-    for line in reversed(tail):
-        text = line.decode("utf-8", "replace").strip()
-        if text:
-            return text[:300]
-    return ""
+def last_error(tail: list[str]) -> str:
+    """The last line the command printed on stderr (what to show when it failed)."""
+    return tail[-1][:300] if tail else ""
 
 
-def _failed(target: Target, what: str, code: int, tail: list[bytes], plan: DevicePlan | None) -> RemoteCommandError:
+def _failed(target: Target, what: str, code: int, tail: list[str], plan: DevicePlan | None) -> RemoteCommandError:
     """The error for a script (or nsys around it) that exited non-zero: torch's missing GPU
     in nsightlab's words (exit 6, `nsightlab.measure.device`), else the last line it wrote."""
-    lines = [t.decode("utf-8", "replace") for t in tail]
+    lines = tail
     no_gpu = no_gpu_error(plan, code, lines) if plan is not None else None
-    return no_gpu or RemoteCommandError(f"{what} failed on {target.label} (exit {code}): {_last_error(tail)}", returncode=code)
+    return no_gpu or RemoteCommandError(f"{what} failed on {target.label} (exit {code}): {last_error(tail)}", returncode=code)
 
 
 @contextmanager
@@ -213,16 +211,16 @@ def _nsys_run(
     base = posixpath.join(wd, BASE)
     argv = ["nsys", "profile", "-o", base, "-f", "true", "-t", "cuda,nvtx", *options, *command]
     env.note(f"running on {target.label}: {shlex.join(argv)}")
-    out_cb, err_cb, tail = _streamer(env, log)
+    out_cb, err_cb, tail = streamer(env, log)
     code = target.stream(argv, on_stdout=out_cb, on_stderr=err_cb, env={"TMPDIR": wd, **env_vars})
     if code != 0 and not server:
         raise _failed(target, "nsys profile", code, tail, plan)
     listing = target.run(["ls", "-1", wd], what="listing the work folder").out.split()
     if f"{BASE}.nsys-rep" not in listing:
-        text = b"\n".join(tail).decode("utf-8", "replace")
+        text = "\n".join(tail)
         importer = nsys.detect_importer_error(text)
         if server and code != 0 and not importer:
-            raise RemoteCommandError(f"the server ended on {target.label} (exit {code}) before nsys wrote a report: {_last_error(tail)}", returncode=code)
+            raise RemoteCommandError(f"the server ended on {target.label} (exit {code}) before nsys wrote a report: {last_error(tail)}", returncode=code)
         raise RemoteCommandError(
             f"nsys wrote no {BASE}.nsys-rep on {target.label}" + (f": {importer}" if importer else ""),
             hint="A target-only nsys install writes only a .qdstrm: use the full Nsight Systems CLI in the image."
@@ -234,6 +232,15 @@ def _nsys_run(
     helptext = target.run(["nsys", "stats", "--help-reports"], check=False).out
     have = nsys.available_reports(helptext)
     reports = [have[r] for r in WANTED if r in have] or ["cuda_gpu_kern_sum", "nvtx_sum"]
+    wanted, listing = export_stats(env, target, wd, reports)
+    return wanted, listing, version
+
+
+def export_stats(env: Env, target: Target, wd: str, reports: Sequence[str]) -> tuple[list[str], list[str]]:
+    """One `nsys stats --force-export=true --format csv` of `reports` (the names this nsys
+    lists) from `wd`'s report. Returns the files to fetch and the listing of `wd`; the
+    WARNING of a stale export is an error."""
+    base = posixpath.join(wd, BASE)
     stats = ["nsys", "stats", "--force-export=true", "--format", "csv", "-o", base, "-r", ",".join(reports), f"{base}.nsys-rep"]
     env.note(f"exporting: {shlex.join(stats)}")
     done = target.run(stats, check=False)
@@ -245,7 +252,7 @@ def _nsys_run(
         raise RemoteCommandError(f"nsys stats failed on {target.label} (exit {done.returncode}): {done.err.strip()[-300:]}", returncode=done.returncode)
     listing = target.run(["ls", "-1", wd], what="listing the work folder").out.split()
     wanted = [f for f in listing if f.startswith(f"{BASE}_") and f.endswith(".csv")] + [f"{BASE}.nsys-rep"]
-    return wanted, listing, version
+    return wanted, listing
 
 
 def run_profile(
@@ -329,7 +336,7 @@ def _profile(
             prof_json = posixpath.join(wd, "torchprof.json")
             argv = [target.python, prof_script, "--out", prof_json, "--trace", posixpath.join(wd, TRACE), *argv_script[1:]]
             env.note(f"running on {target.label} under torch.profiler: {shlex.join(argv_script[1:])}")
-            out_cb, err_cb, tail = _streamer(env, log)
+            out_cb, err_cb, tail = streamer(env, log)
             code = target.stream(argv, on_stdout=out_cb, on_stderr=err_cb)
             if code != 0:
                 raise _failed(target, "the script", code, tail, plan)
