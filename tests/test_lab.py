@@ -21,48 +21,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from clirun import Result, run_cli
 from conftest import CONTEXTS, STG_CONTEXT
 from kubesim import KubeSim, kubectl, realistic_cluster
+from labenv import IMAGE, NS, OWNER, POD, nsl, write_config
 
 HERE = Path(__file__).resolve().parent
-NS = "ml-lab"
-OWNER = "ana"
-POD = f"nsight-lab-{OWNER}"
-IMAGE = "registry.example.com/triton-vllm-container:1.0-1"
 needs_kubectl = pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed")
-
-
-def write_config(path: Path, **lab: Any) -> Path:
-    settings = {"image": IMAGE, "owner": OWNER, **lab}
-    lines = [f"clusters:\n  stg:\n    context: {STG_CONTEXT}\n    namespace: {NS}\nlab:"]
-    lines += [f"  {k}: {json.dumps(v)}" for k, v in settings.items()]
-    path.write_text("\n".join(lines) + "\n")
-    return path
-
-
-@pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kubeconfig: Path) -> Path:
-    h = tmp_path / "home"
-    monkeypatch.setenv("NSIGHTLAB_HOME", str(h))
-    monkeypatch.setenv("KUBECONFIG", str(kubeconfig))
-    monkeypatch.setenv("COLUMNS", "200")
-    write_config(tmp_path / "config.yaml")
-    monkeypatch.setenv("NSIGHTLAB_CONFIG", str(tmp_path / "config.yaml"))
-    return h
-
-
-def nsl(capsys: pytest.CaptureFixture[str], *args: str) -> Result:
-    return run_cli(capsys, *args)
-
-
-@pytest.fixture
-def lab(capsys: pytest.CaptureFixture[str], home: Path) -> dict[str, Any]:
-    """A Ready lab pod, created by nsightlab itself."""
-    r = nsl(capsys, "create", "--context", "stg", "--yes", "--json")
-    assert r.code == 0, r
-    data: dict[str, Any] = json.loads(r.out)
-    return data
 
 
 # ---------------------------------------------------------------------------- create

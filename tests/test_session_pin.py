@@ -10,44 +10,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from clirun import Result, run_cli
+from clirun import Result
 from conftest import CONTEXTS, STG_CONTEXT
 from kubesim import KubeSim, realistic_cluster
-
-NS = "ml-lab"
-OWNER = "ana"
-POD = f"nsight-lab-{OWNER}"
-IMAGE = "registry.example.com/triton-vllm-container:1.0-1"
-
-
-def write_config(path: Path, namespace: str = NS) -> Path:
-    path.write_text(
-        f"clusters:\n  stg:\n    context: {STG_CONTEXT}\n    namespace: {namespace}\n"
-        f"lab:\n  image: {json.dumps(IMAGE)}\n  owner: {OWNER}\n"
-    )
-    return path
-
-
-@pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kubeconfig: Path) -> Path:
-    h = tmp_path / "home"
-    monkeypatch.setenv("NSIGHTLAB_HOME", str(h))
-    monkeypatch.setenv("KUBECONFIG", str(kubeconfig))
-    monkeypatch.setenv("COLUMNS", "200")
-    monkeypatch.setenv("NSIGHTLAB_CONFIG", str(write_config(tmp_path / "config.yaml")))
-    return h
-
-
-def nsl(capsys: pytest.CaptureFixture[str], *args: str) -> Result:
-    return run_cli(capsys, *args)
-
-
-@pytest.fixture
-def lab(capsys: pytest.CaptureFixture[str], home: Path) -> dict[str, Any]:
-    r = nsl(capsys, "create", "--context", "stg", "--yes", "--json")
-    assert r.code == 0, r
-    data: dict[str, Any] = json.loads(r.out)
-    return data
+from labenv import NS, OWNER, POD, nsl, write_config
 
 
 def session(home: Path) -> dict[str, Any]:

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError
+from pydantic_core import from_json
 
 from nsightlab.config import atomic_write_json, home
 from nsightlab.errors import ParseError, UsageError
@@ -97,8 +98,7 @@ def _read_json(path: Path) -> Any:
     except UnicodeDecodeError as e:
         raise DamagedRunError(path.parent, path.name, f"not UTF-8 (byte 0x{raw[e.start]:02x} at offset {e.start})") from None
     except json.JSONDecodeError as e:
-        # the error at the very end, or a string still open there: the file ends too soon
-        cut = ", cut short" if e.pos >= len(raw.rstrip()) or e.msg.startswith("Unterminated string") else ""
+        cut = ", cut short" if _valid_prefix(raw) else ""
         raise DamagedRunError(path.parent, path.name, f"not valid JSON{cut} ({e.msg})", line=e.lineno) from None
     except RecursionError:
         raise DamagedRunError(path.parent, path.name, "nested too deeply to be JSON nsightlab wrote") from None
@@ -329,3 +329,13 @@ def resolve(ref: str) -> Run:
 
 def remove(run: Run) -> None:
     shutil.rmtree(run.path)
+
+
+def _valid_prefix(raw: bytes) -> bool:
+    """Whether `raw` is the start of some JSON document: a file that ends too soon, not one
+    with a wrong byte in it (a literal, number or string cut anywhere counts)."""
+    try:
+        from_json(raw, allow_partial=True)
+    except ValueError:
+        return False
+    return True
