@@ -18,6 +18,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Literal
 
+import typer
+import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from nsightlab import kubevalues
@@ -135,7 +137,7 @@ def current_user() -> str:
         if value:
             return value
     try:
-        import pwd
+        import pwd  # POSIX only: where it is missing, the fallback below answers
 
         return pwd.getpwuid(os.getuid()).pw_name
     except (ImportError, KeyError):
@@ -156,7 +158,6 @@ def home() -> Path:
     env = os.environ.get("NSIGHTLAB_HOME")
     if env:
         return Path(env).expanduser()
-    import typer
 
     return Path(typer.get_app_dir("nsightlab"))
 
@@ -244,7 +245,6 @@ def _compose(text: str) -> tuple[Any, Any]:
     libyaml's parser when PyYAML has it: composing twice in pure Python (once for the
     lines, once for the data) made 20,000 protected patterns take seconds.
     """
-    import yaml
 
     loader_class = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     loader = loader_class(text)
@@ -258,7 +258,6 @@ def _compose(text: str) -> tuple[Any, Any]:
 
 def _parse_yaml(text: str, path: Path) -> tuple[dict[str, Any], dict[tuple[str, ...], int]]:
     """Parse YAML and remember the line of every mapping key (1-based)."""
-    import yaml
 
     try:
         node, data = _compose(text)

@@ -7,6 +7,7 @@ The CLI catches `NsightlabError` once, prints `line()` on stderr and exits with
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Mapping
 from enum import IntEnum
 from pathlib import Path
@@ -24,7 +25,6 @@ def escape_controls(text: str) -> str:
     escape (`\\n`, `\\x1b`, `\\u202e`): what an error line shows of user input, on one line."""
     if text.isprintable() and text.isascii():
         return text  # the usual case, without a look at each character
-    import unicodedata
 
     out = []
     for ch in text:

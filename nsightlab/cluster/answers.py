@@ -14,7 +14,11 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import datetime, timezone
+from email.utils import parsedate_to_datetime
 from typing import Any
+
+from pydantic_core import from_json
 
 from nsightlab.errors import ClusterError
 
@@ -91,7 +95,6 @@ def not_json(peer: Peer, what: str, status: int, content_type: str | None, body:
 
 def decode(peer: Peer, what: str, raw: bytes) -> Any:
     """The JSON body, decoded; a body that is not whole JSON is a ClusterError."""
-    from pydantic_core import from_json
 
     try:
         return from_json(raw)
@@ -144,8 +147,6 @@ def retry_after(status: int, headers: Mapping[str, str]) -> float | None:
         seconds = float(value)
     except ValueError:
         try:
-            from datetime import datetime, timezone
-            from email.utils import parsedate_to_datetime
 
             seconds = (parsedate_to_datetime(value) - datetime.now(timezone.utc)).total_seconds()
         except (TypeError, ValueError):
@@ -236,6 +237,7 @@ def transport_error(peer: Peer, what: str, reason: object) -> ClusterError:
 def read(peer: Peer, what: str, resp: Any) -> bytes:
     """The whole body of a urllib3 response (released after), or a ClusterError when the
     connection breaks or stalls before it is complete."""
+    # loaded by the commands that connect; --help and offline commands never pay for it
     import urllib3
 
     try:

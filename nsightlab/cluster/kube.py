@@ -21,11 +21,17 @@ import functools
 import json
 import os
 import re
+import shutil
+import tempfile
 import threading
 import time
+import warnings
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlencode
+
+from pydantic_core import from_json
 
 from nsightlab.cluster import answers
 from nsightlab.cluster.kubeconfig import plain_connection
@@ -95,7 +101,6 @@ def background(workers: int = 1) -> Iterator[Any]:
     """A thread pool for requests made ahead (the next page, a second list), left without
     waiting for them when an exception (Ctrl-C, an error) ends the work: a request stalled
     on a silent server would otherwise hold the command up for its whole timeout."""
-    from concurrent.futures import ThreadPoolExecutor
 
     pool = ThreadPoolExecutor(max_workers=workers)
     try:
@@ -119,7 +124,6 @@ def loads(raw: bytes) -> Any:
 
 
 def _loads(raw: bytes) -> Any:
-    from pydantic_core import from_json
 
     return from_json(raw)
 
@@ -148,6 +152,7 @@ class Kube:
         """A context with a CA, client certificates and a token only: the same settings the
         kubernetes client's loader would make (kubeconfig.plain_connection reads them as it
         does), without importing it."""
+        # loaded by the commands that connect; --help and offline commands never pay for it
         import urllib3
 
         self.server = plain.server
@@ -172,6 +177,7 @@ class Kube:
     def _connect_with_loader(self) -> None:
         """Anything else (exec credential plugins, auth providers, proxies...): the kubernetes
         client's own loader, and its connection pool."""
+        # the kubernetes client's loader costs about 0.1 s: only contexts that need it load it
         from kubernetes.client import Configuration
         from kubernetes.config import ConfigException, new_client_from_config
 
@@ -242,6 +248,7 @@ class Kube:
         Retry-After) is tried again after the wait it asks for, while the waits fit in
         the request timeout.
         """
+        # loaded by the commands that connect; --help and offline commands never pay for it
         import urllib3
 
         headers = {"Accept": "application/json", "User-Agent": "nsightlab"}
@@ -430,6 +437,7 @@ class Kube:
         """A container's log, in pieces as they come; with `follow`, until the container
         ends or the pod goes (the server closes the stream), with no read timeout: a log
         is quiet as long as its program is."""
+        # loaded by the commands that connect; --help and offline commands never pay for it
         import urllib3
 
         what = f"read the log of pod {name} in namespace {namespace}"
@@ -615,6 +623,7 @@ class Kube:
         yield from self._watch(f"/api/v1/namespaces/{seg(namespace)}/events", f"watch events in namespace {namespace}", query, timeout_seconds)
 
     def _events(self, resp: Any, what: str) -> Iterator[tuple[str, dict[str, Any]]]:
+        # loaded by the commands that connect; --help and offline commands never pay for it
         import urllib3
 
         buf = b""
@@ -664,8 +673,8 @@ class Kube:
         401/403. The socket is our own (websocket-client, which the kubernetes client
         uses too) so that frames stream through without being buffered in memory.
         """
-        from urllib.parse import urlencode
 
+        # only an exec or a copy opens a websocket
         import websocket
 
         query: list[tuple[str, str]] = [("command", a) for a in argv]
@@ -698,6 +707,7 @@ class Kube:
     def _exec_sslopt(self) -> dict[str, Any]:
         """TLS options for the exec websocket: the plain connection's context, else the
         loader's settings."""
+        # OpenSSL loads only for a command that connects
         import ssl
 
         if self.api_client is None:
@@ -744,6 +754,7 @@ def _retries() -> Any:
     """One quick retry of a connection that fails (as both connection paths set up their
     pools), and none for an answer: a Retry-After is honoured in `Kube.request`, within
     the request timeout, where urllib3 would sleep as long as the server asks."""
+    # loaded by the commands that connect; --help and offline commands never pay for it
     import urllib3
 
     return urllib3.Retry(1, respect_retry_after_header=False, raise_on_status=False)
@@ -762,8 +773,8 @@ def _quiet_insecure_warnings() -> None:
     """The context says insecure-skip-tls-verify: the user chose it in the kubeconfig, and
     kubectl says nothing of it; urllib3 would warn on every request, pages of a list
     included."""
-    import warnings
 
+    # loaded by the commands that connect; --help and offline commands never pay for it
     from urllib3.exceptions import InsecureRequestWarning
 
     warnings.filterwarnings("ignore", category=InsecureRequestWarning)
@@ -774,9 +785,8 @@ def _tls_context(plain: PlainConnection) -> ssl.SSLContext:
     name checked unless insecure-skip-tls-verify, its client certificate. A certificate
     and key given as data are loaded from files in a private temporary folder, removed
     at once (the kubernetes client's loader leaves them until the process ends)."""
-    import shutil
+    # OpenSSL loads only for a command that connects
     import ssl
-    import tempfile
 
     ctx = ssl.create_default_context(cadata=plain.ca.decode("latin-1") if plain.ca else None)
     if not plain.verify:
@@ -974,6 +984,7 @@ class ExecSession:
     def pending(self) -> bool:
         """Data already here that select() would not see: a whole frame in our buffer,
         or bytes decrypted and held by TLS."""
+        # OpenSSL loads only for a command that connects
         import ssl
 
         if self._frame_ready():

@@ -8,11 +8,17 @@ it wins. The current-context is read only to be ignored.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import os
+import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import yaml
+
+from nsightlab.config import read_text_file
 from nsightlab.errors import ClusterError
 
 
@@ -69,7 +75,6 @@ def load_kubeconfig(explicit: str | os.PathLike[str] | None = None) -> Kubeconfi
     and the fields nsightlab reads (a context's cluster, user and namespace, a cluster's
     server) that are not strings. An empty file is an empty kubeconfig, as for kubectl.
     """
-    from nsightlab.config import read_text_file
 
     paths, origin = kubeconfig_paths(explicit)
     folders = [p for p in paths if p.is_dir()]
@@ -101,7 +106,6 @@ _STRING_FIELDS = {"contexts": ("cluster", "user", "namespace"), "clusters": ("se
 
 
 def _parse(text: str, path: Path) -> Any:
-    import yaml
 
     try:
         return yaml.safe_load(text)
@@ -177,9 +181,6 @@ def plain_connection(kc: Kubeconfig, context: str) -> PlainConnection | None:
     kubeconfig (certificates and a token, e.g. written by kind or minikube, or a
     service-account token) it is not needed.
     """
-    import base64
-    import binascii
-    import urllib.request
 
     ctx = kc.contexts.get(context)
     if not ctx:

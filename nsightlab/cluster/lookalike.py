@@ -17,6 +17,8 @@ and only for a name (or pattern) that is not plain ASCII: ordinary commands neve
 from __future__ import annotations
 
 import functools
+import unicodedata
+from importlib import resources
 
 TABLE = "data/confusables.txt"
 
@@ -34,7 +36,6 @@ _IGNORABLE_OTHER = frozenset(
 @functools.cache
 def confusables() -> dict[str, str]:
     """Each source character of confusables.txt and its prototype (one or more characters)."""
-    from importlib import resources
 
     text = resources.files("nsightlab").joinpath(TABLE).read_text(encoding="utf-8-sig")
     table: dict[str, str] = {}
@@ -48,7 +49,6 @@ def confusables() -> dict[str, str]:
 
 
 def _ignorable(ch: str) -> bool:
-    import unicodedata
 
     code = ord(ch)
     if code in _IGNORABLE_OTHER:
@@ -58,7 +58,6 @@ def _ignorable(ch: str) -> bool:
 
 def skeleton(text: str) -> str:
     """The UTS #39 skeleton of `text`: two strings with the same skeleton look alike."""
-    import unicodedata
 
     table = confusables()
     mapped = "".join(table.get(ch, ch) for ch in unicodedata.normalize("NFD", text) if not _ignorable(ch))
@@ -74,7 +73,6 @@ def _fold_char(ch: str) -> str:
     the character as written (Greek 'Τ' reads 'T', while its small 'τ' reads as no Latin
     letter).
     """
-    import unicodedata
 
     if unicodedata.category(ch) == "Mn":
         return ""  # accents: 'pród' reads as 'prod'
@@ -93,7 +91,6 @@ def folds(name: str) -> tuple[str, str]:
     (see `_fold_char`), combining marks dropped. Two names match when either form
     matches the same form of the other: folding only adds matches.
     """
-    import unicodedata
 
     text = unicodedata.normalize("NFD", unicodedata.normalize("NFKC", name))
     return name.lower(), "".join(_fold_char(ch) for ch in text)

@@ -37,9 +37,14 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
+import queue
+import shutil
+import signal
 import stat
 import sys
 import tarfile
+import tempfile
+import threading
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # (annotations only: the pod's python3 may be older than nsightlab's)
@@ -403,8 +408,6 @@ def _hash_write(fd: int, h: Any, view: memoryview) -> None:
 
 
 def _content_threaded(reader: Reader, info: tarfile.TarInfo, fd: int, h: Any, readinto: Callable[[memoryview], int]) -> None:
-    import queue
-    import threading
 
     free: Any = queue.Queue()  # four 1 MiB buffers, reused: no allocation per read
     for _ in range(4):
@@ -601,6 +604,7 @@ def _big_pipe(fd: int) -> None:
     """Ask for a 1 MiB pipe buffer (Linux; the default 64 KiB means four times the reads
     and wake-ups on a big copy). Anything else is left as it is."""
     try:
+        # POSIX only, and only for the pod's side of a copy
         import fcntl
 
         fcntl.fcntl(fd, getattr(fcntl, "F_SETPIPE_SZ", 1031), CHUNK)
@@ -611,9 +615,6 @@ def _big_pipe(fd: int) -> None:
 def _unpack(name: str, dst: str, want_dir: str) -> None:
     """stdin: a tar of `name`; put it at dst (into dst when it is a folder), merging into
     what is there. stdout: where it went and the digests."""
-    import shutil
-    import signal
-    import tempfile
 
     if os.path.isdir(dst):
         parent, final, where = dst, os.path.join(dst, name), "into"

@@ -13,9 +13,12 @@ Every cluster command goes through `resolve_context()`; every change goes throug
 
 from __future__ import annotations
 
+import difflib
 import fnmatch
 import re
+import shlex
 from dataclasses import dataclass
+from datetime import datetime
 from enum import Enum
 from typing import TYPE_CHECKING
 
@@ -57,7 +60,6 @@ class ResolvedContext:
     def cli_args(self) -> str:
         """`--context X -n NS` as a command for this context is written in a hint, so that
         it runs as printed whatever the session or the defaults are by then."""
-        import shlex
 
         return f"--context {shlex.quote(self.alias or self.name)} -n {shlex.quote(self.namespace)}"
 
@@ -117,7 +119,6 @@ def protection_reason(name: str, patterns: list[str], *, alias: str | None = Non
 
 def _did_you_mean(name: str, kubeconfig: Kubeconfig, config: Config) -> str:
     """'Did you mean X? ' for the context or alias closest to a mistyped name, else ''."""
-    import difflib
 
     close = difflib.get_close_matches(name, [*kubeconfig.context_names(), *sorted(config.clusters)], n=1, cutoff=0.6)
     return f"Did you mean {close[0]}? " if close else ""
@@ -125,7 +126,6 @@ def _did_you_mean(name: str, kubeconfig: Kubeconfig, config: Config) -> str:
 
 def _no_session(ended: EndedSession, kubeconfig: Kubeconfig, config: Config) -> SafetyError:
     """After cleanup: say that the lab session ended, when, and how to start the next."""
-    from datetime import datetime
 
     when = ended.ended.astimezone()
     at = when.strftime("%H:%M") if when.date() == datetime.now().astimezone().date() else when.strftime("%Y-%m-%d %H:%M")

@@ -84,6 +84,7 @@ def _pump(session: ExecSession, fd_in: int | None, write: Callable[[int, bytes],
 
 def interactive(kube: Kube, namespace: str, pod: str, argv: list[str] | None = None) -> int:
     """A TTY session in the pod; returns the remote shell's exit code."""
+    # POSIX terminals only, and only for an interactive shell
     import termios
     import tty
 

@@ -25,8 +25,11 @@ from __future__ import annotations
 import contextlib
 import os
 import posixpath
+import queue
 import shutil
+import signal
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -206,8 +209,6 @@ SEND_CHUNK = 16 * STDIN_FRAME  # bytes of a file read at a time: 16 whole stdin 
 def _read_ahead(src: str, h: Any, depth: int = 4) -> Iterator[bytes]:
     """The file's chunks, read and hashed on a second thread (both release the GIL)
     while the caller masks and sends the previous ones; at most `depth` chunks wait."""
-    import queue
-    import threading
 
     chunks: queue.Queue[bytes | BaseException | None] = queue.Queue(maxsize=depth)
     stop = threading.Event()
@@ -252,7 +253,6 @@ class Hashing:
     and the connection, on another core). Keyed by path relative to the path's parent."""
 
     def __init__(self, src: Path) -> None:
-        import threading
 
         self._src = src
         self._done = threading.Event()
@@ -290,8 +290,6 @@ class _CtrlC:
         self._previous: Any = None
 
     def __enter__(self) -> _CtrlC:
-        import signal
-        import threading
 
         if threading.current_thread() is threading.main_thread():
             self._previous = signal.signal(signal.SIGINT, self._on_sigint)
@@ -307,7 +305,6 @@ class _CtrlC:
             raise _Stopped
 
     def __exit__(self, *exc: object) -> None:
-        import signal
 
         if self._previous is not None:
             signal.signal(signal.SIGINT, self._previous)

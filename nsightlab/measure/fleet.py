@@ -53,7 +53,7 @@ from nsightlab.analysis.sweep import (
 from nsightlab.cluster import fleetjobs as fj
 from nsightlab.cluster.kube import Conflict, Forbidden, Kube
 from nsightlab.cluster.safety import ResolvedContext
-from nsightlab.config import Config, atomic_write_json
+from nsightlab.config import Config, atomic_write_json, check_price
 from nsightlab.env import Env
 from nsightlab.errors import (
     ClusterError,
@@ -121,7 +121,6 @@ class FleetOptions:
 
 def parse_prices(values: Sequence[str]) -> dict[str, float]:
     """`--price g7e.8xlarge=3.14` (repeatable): USD per hour by instance type."""
-    from nsightlab.config import check_price
 
     out: dict[str, float] = {}
     for text in values:

@@ -7,6 +7,8 @@ also works on a GPU workstation with no cluster (`--local`).
 from __future__ import annotations
 
 import os
+import secrets
+import selectors
 import shutil
 import subprocess
 import sys
@@ -98,7 +100,6 @@ class LocalTarget:
         return done
 
     def stream(self, argv: Sequence[str], *, on_stdout: Sink, on_stderr: Sink, env: dict[str, str] | None = None) -> int:
-        import selectors
 
         try:
             proc = subprocess.Popen(
@@ -217,7 +218,6 @@ class PodTarget:
 
     def workdir(self) -> str:
         if self._workdir is None:
-            import secrets
 
             path = f"/tmp/nsightlab/run-{secrets.token_hex(4)}"
             self.run(["mkdir", "-p", path], what="making a work folder")

@@ -17,6 +17,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Any
 
+import typer
+
 if TYPE_CHECKING:
     from pydantic import BaseModel
     from rich.console import Console
@@ -77,6 +79,7 @@ class Env:
     def out(self) -> Console:
         """Rich console on stdout (Rich picks the width from the terminal, else COLUMNS, else 80)."""
         if self._out is None:
+            # Rich loads only when something is drawn on a terminal
             from rich.console import Console
 
             self._out = Console(file=self.out_file, no_color=self.no_color, width=self.width, soft_wrap=False, highlight=False)
@@ -86,6 +89,7 @@ class Env:
     def err(self) -> Console:
         """Rich console on stderr: progress, notes, warnings."""
         if self._err is None:
+            # Rich loads only when something is drawn on a terminal
             from rich.console import Console
 
             self._err = Console(file=self.err_file, no_color=self.no_color, width=self.width, highlight=False)
@@ -122,7 +126,6 @@ class Env:
 
     def confirm(self, question: str) -> bool:
         """Ask on the terminal (stderr), default no; False on EOF or Ctrl-C."""
-        import typer
 
         try:
             return bool(typer.confirm(question, default=False, err=True))

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nsightlab.analysis import units
+from nsightlab.analysis.units import time_unit
 from nsightlab.errors import UsageError
 from nsightlab.present.text import series_name as run_name
 from nsightlab.present.text import sweep_caption, tbps_text, what_ran
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
+    # the result models load only when a stored result is read, not for every store access
     from nsightlab.analysis.decode import DecodeResult, DecodeTimelines, ModeTimeline
     from nsightlab.analysis.profile import ProfileResult
     from nsightlab.analysis.sweep import SweepResult
@@ -66,10 +68,12 @@ class Plot:
 
 def _figure(width: float, height: float) -> Figure:
     try:
+        # matplotlib is optional ([report]) and slow to import: only figures load it
         import matplotlib
     except ImportError:
         raise UsageError(MISSING) from None
     matplotlib.use("Agg")
+    # matplotlib is optional ([report]) and slow to import: only figures load it
     from matplotlib.figure import Figure
 
     return Figure(figsize=(width, height), layout="constrained")
@@ -138,6 +142,7 @@ def sweep_figure(sweeps: Sequence[SweepResult]) -> Plot:
         raise ValueError("no sweep to plot")
     several = len(sweeps) > 1
     fig = _figure(10.0, 7.5 + (0.3 * len(sweeps) if several else 0.0))
+    # matplotlib is optional ([report]) and slow to import: only figures load it
     from matplotlib.patches import Rectangle
 
     if several:
@@ -428,7 +433,6 @@ KIND_COLORS = {
 
 def _time_scale(ns_values: Sequence[float]) -> tuple[float, str]:
     """Divisor and name of the unit for a time axis in ns (units.time_unit's choice)."""
-    from nsightlab.analysis.units import time_unit
 
     unit = time_unit([v / 1e9 for v in ns_values])
     return unit.size * 1e9, unit.name
@@ -503,6 +507,7 @@ def decode_batch_figure(result: DecodeResult, data: DecodeTimelines | None, run_
         ax.plot(xs, ys, ls="--", color=SPEC_COLOR, lw=1.8, label=_text(f"{what}: {data.bandwidth_label}"), gid="roofline")
         if data.crossover_batch is not None and data.crossover_batch <= xs[-1]:
             ax.axvline(data.crossover_batch, color="0.3", ls=":", lw=1.2, label=f"memory-bound below batch {math.ceil(data.crossover_batch)}, compute-bound above", gid="crossover")
+    # matplotlib is optional ([report]) and slow to import: only figures load it
     from matplotlib.ticker import FuncFormatter, NullFormatter
 
     ax.set_xscale("log", base=2)

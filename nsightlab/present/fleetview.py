@@ -13,11 +13,14 @@ from typing import TYPE_CHECKING, Any
 
 from nsightlab.analysis.fleet import FleetResult, JobRow, usd
 from nsightlab.analysis.pods import human_duration
+from nsightlab.analysis.sweep import SweepResult
 from nsightlab.analysis.units import percent, sig
+from nsightlab.errors import UsageError
 from nsightlab.present.doc import Bullets, FigureRef, Para, Section, Table
+from nsightlab.runs import store
+from nsightlab.runs.analyze import stored_result
 
 if TYPE_CHECKING:
-    from nsightlab.analysis.sweep import SweepResult
     from nsightlab.present.console import Env
 
 
@@ -82,6 +85,7 @@ class LiveProgress:
 
     @staticmethod
     def table(rows: Sequence[JobRow]) -> Any:
+        # Rich loads only when something is drawn on a terminal
         from rich.table import Table as RichTable
 
         t = RichTable(box=None, header_style="bold", pad_edge=False)
@@ -101,6 +105,7 @@ def progress(env: Env) -> Iterator[LiveProgress | PlainProgress]:
     if not env.err_tty:
         yield PlainProgress(env)
         return
+    # Rich loads only when something is drawn on a terminal
     from rich.live import Live
 
     with Live(LiveProgress.table([]), console=env.err, refresh_per_second=4, transient=False) as live:
@@ -187,10 +192,6 @@ def report_sections(result: FleetResult, figure_key: str | None) -> Section:
 
 def member_sweeps(result: FleetResult) -> list[tuple[str, SweepResult]]:
     """(label, sweep) for each measured Job whose sweep run is in this store."""
-    from nsightlab.analysis.sweep import SweepResult
-    from nsightlab.errors import UsageError
-    from nsightlab.runs import store
-    from nsightlab.runs.analyze import stored_result
 
     out = []
     for e in result.entries:

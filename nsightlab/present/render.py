@@ -5,7 +5,9 @@ Every function takes the `Env` and a result model; none computes anything.
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Sequence
+from datetime import timezone
 from typing import TYPE_CHECKING, Any
 
 import yaml
@@ -48,6 +50,8 @@ if TYPE_CHECKING:
         LabPod,
         StatusReport,
     )
+
+    # the result models load only when a stored result is read, not for every store access
     from nsightlab.analysis.ncu import NcuResult
     from nsightlab.analysis.profile import KernelLine, ProfileResult
     from nsightlab.analysis.rates import Rates
@@ -71,6 +75,7 @@ def table(env: Env, columns: Sequence[Column], rows: Sequence[Sequence[Any]], *,
     """A table on stdout: a Rich table on a terminal, aligned plain text otherwise."""
     cells = [["" if v is None else str(v) for v in row] for row in rows]
     if env.out_tty:
+        # Rich loads only when something is drawn on a terminal
         from rich.table import Table
 
         t = Table(title=title, title_justify="left", header_style="bold", box=None, pad_edge=False)
@@ -638,7 +643,6 @@ def trace_result(env: Env, result: TraceResult) -> None:
 
 
 def _when(dt: Any) -> str:
-    from datetime import timezone
 
     return f"{dt.astimezone(timezone.utc):%Y-%m-%d %H:%M}"
 
@@ -677,7 +681,6 @@ def run_detail(env: Env, detail: RunDetail) -> None:
     if versions:
         facts.append(f"versions: {versions}")
     if m.command:
-        import shlex
 
         facts.append(f"command: {shlex.join(m.command)}")
     lines(env, facts)

@@ -21,6 +21,7 @@ import contextlib
 import os
 import secrets
 import shutil
+import webbrowser
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -688,7 +689,6 @@ def write_report(bundle: ReportBundle, out_dir: Path) -> ReportFiles:
 
 def open_in_browser(path: str) -> bool:
     """Open the HTML in the user's browser ($BROWSER is honoured)."""
-    import webbrowser
 
     with contextlib.suppress(webbrowser.Error):
         return webbrowser.open(Path(path).as_uri())

@@ -9,6 +9,7 @@ has no spec here, so only a sweep of that CPU gives it a floor.
 
 from __future__ import annotations
 
+import shlex
 import shutil
 import subprocess
 import tempfile
@@ -246,7 +247,6 @@ def exported(rep: Path) -> Iterator[Path]:
 
     Without nsys here: UsageError (exit 2) with the command to run where nsys is.
     """
-    import shlex
 
     nsys_bin = shutil.which("nsys")
     if nsys_bin is None:

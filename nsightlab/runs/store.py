@@ -49,6 +49,7 @@ RUNNING_GRACE = timedelta(hours=4)
 
 def result_models() -> dict[str, type[BaseModel]]:
     """The model of each kind of result.json (imported when a result is read)."""
+    # the result models load only when a stored result is read, not for every store access
     from nsightlab.analysis.decode import DecodeResult
     from nsightlab.analysis.fleet import FleetResult
     from nsightlab.analysis.ncu import NcuResult
