@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
 import shlex
 from importlib import resources
 from pathlib import Path
@@ -12,6 +11,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel
 
+from nsightlab import kubevalues
 from nsightlab.config import LoadedConfig, atomic_write_text, default_config_path, home, load_config
 from nsightlab.errors import UsageError
 
@@ -28,7 +28,6 @@ def starter_text(*, context: str, namespace: str, image: str) -> str:
 STARTER_ALIAS = "stg"  # the alias `init` writes (the tutorial's `--context stg`)
 # What `init` must be told, as (key, its flag, what to type): it writes no placeholder.
 STARTER_FLAGS = (("context", "--context", "CTX"), ("namespace", "--namespace", "NS"), ("image", "--image", "IMAGE"))
-_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 
 
 def config_target(path: Path | None, *, force: bool) -> Path:
@@ -58,8 +57,9 @@ def check_starter_value(key: str, value: str) -> str:
     flag = dict((k, f) for k, f, _ in STARTER_FLAGS)[key]
     if not text or PLACEHOLDER in text:
         raise UsageError(f"{flag} needs a real value, got '{value}'")
-    if key == "namespace" and not _DNS_LABEL.match(text):
-        raise UsageError(f"--namespace '{value}' is not a Kubernetes namespace name (lowercase letters, digits and '-', at most 63)")
+    problem = kubevalues.dns1123_label_problem(text) if key == "namespace" else None
+    if problem is not None:
+        raise UsageError(f"--namespace '{value}' is not a Kubernetes namespace name: {problem}")
     if key == "image" and any(c.isspace() for c in text):
         raise UsageError(f"--image '{value}' is not an image reference (it holds a space)")
     return text

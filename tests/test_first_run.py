@@ -162,7 +162,7 @@ def test_init_asks_on_a_terminal_offering_the_kubeconfigs_contexts(fresh: Path, 
         [
             (b"(number or name)", number + b"\n"),
             (b"Namespace for the lab pod [serving]", b"Bad_Namespace\n"),  # refused, asked again
-            (b"at most 63", b"\n"),  # the context's own namespace, offered as the default
+            (b"start and end with a letter or digit", b"\n"),  # the context's own namespace, offered as the default
             (b"Lab pod image", IMAGE.encode() + b"\n"),
         ],
     )

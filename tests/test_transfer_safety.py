@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from nsightlab.cluster.transfer import UnsafeArchiveError, _inside, extract_stream
+from nsightlab.cluster.podtar import inside as _inside
+from nsightlab.cluster.transfer import UnsafeArchiveError, extract_stream
 
 
 def _archive(members: list[tuple[tarfile.TarInfo, bytes | None]]) -> io.BytesIO:

@@ -182,17 +182,6 @@ def decode_floor(
     return result
 
 
-def num(x: float) -> str:
-    """Three significant figures, trailing zeros kept: 10.0, 11.0, 0.500, 100."""
-    if x >= 100:
-        return f"{x:.0f}"
-    if x >= 10:
-        return f"{x:.1f}"
-    if x >= 1:
-        return f"{x:.2f}"
-    return f"{x:.3g}"
-
-
 def _summary(floor: DecodeFloor) -> tuple[float | None, list[str]]:
     """Sentences in nsightlab.analysis.units' words (the spec quoted as its source gives it)."""
     out: list[str] = []

@@ -450,11 +450,6 @@ def _rebase(rel: str, old_top: str, new_top: str) -> str:
 # ---------------------------------------------------------------------------- copy out
 
 
-def _inside(root: str, member_parts: list[str], link: str) -> bool:
-    """Would a symlink at member_parts, pointing at `link`, stay inside root?"""
-    return podtar.inside(root, member_parts, link)
-
-
 def _extract(source: Callable[[], bytes | memoryview], staging: Path, top: str) -> dict[str, Digest]:
     try:
         found = podtar.extract(source, str(staging), top)

@@ -301,12 +301,3 @@ def load_timelines(run: Run) -> DecodeTimelines | None:
     except (OSError, ValueError):
         return None
 
-
-def run_of(run_id: str | None) -> Run | None:
-    """The stored run with this id, or None."""
-    if not run_id:
-        return None
-    try:
-        return store.resolve(run_id)
-    except UsageError:
-        return None
