@@ -36,8 +36,14 @@ from nsightlab.analysis.gpus import for_instance_type
 from nsightlab.analysis.inventory import gpu_product
 from nsightlab.analysis.labpod import FleetCleanup
 from nsightlab.cluster.kube import Forbidden, Gone
-from nsightlab.cluster.lab import MANAGED_BY, OWNER, PLACEHOLDER, load_manifest, owner_label
-from nsightlab.errors import ClusterError, UsageError
+from nsightlab.cluster.lab import (
+    MANAGED_BY,
+    OWNER,
+    check_lab_values,
+    load_manifest,
+    owner_label,
+)
+from nsightlab.errors import ClusterError
 
 if TYPE_CHECKING:
     from nsightlab.cluster.kube import Kube
@@ -201,14 +207,7 @@ def build_job(template: dict[str, Any], config: Config, plan: FleetPlan, target:
     """One target's Job from the template: the lab pod's image, tolerations and
     resources with one GPU, pinned to its instance type (or node), one try. Pure."""
     lab = config.lab
-    if not lab.image or PLACEHOLDER in lab.image:
-        raise UsageError(
-            "lab.image is not set in config.yaml",
-            hint="Set it to the image with PyTorch (the serving sidecar's image), e.g. `nsightlab init --force --image REGISTRY/triton-vllm-container:1.0-1`.",
-        )
-    for key, value in lab.node_selector.items():
-        if PLACEHOLDER in key or PLACEHOLDER in value:
-            raise UsageError(f"lab.node_selector still holds a placeholder ({key}: {value})", hint="Fill it in config.yaml or remove it.")
+    check_lab_values(config, needs="PyTorch")
     m = copy.deepcopy(template)
     labels = {**_labels(plan)}
     meta = m.setdefault("metadata", {})

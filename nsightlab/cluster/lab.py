@@ -200,17 +200,25 @@ def load_manifest(path: Path, model: type[BaseModel], *, api_version: str, kind:
     return data
 
 
-def build_manifest(template: dict[str, Any], config: Config, *, namespace: str, profiling_caps: bool = False) -> dict[str, Any]:
-    """Fill the template from the config; pure."""
+def check_lab_values(config: Config, *, needs: str) -> None:
+    """lab.image set, and no placeholder left in lab.node_selector: what every manifest made
+    from the lab's settings (the lab pod, a fleet's Jobs) needs; `needs` says what the
+    image must have."""
     lab = config.lab
     if not lab.image or PLACEHOLDER in lab.image:
         raise UsageError(
             "lab.image is not set in config.yaml",
-            hint="Set it to the image with nsys, ncu and PyTorch (the serving sidecar's image), e.g. `nsightlab init --force --image REGISTRY/triton-vllm-container:1.0-1`.",
+            hint=f"Set it to the image with {needs} (the serving sidecar's image), e.g. `nsightlab init --force --image REGISTRY/triton-vllm-container:1.0-1`.",
         )
     for key, value in lab.node_selector.items():
         if PLACEHOLDER in key or PLACEHOLDER in value:
             raise UsageError(f"lab.node_selector still holds a placeholder ({key}: {value})", hint="Fill it in config.yaml or remove it.")
+
+
+def build_manifest(template: dict[str, Any], config: Config, *, namespace: str, profiling_caps: bool = False) -> dict[str, Any]:
+    """Fill the template from the config; pure."""
+    lab = config.lab
+    check_lab_values(config, needs="nsys, ncu and PyTorch")
     m = copy.deepcopy(template)
     meta = m.setdefault("metadata", {})
     meta["name"] = config.pod_name()
