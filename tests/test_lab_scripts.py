@@ -21,6 +21,7 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+from scriptrun import run_together
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPTS = ROOT / "lab_scripts"
@@ -278,26 +279,8 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     env["OMP_NUM_THREADS"] = "1"
     interpreted = {**env, "TRITON_INTERPRET": "1"}
-    procs = {
-        name: subprocess.Popen(
-            [sys.executable, *argv],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            cwd=cwd.get(name, tmp),
-            env=interpreted if name.startswith("triton-") else env,
-        )
-        for name, argv in plans.items()
-    }
-    out: dict[str, Any] = {"tmp": tmp}
-    try:
-        for name, proc in procs.items():
-            stdout, stderr = proc.communicate(timeout=180)
-            out[name] = subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
-    finally:
-        for proc in procs.values():
-            if proc.poll() is None:
-                proc.kill()
+    triton = {name: interpreted for name in plans if name.startswith("triton-")}
+    out: dict[str, Any] = {"tmp": tmp, **run_together(plans, cwd=tmp, env=env, cwds=cwd, envs=triton)}
     yield out
 
 

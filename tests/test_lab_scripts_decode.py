@@ -18,6 +18,7 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+from scriptrun import run_together
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPTS = ROOT / "lab_scripts"
@@ -255,26 +256,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     }  # fmt: skip
     # one thread each: the runs share the machine (and _first_tokens uses one thread too)
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    procs = {
-        name: subprocess.Popen(
-            [sys.executable, *argv],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            cwd=tmp,
-            env=env,
-        )
-        for name, argv in plans.items()
-    }
-    out: dict[str, Any] = {"tmp": tmp}
-    try:
-        for name, proc in procs.items():
-            stdout, stderr = proc.communicate(timeout=180)
-            out[name] = subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
-    finally:
-        for proc in procs.values():
-            if proc.poll() is None:
-                proc.kill()
+    out: dict[str, Any] = {"tmp": tmp, **run_together(plans, cwd=tmp, env=env)}
     yield out
 
 
