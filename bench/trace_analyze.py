@@ -11,10 +11,12 @@ in its own process:
 
 Target: nsightlab at most 3x the bare pass, under 400 MB peak RSS.
 
-Kineto: times nsightlab's `analyze_kineto` against HolisticTraceAnalysis loading the same
-trace and computing its temporal breakdown (`bench/hta_temporal.py`, in a separate
-virtualenv that has HTA), on a real trace and on a generated one with N GPU events.
-Target: at least 5x faster, at a fraction of its memory.
+Kineto: times nsightlab's `analyze_kineto` (the analysis `analyze` runs on a Kineto file,
+in a fresh interpreter that imports it) and the whole `nsightlab analyze` command (its
+start-up included; with --json and with the tables) against HolisticTraceAnalysis
+loading the same trace and computing its temporal breakdown (`bench/hta_temporal.py`,
+in a separate virtualenv that has HTA), on a real trace and on a generated one with N
+GPU events. Target: at least 5x faster, at a fraction of its memory.
 
     python bench/trace_analyze.py nsys --ops 1000000
     python bench/trace_analyze.py kineto --ops 1000000 --hta-python /tmp/hta-venv/bin/python
@@ -25,7 +27,6 @@ from __future__ import annotations
 import argparse
 import csv
 import gzip
-import json
 import sys
 import tempfile
 import time
@@ -33,8 +34,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 # This checkout's nsightlab, not whichever one the interpreter has installed.
-sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
-from _timing import side_by_side, table  # noqa: E402
+sys.path[:0] = [str(ROOT), str(ROOT / "bench"), str(ROOT / "tests")]
+from _timing import nsightlab_argv, side_by_side, table  # noqa: E402
+from tracebuild import kineto_event  # noqa: E402
 
 _LAYER = [
     "void at::native::(anonymous namespace)::vectorized_layer_norm_kernel<c10::BFloat16, float>(int, float, c10::BFloat16 const*, c10::BFloat16 const*, c10::BFloat16 const*, float*, float*, c10::BFloat16*)",
@@ -83,16 +85,17 @@ def generate_csv(path: Path, n: int) -> None:
 
 
 def generate_kineto(path: Path, n: int) -> None:
-    """n GPU events, each with its launch, ProfilerStep ranges over every decode step."""
+    """n GPU events, each with its launch, ProfilerStep ranges over every decode step, in
+    Kineto's own layout."""
     with gzip.open(path, "wt", encoding="utf-8", compresslevel=1) as fh:
-        fh.write('{"schemaVersion": 1, "deviceProperties": [{"id": 0, "name": "NVIDIA H100 80GB HBM3"}],\n"traceEvents": [\n')
+        fh.write('{\n  "schemaVersion": 1,\n  "deviceProperties": [{"id": 0, "name": "NVIDIA H100 80GB HBM3"}],\n  "traceEvents": [\n')
         first = True
         step_start = None
         step_no = 0
 
         def emit(event: dict[str, object]) -> None:
             nonlocal first
-            fh.write(("" if first else ",\n") + json.dumps(event))
+            fh.write(("" if first else ",\n") + kineto_event(event))
             first = False
 
         for corr, (name, start, dur) in enumerate(_ops(n), start=1):
@@ -105,7 +108,7 @@ def generate_kineto(path: Path, n: int) -> None:
             cat = "gpu_memcpy" if name.startswith("[CUDA memcpy") else "kernel"
             emit({"ph": "X", "cat": "cuda_runtime", "name": "cudaMemcpyAsync" if cat == "gpu_memcpy" else "cudaLaunchKernel", "pid": 7, "tid": 7, "ts": round(us - 30, 3), "dur": 4.5, "args": {"External id": corr, "correlation": corr}})
             emit({"ph": "X", "cat": cat, "name": "Memcpy HtoD (Pinned -> Device)" if cat == "gpu_memcpy" else name, "pid": 0, "tid": 7, "ts": round(us, 3), "dur": dur / 1000, "args": {"External id": corr, "device": 0, "stream": 7, "correlation": corr, "grid": [132, 1, 1], "block": [128, 1, 1]}})
-        fh.write("\n],\n\"traceName\": \"generated\"}\n")
+        fh.write('\n  ],\n  "traceName": "generated"\n}\n')
 
 
 def _bare(path: str) -> None:
@@ -176,6 +179,8 @@ def main(argv: list[str]) -> int:
                 {
                     "HTA temporal breakdown": [*hta, str(path.parent), path.name],
                     "nsightlab analyze_kineto": [*me, "_kineto", str(path)],
+                    "nsightlab analyze --json": nsightlab_argv(ROOT, "analyze", str(path), "--json"),
+                    "nsightlab analyze": nsightlab_argv(ROOT, "analyze", str(path)),
                 },
                 repeat=args.repeat,
                 warmup=args.warmup,

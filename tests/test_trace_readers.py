@@ -20,6 +20,7 @@ from tracebuild import (
     api_row,
     kernel,
     kernel_row,
+    kineto_layout,
     launch,
     proj_row,
     write_csv,
@@ -218,9 +219,127 @@ def test_real_kineto_events_and_metadata(negq: tuple[list[kineto.KinetoEvent], k
 def test_line_numbers_point_at_the_event(negq: tuple[list[kineto.KinetoEvent], kineto.KinetoMetadata]) -> None:
     events, _ = negq
     lines = gzip.decompress(NEGQ.read_bytes()).decode().split("\n")
-    for event in events[:: len(events) // 50]:
+    for event in events:  # every one: events that straddle two read chunks once got wrong lines
         assert lines[event.line - 1].strip() == "{"
         assert f'"name": {json.dumps(event.name)}' in lines[event.line]
+
+
+# ------------------------------------------- Kineto's layout: the scan and the general way
+
+
+def test_layout_scan_reads_the_real_traces_as_the_general_way_does(
+    negq: tuple[list[kineto.KinetoEvent], kineto.KinetoMetadata],
+) -> None:
+    # The fixture read NEGQ with the scan; the general way must give the very same records.
+    assert list(kineto.KinetoReader(NEGQ, layout_scan=False)) == negq[0]
+    for path, flags in [(NSRES, {"launches_only": True, "cpu_ops": True}), (TRITON, {}), (TRITON, {"launches_only": True})]:
+        scanned = list(kineto.KinetoReader(path, **flags))
+        assert scanned and scanned == list(kineto.KinetoReader(path, layout_scan=False, **flags))
+
+
+def test_launches_only_keeps_the_calls_that_put_work_on_the_gpu() -> None:
+    every = [e for e in kineto.KinetoReader(NSRES) if isinstance(e, kineto.LaunchCall)]
+    launching = [e for e in kineto.KinetoReader(NSRES, launches_only=True) if isinstance(e, kineto.LaunchCall)]
+    assert launching == [e for e in every if any(m in e.name for m in ("Launch", "Memcpy", "Memset", "memcpy"))]
+    assert 0 < len(launching) < len(every)
+    assert "cudaEventQuery" in {e.name for e in every} - {e.name for e in launching}
+
+
+_ODD_EVENTS = [
+    kernel("upper", 30, 1, 3, cat="KERNEL"),  # read lower-cased: a kernel, yet not a spelling the scan takes
+    {"name": "process_name", "ph": "M", "pid": 0, "tid": 0, "args": {"name": "python"}},  # `ph` not first
+    {"ph": "\\u0058", "cat": "kernel", "name": "escaped ph", "pid": 0, "tid": 7, "ts": 40, "dur": 1, "args": {"correlation": 4}},
+    {"ph": "X", "cat": "ker\\u006eel", "name": "escaped cat", "pid": 0, "tid": 7, "ts": 41, "dur": 1},
+    launch("cuda\\u004caunchKernel", 42, 1, 5),  # a launch whose name is escaped
+    {"ph": "X", "cat": "cuda_runtime", "pid": 1, "tid": 1, "name": "cudaLaunchKernel", "ts": 43, "dur": 1},  # name not after cat
+    {"ph": "X", "cat": "some_new_category", "name": "n", "pid": 1, "tid": 1, "ts": 44, "dur": 1},
+    {"name": "name first", "ph": "X", "cat": "kernel", "pid": 0, "tid": 7, "ts": 45, "dur": 1},
+]
+
+
+@pytest.mark.parametrize("odd", range(len(_ODD_EVENTS)))
+@pytest.mark.parametrize("launches_only", [False, True])
+def test_events_the_scan_cannot_judge_are_read_the_general_way(tmp_path: Path, odd: int, launches_only: bool) -> None:
+    events = [launch("cudaEventQuery", 1, 1, 1), kernel("a", 10, 2, 2), _ODD_EVENTS[odd], kernel("b", 50, 2, 6)] * 3
+    text = kineto_layout({"traceEvents": events}).replace("\\\\u", "\\u")  # keep the escapes as escapes
+    path = tmp_path / "odd.json"
+    path.write_text(text, encoding="utf-8")
+    scanned = list(kineto.KinetoReader(path, launches_only=launches_only))
+    assert scanned == list(kineto.KinetoReader(path, launches_only=launches_only, layout_scan=False))
+    assert [e.name for e in scanned if isinstance(e, kineto.GpuEvent)].count("b") == 3
+    if odd in (0, 2, 3, 7):  # upper-cased or escaped, these are kernels too, and are read as such
+        assert len([e for e in scanned if isinstance(e, kineto.GpuEvent)]) == 9
+    if odd == 4:
+        assert [e.name for e in scanned if isinstance(e, kineto.LaunchCall)].count("cudaLaunchKernel") == 3
+
+
+def test_a_broken_event_is_reported_as_the_general_way_reports_it(tmp_path: Path) -> None:
+    text = kineto_layout({"traceEvents": [kernel("a", 10, 2, 2), kernel("b", 20, 2, 3), kernel("c", 30, 2, 4)]})
+    broken = text.replace('"correlation": 3', '"correlation": 3,, "x": 1')
+    path = tmp_path / "broken.json"
+    path.write_text(broken, encoding="utf-8")
+    errors = []
+    for scan in (True, False):
+        with pytest.raises(ParseError) as info:
+            list(kineto.KinetoReader(path, layout_scan=scan))
+        errors.append((str(info.value), info.value.lineno))
+    assert errors[0] == errors[1] and "malformed JSON" in errors[0][0]
+
+
+def test_an_event_passed_over_is_not_checked(tmp_path: Path) -> None:
+    # The documented difference: a flow arrow the reader drops is not decoded, so damage
+    # inside it goes unseen by the scan; the general way reports it.
+    flow = {"ph": "f", "id": 1, "pid": 0, "tid": 0, "ts": 5, "cat": "ac2g", "name": "ac2g"}
+    text = kineto_layout({"traceEvents": [kernel("a", 10, 2, 2), flow, kernel("b", 20, 2, 3), kernel("c", 30, 2, 4)]})
+    path = tmp_path / "flow.json"
+    path.write_text(text.replace('"id": 1,', '"id": 1,,'), encoding="utf-8")
+    assert [e.name for e in kineto.KinetoReader(path)] == ["a", "b", "c"]
+    with pytest.raises(ParseError, match="malformed JSON"):
+        list(kineto.KinetoReader(path, layout_scan=False))
+
+
+_CATS = ["kernel", "Kernel", "gpu_memcpy", "Memset", "cuda_runtime", "Runtime", "cuda_driver", "user_annotation",
+         "gpu_user_annotation", "cpu_op", "python_function", "ac2g", "KERNEL", "odd\\cat", ""]  # fmt: skip
+_NAMES = ["cudaLaunchKernel", "cudaEventQuery", "cuLaunchKernel", "cudaMemcpyAsync", "k<float>(int)", 'q"uote', "a\nb",
+          "\\u", "x\n  },\n  {y", ""]  # fmt: skip
+_LAYOUT_EVENT = st.fixed_dictionaries(
+    {"ph": st.sampled_from(["X", "X", "X", "f", "s", "i"]), "cat": st.sampled_from(_CATS), "name": st.sampled_from(_NAMES)},
+    optional={
+        "pid": st.integers(0, 3) | st.just("Spans"),
+        "tid": st.integers(0, 3),
+        "ts": st.integers(0, 10**6) | st.decimals(0, 10**6, places=3).map(float),
+        "dur": st.integers(0, 100) | st.floats(0, 100, allow_nan=False),
+        "args": st.fixed_dictionaries({}, optional={"correlation": st.integers(0, 9), "device": st.integers(0, 1), "stream": st.integers(0, 9)}),
+    },
+)
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    events=st.lists(_LAYOUT_EVENT, max_size=25),
+    chunk=st.integers(16, 600),
+    cpu_ops=st.booleans(),
+    launches_only=st.booleans(),
+)
+def test_layout_scan_property(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, events: list[dict[str, object]], chunk: int, cpu_ops: bool, launches_only: bool
+) -> None:
+    """Any events in Kineto's layout, read in chunks of any size: the scan gives what the
+    general way gives, records or the same error."""
+    monkeypatch.setattr(kineto, "_CHUNK", chunk)
+    path = tmp_path / "layout.json"
+    path.write_text(kineto_layout({"schemaVersion": 1, "traceEvents": events}), encoding="utf-8")
+    got = []
+    for scan in (True, False):
+        try:
+            got.append(list(kineto.KinetoReader(path, cpu_ops=cpu_ops, launches_only=launches_only, layout_scan=scan)))
+        except ParseError as exc:
+            got.append([str(exc), exc.lineno])
+    assert got[0] == got[1]
+    lines = path.read_text(encoding="utf-8").split("\n")
+    for event in got[0]:
+        if isinstance(event, kineto.KinetoEvent):
+            assert lines[event.line - 1] == "  {"
 
 
 def test_fractional_microseconds_become_exact_nanoseconds() -> None:

@@ -10,7 +10,7 @@ import io
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 # nsys 2024+ (`cuda_gpu_trace.py`, `nvtx_pushpop_trace.py`, `nvtx_gpu_proj_trace.py`,
 # `cuda_api_trace.py` of the reports folder); times in ns, sizes in MB.
@@ -88,7 +88,44 @@ def annotation(name: str, ts: float | int, dur: float | int, tid: int = 1) -> di
     return x_event("user_annotation", name, ts, dur, 4242, tid)
 
 
-def write_kineto(path: Path, events: Sequence[dict[str, Any]], *, gz: bool = False, device: str = "NVIDIA H100 80GB HBM3") -> Path:
+def _pairs(items: Any) -> str:
+    return ", ".join(f"{json.dumps(k)}: {json.dumps(v)}" for k, v in items)
+
+
+def kineto_event(e: dict[str, Any]) -> str:
+    """One event as libkineto writes it: `ph`, `cat`, `name`, `pid`, `tid`, ... on its
+    first line, `ts`, `dur` on the next, one line per arg; indented for `traceEvents`."""
+    lines = [_pairs((k, v) for k, v in e.items() if k not in ("ts", "dur", "args"))]
+    times = [(k, e[k]) for k in ("ts", "dur") if k in e]
+    if times:
+        lines.append(_pairs(times))
+    if "args" in e:
+        args = ",\n      ".join(_pairs([item]) for item in e["args"].items())
+        lines.append('"args": {\n      ' + args + "\n    }")
+    return "  {\n    " + ",\n    ".join(lines) + "\n  }"
+
+
+def kineto_layout(doc: dict[str, Any]) -> str:
+    """`doc` as libkineto writes a trace: each event as `kineto_event` writes it, the
+    other keys one per line."""
+    out = []
+    for key, value in doc.items():
+        if key == "traceEvents":
+            out.append('  "traceEvents": [\n' + ",\n".join(kineto_event(e) for e in value) + "\n  ]")
+        else:
+            out.append(f"  {json.dumps(key)}: {json.dumps(value)}")
+    return "{\n" + ",\n".join(out) + "\n}\n"
+
+
+def write_kineto(
+    path: Path,
+    events: Sequence[dict[str, Any]],
+    *,
+    gz: bool = False,
+    device: str = "NVIDIA H100 80GB HBM3",
+    layout: Literal["kineto", "indent"] = "kineto",
+) -> Path:
+    """A trace of `events` in Kineto's own layout, or as `json.dumps(indent=1)` writes it."""
     doc = {
         "schemaVersion": 1,
         "deviceProperties": [{"id": 0, "name": device, "totalGlobalMem": 85000000000}],
@@ -96,7 +133,7 @@ def write_kineto(path: Path, events: Sequence[dict[str, Any]], *, gz: bool = Fal
         "traceEvents": list(events),
         "traceName": str(path),
     }
-    text = json.dumps(doc, indent=1)
+    text = kineto_layout(doc) if layout == "kineto" else json.dumps(doc, indent=1)
     if gz:
         path.write_bytes(gzip.compress(text.encode()))
     else:

@@ -72,7 +72,12 @@ from nsightlab.analysis.intervals import IntervalUnion
 from nsightlab.analysis.period import find_period
 from nsightlab.errors import UsageError
 from nsightlab.parse import gputrace, kineto
-from nsightlab.parse.names import StepKernelKind, short_kernel_name, step_kernel_kind
+from nsightlab.parse.names import (
+    StepKernelKind,
+    puts_work_on_gpu,
+    short_kernel_name,
+    step_kernel_kind,
+)
 
 # ---------------------------------------------------------------- named thresholds
 
@@ -800,10 +805,6 @@ def _steps_from_sequence(ops: _Ops, notes: list[str]) -> list[StepGroup]:
 # --------------------------------------------------------------------- entry points
 
 
-def _launch_like(name: str) -> bool:
-    return "Launch" in name or "Memcpy" in name or "Memset" in name or "memcpy" in name
-
-
 def analyze_gpu_trace(paths: Sequence[str | Path], step_range: str | None = None, *, tile: bool = False) -> TraceAnatomy:
     """The step anatomy of an nsys capture from its `nsys stats --format csv` exports.
 
@@ -872,7 +873,7 @@ def analyze_gpu_trace(paths: Sequence[str | Path], step_range: str | None = None
         launch_of = {
             c.corr_id: c.start_ns
             for c in gputrace.read_cuda_api(files["cuda_api_trace"])
-            if c.corr_id is not None and _launch_like(c.name)
+            if c.corr_id is not None and puts_work_on_gpu(c.name)
         }
         ops.set_launches(launch_of)
         attribution = "launch"
@@ -902,7 +903,7 @@ def analyze_kineto(path: str | Path, step_range: str | None = None, *, tile: boo
     (`ops_are: cpu`). Raises ParseError for an unreadable trace and UsageError for a
     `step_range` that names no range.
     """
-    reader = kineto.KinetoReader(path)
+    reader = kineto.KinetoReader(path, launches_only=True)
     ops = _Ops()
     launch_of: dict[int, int] = {}
     ranges: list[_Range] = []
@@ -910,7 +911,7 @@ def analyze_kineto(path: str | Path, step_range: str | None = None, *, tile: boo
         if type(event) is kineto.GpuEvent:
             ops.add(event.start_ns, event.end_ns, event.name, event.kind, (event.device, event.stream), event.correlation)
         elif type(event) is kineto.LaunchCall:
-            if event.correlation is not None and _launch_like(event.name):
+            if event.correlation is not None:
                 launch_of[event.correlation] = event.start_ns
         elif type(event) is kineto.TraceRange and event.cat == "user_annotation":
             ranges.append(_Range(event.name, event.start_ns, event.end_ns, event.pid, event.tid))

@@ -123,17 +123,21 @@ def analyze(
       nsightlab analyze latest
       nsightlab analyze trace.pt.trace.json.gz --step-range ProfilerStep --weights-gb 16
     """
-    from nsightlab.analysis.decode import DecodeResult, TraceResult
-    from nsightlab.analysis.ncu import NcuResult
-    from nsightlab.analysis.profile import ProfileResult
-    from nsightlab.present import render
     from nsightlab.runs.analyze import analyze_path
 
     env = make_env(json_out)
     result = analyze_path(path, step_range=step_range, weights_gb=weights_gb, kv_gb=kv_gb)
     if env.json:
         env.print_json(result)
-    elif isinstance(result, ProfileResult):
+        return
+    # The renderers and the result types, only for the text (importing them all is a
+    # tenth of a second that --json need not wait for).
+    from nsightlab.analysis.decode import DecodeResult, TraceResult
+    from nsightlab.analysis.ncu import NcuResult
+    from nsightlab.analysis.profile import ProfileResult
+    from nsightlab.present import render
+
+    if isinstance(result, ProfileResult):
         render.profile(env, result)
     elif isinstance(result, NcuResult):
         render.ncu(env, result)

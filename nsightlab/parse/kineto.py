@@ -18,7 +18,9 @@ Every other top-level value is parsed whole (they are small).
 - `LaunchCall`: CPU calls of cat `cuda_runtime` / `cuda_driver` (older: `Runtime`,
   `Driver`): `cudaLaunchKernel`, `cudaLaunchKernelExC`, `cuLaunchKernel`,
   `cudaMemcpyAsync`, `cudaMemsetAsync`, `cudaGraphLaunch`, ... with their correlation id,
-  process and thread. Every call is yielded; the analysis keeps the ones that launch.
+  process and thread. Every call is yielded, or with `launches_only=True` only the calls
+  that put work on the GPU (`names.puts_work_on_gpu`): a trace's runtime calls are mostly
+  `cudaEventQuery` and the like.
 - `TraceRange`: `user_annotation` (record_function ranges, `ProfilerStep#N`) and
   `gpu_user_annotation` ranges.
 - `CpuOp`: only with `KinetoReader(path, cpu_ops=True)`, the `cpu_op` events (`aten::mm`,
@@ -36,6 +38,30 @@ binary float instead would be off by up to 125 ns at today's epoch values (a dou
 holds 1.7e15 us to a quarter of a microsecond). A negative duration is read as zero.
 
 Any input that is not such a trace raises `ParseError` naming the file and the line.
+
+Kineto's own layout is read faster. libkineto writes each event on lines of its own:
+
+    [ ... ,
+      {
+        "ph": "X", "cat": "kernel", "name": "...", "pid": 0, "tid": 7,
+        "ts": 1683564902133360, "dur": 3,
+        "args": {
+          ...
+        }
+      },
+      {
+        ...
+
+A JSON string cannot hold a newline, so `\n  },\n  {` is always structure: in this
+layout, the boundary between two events, and each event begins with its `ph` and `cat`.
+Where a whole buffer of events is in that form (checked by two regular-expression scans,
+in C), the events the reader would drop (flow arrows, `cpu_op`s, runtime calls that launch
+nothing: four in five of a typical trace's events) are passed over by their first line
+without being decoded, and only the others are decoded, one by one as above. Whatever is
+not in that form (an event whose first key is not `ph`, an X event with an unknown or
+escaped `cat`, a runtime call whose `name` does not follow its `cat`, a file written on one
+line) is read the general way, so the two ways yield the same events. The difference: an
+event passed over is not checked to be well-formed JSON (it is not used).
 """
 
 from __future__ import annotations
@@ -52,6 +78,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, Literal
 
 from nsightlab.errors import ParseError
+from nsightlab.parse.names import GPU_WORK_CALL_MARKS, puts_work_on_gpu
 
 GpuKind = Literal["kernel", "memcpy", "memset"]
 RangeCat = Literal["user_annotation", "gpu_user_annotation"]
@@ -73,6 +100,50 @@ _RANGE_CATS: dict[str, RangeCat] = {
     "user_annotation": "user_annotation",
     "gpu_user_annotation": "gpu_user_annotation",
 }
+
+
+# Other categories libkineto writes, none of them read here.
+_OTHER_CATS = (
+    "python_function", "Trace", "overhead", "cuda_sync", "cpu_instant_event", "external_correlation",
+    "cuda_profiler_range", "collective_comm", "fwdbwd", "xpu_runtime", "xpu_driver", "mtia_runtime",
+    "privateuse1_runtime", "privateuse1_driver",
+)  # fmt: skip
+# The spellings of the categories above as Kineto writes them (the general way compares
+# lower-cased; the layout scan takes these exact spellings and leaves others to it).
+_GPU_SPELLINGS = ("kernel", "Kernel", "gpu_memcpy", "gpu_memset", "memcpy", "Memcpy", "memset", "Memset")
+_LAUNCH_SPELLINGS = ("cuda_runtime", "cuda_driver", "runtime", "Runtime", "driver", "Driver")
+_RANGE_SPELLINGS = tuple(_RANGE_CATS)
+
+_SEP = "\n  },\n  {"
+_SEP_CLOSE = 4  # `\n  }`: the part of _SEP that closes the event before it
+_FIRST_LINE = r'\{\n    "ph": "[^"\\]*"'
+_FIRST = re.compile(_FIRST_LINE)
+# An event (after a boundary) whose first key is not a plain `ph`.
+_ODD_START = re.compile(r'\n  \},\n  \{(?!\n    "ph": "[^"\\]*")')
+
+
+def _alternatives(words: tuple[str, ...]) -> str:
+    return "|".join(re.escape(w) for w in words)
+
+
+def _layout_pattern(cpu_ops: bool, launches_only: bool) -> re.Pattern[str]:
+    """The X events of Kineto's layout that must be decoded: the ones read here, and the
+    ones the scan cannot judge by their first line (decoded, they are judged as the
+    general way judges them)."""
+    head = r'\{\n    "ph": "X"'
+    known = _GPU_SPELLINGS + _LAUNCH_SPELLINGS + _RANGE_SPELLINGS + (_CPU_OP_CAT,) + _OTHER_CATS
+    taken = _GPU_SPELLINGS + _RANGE_SPELLINGS + ((_CPU_OP_CAT,) if cpu_ops else ())
+    odd = rf'(?!, "cat": "(?:{_alternatives(known)})")'
+    if launches_only:
+        # A call is judged by its name, which must follow `cat` as a plain string.
+        calls = rf', "cat": "(?:{_alternatives(_LAUNCH_SPELLINGS)})"'
+        marks = _alternatives(GPU_WORK_CALL_MARKS)
+        wanted = rf', "cat": "(?:{_alternatives(taken)})"|{calls}, "name": "[^"\\]*(?:{marks})'
+        odd += rf'|{calls}(?!, "name": "[^"\\\n]*")'
+    else:
+        wanted = rf', "cat": "(?:{_alternatives(taken + _LAUNCH_SPELLINGS)})"'
+    # One literal head lets the scan jump from X event to X event.
+    return re.compile(f"{head}(?:{wanted}|{odd})")
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,12 +250,13 @@ class _JsonStream:
         self.source = source
         self.buf = ""
         self.pos = 0
+        self.base = 0  # characters of the text before `buf`
         self.eof = False
         # Line numbers are counted incrementally from a mark: counting from the start
         # of the buffer at every event would cost a buffer's length per event.
         self._mark = 0
         self._mark_line = 1
-        self._decoder = json.JSONDecoder(parse_float=str)
+        self.decoder = json.JSONDecoder(parse_float=str)
 
     def line_at(self, pos: int) -> int:
         """The 1-based line of buffer position `pos`."""
@@ -206,6 +278,7 @@ class _JsonStream:
         if self.pos:
             self.line_at(self.pos)
             self.buf = self.buf[self.pos :]
+            self.base += self.pos
             self._mark = 0
             self.pos = 0
         if not chunk:
@@ -229,7 +302,7 @@ class _JsonStream:
         """Decode the JSON value that starts at the current position."""
         while True:
             try:
-                obj, end = self._decoder.raw_decode(self.buf, self.pos)
+                obj, end = self.decoder.raw_decode(self.buf, self.pos)
             except json.JSONDecodeError as exc:
                 # An error at (or just before) the end of the buffer, or inside a string
                 # that runs to it, may only mean the value continues in the next chunk.
@@ -261,12 +334,16 @@ class _JsonStream:
 class KinetoReader:
     """Iterate the GPU ops, launch calls and ranges of a Kineto trace (see module doc)."""
 
-    def __init__(self, path: str | Path, *, cpu_ops: bool = False) -> None:
+    def __init__(self, path: str | Path, *, cpu_ops: bool = False, launches_only: bool = False, layout_scan: bool = True) -> None:
         self.path = Path(path)
         self.source = str(path)
         self.cpu_ops = cpu_ops
+        self.launches_only = launches_only
+        # Off only to compare the two ways of reading (see the module docstring).
+        self.layout_scan = layout_scan
         self.metadata = KinetoMetadata()
-        self.events = 0
+        self._scan = _layout_pattern(cpu_ops, launches_only)
+        self._general_until = 0  # where the stream may be read by the layout scan again
 
     def __iter__(self) -> Iterator[KinetoEvent]:
         try:
@@ -356,21 +433,18 @@ class KinetoReader:
         if stream.skip_ws() == "]":
             stream.pos += 1
             return
-        gpu_cats, launch_cats, range_cats = _GPU_CATS, _LAUNCH_CATS, _RANGE_CATS
-        cpu_cat = _CPU_OP_CAT if self.cpu_ops else None
+        scan = self.layout_scan
         while True:
             stream.skip_ws()
-            start_pos = stream.pos
-            event = stream.value()
-            self.events += 1
-            if type(event) is dict:
-                cat = event.get("cat")
-                if type(cat) is str:
-                    low = cat.lower()
-                    if low in gpu_cats or low in launch_cats or low in range_cats or low == cpu_cat:
-                        item = self._event(event, low, stream, start_pos)
-                        if item is not None:
-                            yield item
+            block = self._layout_block(stream) if scan else None
+            if block is not None:
+                yield from block
+            else:
+                start = stream.base + stream.pos  # reading the value may move the buffer
+                event = stream.value()
+                item = self._item(event, stream, start - stream.base)
+                if item is not None:
+                    yield item
             sep = stream.skip_ws()
             if sep == ",":
                 stream.pos += 1
@@ -388,37 +462,98 @@ class KinetoReader:
             found = repr(sep) if sep else "the end of the file"
             raise stream.fail(f"malformed JSON: expected ',' or ']' in traceEvents, found {found}")
 
-    def _event(self, event: dict[str, Any], cat: str, stream: _JsonStream, pos: int) -> KinetoEvent | None:
-        if event.get("ph", "X") != "X":
+    def _item(self, event: object, stream: _JsonStream, pos: int) -> KinetoEvent | None:
+        """The record of one decoded event, or None for an event not read here."""
+        if type(event) is not dict:
             return None
-        try:
-            start = us_to_ns(event["ts"])
-            dur = us_to_ns(event.get("dur", 0))
-        except (KeyError, ValueError) as exc:
-            raise stream.fail(f"a {cat} event without a numeric ts/dur ({exc})", pos) from None
+        cat = event.get("cat")
+        if type(cat) is not str:
+            return None
+        low = cat.lower()
+        if low in _GPU_CATS or low in _LAUNCH_CATS or low in _RANGE_CATS or (low == _CPU_OP_CAT and self.cpu_ops):
+            return self._event(event, low, stream, pos)
+        return None
+
+    def _layout_block(self, stream: _JsonStream) -> list[KinetoEvent] | None:
+        """The records of the events from the current one to the last whole one in the
+        buffer, when they are all in Kineto's layout (module docstring); the stream is
+        then left after the last. None, with nothing consumed, when they are not: the
+        general way then reads them, and reports any error in them."""
+        buf, pos = stream.buf, stream.pos
+        if stream.base + pos < self._general_until or not _FIRST.match(buf, pos):
+            return None
+        last = buf.rfind(_SEP, pos)
+        if last < 0 and stream.fill():
+            buf, pos = stream.buf, stream.pos
+            last = buf.rfind(_SEP, pos)
+        if last < 0:
+            return None
+        # End the block before the first event whose first key is not `ph`.
+        odd = _ODD_START.search(buf, pos, last)
+        if odd is not None:
+            last = odd.start()
+        end = last + _SEP_CLOSE
+        out: list[KinetoEvent] = []
+        decode = stream.decoder.raw_decode
+        closing = _SEP[:_SEP_CLOSE]
+        for match in self._scan.finditer(buf, pos, end):
+            at = match.start()
+            try:
+                event, stop = decode(buf, at)
+            except (json.JSONDecodeError, RecursionError):
+                event, stop = None, -1
+            if buf[stop - _SEP_CLOSE : stop] != closing:
+                # Not one whole event: leave the block to the general way.
+                self._general_until = stream.base + end
+                return None
+            item = self._item(event, stream, at)
+            if item is not None:
+                out.append(item)
+        stream.pos = end
+        return out
+
+    def _event(self, event: dict[str, Any], cat: str, stream: _JsonStream, pos: int) -> KinetoEvent | None:
+        get = event.get
+        if get("ph", "X") != "X":
+            return None
+        ts, dur = get("ts"), get("dur", 0)
+        if type(ts) is int and type(dur) is int:  # most traces: whole microseconds
+            start, dur = ts * 1000, dur * 1000
+        else:
+            try:
+                start = us_to_ns(event["ts"])
+                dur = us_to_ns(dur)
+            except (KeyError, ValueError) as exc:
+                raise stream.fail(f"a {cat} event without a numeric ts/dur ({exc})", pos) from None
         end = start + dur if dur > 0 else start
-        name = event.get("name")
+        name = get("name")
         if type(name) is not str:
             name = "" if name is None else str(name)
-        args = event.get("args")
+        args = get("args")
         if type(args) is not dict:
             args = {}
         corr = args.get("correlation")
         if type(corr) is not int:
             corr = None
-        line = stream.line_at(pos)
         kind = _GPU_CATS.get(cat)
         if kind is not None:
-            device = args.get("device", event.get("pid"))
-            stream_id = args.get("stream", event.get("tid"))
+            device = args.get("device", get("pid"))
+            stream_id = args.get("stream", get("tid"))
+            line = stream.line_at(pos)
             return GpuEvent(start, end, name, kind, _ident(device), _ident(stream_id), corr, line)
+        if cat in _LAUNCH_CATS and self.launches_only and not puts_work_on_gpu(name):
+            return None
+        pid, tid = get("pid"), get("tid")
+        if type(pid) is not int:
+            pid = _ident(pid)
+        if type(tid) is not int:
+            tid = _ident(tid)
+        line = stream.line_at(pos)
         if cat in _LAUNCH_CATS:
-            return LaunchCall(start, end, name, corr, _ident(event.get("pid")), _ident(event.get("tid")), line)
+            return LaunchCall(start, end, name, corr, pid, tid, line)
         if cat == _CPU_OP_CAT:
-            return CpuOp(start, end, name, _ident(event.get("pid")), _ident(event.get("tid")), line)
-        return TraceRange(
-            start, end, name, _RANGE_CATS[cat], _ident(event.get("pid")), _ident(event.get("tid")), line
-        )
+            return CpuOp(start, end, name, pid, tid, line)
+        return TraceRange(start, end, name, _RANGE_CATS[cat], pid, tid, line)
 
 
 def _ident(value: object) -> int | str | None:

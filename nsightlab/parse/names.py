@@ -390,3 +390,16 @@ def step_kernel_kind(name: str) -> StepKernelKind:
     if coarse == "copy":
         return "copy"
     return "other"
+
+
+# ------------------------------------------------------------- CUDA API call names
+
+# A runtime or driver call that puts work on the GPU has one of these in its name:
+# `cudaLaunchKernel`, `cuLaunchKernel`, `cudaGraphLaunch`, `cudaMemcpyAsync`,
+# `cudaMemsetAsync`, `cuMemcpyHtoDAsync_v2`, `memcpy` in older traces.
+GPU_WORK_CALL_MARKS = ("Launch", "Memcpy", "Memset", "memcpy")
+
+
+def puts_work_on_gpu(api_name: str) -> bool:
+    """True for a CUDA API call that launches a kernel or a graph, or queues a copy or set."""
+    return any(mark in api_name for mark in GPU_WORK_CALL_MARKS)
