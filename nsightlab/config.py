@@ -24,10 +24,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from nsightlab import kubevalues
 from nsightlab.errors import ConfigError, NsightlabError, UsageError, validation_message
+from nsightlab.models import Model
 
 DEFAULT_PROTECTED = ("prd", "prod", "production")
 
-class _Strict(BaseModel):
+class _Strict(Model):
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
 
@@ -187,7 +188,7 @@ def default_config_path() -> Path:
     return home() / "config.yaml"
 
 
-class LoadedConfig(BaseModel):
+class LoadedConfig(Model):
     """The effective config and where each leaf came from ("default" or "file:line")."""
 
     config: Config
@@ -328,7 +329,7 @@ def _sources(config: Config, lines: dict[tuple[str, ...], int], path: Path) -> d
 # ---------------------------------------------------------------- session state
 
 
-class Session(BaseModel):
+class Session(Model):
     """The lab pod created by `create`, and the context it lives in."""
 
     model_config = ConfigDict(extra="ignore")
@@ -376,7 +377,7 @@ def clear_session() -> None:
         session_path().unlink()
 
 
-class EndedSession(BaseModel):
+class EndedSession(Model):
     """What is left of a lab session once its pod is gone: which pod, when, and where a
     new one would go. A file of its own (not session.json), so that nothing, this version
     or an older one, takes it for a live session."""

@@ -9,11 +9,11 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel
 
 from nsightlab import kubevalues
 from nsightlab.config import LoadedConfig, atomic_write_text, default_config_path, home, load_config
 from nsightlab.errors import UsageError
+from nsightlab.models import Model
 
 PLACEHOLDER = "CHANGE-ME"
 
@@ -86,13 +86,13 @@ def write_starter_config(path: Path | None, *, context: str | None, namespace: s
     return target
 
 
-class ConfigValue(BaseModel):
+class ConfigValue(Model):
     key: str
     value: Any
     source: str
 
 
-class ConfigView(BaseModel):
+class ConfigView(Model):
     path: str
     exists: bool
     home: str

@@ -45,6 +45,35 @@ def test_help_imports_nothing_heavy() -> None:
     assert "Usage: nsightlab" in proc.stdout
 
 
+def test_every_model_builds_on_first_use() -> None:
+    """Every pydantic model of the package derives from nsightlab.models.Model, so a
+    command builds the validators of the models it uses and not those it only imports."""
+    code = (
+        "import importlib, json, pkgutil, sys\n"
+        "import nsightlab\n"
+        "from pydantic import BaseModel\n"
+        "from nsightlab.models import Model\n"
+        "for m in pkgutil.walk_packages(nsightlab.__path__, 'nsightlab.'):\n"
+        "    if m.name != 'nsightlab.__main__':\n"
+        "        importlib.import_module(m.name)\n"
+        "def subclasses(c):\n"
+        "    for s in c.__subclasses__():\n"
+        "        yield s\n"
+        "        yield from subclasses(s)\n"
+        "ours = {c for c in subclasses(BaseModel) if c.__module__.startswith('nsightlab.')}\n"
+        "direct = sorted(f'{c.__module__}.{c.__qualname__}' for c in ours if not issubclass(c, Model))\n"
+        "built = sorted(c.__qualname__ for c in ours if c.__pydantic_complete__)\n"
+        "sys.stdout.write(json.dumps({'models': len(ours), 'direct': direct, 'built': built}))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
+    found = json.loads(proc.stdout)
+    assert found["models"] > 100
+    assert found["direct"] == []
+    # Built at import: only the models whose instances are tables of the package itself
+    # (the GPU specs, the tutorial's reference curves) and what those contain.
+    assert len(found["built"]) < 15, found["built"]
+
+
 def _all_commands() -> list[list[str]]:
     import typer.main
 

@@ -35,7 +35,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ConfigDict, Field, ValidationError
 
 from nsightlab.analysis import units
 from nsightlab.analysis.gpus import GpuSpec, lookup
@@ -58,6 +58,7 @@ from nsightlab.analysis.verdicts import (
     step_verdict,
 )
 from nsightlab.errors import ParseError
+from nsightlab.models import Model
 
 Bound = Literal["memory", "compute"]
 
@@ -68,7 +69,7 @@ TIMING_DISAGREES_RATIO = 1.2
 # ----------------------------------------------------------------- the script's JSON
 
 
-class _Lenient(BaseModel):
+class _Lenient(Model):
     model_config = ConfigDict(extra="ignore")
 
 
@@ -149,7 +150,7 @@ def load_decode_record(path: Path) -> DecodeRecord | None:
 # ------------------------------------------------------------------------ results
 
 
-class DecodeModelInfo(BaseModel):
+class DecodeModelInfo(Model):
     preset: str | None
     layers: int
     hidden: int
@@ -163,7 +164,7 @@ class DecodeModelInfo(BaseModel):
     dtype: str
 
 
-class DecodeSteps(BaseModel):
+class DecodeSteps(Model):
     """One group of steps: the step anatomy, the floor and the verdict. A contract."""
 
     source: StepSource
@@ -184,14 +185,14 @@ class GroupSteps(DecodeSteps):
     group: str | None  # the enclosing ranges (`mode:eager > batch:8`), None if none
 
 
-class DecodeMode(BaseModel):
+class DecodeMode(Model):
     mode: str
     batch: int
     tokens_per_s: float  # batch x 1000 / median step ms
     steps: DecodeSteps
 
 
-class BatchPoint(BaseModel):
+class BatchPoint(Model):
     """One batch size: measured, and what the roofline predicts."""
 
     batch: int
@@ -201,7 +202,7 @@ class BatchPoint(BaseModel):
     bound: Bound | None
 
 
-class DecodeResult(BaseModel):
+class DecodeResult(Model):
     """`nsightlab profile decode --json` (and the run's result.json). A contract."""
 
     kind: Literal["decode"] = "decode"
@@ -215,7 +216,7 @@ class DecodeResult(BaseModel):
     notes: list[str]
 
 
-class TraceResult(BaseModel):
+class TraceResult(Model):
     """`nsightlab analyze TRACE --json` for a trace alone (a cuda_gpu_trace export, a
     Kineto file): the whole timeline and a decode step object per group of steps."""
 
@@ -228,7 +229,7 @@ class TraceResult(BaseModel):
     notes: list[str]
 
 
-class ModeTimeline(BaseModel):
+class ModeTimeline(Model):
     """The median step of one mode and batch on the time axis (the report's picture)."""
 
     mode: str | None
@@ -237,13 +238,13 @@ class ModeTimeline(BaseModel):
     timeline: StepTimeline
 
 
-class RooflinePoint(BaseModel):
+class RooflinePoint(Model):
     batch: float
     tokens_per_s: float
     bound: Bound | None
 
 
-class DecodeTimelines(BaseModel):
+class DecodeTimelines(Model):
     """`timeline.json` of a decode run, what its figures need beyond the result: one
     step per mode and batch op by op, and the roofline's tokens/s as a curve of batch."""
 
@@ -259,7 +260,7 @@ class DecodeTimelines(BaseModel):
 # -------------------------------------------------------------------- bandwidth
 
 
-class Bandwidth(BaseModel):
+class Bandwidth(Model):
     """What the floor divides by, where it came from, and the compute peak for the ridge."""
 
     tbps: float
@@ -620,7 +621,7 @@ def _batch_sweep(entries: list[tuple[RecordEntry, DecodeMode]], bandwidth: Bandw
 # ------------------------------------------------------------------------- build
 
 
-class DecodeBuild(BaseModel):
+class DecodeBuild(Model):
     """The result, the runs list's headline, and each mode's median step for the figure."""
 
     result: DecodeResult

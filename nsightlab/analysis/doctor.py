@@ -3,10 +3,10 @@ key=value text in, checks out)."""
 
 from __future__ import annotations
 
-from pydantic import BaseModel
+from nsightlab.models import Model
 
 
-class Check(BaseModel):
+class Check(Model):
     """One check: pass (ok True), FAIL (False: the lab cannot run as it is) or info (None:
     skipped, or a fact the lab does not depend on, such as a cluster-wide view this
     account may not read)."""
@@ -17,7 +17,7 @@ class Check(BaseModel):
     fix: str | None = None
 
 
-class DoctorReport(BaseModel):
+class DoctorReport(Model):
     context: str
     server: str | None
     namespace: str

@@ -23,12 +23,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from nsightlab.analysis import pods as r
 from nsightlab.analysis.gpus import for_instance_type, lookup
 from nsightlab.analysis.sweep import SweepResult
 from nsightlab.analysis.units import gigabytes, percent, sig, size
+from nsightlab.models import Model
 
 Status = Literal["measured", "not-scheduled", "failed", "timeout"]
 Device = Literal["auto", "cuda", "cpu"]
@@ -48,7 +49,7 @@ GB = 1e9
 # ---------------------------------------------------------------------------- the plan
 
 
-class FleetTarget(BaseModel):
+class FleetTarget(Model):
     """One Job of a fleet: an instance type, or one node of it (`--every-node`)."""
 
     key: str  # the instance type, or the node's name
@@ -58,7 +59,7 @@ class FleetTarget(BaseModel):
     gpu_product: str | None = None  # from the node's labels or the spec table
 
 
-class FleetPlan(BaseModel):
+class FleetPlan(Model):
     """What a fleet measures and how."""
 
     kind: Literal["fleet-plan"] = "fleet-plan"
@@ -119,7 +120,7 @@ def too_small(nodes: Iterable[Mapping[str, Any]], *, cpu: str, memory: str) -> l
 # ---------------------------------------------------------------------------- results
 
 
-class DecodeEconomics(BaseModel):
+class DecodeEconomics(Model):
     """One decode step reads every weight once: its floor on one type, and its price."""
 
     weights_gb: float
@@ -130,7 +131,7 @@ class DecodeEconomics(BaseModel):
     usd_per_million_tokens: float | None
 
 
-class FleetEntry(BaseModel):
+class FleetEntry(Model):
     """One Job's outcome."""
 
     instance_type: str
@@ -150,7 +151,7 @@ class FleetEntry(BaseModel):
     spec_dram_tbps: float | None = Field(default=None, exclude=True)
 
 
-class FleetType(BaseModel):
+class FleetType(Model):
     """One instance type: the median over its measured nodes."""
 
     instance_type: str
@@ -163,7 +164,7 @@ class FleetType(BaseModel):
     decode: DecodeEconomics | None = None
 
 
-class FleetResult(BaseModel):
+class FleetResult(Model):
     """`nsightlab fleet sweep --json` (and the fleet run's result.json)."""
 
     kind: Literal["fleet"] = "fleet"
@@ -189,7 +190,7 @@ class FleetResult(BaseModel):
         return ", ".join(parts) or "nothing measured"
 
 
-class JobRow(BaseModel):
+class JobRow(Model):
     """A line of the live table while a fleet runs."""
 
     key: str
@@ -201,7 +202,7 @@ class JobRow(BaseModel):
     log_tail: list[str] = Field(default_factory=list)
 
 
-class FleetJobs(BaseModel):
+class FleetJobs(Model):
     """A fleet's Jobs by phase (`fleet status`)."""
 
     waiting: int = 0  # planned, not created yet (the fleet was interrupted before)
@@ -211,7 +212,7 @@ class FleetJobs(BaseModel):
     failed: int = 0
 
 
-class FleetStatusLine(BaseModel):
+class FleetStatusLine(Model):
     fleet_id: str
     created: datetime | None
     age: str
@@ -219,7 +220,7 @@ class FleetStatusLine(BaseModel):
     planned: int | None  # targets in its plan (None: the plan could not be read)
 
 
-class FleetStatusReport(BaseModel):
+class FleetStatusReport(Model):
     """`nsightlab fleet status --json`."""
 
     context: str

@@ -18,13 +18,15 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import ConfigDict
+
+from nsightlab.models import Model
 
 MiB = 1 << 20
 GiB = 1 << 30
 
 
-class GpuSpec(BaseModel):
+class GpuSpec(Model):
     """One GPU product as published. None means unknown or unverified."""
 
     model_config = ConfigDict(frozen=True)
@@ -266,7 +268,7 @@ def for_instance_type(instance_type: str | None) -> GpuSpec | None:
     return BY_KEY[key] if key else None
 
 
-class DeviceSpec(BaseModel):
+class DeviceSpec(Model):
     """What the analysis uses: the device's own figures where it reports them, else the table's.
 
     `*_source` says where each figure came from: "device", the spec's source text, or None.
@@ -351,7 +353,7 @@ def merge_device(
 # --- the tutorial's own measurements, as reference curves ---
 
 
-class ReferenceRow(BaseModel):
+class ReferenceRow(Model):
     model_config = ConfigDict(frozen=True)
 
     log2: int
@@ -359,7 +361,7 @@ class ReferenceRow(BaseModel):
     quoted_tbps: float  # what the tutorial printed
 
 
-class ReferenceSweep(BaseModel):
+class ReferenceSweep(Model):
     """A published sweep: fp16 `x.mul_`, time per call from CUDA events."""
 
     model_config = ConfigDict(frozen=True)
@@ -399,7 +401,7 @@ class ReferenceSweep(BaseModel):
         }
 
 
-class ReferenceLesson1(BaseModel):
+class ReferenceLesson1(Model):
     """The tutorial's lesson1 kernel table. The averages include the 3 warm-up calls."""
 
     model_config = ConfigDict(frozen=True)

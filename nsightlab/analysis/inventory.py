@@ -10,10 +10,9 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
-from pydantic import BaseModel
-
 from nsightlab.analysis import gpus
 from nsightlab.analysis import pods as r
+from nsightlab.models import Model
 
 
 @dataclass(slots=True)
@@ -33,7 +32,7 @@ class NodeRow:
     age: str
 
 
-class InstanceTypeRow(BaseModel):
+class InstanceTypeRow(Model):
     instance_type: str
     nodes: int
     gpu_product: str | None
@@ -42,7 +41,7 @@ class InstanceTypeRow(BaseModel):
     gpu_free: int
 
 
-class NodesReport(BaseModel):
+class NodesReport(Model):
     context: str
     server: str | None
     nodes: list[NodeRow]
@@ -53,7 +52,7 @@ class NodesReport(BaseModel):
     lab_gpus_free: int
 
 
-class PodRow(BaseModel):
+class PodRow(Model):
     namespace: str
     name: str
     ready: str
@@ -64,14 +63,14 @@ class PodRow(BaseModel):
     gpus: int
 
 
-class PodsReport(BaseModel):
+class PodsReport(Model):
     context: str
     namespace: str | None
     match: str | None
     pods: list[PodRow]
 
 
-class ContainerInfo(BaseModel):
+class ContainerInfo(Model):
     name: str
     kind: str  # "init", "sidecar" or "app"
     image: str | None
@@ -82,7 +81,7 @@ class ContainerInfo(BaseModel):
     holds_gpu: bool
 
 
-class PodDetail(BaseModel):
+class PodDetail(Model):
     context: str
     namespace: str
     name: str
@@ -99,7 +98,7 @@ class PodDetail(BaseModel):
     notes: list[str]
 
 
-class NodeDetail(BaseModel):
+class NodeDetail(Model):
     context: str
     name: str
     instance_type: str | None

@@ -7,20 +7,21 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from nsightlab.analysis import pods as r
 from nsightlab.analysis.inventory import gpu_product
+from nsightlab.models import Model
 
 
-class GpuFree(BaseModel):
+class GpuFree(Model):
     instance_type: str
     nodes: int
     gpu_allocatable: int
     gpu_free: int
 
 
-class LabPod(BaseModel):
+class LabPod(Model):
     context: str
     server: str | None
     namespace: str
@@ -40,7 +41,7 @@ class LabPod(BaseModel):
     next_steps: list[str] = Field(default_factory=list)
 
 
-class StatusReport(BaseModel):
+class StatusReport(Model):
     context: str
     namespace: str
     pod: str
@@ -50,7 +51,7 @@ class StatusReport(BaseModel):
     note: str | None = None  # why the session's pod counts as gone (e.g. replaced under its name)
 
 
-class FleetCleanup(BaseModel):
+class FleetCleanup(Model):
     """What `cleanup --fleet ID` / `--all-mine` removed of fleets."""
 
     fleets: list[str] = Field(default_factory=list)
@@ -59,7 +60,7 @@ class FleetCleanup(BaseModel):
     skipped: list[str] = Field(default_factory=list)  # not ours: left alone
 
 
-class CleanupReport(BaseModel):
+class CleanupReport(Model):
     context: str
     namespace: str
     deleted: list[str]
@@ -115,7 +116,7 @@ def lab_pod(pod: dict[str, Any], node: dict[str, Any] | None, *, context: str, s
     )
 
 
-class PodEvent(BaseModel):
+class PodEvent(Model):
     """One Event about the pod, as `kubectl describe pod` lists them."""
 
     type: str  # Normal or Warning
@@ -129,7 +130,7 @@ class PodEvent(BaseModel):
     last: datetime | None
 
 
-class EventsReport(BaseModel):
+class EventsReport(Model):
     """`nsightlab events`: the lab pod's Events, oldest first."""
 
     context: str
@@ -183,7 +184,7 @@ def pod_events(events: list[dict[str, Any]], *, uid: str | None, now: datetime |
     return [ev for _, ev in sorted(out, key=lambda pair: pair[0])]
 
 
-class CopyResult(BaseModel):
+class CopyResult(Model):
     direction: str  # "in" (to the pod) or "out"
     source: str
     destination: str

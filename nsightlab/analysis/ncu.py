@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
+from nsightlab.models import Model
 from nsightlab.parse import names
 from nsightlab.parse import ncu as ncu_parse
 
@@ -18,7 +19,7 @@ HIGH = 60.0  # % of peak above which a unit is the limiter (ncu's own SOL guidan
 Bound = Literal["memory", "cache", "compute", "latency", "unknown"]
 
 
-class NcuLine(BaseModel):
+class NcuLine(Model):
     name: str
     short_name: str
     duration_ns: float | None
@@ -32,7 +33,7 @@ class NcuLine(BaseModel):
     rules: list[str] = Field(default_factory=list)
 
 
-class NcuResult(BaseModel):
+class NcuResult(Model):
     kind: Literal["ncu"] = "ncu"
     run_id: str | None = None
     source: str

@@ -12,13 +12,14 @@ import re
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import Field, ValidationError
 
 from nsightlab.analysis import gpus, units
 from nsightlab.analysis import rates as analysis
 from nsightlab.analysis.decode import GroupSteps
 from nsightlab.analysis.steps import TraceSummary
 from nsightlab.errors import ParseError, validation_message
+from nsightlab.models import Model
 from nsightlab.parse import names, nsys
 
 Profiler = Literal["nsys", "torch"]
@@ -26,7 +27,7 @@ Profiler = Literal["nsys", "torch"]
 TORCH_STEP_PREFIX = "ProfilerStep"
 
 
-class KernelLine(BaseModel):
+class KernelLine(Model):
     name: str
     short_name: str
     kind: str
@@ -38,7 +39,7 @@ class KernelLine(BaseModel):
     self_ns: float | None = None  # a CPU op's own time, without its callees (torch.profiler)
 
 
-class RangeLine(BaseModel):
+class RangeLine(Model):
     """One timed NVTX range of the script: its kernels, and its rates."""
 
     name: str
@@ -51,7 +52,7 @@ class RangeLine(BaseModel):
     range_ns: float | None = None  # the range's own time, all calls (nvtx_sum)
 
 
-class ApiLine(BaseModel):
+class ApiLine(Model):
     """One CUDA API function of nsys's cuda_api_sum: what the CPU spent calling it."""
 
     name: str
@@ -61,7 +62,7 @@ class ApiLine(BaseModel):
     avg_ns: float | None = None
 
 
-class MemOpLine(BaseModel):
+class MemOpLine(Model):
     """One kind of memory operation (copies, sets) on the GPU timeline."""
 
     operation: str  # as nsys prints it: "[CUDA memcpy Device-to-Host]"
@@ -71,7 +72,7 @@ class MemOpLine(BaseModel):
     bytes: float | None  # cuda_gpu_mem_size_sum (MB = 10^6 bytes there), else None
 
 
-class TorchInfo(BaseModel):
+class TorchInfo(Model):
     """What torchprof.py's JSON says beyond the tables: where the ops ran, and more."""
 
     device_type: str | None = None  # "cuda" or "cpu": where the ops ran (from the events)
@@ -84,7 +85,7 @@ class TorchInfo(BaseModel):
     ranges_among_kernels: list[str] = Field(default_factory=list)  # an older torchprof listed these as ops
 
 
-class ProfileResult(BaseModel):
+class ProfileResult(Model):
     kind: Literal["profile"] = "profile"
     run_id: str | None = None
     run_dir: str | None = None

@@ -28,10 +28,11 @@ import statistics
 from collections.abc import Mapping, Sequence
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field, model_validator
 
 from nsightlab.analysis import units
 from nsightlab.analysis.gpus import DeviceSpec, GpuSpec, merge_device
+from nsightlab.models import Model
 
 Regime = Literal["launch", "cache", "transition", "dram", "interpreted"]
 
@@ -91,7 +92,7 @@ def bytes_moved(elements: int, element_size: int, kernels: int = 1) -> int:
 # --- what the lab scripts write ---
 
 
-class DeviceInfo(BaseModel):
+class DeviceInfo(Model):
     """The `device` object of a lab script's JSON: what the device says about itself."""
 
     model_config = ConfigDict(extra="allow")
@@ -109,7 +110,7 @@ class DeviceInfo(BaseModel):
     python: str | None = None
 
 
-class SweepRow(BaseModel):
+class SweepRow(Model):
     model_config = ConfigDict(extra="allow")
 
     log2: int
@@ -142,14 +143,14 @@ class SweepRow(BaseModel):
         return None
 
 
-class SweepSkip(BaseModel):
+class SweepSkip(Model):
     model_config = ConfigDict(extra="allow")
 
     log2: int
     reason: str
 
 
-class SweepRecord(BaseModel):
+class SweepRecord(Model):
     """`lab_scripts/sweep.py --json`: one in-place elementwise op timed at many sizes."""
 
     model_config = ConfigDict(extra="allow", populate_by_name=True)
@@ -164,11 +165,11 @@ class SweepRecord(BaseModel):
     iters: int
     warmup: int
     interpreted: bool = False
-    notes: list[str] = []
+    notes: list[str] = Field(default_factory=list)
     triton: str | None = None  # its version, under --impl triton
     device: DeviceInfo
     rows: list[SweepRow]
-    skipped: list[SweepSkip] = []
+    skipped: list[SweepSkip] = Field(default_factory=list)
 
     @property
     def kernels(self) -> int:
@@ -203,7 +204,7 @@ class SweepRecord(BaseModel):
         return self.interpreted or any(r.interpreted for r in self.rows)
 
 
-class RangeWork(BaseModel):
+class RangeWork(Model):
     """One timed NVTX range of `lab_scripts/lesson1.py`: the work of one call, and its time."""
 
     model_config = ConfigDict(extra="allow")
@@ -224,7 +225,7 @@ class RangeWork(BaseModel):
     k: int | None = None
 
 
-class Lesson1Record(BaseModel):
+class Lesson1Record(Model):
     """`lab_scripts/lesson1.py --json`."""
 
     model_config = ConfigDict(extra="allow", populate_by_name=True)
@@ -239,7 +240,7 @@ class Lesson1Record(BaseModel):
 # --- rates and the roofline ---
 
 
-class Roofline(BaseModel):
+class Roofline(Model):
     """Where one kernel sits on the roofline: min(peak FLOP/s, bandwidth x intensity)."""
 
     intensity: float  # FLOP per byte
@@ -270,7 +271,7 @@ def roofline(
     )
 
 
-class Rates(BaseModel):
+class Rates(Model):
     """Rates of one timed range, against named peaks."""
 
     name: str
@@ -367,7 +368,7 @@ def compute_peak(
     return None, None
 
 
-class Lesson1Analysis(BaseModel):
+class Lesson1Analysis(Model):
     device_name: str | None
     device_type: str
     spec_name: str | None
@@ -483,7 +484,7 @@ def _range_sentence(work: RangeWork, r: Rates) -> str:
 # --- the bandwidth sweep ---
 
 
-class RegimeInput(BaseModel):
+class RegimeInput(Model):
     """One size of a sweep, as the classifier sees it."""
 
     working_set_bytes: int  # the tensor's bytes: the op reads and writes this one buffer
@@ -495,7 +496,7 @@ class RegimeInput(BaseModel):
         return self.bytes_per_call / self.seconds_per_call
 
 
-class RegimeResult(BaseModel):
+class RegimeResult(Model):
     regimes: list[Regime]  # one per input, in input order
     basis: Literal["cache size", "curve shape"]
     floor_seconds: float | None  # None when no size was launch-bound
@@ -663,7 +664,7 @@ def _plateau_tail(candidates: list[int], bw: list[float]) -> list[int]:
     return tail
 
 
-class SweepPoint(BaseModel):
+class SweepPoint(Model):
     log2: int
     elements: int
     tensor_bytes: int
@@ -688,7 +689,7 @@ class SweepPoint(BaseModel):
 PlateauStatus = Literal["plateau", "one point", "disagree", "none", "not a bandwidth test", "interpreted"]
 
 
-class SweepSummary(BaseModel):
+class SweepSummary(Model):
     device_name: str | None
     device_type: str
     dtype: str
@@ -718,15 +719,15 @@ class SweepSummary(BaseModel):
     plateau_status: PlateauStatus | None = None
     plateau_reason: str | None = None
     plateau_spread: float | None = None  # largest / smallest - 1 over the plateau's sizes
-    dram_sizes: list[int] = []  # every DRAM-bound size, plateau or not
+    dram_sizes: list[int] = Field(default_factory=list)  # every DRAM-bound size, plateau or not
 
 
-class SweepAnalysis(BaseModel):
+class SweepAnalysis(Model):
     rows: list[SweepPoint]
     summary: SweepSummary
 
 
-class Plateau(BaseModel):
+class Plateau(Model):
     """Whether the DRAM-bound sizes name a plateau, and why (not)."""
 
     status: PlateauStatus

@@ -16,11 +16,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from nsightlab.analysis import units
 from nsightlab.analysis.gpus import SPECS, GpuSpec, for_instance_type, lookup
 from nsightlab.errors import UsageError
+from nsightlab.models import Model
 
 if TYPE_CHECKING:
     from nsightlab.analysis.sweep import SweepResult
@@ -30,7 +31,7 @@ GB = 1e9
 Basis = Literal["measured", "spec"]
 
 
-class FloorLine(BaseModel):
+class FloorLine(Model):
     """One floor: a bandwidth, where it came from, and what it allows per token."""
 
     basis: Basis
@@ -45,7 +46,7 @@ class FloorLine(BaseModel):
     estimate: bool = False  # the plateau came from sizes that may still be partly cached
 
 
-class DecodeFloor(BaseModel):
+class DecodeFloor(Model):
     """`nsightlab roofline --json`: the per-token floor for a model of `weights_gb`."""
 
     kind: Literal["decode-floor"] = "decode-floor"
@@ -57,7 +58,7 @@ class DecodeFloor(BaseModel):
     notes: list[str] = Field(default_factory=list)
 
 
-class PlateauSource(BaseModel):
+class PlateauSource(Model):
     """What the floor needs from a sweep run (kept small so this module stays pure)."""
 
     run_id: str | None

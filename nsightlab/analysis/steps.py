@@ -66,11 +66,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import ConfigDict, Field
 
 from nsightlab.analysis.intervals import IntervalUnion
 from nsightlab.analysis.period import find_period
 from nsightlab.errors import UsageError
+from nsightlab.models import Model
 from nsightlab.parse import gputrace, kineto
 from nsightlab.parse.names import (
     StepKernelKind,
@@ -96,7 +97,7 @@ _KIND_CODES: dict[str, int] = {"kernel": 0, "memcpy": 1, "memset": 2}
 # ------------------------------------------------------------------------- models
 
 
-class _Model(BaseModel):
+class _Model(Model):
     model_config = ConfigDict(extra="forbid")
 
 
@@ -143,7 +144,7 @@ class StepAnatomy(_Model):
     gpu_busy_pct: float
     idle_ms_per_step: IdleMs
     top_kernels: list[TopKernel]
-    notes: list[str] = []
+    notes: list[str] = Field(default_factory=list)
 
 
 class KindShare(_Model):
@@ -223,8 +224,8 @@ class TraceAnatomy(_Model):
     input: Literal["nsys", "kineto"]
     trace: TraceSummary
     groups: list[StepGroup]
-    device_names: list[str] = []
-    notes: list[str] = []
+    device_names: list[str] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list)
     # "cpu": the trace holds no GPU work and the profiler's top-level CPU ops stand in
     # for kernels (threads for streams); every field keeps its name
     ops_are: Literal["gpu", "cpu"] = "gpu"

@@ -24,7 +24,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ValidationError, model_validator
+from pydantic import Field, ValidationError, model_validator
 
 from nsightlab.analysis import units
 from nsightlab.analysis.gpus import REFERENCE_SWEEPS, lookup
@@ -37,6 +37,7 @@ from nsightlab.analysis.rates import (
     analyze_sweep,
 )
 from nsightlab.errors import ParseError, validation_message
+from nsightlab.models import Model
 
 #: Element sizes of the dtypes the sweep script accepts.
 DTYPES: dict[str, int] = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8}
@@ -121,7 +122,7 @@ class SweepResultRow(SweepPoint):
     reference_tbps: float | None = None
 
 
-class ReferenceRow(BaseModel):
+class ReferenceRow(Model):
     log2: int
     mib: float
     us: float
@@ -129,7 +130,7 @@ class ReferenceRow(BaseModel):
     regime: str
 
 
-class ReferenceCurve(BaseModel):
+class ReferenceCurve(Model):
     """A published sweep, analysed like a measured one."""
 
     key: str
@@ -147,7 +148,7 @@ class ReferenceCurve(BaseModel):
     rows: list[ReferenceRow]
 
 
-class CompareSide(BaseModel):
+class CompareSide(Model):
     run_id: str | None
     dtype: str
     element_size: int
@@ -158,7 +159,7 @@ class CompareSide(BaseModel):
     dram_tbps: float | None
 
 
-class ComparePair(BaseModel):
+class ComparePair(Model):
     """One size measured in both runs. Ratios are b / a (a has the smaller elements)."""
 
     log2: int
@@ -177,7 +178,7 @@ class ComparePair(BaseModel):
     spread_b: float | None = None
 
 
-class SweepCompare(BaseModel):
+class SweepCompare(Model):
     """Predict, then measure: the same sizes in two dtypes."""
 
     a: CompareSide
@@ -202,7 +203,7 @@ class SweepCompare(BaseModel):
     notes: list[str]
 
 
-class SweepResult(BaseModel):
+class SweepResult(Model):
     """One analysed sweep: what `nsightlab sweep --json` prints and `result.json` holds."""
 
     kind: Literal["sweep"] = "sweep"
@@ -211,9 +212,9 @@ class SweepResult(BaseModel):
     created: datetime | None = None
     source: str | None = None  # the file it was read from (`analyze`), if not a fresh run
     target: str
-    where: dict[str, Any] = {}
-    command: list[str] = []
-    script_argv: list[str] = []
+    where: dict[str, Any] = Field(default_factory=dict)
+    command: list[str] = Field(default_factory=list)
+    script_argv: list[str] = Field(default_factory=list)
     dtype: str
     element_size: int
     iters: int
@@ -580,7 +581,7 @@ def compare_results(x: SweepResult, y: SweepResult) -> SweepCompare:
 ImplsVerdict = Literal["same plateau", "triton falls short", "torch falls short", "inconclusive", "interpreted: correctness only"]
 
 
-class ImplPair(BaseModel):
+class ImplPair(Model):
     """One size run by both implementations. `ratio` = us_triton / us_torch: below 1,
     Triton is faster."""
 
@@ -597,7 +598,7 @@ class ImplPair(BaseModel):
     spread_triton: float | None = None
 
 
-class ImplSide(BaseModel):
+class ImplSide(Model):
     impl: str
     run_id: str | None
     kernels_per_call: int
@@ -609,7 +610,7 @@ class ImplSide(BaseModel):
     interpreted: bool
 
 
-class SweepImpls(BaseModel):
+class SweepImpls(Model):
     """`nsightlab sweep --impl torch,triton --json`: both runs, side by side per size."""
 
     kind: Literal["sweep-impls"] = "sweep-impls"

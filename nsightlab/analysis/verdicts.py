@@ -8,12 +8,13 @@ import math
 from collections.abc import Mapping
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import ConfigDict
 
 from nsightlab.analysis.steps import StepGroup
+from nsightlab.models import Model
 
 
-class _Model(BaseModel):
+class _Model(Model):
     model_config = ConfigDict(extra="forbid")
 
 

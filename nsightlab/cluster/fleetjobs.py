@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ConfigDict, Field, ValidationError
 
 from nsightlab.analysis import pods as r
 from nsightlab.analysis.fleet import (
@@ -44,6 +44,7 @@ from nsightlab.cluster.lab import (
     owner_label,
 )
 from nsightlab.errors import ClusterError
+from nsightlab.models import Model
 
 if TYPE_CHECKING:
     from nsightlab.cluster.kube import Kube
@@ -160,7 +161,7 @@ def make_targets(fleet_id: str, found: Sequence[tuple[str, str, str | None, str 
 # ---------------------------------------------------------------------------- manifests
 
 
-class _K8s(BaseModel):
+class _K8s(Model):
     model_config = ConfigDict(extra="allow")
 
 

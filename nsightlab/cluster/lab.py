@@ -34,6 +34,7 @@ from nsightlab.errors import (
     UsageError,
     validation_message,
 )
+from nsightlab.models import Model
 
 if TYPE_CHECKING:
     from nsightlab.cluster.kube import Kube
@@ -140,7 +141,7 @@ def check_lab_pod(pod: dict[str, Any], *, ctx: ResolvedContext, owner: str, sess
 # ---------------------------------------------------------------------------- manifest
 
 
-class _K8s(BaseModel):
+class _K8s(Model):
     model_config = ConfigDict(extra="allow")
 
 

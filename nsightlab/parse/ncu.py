@@ -12,12 +12,13 @@ import re
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import ConfigDict, Field
 
 from nsightlab.errors import ParseError
+from nsightlab.models import Model
 
 
-class NcuMetric(BaseModel):
+class NcuMetric(Model):
     """One metric value. `value` is in `unit` (a base unit where ncu's unit is known:
     ns, byte, byte/s, Hz); `raw_unit` and `raw` are as ncu printed them. `value` is
     None for `n/a` or a non-numeric value."""
@@ -30,7 +31,7 @@ class NcuMetric(BaseModel):
     raw: str
 
 
-class NcuRule(BaseModel):
+class NcuRule(Model):
     """One rule result (ncu's advice), e.g. SOLBottleneck / OPT."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -43,7 +44,7 @@ class NcuRule(BaseModel):
     estimated_speedup: float | None
 
 
-class NcuKernel(BaseModel):
+class NcuKernel(Model):
     """One profiled kernel launch (one ncu ID) with its metrics and rules.
 
     `metrics[section][metric name]`; the convenience fields are taken from the Speed Of
@@ -65,8 +66,8 @@ class NcuKernel(BaseModel):
     device: int | None = None
     cc: str | None = None
     kernel_time: str | None = None
-    metrics: dict[str, dict[str, NcuMetric]] = {}
-    rules: list[NcuRule] = []
+    metrics: dict[str, dict[str, NcuMetric]] = Field(default_factory=dict)
+    rules: list[NcuRule] = Field(default_factory=list)
     duration_ns: float | None = None
     dram_throughput_pct: float | None = None
     memory_throughput_pct: float | None = None
@@ -89,13 +90,13 @@ class NcuKernel(BaseModel):
         return None
 
 
-class NcuReport(BaseModel):
+class NcuReport(Model):
     """Every kernel in one ncu CSV output, in file order, plus ncu's own warnings."""
 
     model_config = ConfigDict(extra="forbid")
 
-    kernels: list[NcuKernel] = []
-    warnings: list[str] = []
+    kernels: list[NcuKernel] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)
 
 
 # ------------------------------------------------------------------ units

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from typing import Literal, get_args
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import ConfigDict, Field
 
 from nsightlab.errors import ParseError
+from nsightlab.models import Model
 
 ReportId = Literal[
     "cuda_gpu_kern_sum",
@@ -59,7 +60,7 @@ OLD_HEADINGS: tuple[tuple[str, ReportId], ...] = (
 ELLIPSIS = "…"
 
 
-class Row(BaseModel):
+class Row(Model):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
@@ -202,7 +203,7 @@ class GpuTraceRow(Row):
     truncated: bool = False
 
 
-class NsysReport(BaseModel):
+class NsysReport(Model):
     """Every report found in one or more pieces of nsys output.
 
     A report that was not in the output (or was SKIPPED) is None; an empty list means
@@ -220,10 +221,10 @@ class NsysReport(BaseModel):
     mem_time: list[MemOpRow] | None = None
     mem_size: list[MemOpRow] | None = None
     gpu_trace: list[GpuTraceRow] | None = None
-    skipped: list[str] = []
-    ignored_reports: list[str] = []
+    skipped: list[str] = Field(default_factory=list)
+    ignored_reports: list[str] = Field(default_factory=list)
     nsys_version: str | None = None
-    sources: dict[str, str] = {}
+    sources: dict[str, str] = Field(default_factory=dict)
 
 
 FIELD_OF_REPORT: dict[ReportId, str] = {

@@ -7,24 +7,25 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from nsightlab import __version__
 from nsightlab.analysis.roofline import DecodeFloor
+from nsightlab.models import Model
 from nsightlab.runs.listing import RunLine
 
 
-class Para(BaseModel):
+class Para(Model):
     type: Literal["para"] = "para"
     text: str
 
 
-class Bullets(BaseModel):
+class Bullets(Model):
     type: Literal["bullets"] = "bullets"
     items: list[str]
 
 
-class Table(BaseModel):
+class Table(Model):
     type: Literal["table"] = "table"
     title: str | None = None
     columns: list[str]
@@ -35,7 +36,7 @@ class Table(BaseModel):
     tooltips: list[str] | None = None  # one per row, on its last cell in HTML (full kernel names)
 
 
-class FigureRef(BaseModel):
+class FigureRef(Model):
     type: Literal["figure"] = "figure"
     key: str
 
@@ -43,13 +44,13 @@ class FigureRef(BaseModel):
 Item = Annotated[Para | Bullets | Table | FigureRef, Field(discriminator="type")]
 
 
-class Section(BaseModel):
+class Section(Model):
     level: int  # 2: a part of the report; 3: one run inside it
     heading: str
     items: list[Item] = Field(default_factory=list)
 
 
-class ReportDoc(BaseModel):
+class ReportDoc(Model):
     """The report, every number formatted: what md, HTML and the terminal render."""
 
     kind: Literal["report"] = "report"
@@ -63,7 +64,7 @@ class ReportDoc(BaseModel):
     nsightlab: str = __version__
 
 
-class FigureFile(BaseModel):
+class FigureFile(Model):
     key: str
     title: str
     caption: str
@@ -71,7 +72,7 @@ class FigureFile(BaseModel):
     svg: str
 
 
-class ReportFiles(BaseModel):
+class ReportFiles(Model):
     """`nsightlab report --json`: where everything went."""
 
     kind: Literal["report-files"] = "report-files"

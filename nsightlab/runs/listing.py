@@ -13,14 +13,13 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel
-
 from nsightlab.errors import UsageError
+from nsightlab.models import Model
 from nsightlab.runs import store
 from nsightlab.runs.store import Run, RunMeta
 
 
-class RunLine(BaseModel):
+class RunLine(Model):
     """One run as `runs` lists it."""
 
     id: str
@@ -45,19 +44,19 @@ class RunLine(BaseModel):
     problem: str | None = None  # why it is damaged, or why it is not complete
 
 
-class RunsList(BaseModel):
+class RunsList(Model):
     """`nsightlab runs --json`."""
 
     runs_dir: str
     runs: list[RunLine]
 
 
-class RunFile(BaseModel):
+class RunFile(Model):
     path: str  # relative to the run folder
     bytes: int
 
 
-class RunDetail(BaseModel):
+class RunDetail(Model):
     """`nsightlab runs show ID --json`."""
 
     run: RunLine
@@ -67,7 +66,7 @@ class RunDetail(BaseModel):
     result: dict[str, Any] | None
 
 
-class RemovedRuns(BaseModel):
+class RemovedRuns(Model):
     """`nsightlab runs rm ... --json`."""
 
     removed: list[RunLine]

@@ -38,6 +38,7 @@ from pydantic_core import from_json
 
 from nsightlab.config import atomic_write_json, home
 from nsightlab.errors import ParseError, UsageError
+from nsightlab.models import Model
 
 _SAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 # <UTC time>-<kind>-<name>-<id>, as new_run names a folder
@@ -105,7 +106,7 @@ def _read_json(path: Path) -> Any:
         raise DamagedRunError(path.parent, path.name, "nested too deeply to be JSON nsightlab wrote") from None
 
 
-class RunMeta(BaseModel):
+class RunMeta(Model):
     id: str
     kind: str  # "profile", "sweep", "ncu", "fleet"
     name: str  # the script, or the dtype of a sweep
