@@ -20,6 +20,7 @@ GPU events. Target: at least 5x faster, at a fraction of its memory.
 
     python bench/trace_analyze.py nsys --ops 1000000
     python bench/trace_analyze.py kineto --ops 1000000 --hta-python /tmp/hta-venv/bin/python
+    python bench/trace_analyze.py kineto --ops 0 --against REV   (the real trace alone; REV's analyze too)
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 # This checkout's nsightlab, not whichever one the interpreter has installed.
 sys.path[:0] = [str(ROOT), str(ROOT / "bench"), str(ROOT / "tests")]
-from _timing import nsightlab_argv, side_by_side, table  # noqa: E402
+from _timing import checkouts, nsightlab_argv, side_by_side, table  # noqa: E402
 from tracebuild import kineto_event  # noqa: E402
 
 _LAYER = [
@@ -140,6 +141,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--warmup", type=int, default=1)
     parser.add_argument("--hta-python", default="/tmp/hta-venv/bin/python")
+    parser.add_argument("--against", metavar="REV", action="append", default=[], help="also time `nsightlab analyze` of this git revision (repeatable)")
     parser.add_argument("--real", default=str(ROOT / "tests/data/traces/hta_negative_queue_length_rank0.json.gz"))
     args = parser.parse_args(argv)
     if args.what == "_bare":
@@ -173,19 +175,19 @@ def main(argv: list[str]) -> int:
             print(f"generated {args.ops} GPU events, {generated.stat().st_size / 1e6:.0f} MB gzipped, in {time.perf_counter() - t0:.1f} s")
             files.append(generated)
         hta = [args.hta_python, str(Path(__file__).resolve().parent / "hta_temporal.py")]
-        for path in files:
-            print(f"\n{path.name}")
-            results = side_by_side(
-                {
+        with checkouts(args.against) as trees:
+            for path in files:
+                print(f"\n{path.name}")
+                commands = {
                     "HTA temporal breakdown": [*hta, str(path.parent), path.name],
                     "nsightlab analyze_kineto": [*me, "_kineto", str(path)],
                     "nsightlab analyze --json": nsightlab_argv(ROOT, "analyze", str(path), "--json"),
                     "nsightlab analyze": nsightlab_argv(ROOT, "analyze", str(path)),
-                },
-                repeat=args.repeat,
-                warmup=args.warmup,
-            )
-            print(table(results, "HTA temporal breakdown"))
+                }
+                for rev, tree in trees.items():
+                    commands[f"nsightlab analyze at {rev}"] = nsightlab_argv(tree, "analyze", str(path))
+                results = side_by_side(commands, repeat=args.repeat, warmup=args.warmup)
+                print(table(results, "HTA temporal breakdown"))
     return 0
 
 
