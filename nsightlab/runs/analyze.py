@@ -21,23 +21,13 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
 
 from nsightlab.analysis.decode import DecodeResult, load_decode_record
-from nsightlab.analysis.ncu import from_report
-from nsightlab.analysis.profile import (
-    ProfileResult,
-    build_profile,
-    load_record,
-    report_from_torch,
-    torch_info,
-)
 from nsightlab.analysis.steps import TraceAnatomy
 from nsightlab.errors import ParseError, UsageError
-from nsightlab.parse import ncu as ncu_parse
-from nsightlab.parse import nsys
 from nsightlab.runs import store
 from nsightlab.runs.decode import (
     TraceOptions,
@@ -51,7 +41,14 @@ from nsightlab.runs.decode import (
     trace_report,
     trace_result,
 )
-from nsightlab.runs.sweeps import analyze_record_file
+
+if TYPE_CHECKING:
+    from nsightlab.analysis.profile import ProfileResult
+    from nsightlab.parse import nsys
+
+# The readers and result models of the other inputs (nsys and ncu tables, profiles,
+# sweeps) are imported by the functions that read them: a trace's analysis, the common
+# case, need not wait for them (bench/RESULTS.md, Kineto traces).
 
 _NCU_HEADER = '"ID","Process ID"'
 
@@ -109,6 +106,10 @@ def _analyze(path: Path, opts: TraceOptions) -> BaseModel:
         return _json_file(path)
     if path.suffix == ".csv" and trace_report(path) is not None:
         return trace_result(path, gpu_anatomy([path], opts.step_range), opts)
+    from nsightlab.analysis.ncu import from_report
+    from nsightlab.parse import ncu as ncu_parse
+    from nsightlab.parse import nsys
+
     text = _read(path)
     if _is_ncu(text):
         return from_report(ncu_parse.parse_ncu_csv(text, source=str(path)), str(path))
@@ -121,6 +122,8 @@ def _analyze(path: Path, opts: TraceOptions) -> BaseModel:
 
 
 def _nsys_result(report: nsys.NsysReport, record_path: Path | None, source: Path) -> ProfileResult:
+    from nsightlab.analysis.profile import build_profile, load_record
+
     if not (report.kernels or report.nvtx or report.nvtx_kernels or report.cuda_api or report.mem_time):
         raise ParseError("no nsys tables found (kernel summary or NVTX) in this file", source=source, hint="Give an `nsys stats` output, its CSV exports, or an ncu CSV.")
     record = load_record(record_path) if record_path else None
@@ -131,6 +134,11 @@ def _nsys_result(report: nsys.NsysReport, record_path: Path | None, source: Path
 
 
 def _folder(path: Path, opts: TraceOptions | None = None) -> BaseModel:
+    from nsightlab.analysis.ncu import from_report
+    from nsightlab.analysis.profile import ProfileResult
+    from nsightlab.parse import ncu as ncu_parse
+    from nsightlab.parse import nsys
+
     opts = opts or TraceOptions()
     recorded = (path / "meta.json").exists() or (path / "result.json").exists()
     if recorded or (store.is_run_folder(path) and not any(path.glob("*.csv"))):
@@ -211,6 +219,10 @@ def _json_kind(path: Path) -> str | None:
 
 
 def _json_file(path: Path) -> BaseModel:
+    from nsightlab.analysis.profile import build_profile, load_record, report_from_torch, torch_info
+    from nsightlab.parse import nsys
+    from nsightlab.runs.sweeps import analyze_record_file
+
     try:
         data: Any = json.loads(_read(path))
     except json.JSONDecodeError as e:
