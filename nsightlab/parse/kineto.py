@@ -54,13 +54,14 @@ Kineto's own layout is read faster. libkineto writes each event on lines of its 
 
 A JSON string cannot hold a newline, so `\n  },\n  {` is always structure: in this
 layout, the boundary between two events, and each event begins with its `ph` and `cat`.
-Where a whole buffer of events is in that form (checked by two regular-expression scans,
-in C), the events the reader would drop (flow arrows, `cpu_op`s, runtime calls that launch
-nothing: four in five of a typical trace's events) are passed over by their first line
-without being decoded, and only the others are decoded, one by one as above. Whatever is
-not in that form (an event whose first key is not `ph`, an X event with an unknown or
-escaped `cat`, a runtime call whose `name` does not follow its `cat`, a file written on one
-line) is read the general way, so the two ways yield the same events. The difference: an
+Over a buffer of events in that form, two regular-expression scans (in C) find the events
+to decode: the ones read here, and the X events the scan cannot judge by their first line
+(an unknown or escaped `cat`, a runtime call whose `name` does not follow its `cat`),
+which decoded are judged the general way. The events the reader would drop (flow arrows,
+`cpu_op`s, runtime calls that launch nothing: four in five of a typical trace's events)
+are passed over undecoded. An event whose first key is not `ph` ends the buffer's block,
+and a file not in that form (written on one line, say) is read the general way, event by
+event; the two ways yield the same events. The difference: an
 event passed over is not checked to be well-formed JSON (it is not used).
 """
 
@@ -94,7 +95,10 @@ _GPU_CATS: dict[str, GpuKind] = {
     "memcpy": "memcpy",
     "memset": "memset",
 }
-_LAUNCH_CATS = {"cuda_runtime", "cuda_driver", "runtime", "driver"}
+# Launch categories as Kineto spells them (the layout scan takes these exact spellings);
+# the general way compares them lower-cased.
+_LAUNCH_SPELLINGS = ("cuda_runtime", "cuda_driver", "runtime", "Runtime", "driver", "Driver")
+_LAUNCH_CATS = {s.lower() for s in _LAUNCH_SPELLINGS}
 _CPU_OP_CAT = "cpu_op"
 _RANGE_CATS: dict[str, RangeCat] = {
     "user_annotation": "user_annotation",
@@ -111,15 +115,14 @@ _OTHER_CATS = (
 # The spellings of the categories above as Kineto writes them (the general way compares
 # lower-cased; the layout scan takes these exact spellings and leaves others to it).
 _GPU_SPELLINGS = ("kernel", "Kernel", "gpu_memcpy", "gpu_memset", "memcpy", "Memcpy", "memset", "Memset")
-_LAUNCH_SPELLINGS = ("cuda_runtime", "cuda_driver", "runtime", "Runtime", "driver", "Driver")
 _RANGE_SPELLINGS = tuple(_RANGE_CATS)
 
-_SEP = "\n  },\n  {"
-_SEP_CLOSE = 4  # `\n  }`: the part of _SEP that closes the event before it
-_FIRST_LINE = r'\{\n    "ph": "[^"\\]*"'
-_FIRST = re.compile(_FIRST_LINE)
+_CLOSE = "\n  }"  # the line that closes an event
+_SEP = _CLOSE + ",\n  {"
+_PH_FIRST = r'\n    "ph": "[^"\\]*"'  # an event's first line begins with a plain `ph`
+_FIRST = re.compile(r"\{" + _PH_FIRST)
 # An event (after a boundary) whose first key is not a plain `ph`.
-_ODD_START = re.compile(r'\n  \},\n  \{(?!\n    "ph": "[^"\\]*")')
+_ODD_START = re.compile(r"\n  \},\n  \{(?!" + _PH_FIRST + ")")
 
 
 def _alternatives(words: tuple[str, ...]) -> str:
@@ -492,17 +495,16 @@ class KinetoReader:
         odd = _ODD_START.search(buf, pos, last)
         if odd is not None:
             last = odd.start()
-        end = last + _SEP_CLOSE
+        end = last + len(_CLOSE)
         out: list[KinetoEvent] = []
         decode = stream.decoder.raw_decode
-        closing = _SEP[:_SEP_CLOSE]
         for match in self._scan.finditer(buf, pos, end):
             at = match.start()
             try:
                 event, stop = decode(buf, at)
             except (json.JSONDecodeError, RecursionError):
                 event, stop = None, -1
-            if buf[stop - _SEP_CLOSE : stop] != closing:
+            if buf[stop - len(_CLOSE) : stop] != _CLOSE:
                 # Not one whole event: leave the block to the general way.
                 self._general_until = stream.base + end
                 return None
