@@ -21,7 +21,10 @@ ROOT = Path(__file__).resolve().parents[1]
 def nsightlab_argv(root: Path, *args: str) -> list[str]:
     """The command line that runs the nsightlab of the checkout at `root`, as the console
     script does (its package first on sys.path, whatever is installed)."""
-    code = f"import sys; sys.path.insert(0, {str(root)!r}); sys.argv[0] = 'nsightlab'; from nsightlab.cli import entry; entry()"
+    code = (
+        f"import sys; sys.path.insert(0, {str(root)!r}); sys.argv[0] = 'nsightlab'; from nsightlab.cli import entry; "
+        "entry()"
+    )
     return [sys.executable, "-c", code, *args]
 
 
@@ -36,7 +39,9 @@ def checkouts(revs: Sequence[str]) -> Iterator[dict[str, Path]]:
         try:
             for i, rev in enumerate(revs):
                 path = Path(tmp) / f"rev{i}"
-                subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", "-q", str(path), rev], check=True)
+                subprocess.run(
+                    ["git", "-C", str(ROOT), "worktree", "add", "--detach", "-q", str(path), rev], check=True
+                )
                 compileall.compile_dir(str(path / "nsightlab"), quiet=1)
                 made[rev] = path
             yield made
@@ -89,7 +94,9 @@ def compile_package() -> None:
     compileall.compile_dir(str(ROOT / "nsightlab"), quiet=1)
 
 
-def side_by_side(commands: Mapping[str, Sequence[str]], *, repeat: int, warmup: int = 1, env: Mapping[str, str] | None = None) -> dict[str, dict[str, Any]]:
+def side_by_side(
+    commands: Mapping[str, Sequence[str]], *, repeat: int, warmup: int = 1, env: Mapping[str, str] | None = None
+) -> dict[str, dict[str, Any]]:
     """Run each command `repeat` times, interleaved (the order turning each round), after
     `warmup` untimed rounds."""
     compile_package()

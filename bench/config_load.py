@@ -45,7 +45,9 @@ def write_config(path: Path, n: int) -> None:
 
 
 def time_once(tree: Path, config: Path, n: int) -> float:
-    done = subprocess.run([sys.executable, "-c", PROBE, str(tree), str(config), str(n)], capture_output=True, text=True, check=False)
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE, str(tree), str(config), str(n)], capture_output=True, text=True, check=False
+    )
     if done.returncode != 0:
         raise SystemExit(f"the probe failed in {tree}:\n{done.stderr}")
     return float(done.stdout.strip())
@@ -62,7 +64,9 @@ def main() -> int:
         trees = {"here": ROOT}
         if args.against:
             old = Path(tmp) / "old"
-            subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", "-q", str(old), args.against], check=True)
+            subprocess.run(
+                ["git", "-C", str(ROOT), "worktree", "add", "--detach", "-q", str(old), args.against], check=True
+            )
             trees[args.against] = old
         try:
             configs = {}
@@ -76,11 +80,16 @@ def main() -> int:
                         results[(name, n)].append(time_once(tree, configs[n], n))
         finally:
             if args.against:
-                subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(Path(tmp) / "old")], check=False)
+                subprocess.run(
+                    ["git", "-C", str(ROOT), "worktree", "remove", "--force", str(Path(tmp) / "old")], check=False
+                )
     print(f"{'code':<12} {'patterns':>9} {'median':>9} {'min':>9} {'max':>9} {'per pattern':>12}")
     for (name, n), times in results.items():
         med = statistics.median(times)
-        print(f"{name:<12} {n:>9,} {med * 1000:>7.0f}ms {min(times) * 1000:>7.0f}ms {max(times) * 1000:>7.0f}ms {med / n * 1e6:>9.1f} us")
+        print(
+            f"{name:<12} {n:>9,} {med * 1000:>7.0f}ms {min(times) * 1000:>7.0f}ms {max(times) * 1000:>7.0f}ms "
+            f"{med / n * 1e6:>9.1f} us"
+        )
     return 0
 
 

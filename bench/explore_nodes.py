@@ -34,7 +34,13 @@ def main() -> int:
     parser.add_argument("--nodes", type=int, default=5000)
     parser.add_argument("--pods", type=int, default=20000)
     parser.add_argument("--repeat", type=int, default=7)
-    parser.add_argument("--against", metavar="REV", action="append", default=[], help="also time explore nodes from this git revision (repeatable)")
+    parser.add_argument(
+        "--against",
+        metavar="REV",
+        action="append",
+        default=[],
+        help="also time explore nodes from this git revision (repeatable)",
+    )
     parser.add_argument("--no-json", action="store_true", help="leave out `explore nodes --json`")
     args = parser.parse_args()
     kubectl = shutil.which("kubectl") or sys.exit("kubectl is not installed")
@@ -46,11 +52,21 @@ def main() -> int:
         kc = sim.write_kubeconfig(tmp / "kubeconfig", {CONTEXT: {"namespace": "default"}}, current=CONTEXT)
         env = {**os.environ, "KUBECONFIG": str(kc), "HOME": str(tmp), "NSIGHTLAB_HOME": str(tmp / "nsl")}
         commands = {
-            "kubectl get nodes -L instance-type": [kubectl, "--context", CONTEXT, "get", "nodes", "-L", "node.kubernetes.io/instance-type"],
+            "kubectl get nodes -L instance-type": [
+                kubectl,
+                "--context",
+                CONTEXT,
+                "get",
+                "nodes",
+                "-L",
+                "node.kubernetes.io/instance-type",
+            ],
             "nsightlab explore nodes": nsightlab_argv(ROOT, "explore", "nodes", "--context", CONTEXT),
         }
         if not args.no_json:
-            commands["nsightlab explore nodes --json"] = nsightlab_argv(ROOT, "explore", "nodes", "--context", CONTEXT, "--json")
+            commands["nsightlab explore nodes --json"] = nsightlab_argv(
+                ROOT, "explore", "nodes", "--context", CONTEXT, "--json"
+            )
         for rev, tree in trees.items():
             commands[f"explore nodes at {rev}"] = nsightlab_argv(tree, "explore", "nodes", "--context", CONTEXT)
         results = side_by_side(commands, repeat=args.repeat, env=env)

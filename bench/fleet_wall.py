@@ -37,7 +37,11 @@ TINY = ["--device", "cpu", "--sizes", "10,12", "--iters", "2", "--warmup", "0"]
 def five_free_g7e() -> list[dict[str, Any]]:
     """The realistic cluster with five g7e.8xlarge nodes, none of their GPUs in use."""
     objs = realistic_cluster()
-    g7e = [o for o in objs if o["kind"] == "Node" and o["metadata"]["labels"].get("node.kubernetes.io/instance-type") == "g7e.8xlarge"]
+    g7e = [
+        o
+        for o in objs
+        if o["kind"] == "Node" and o["metadata"]["labels"].get("node.kubernetes.io/instance-type") == "g7e.8xlarge"
+    ]
     names = {n["metadata"]["name"] for n in g7e}
     objs = [o for o in objs if not (o["kind"] == "Pod" and o.get("spec", {}).get("nodeName") in names)]
     extra = copy.deepcopy(g7e[0])
@@ -53,21 +57,43 @@ def main() -> int:
     args = parser.parse_args()
     compile_package()
     tmp = Path(tempfile.mkdtemp(prefix="fleet-bench-"))
-    (tmp / "config.yaml").write_text("lab:\n  image: registry.example.com/triton-vllm-container:1.0-1\n  owner: bench\n")
+    (tmp / "config.yaml").write_text(
+        "lab:\n  image: registry.example.com/triton-vllm-container:1.0-1\n  owner: bench\n"
+    )
     fleet = [sys.executable, "-m", "nsightlab", "fleet", "sweep", "--context", CTX, *TINY, "--yes"]
     cases = {
         "1 type (g7e.8xlarge)": [*fleet, "--types", "g7e.8xlarge"],
         "2 types (g7e.8xlarge, g6.12xlarge)": [*fleet, "--types", "g7e.8xlarge,g6.12xlarge"],
         "5 nodes (--every-node)": [*fleet, "--every-node", "--types", "g7e.8xlarge", "--max-parallel", "5"],
-        "5 nodes, one at a time (--max-parallel 1)": [*fleet, "--every-node", "--types", "g7e.8xlarge", "--max-parallel", "1"],
+        "5 nodes, one at a time (--max-parallel 1)": [
+            *fleet,
+            "--every-node",
+            "--types",
+            "g7e.8xlarge",
+            "--max-parallel",
+            "1",
+        ],
     }
     walls: dict[str, list[float]] = {name: [] for name in cases}
     with KubeSim(tls=True, kubelet_delay=args.delay) as sim:
         sim.load(five_free_g7e())
         kubeconfig = sim.write_kubeconfig(tmp / "kubeconfig", {CTX: {"namespace": "serving"}})
-        env = {**os.environ, "NSIGHTLAB_HOME": str(tmp / "home"), "NSIGHTLAB_CONFIG": str(tmp / "config.yaml"),
-               "KUBECONFIG": str(kubeconfig), "PYTHONPATH": str(ROOT)}
-        alone = [sys.executable, "-u", str(ROOT / "lab_scripts" / "fleetrun.py"), str(ROOT / "lab_scripts" / "sweep.py"), "--dtype", "float32", *TINY]
+        env = {
+            **os.environ,
+            "NSIGHTLAB_HOME": str(tmp / "home"),
+            "NSIGHTLAB_CONFIG": str(tmp / "config.yaml"),
+            "KUBECONFIG": str(kubeconfig),
+            "PYTHONPATH": str(ROOT),
+        }
+        alone = [
+            sys.executable,
+            "-u",
+            str(ROOT / "lab_scripts" / "fleetrun.py"),
+            str(ROOT / "lab_scripts" / "sweep.py"),
+            "--dtype",
+            "float32",
+            *TINY,
+        ]
         by_hand: list[float] = []
         for _ in range(args.repeat):
             for name, argv in cases.items():
@@ -78,7 +104,10 @@ def main() -> int:
             wall, _rss, code, _cpu = run_once(alone, env)
             by_hand.append(wall if code == 0 else float("nan"))
     print(f"{'case':44} {'median':>8} {'min':>8} {'max':>8}")
-    print(f"{'one Job`s work alone (wrapper + sweep.py here)':44} {statistics.median(by_hand):8.2f} {min(by_hand):8.2f} {max(by_hand):8.2f}")
+    print(
+        f"{'one Job`s work alone (wrapper + sweep.py here)':44} {statistics.median(by_hand):8.2f} "
+        f"{min(by_hand):8.2f} {max(by_hand):8.2f}"
+    )
     for name, values in walls.items():
         print(f"{name:44} {statistics.median(values):8.2f} {min(values):8.2f} {max(values):8.2f}")
     return 0

@@ -28,8 +28,18 @@ NS, POD = "ml-lab", "gpu-smoke-test"
 
 def open_exec(sim: KubeSim, command: list[str], stdin: bool) -> Any:
     api = client.CoreV1Api(sim.api_client())
-    return stream(api.connect_get_namespaced_pod_exec, POD, NS, command=command, stdin=stdin, stdout=True,
-                  stderr=True, tty=False, _preload_content=False, binary=True)
+    return stream(
+        api.connect_get_namespaced_pod_exec,
+        POD,
+        NS,
+        command=command,
+        stdin=stdin,
+        stdout=True,
+        stderr=True,
+        tty=False,
+        _preload_content=False,
+        binary=True,
+    )
 
 
 def main() -> int:
@@ -50,7 +60,7 @@ def main() -> int:
         start = time.perf_counter()
         resp = open_exec(sim, ["tar", "xf", "-", "-C", "/tmp"], stdin=True)
         for i in range(0, len(archive), 1 << 20):
-            resp.write_stdin(archive[i:i + (1 << 20)])
+            resp.write_stdin(archive[i : i + (1 << 20)])
         resp.close_channel(0)
         resp.run_forever(timeout=600)
         t_in = time.perf_counter() - start

@@ -26,9 +26,19 @@ NS = "ml-lab"
 
 
 def job(name: str) -> dict[str, Any]:
-    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name},
-            "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [
-                {"name": "main", "image": "busybox:1.36", "command": ["sh", "-c", "echo hello"]}]}}}}
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": name},
+        "spec": {
+            "template": {
+                "spec": {
+                    "restartPolicy": "Never",
+                    "containers": [{"name": "main", "image": "busybox:1.36", "command": ["sh", "-c", "echo hello"]}],
+                }
+            }
+        },
+    }
 
 
 def main() -> int:
@@ -49,9 +59,11 @@ def main() -> int:
             pod = sim.job_pods(NS, f"one-{i}")[0]["metadata"]["name"]
             assert core.read_namespaced_pod_log(pod, NS) == "hello\n"
             times.append(time.perf_counter() - t0)
-        print(f"{args.jobs} Jobs one after another (kubelet step {args.delay}s): create -> Complete -> log "
-              f"median {statistics.median(times) * 1000:.0f} ms, min {min(times) * 1000:.0f} ms, "
-              f"max {max(times) * 1000:.0f} ms")
+        print(
+            f"{args.jobs} Jobs one after another (kubelet step {args.delay}s): create -> Complete -> log "
+            f"median {statistics.median(times) * 1000:.0f} ms, min {min(times) * 1000:.0f} ms, "
+            f"max {max(times) * 1000:.0f} ms"
+        )
         t0 = time.perf_counter()
         for i in range(args.parallel):
             batch.create_namespaced_job(NS, job(f"many-{i}"))

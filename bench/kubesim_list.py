@@ -65,8 +65,10 @@ def main() -> int:
                 total, pages = list_all(api, args.limit, raw)
                 times.append(time.perf_counter() - start)
             label = "raw (_preload_content=False)" if raw else "typed (V1PodList)"
-            print(f"{label}: {total} pods in {pages} pages: median {statistics.median(times):.3f}s "
-                  f"(min {min(times):.3f}s, max {max(times):.3f}s)")
+            print(
+                f"{label}: {total} pods in {pages} pages: median {statistics.median(times):.3f}s "
+                f"(min {min(times):.3f}s, max {max(times):.3f}s)"
+            )
         # The same pages over HTTP without decoding the JSON: what the server and transport cost.
         import urllib3
 
@@ -85,8 +87,9 @@ def main() -> int:
                 if not token:
                     break
             times.append(time.perf_counter() - start)
-        print(f"HTTP only (no JSON decoding): {pages} pages, {size / 1e6:.1f} MB: median "
-              f"{statistics.median(times):.3f}s")
+        print(
+            f"HTTP only (no JSON decoding): {pages} pages, {size / 1e6:.1f} MB: median {statistics.median(times):.3f}s"
+        )
         # Server-side time only: build every page inside the server process, no HTTP.
         em = sim.emulator
         from kubesim._resources import lookup
@@ -98,7 +101,7 @@ def main() -> int:
             items = store.select(rt, None, None)
             sid = store.save_snapshot(store.rv, items)
             for off in range(0, len(items), args.limit):
-                b",".join(e.raw for e in items[off:off + args.limit])
+                b",".join(e.raw for e in items[off : off + args.limit])
             del sid
             return time.perf_counter() - start
 

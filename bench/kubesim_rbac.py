@@ -28,13 +28,23 @@ def bindings(n: int) -> list[dict[str, object]]:
     objs: list[dict[str, object]] = []
     for i in range(n):
         user = "alice" if i == n - 1 else f"user-{i}"
-        objs.append({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
-                     "metadata": {"name": f"r{i}", "namespace": "serving"},
-                     "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}]})
-        objs.append({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
-                     "metadata": {"name": f"r{i}", "namespace": "serving"},
-                     "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": f"r{i}"},
-                     "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}]})
+        objs.append(
+            {
+                "apiVersion": "rbac.authorization.k8s.io/v1",
+                "kind": "Role",
+                "metadata": {"name": f"r{i}", "namespace": "serving"},
+                "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}],
+            }
+        )
+        objs.append(
+            {
+                "apiVersion": "rbac.authorization.k8s.io/v1",
+                "kind": "RoleBinding",
+                "metadata": {"name": f"r{i}", "namespace": "serving"},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": f"r{i}"},
+                "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}],
+            }
+        )
     return objs
 
 

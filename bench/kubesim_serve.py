@@ -36,8 +36,9 @@ def main() -> int:
     sim.start()
     t2 = time.perf_counter()
     out = args.out or Path(tempfile.mkdtemp(prefix="kubesim-bench-"))
-    path = sim.write_kubeconfig(out / "kubeconfig", {CONTEXT: {"namespace": "team-00"}}, current=CONTEXT,
-                                auth="token" if args.tls else "none")
+    path = sim.write_kubeconfig(
+        out / "kubeconfig", {CONTEXT: {"namespace": "team-00"}}, current=CONTEXT, auth="token" if args.tls else "none"
+    )
     print(f"generated {len(objs)} objects in {t1 - t0:.2f}s, loaded and started in {t2 - t1:.2f}s", file=sys.stderr)
     print(f"server:     {sim.url}")
     print(f"kubeconfig: {path}")

@@ -68,7 +68,12 @@ def main() -> int:
             watcher.start()
             time.sleep(0.2)  # the watch is open before the pod exists
             start = time.monotonic()
-            proc = subprocess.run([sys.executable, "-m", "nsightlab", "create", "--context", CONTEXT, "--yes"], env=env, capture_output=True, text=True)
+            proc = subprocess.run(
+                [sys.executable, "-m", "nsightlab", "create", "--context", CONTEXT, "--yes"],
+                env=env,
+                capture_output=True,
+                text=True,
+            )
             end = time.monotonic()
             stop.set()
             watcher.join(5)
@@ -81,7 +86,10 @@ def main() -> int:
             time.sleep(0.3)
     print(f"kubelet steps of {args.kubelet_delay} s; {args.repeat} creates")
     print(f"create wall time: median {statistics.median(totals):.2f} s (min {min(totals):.2f}, max {max(totals):.2f})")
-    print(f"Ready -> create returned: median {statistics.median(lags) * 1000:.0f} ms, max {max(lags) * 1000:.0f} ms (target <= 500 ms)")
+    print(
+        f"Ready -> create returned: median {statistics.median(lags) * 1000:.0f} ms, max {max(lags) * 1000:.0f} "
+        "ms (target <= 500 ms)"
+    )
     return 0
 
 

@@ -31,7 +31,13 @@ CONTEXT, NS, POD = "stg-online-use1", "ml-lab", "gpu-smoke-test"
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeat", type=int, default=20)
-    parser.add_argument("--against", metavar="REV", action="append", default=[], help="also time status from this git revision (repeatable)")
+    parser.add_argument(
+        "--against",
+        metavar="REV",
+        action="append",
+        default=[],
+        help="also time status from this git revision (repeatable)",
+    )
     args = parser.parse_args()
     kubectl = shutil.which("kubectl") or sys.exit("kubectl is not installed")
     tmp = Path(tempfile.mkdtemp(prefix="bench-small-"))
@@ -40,7 +46,13 @@ def main() -> int:
     with checkouts(args.against) as trees, KubeSim(tls=True, token="bench-token") as sim:
         sim.load(realistic_cluster())
         kc = sim.write_kubeconfig(tmp / "kubeconfig", {CONTEXT: {"namespace": NS}})
-        env = {**os.environ, "KUBECONFIG": str(kc), "HOME": str(tmp), "NSIGHTLAB_HOME": str(tmp / "nsl"), "NSIGHTLAB_CONFIG": str(cfg)}
+        env = {
+            **os.environ,
+            "KUBECONFIG": str(kc),
+            "HOME": str(tmp),
+            "NSIGHTLAB_HOME": str(tmp / "nsl"),
+            "NSIGHTLAB_CONFIG": str(cfg),
+        }
         commands = {
             "kubectl get pod": [kubectl, "--context", CONTEXT, "-n", NS, "get", "pod", POD],
             "nsightlab status": nsightlab_argv(ROOT, "status", "--context", CONTEXT),

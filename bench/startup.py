@@ -23,7 +23,13 @@ from _timing import ROOT, checkouts, compare, nsightlab_argv, side_by_side, tabl
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeat", type=int, default=30)
-    parser.add_argument("--against", metavar="REV", action="append", default=[], help="also time --help from this git revision (repeatable)")
+    parser.add_argument(
+        "--against",
+        metavar="REV",
+        action="append",
+        default=[],
+        help="also time --help from this git revision (repeatable)",
+    )
     args = parser.parse_args()
     commands = {
         "python -c 'import typer, rich'": [sys.executable, "-c", "import typer, rich"],

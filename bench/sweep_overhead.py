@@ -52,7 +52,18 @@ def main() -> int:
     ap.add_argument("--warmup", type=int, default=5)
     args = ap.parse_args()
 
-    common = ["--device", "cpu", "--dtype", args.dtype, "--sizes", args.sizes, "--iters", str(args.iters), "--warmup", str(args.warmup)]
+    common = [
+        "--device",
+        "cpu",
+        "--dtype",
+        args.dtype,
+        "--sizes",
+        args.sizes,
+        "--iters",
+        str(args.iters),
+        "--warmup",
+        str(args.warmup),
+    ]
     scratch = Path(tempfile.mkdtemp(prefix="nsightlab-bench-"))
     env = {**os.environ, "NSIGHTLAB_HOME": str(scratch / "home")}
     cli = [*nsightlab_argv(), "sweep", "--local", *common, "--json"]
@@ -72,10 +83,22 @@ def main() -> int:
     ratio = cli_med / script_med
     # each pair ran back to back: their ratio cancels slow changes in the machine's load
     paired = statistics.median(c / s for c, s in zip(cli_times, script_times, strict=True))
-    print(f"sweep overhead: {args.reps} runs each, alternating; dtype {args.dtype}, sizes {args.sizes}, iters {args.iters}, warmup {args.warmup}")
-    print(f"  nsightlab sweep --local --json : median {cli_med:.3f} s  (min {min(cli_times):.3f}, max {max(cli_times):.3f})")
-    print(f"  python lab_scripts/sweep.py    : median {script_med:.3f} s  (min {min(script_times):.3f}, max {max(script_times):.3f})")
-    print(f"  ratio of medians {ratio:.3f}x, overhead {cli_med - script_med:+.3f} s (target <= {TARGET_RATIO}x): {'ok' if ratio <= TARGET_RATIO else 'OVER'}")
+    print(
+        f"sweep overhead: {args.reps} runs each, alternating; dtype {args.dtype}, sizes {args.sizes}, iters "
+        f"{args.iters}, warmup {args.warmup}"
+    )
+    print(
+        f"  nsightlab sweep --local --json : median {cli_med:.3f} s  (min {min(cli_times):.3f}, max "
+        f"{max(cli_times):.3f})"
+    )
+    print(
+        f"  python lab_scripts/sweep.py    : median {script_med:.3f} s  (min {min(script_times):.3f}, max "
+        f"{max(script_times):.3f})"
+    )
+    print(
+        f"  ratio of medians {ratio:.3f}x, overhead {cli_med - script_med:+.3f} s (target <= {TARGET_RATIO}x): "
+        f"{'ok' if ratio <= TARGET_RATIO else 'OVER'}"
+    )
     print(f"  median of paired ratios {paired:.3f}x; ratio of minimums {min(cli_times) / min(script_times):.3f}x")
     return 0 if ratio <= TARGET_RATIO else 1
 

@@ -89,7 +89,7 @@ def extract(source, staging, top, *, readinto=None):
         return h.hexdigest()
 
     return place_members(members(), staging, top, write)
-'''
+'''  # noqa: E501
 
 
 def main() -> None:

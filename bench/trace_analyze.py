@@ -40,18 +40,35 @@ from _timing import checkouts, nsightlab_argv, side_by_side, table  # noqa: E402
 from tracebuild import kineto_event  # noqa: E402
 
 _LAYER = [
-    "void at::native::(anonymous namespace)::vectorized_layer_norm_kernel<c10::BFloat16, float>(int, float, c10::BFloat16 const*, c10::BFloat16 const*, c10::BFloat16 const*, float*, float*, c10::BFloat16*)",
-    "void gemv2T_kernel_val<int, int, __nv_bfloat16, __nv_bfloat16, float, float, 128, 16, 4, 4, false, false>(float, float)",
-    "void flash_fwd_splitkv_kernel<Flash_fwd_kernel_traits<128, 64, 128, 4, false, false, cutlass::bfloat16_t>, true>(Flash_fwd_params)",
-    "void gemv2T_kernel_val<int, int, __nv_bfloat16, __nv_bfloat16, float, float, 128, 16, 4, 2, false, false>(float, float)",
-    "void at::native::(anonymous namespace)::vectorized_layer_norm_kernel<c10::BFloat16, float>(int, float, c10::BFloat16 const*, c10::BFloat16 const*, c10::BFloat16 const*, float*, float*, c10::BFloat16*)",
+    "void at::native::(anonymous namespace)::vectorized_layer_norm_kernel<c10::BFloat16, float>(int, float, "
+    "c10::BFloat16 const*, c10::BFloat16 const*, c10::BFloat16 const*, float*, float*, c10::BFloat16*)",
+    "void gemv2T_kernel_val<int, int, __nv_bfloat16, __nv_bfloat16, float, float, 128, 16, 4, 4, false, "
+    "false>(float, float)",
+    "void flash_fwd_splitkv_kernel<Flash_fwd_kernel_traits<128, 64, 128, 4, false, false, cutlass::bfloat16_t>, "
+    "true>(Flash_fwd_params)",
+    "void gemv2T_kernel_val<int, int, __nv_bfloat16, __nv_bfloat16, float, float, 128, 16, 4, 2, false, "
+    "false>(float, float)",
+    "void at::native::(anonymous namespace)::vectorized_layer_norm_kernel<c10::BFloat16, float>(int, float, "
+    "c10::BFloat16 const*, c10::BFloat16 const*, c10::BFloat16 const*, float*, float*, c10::BFloat16*)",
     "nvjet_tst_64x8_64x16_4x1_v_bz_TNT",
-    "void at::native::vectorized_elementwise_kernel<4, at::native::silu_kernel(at::TensorIteratorBase&)::{lambda()#1}::operator()() const::{lambda()#2}::operator()() const::{lambda(c10::BFloat16)#1}, std::array<char*, 2ul> >(int, at::native::silu_kernel, std::array<char*, 2ul>)",
+    "void at::native::vectorized_elementwise_kernel<4, "
+    "at::native::silu_kernel(at::TensorIteratorBase&)::{lambda()#1}::operator()() "
+    "const::{lambda()#2}::operator()() const::{lambda(c10::BFloat16)#1}, std::array<char*, 2ul> >(int, "
+    "at::native::silu_kernel, std::array<char*, 2ul>)",
 ]
 _STEP = (
-    ["void at::native::(anonymous namespace)::indexSelectLargeIndex<c10::BFloat16, long, unsigned int, 2, 2, -2, true>(at::cuda::detail::TensorInfo<c10::BFloat16, unsigned int>)"]
+    [
+        "void at::native::(anonymous namespace)::indexSelectLargeIndex<c10::BFloat16, long, unsigned int, 2, 2, "
+        "-2, true>(at::cuda::detail::TensorInfo<c10::BFloat16, unsigned int>)"
+    ]
     + _LAYER * 32
-    + [_LAYER[0], "nvjet_tst_128x8_64x16_2x1_v_bz_TNN", "void at::native::reduce_kernel<512, 1>(at::native::ReduceOp<float, at::native::ArgMaxOps<float>, unsigned int, long, 4>)", "[CUDA memcpy Host-to-Device]"]
+    + [
+        _LAYER[0],
+        "nvjet_tst_128x8_64x16_2x1_v_bz_TNN",
+        "void at::native::reduce_kernel<512, 1>(at::native::ReduceOp<float, at::native::ArgMaxOps<float>, "
+        "unsigned int, long, 4>)",
+        "[CUDA memcpy Host-to-Device]",
+    ]
 )
 _DURATIONS = [3_000, 18_000, 9_000, 6_000, 3_000, 22_000, 2_500]
 
@@ -74,22 +91,95 @@ def _ops(n: int) -> list[tuple[str, int, int]]:
 
 
 def generate_csv(path: Path, n: int) -> None:
-    header = ["Start (ns)", "Duration (ns)", "CorrId", "GrdX", "GrdY", "GrdZ", "BlkX", "BlkY", "BlkZ", "Reg/Trd", "StcSMem (MB)", "DymSMem (MB)", "Bytes (MB)", "Throughput (MB/s)", "SrcMemKd", "DstMemKd", "Device", "Ctx", "GreenCtx", "Strm", "Name"]
+    header = [
+        "Start (ns)",
+        "Duration (ns)",
+        "CorrId",
+        "GrdX",
+        "GrdY",
+        "GrdZ",
+        "BlkX",
+        "BlkY",
+        "BlkZ",
+        "Reg/Trd",
+        "StcSMem (MB)",
+        "DymSMem (MB)",
+        "Bytes (MB)",
+        "Throughput (MB/s)",
+        "SrcMemKd",
+        "DstMemKd",
+        "Device",
+        "Ctx",
+        "GreenCtx",
+        "Strm",
+        "Name",
+    ]
     with open(path, "w", newline="", encoding="utf-8") as fh:
         writer = csv.writer(fh, lineterminator="\n")
         writer.writerow(header)
         for corr, (name, start, dur) in enumerate(_ops(n), start=1):
             if name.startswith("[CUDA memcpy"):
-                writer.writerow([start, dur, corr, "", "", "", "", "", "", "", "", "", "0.000", "2.000", "Pinned", "Device", "NVIDIA H100 80GB HBM3 (0)", 1, "", 7, name])
+                writer.writerow(
+                    [
+                        start,
+                        dur,
+                        corr,
+                        "",
+                        "",
+                        "",
+                        "",
+                        "",
+                        "",
+                        "",
+                        "",
+                        "",
+                        "0.000",
+                        "2.000",
+                        "Pinned",
+                        "Device",
+                        "NVIDIA H100 80GB HBM3 (0)",
+                        1,
+                        "",
+                        7,
+                        name,
+                    ]
+                )
             else:
-                writer.writerow([start, dur, corr, 132, 1, 1, 128, 1, 1, 64, "0.000", "0.033", "", "", "", "", "NVIDIA H100 80GB HBM3 (0)", 1, "", 7, name])
+                writer.writerow(
+                    [
+                        start,
+                        dur,
+                        corr,
+                        132,
+                        1,
+                        1,
+                        128,
+                        1,
+                        1,
+                        64,
+                        "0.000",
+                        "0.033",
+                        "",
+                        "",
+                        "",
+                        "",
+                        "NVIDIA H100 80GB HBM3 (0)",
+                        1,
+                        "",
+                        7,
+                        name,
+                    ]
+                )
 
 
 def generate_kineto(path: Path, n: int) -> None:
     """n GPU events, each with its launch, ProfilerStep ranges over every decode step, in
     Kineto's own layout."""
     with gzip.open(path, "wt", encoding="utf-8", compresslevel=1) as fh:
-        fh.write('{\n  "schemaVersion": 1,\n  "deviceProperties": [{"id": 0, "name": "NVIDIA H100 80GB HBM3"}],\n  "traceEvents": [\n')
+        fh.write(
+            '{\n  "schemaVersion": 1,\n  "deviceProperties": [{"id": 0, "name": "NVIDIA H100 80GB HBM3"}],\n  '
+            '"traceEvents": [\n'
+        )
         first = True
         step_start = None
         step_no = 0
@@ -103,12 +193,51 @@ def generate_kineto(path: Path, n: int) -> None:
             us = start / 1000
             if name == _STEP[0]:
                 if step_start is not None:
-                    emit({"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{step_no}", "pid": 7, "tid": 7, "ts": step_start, "dur": round(us - 200 - step_start, 3)})
+                    emit(
+                        {
+                            "ph": "X",
+                            "cat": "user_annotation",
+                            "name": f"ProfilerStep#{step_no}",
+                            "pid": 7,
+                            "tid": 7,
+                            "ts": step_start,
+                            "dur": round(us - 200 - step_start, 3),
+                        }
+                    )
                     step_no += 1
                 step_start = round(us - 200, 3)
             cat = "gpu_memcpy" if name.startswith("[CUDA memcpy") else "kernel"
-            emit({"ph": "X", "cat": "cuda_runtime", "name": "cudaMemcpyAsync" if cat == "gpu_memcpy" else "cudaLaunchKernel", "pid": 7, "tid": 7, "ts": round(us - 30, 3), "dur": 4.5, "args": {"External id": corr, "correlation": corr}})
-            emit({"ph": "X", "cat": cat, "name": "Memcpy HtoD (Pinned -> Device)" if cat == "gpu_memcpy" else name, "pid": 0, "tid": 7, "ts": round(us, 3), "dur": dur / 1000, "args": {"External id": corr, "device": 0, "stream": 7, "correlation": corr, "grid": [132, 1, 1], "block": [128, 1, 1]}})
+            emit(
+                {
+                    "ph": "X",
+                    "cat": "cuda_runtime",
+                    "name": "cudaMemcpyAsync" if cat == "gpu_memcpy" else "cudaLaunchKernel",
+                    "pid": 7,
+                    "tid": 7,
+                    "ts": round(us - 30, 3),
+                    "dur": 4.5,
+                    "args": {"External id": corr, "correlation": corr},
+                }
+            )
+            emit(
+                {
+                    "ph": "X",
+                    "cat": cat,
+                    "name": "Memcpy HtoD (Pinned -> Device)" if cat == "gpu_memcpy" else name,
+                    "pid": 0,
+                    "tid": 7,
+                    "ts": round(us, 3),
+                    "dur": dur / 1000,
+                    "args": {
+                        "External id": corr,
+                        "device": 0,
+                        "stream": 7,
+                        "correlation": corr,
+                        "grid": [132, 1, 1],
+                        "block": [128, 1, 1],
+                    },
+                }
+            )
         fh.write('\n  ],\n  "traceName": "generated"\n}\n')
 
 
@@ -141,7 +270,13 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--warmup", type=int, default=1)
     parser.add_argument("--hta-python", default="/tmp/hta-venv/bin/python")
-    parser.add_argument("--against", metavar="REV", action="append", default=[], help="also time `nsightlab analyze` of this git revision (repeatable)")
+    parser.add_argument(
+        "--against",
+        metavar="REV",
+        action="append",
+        default=[],
+        help="also time `nsightlab analyze` of this git revision (repeatable)",
+    )
     parser.add_argument("--real", default=str(ROOT / "tests/data/traces/hta_negative_queue_length_rank0.json.gz"))
     args = parser.parse_args(argv)
     if args.what == "_bare":
@@ -159,9 +294,15 @@ def main(argv: list[str]) -> int:
             path = Path(tmp) / "decode_cuda_gpu_trace.csv"
             t0 = time.perf_counter()
             generate_csv(path, args.ops)
-            print(f"generated {args.ops} operations, {path.stat().st_size / 1e6:.0f} MB, in {time.perf_counter() - t0:.1f} s")
+            print(
+                f"generated {args.ops} operations, {path.stat().st_size / 1e6:.0f} MB, in "
+                f"{time.perf_counter() - t0:.1f} s"
+            )
             results = side_by_side(
-                {"bare csv.reader pass": [*me, "_bare", str(path)], "nsightlab analyze_gpu_trace": [*me, "_analyze", str(path)]},
+                {
+                    "bare csv.reader pass": [*me, "_bare", str(path)],
+                    "nsightlab analyze_gpu_trace": [*me, "_analyze", str(path)],
+                },
                 repeat=args.repeat,
                 warmup=args.warmup,
             )
@@ -172,7 +313,10 @@ def main(argv: list[str]) -> int:
         if args.ops:
             t0 = time.perf_counter()
             generate_kineto(generated, args.ops)
-            print(f"generated {args.ops} GPU events, {generated.stat().st_size / 1e6:.0f} MB gzipped, in {time.perf_counter() - t0:.1f} s")
+            print(
+                f"generated {args.ops} GPU events, {generated.stat().st_size / 1e6:.0f} MB gzipped, in "
+                f"{time.perf_counter() - t0:.1f} s"
+            )
             files.append(generated)
         hta = [args.hta_python, str(Path(__file__).resolve().parent / "hta_temporal.py")]
         with checkouts(args.against) as trees:

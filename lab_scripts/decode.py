@@ -58,8 +58,7 @@ except ModuleNotFoundError as _missing:
     if _missing.name != "labcommon":
         raise
     sys.exit(
-        "decode.py: needs labcommon.py in the same folder as this script "
-        "(copy lab_scripts/labcommon.py beside it)"
+        "decode.py: needs labcommon.py in the same folder as this script (copy lab_scripts/labcommon.py beside it)"
     )
 
 SCHEMA = 1
@@ -142,9 +141,7 @@ SHAPE_FLAGS = ("layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "tied", 
 def layer_params(shape: Shape) -> int:
     """Weights of one transformer layer: attention, MLP, the two RMSNorm scales."""
     d = shape.head_dim
-    attention = (
-        shape.hidden * (shape.heads + 2 * shape.kv_heads) * d + shape.heads * d * shape.hidden
-    )
+    attention = shape.hidden * (shape.heads + 2 * shape.kv_heads) * d + shape.heads * d * shape.hidden
     bias = (shape.heads + 2 * shape.kv_heads) * d if shape.qkv_bias else 0
     mlp = 3 * shape.hidden * shape.ffn
     return attention + bias + mlp + 2 * shape.hidden
@@ -179,9 +176,7 @@ def context_sum(prompt_len: int, tokens: int) -> int:
     return 2 * prompt_len + tokens + 1
 
 
-def kv_cache_bytes_per_step(
-    shape: Shape, batch: int, prompt_len: int, tokens: int, element_size: int
-) -> int:
+def kv_cache_bytes_per_step(shape: Shape, batch: int, prompt_len: int, tokens: int, element_size: int) -> int:
     """Bytes of K and V attention needs in one decode step, averaged over the timed steps:
     2 (K and V) x layers x batch x kv_heads x head_dim x mean context x element size, the
     mean context being prompt_len + (tokens + 1) / 2 (see context_sum)."""
@@ -205,9 +200,7 @@ def flops_per_step(shape: Shape, batch: int, prompt_len: int, tokens: int) -> in
     """2 x matmul_params x batch (one multiply and one add per weight and token) plus the
     attention FLOPs over the live context. Elementwise work (norms, rope, silu, softmax,
     residual adds, biases) is left out."""
-    return 2 * matmul_params(shape) * batch + attention_flops_per_step(
-        shape, batch, prompt_len, tokens
-    )
+    return 2 * matmul_params(shape) * batch + attention_flops_per_step(shape, batch, prompt_len, tokens)
 
 
 def prefill_chunk(
@@ -218,9 +211,7 @@ def prefill_chunk(
     # per query position: scores in the dtype, their float32 softmax and the cast back,
     # plus the activations of a layer (norm output, q/k/v, attention output, MLP)
     scores = shape.heads * cache_len * (2 * es + 4)
-    acts = (
-        6 * shape.hidden + 3 * shape.ffn + (shape.heads + 2 * shape.kv_heads) * shape.head_dim
-    ) * es
+    acts = (6 * shape.hidden + 3 * shape.ffn + (shape.heads + 2 * shape.kv_heads) * shape.head_dim) * es
     per_position = batch * (scores + acts)
     return max(1, budget // per_position), per_position
 
@@ -264,9 +255,7 @@ def _positive_ints(text: str) -> list[int]:
     try:
         values = [int(part) for part in text.split(",") if part.strip()]
     except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"expected comma-separated whole numbers, e.g. 1,8,32; got {text!r}"
-        ) from None
+        raise argparse.ArgumentTypeError(f"expected comma-separated whole numbers, e.g. 1,8,32; got {text!r}") from None
     if not values:
         raise argparse.ArgumentTypeError("no value given")
     if min(values) < 1:
@@ -278,9 +267,7 @@ def _modes(text: str) -> list[str]:
     names = [part.strip() for part in text.split(",") if part.strip()]
     unknown = [n for n in names if n not in MODES]
     if unknown or not names:
-        raise argparse.ArgumentTypeError(
-            f"modes are eager and graphs (comma-separated); got {text!r}"
-        )
+        raise argparse.ArgumentTypeError(f"modes are eager and graphs (comma-separated); got {text!r}")
     return list(dict.fromkeys(names))
 
 
@@ -323,9 +310,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     shape.add_argument("--layers", type=int, default=None)
     shape.add_argument("--hidden", type=int, default=None)
     shape.add_argument("--heads", type=int, default=None, help="query heads")
-    shape.add_argument(
-        "--kv-heads", type=int, default=None, help="K/V heads (grouped-query attention)"
-    )
+    shape.add_argument("--kv-heads", type=int, default=None, help="K/V heads (grouped-query attention)")
     shape.add_argument("--ffn", type=int, default=None, help="MLP inner size")
     shape.add_argument("--vocab", type=int, default=None)
     tie = shape.add_mutually_exclusive_group()
@@ -336,9 +321,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=None,
         help="LM head is the embedding matrix",
     )
-    tie.add_argument(
-        "--untied", dest="tied", action="store_false", help="LM head is a matrix of its own"
-    )
+    tie.add_argument("--untied", dest="tied", action="store_false", help="LM head is a matrix of its own")
     bias = shape.add_mutually_exclusive_group()
     bias.add_argument(
         "--qkv-bias",
@@ -348,13 +331,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="biases on q, k, v (Qwen2)",
     )
     bias.add_argument("--no-qkv-bias", dest="qkv_bias", action="store_false")
-    parser.add_argument(
-        "--prompt-len", type=int, default=128, help="prompt tokens, prefilled at once (default 128)"
-    )
+    parser.add_argument("--prompt-len", type=int, default=128, help="prompt tokens, prefilled at once (default 128)")
     parser.add_argument("--tokens", type=int, default=128, help="timed decode steps (default 128)")
-    parser.add_argument(
-        "--warmup", type=int, default=8, help="untimed decode steps first (default 8)"
-    )
+    parser.add_argument("--warmup", type=int, default=8, help="untimed decode steps first (default 8)")
     parser.add_argument(
         "--batch",
         type=_positive_ints,
@@ -375,18 +354,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=None,
         help="bfloat16 (default on a GPU), float16, float32 (default on a CPU)",
     )
-    parser.add_argument(
-        "--seed", type=int, default=0, help="seed of the weights and the prompt (default 0)"
-    )
+    parser.add_argument("--seed", type=int, default=0, help="seed of the weights and the prompt (default 0)")
     parser.add_argument(
         "--device",
         choices=lab.DEVICE_CHOICES,
         default="auto",
-        help=f"auto (default): the GPU if torch sees one, else the CPU; cuda: the GPU or exit {lab.NO_GPU_EXIT}; cpu: the CPU on purpose",
+        help=f"auto (default): the GPU if torch sees one, else the CPU; cuda: the GPU or exit {lab.NO_GPU_EXIT}; cpu: "
+        "the CPU on purpose",
     )
-    parser.add_argument(
-        "--json", default=None, metavar="PATH", help="write the results here (atomically)"
-    )
+    parser.add_argument("--json", default=None, metavar="PATH", help="write the results here (atomically)")
     # Pretend at most this many bytes are free: exercises the does-not-fit path anywhere.
     parser.add_argument("--max-bytes", type=int, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -414,11 +390,7 @@ def resolve_shape(preset: str, args: argparse.Namespace) -> tuple[Shape, dict[st
     if problem:
         fail(
             f"{problem} (preset {preset}"
-            + (
-                ", with " + ", ".join(f"--{k.replace('_', '-')}" for k in overrides)
-                if overrides
-                else ""
-            )
+            + (", with " + ", ".join(f"--{k.replace('_', '-')}" for k in overrides) if overrides else "")
             + ")"
         )
     return shape, overrides
@@ -454,9 +426,7 @@ def note(message: str) -> None:
 class Weights:
     """The model's tensors, in the layout of torch.nn.functional.linear ([out, in])."""
 
-    def __init__(
-        self, shape: Shape, embedding: Any, layers: list[dict[str, Any]], norm: Any, head: Any
-    ) -> None:
+    def __init__(self, shape: Shape, embedding: Any, layers: list[dict[str, Any]], norm: Any, head: Any) -> None:
         self.shape = shape
         self.embedding = embedding
         self.layers = layers
@@ -544,9 +514,7 @@ class State:
         self.positions = torch.arange(cache_len, device=device)
         # rotary tables for every cache position: angle = position x theta^(-2i / head_dim)
         d = shape.head_dim
-        inv_freq = 1.0 / (
-            shape.rope_theta ** (torch.arange(0, d, 2, dtype=torch.float64, device=device) / d)
-        )
+        inv_freq = 1.0 / (shape.rope_theta ** (torch.arange(0, d, 2, dtype=torch.float64, device=device) / d))
         angles = torch.outer(self.positions.to(torch.float64), inv_freq)
         self.cos = angles.cos().to(dtype)
         self.sin = angles.sin().to(dtype)
@@ -608,9 +576,7 @@ def forward(torch: Any, w: Weights, state: State, tokens: Any, positions: Any) -
         out = out.view(b, kvh, g, s, d).permute(0, 3, 1, 2, 4).reshape(b, s, shape.heads * d)
         x = x + F.linear(out, layer["wo"])
         h = _rms_norm(torch, x, layer["mlp_norm"], shape.norm_eps)
-        x = x + F.linear(
-            F.silu(F.linear(h, layer["w_gate"])) * F.linear(h, layer["w_up"]), layer["w_down"]
-        )
+        x = x + F.linear(F.silu(F.linear(h, layer["w_gate"])) * F.linear(h, layer["w_up"]), layer["w_down"])
     last = _rms_norm(torch, x[:, -1, :], w.norm, shape.norm_eps)
     return F.linear(last, w.head)
 
@@ -650,7 +616,6 @@ def make_prompt(torch: Any, vocab: int, batch: int, prompt_len: int, seed: int) 
 
 
 # --- measuring ---
-
 
 
 def percentile(values: Sequence[float], q: float) -> float:
@@ -707,9 +672,7 @@ def run_mode(
     es = int(w.embedding.element_size())
     shape = w.shape
     cache_len = args.prompt_len + args.tokens
-    state = State(
-        torch, w, make_prompt(torch, shape.vocab, batch, args.prompt_len, args.seed), cache_len
-    )
+    state = State(torch, w, make_prompt(torch, shape.vocab, batch, args.prompt_len, args.seed), cache_len)
     timer = time.perf_counter
     with contextlib.ExitStack() as ranges:
         if batch_range:
@@ -768,9 +731,7 @@ def run_mode(
     kv_step = kv_cache_bytes_per_step(shape, batch, args.prompt_len, args.tokens, es)
     weight_bytes = w.nbytes()
     # an untied embedding table is not read by a step, only its batch rows (a lookup)
-    weight_step = (
-        weight_bytes if shape.tied else weight_bytes - (shape.vocab - batch) * shape.hidden * es
-    )
+    weight_step = weight_bytes if shape.tied else weight_bytes - (shape.vocab - batch) * shape.hidden * es
     floor = weight_step + kv_step
     flops = flops_per_step(shape, batch, args.prompt_len, args.tokens)
     entry = {
@@ -800,9 +761,7 @@ def run_mode(
         "weight_bytes_per_step": weight_step,
         "bytes_per_step_floor": floor,
         "flops_per_step": flops,
-        "attention_flops_per_step": attention_flops_per_step(
-            shape, batch, args.prompt_len, args.tokens
-        ),
+        "attention_flops_per_step": attention_flops_per_step(shape, batch, args.prompt_len, args.tokens),
         "floor_bytes_per_s": floor / median,
         "flops_per_s": flops / median,
         "generated_row0": generated,
@@ -836,9 +795,7 @@ FORMULAS = {
 }
 
 
-def check_room(
-    torch: Any, cuda: bool, plan: dict[str, int], label: str, max_bytes: int | None
-) -> None:
+def check_room(torch: Any, cuda: bool, plan: dict[str, int], label: str, max_bytes: int | None) -> None:
     """Exit NO_ROOM_EXIT with one line when the plan does not fit in free memory."""
     if cuda:
         free, _total = torch.cuda.mem_get_info()
@@ -879,9 +836,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     preset = args.preset or (GPU_DEFAULT_PRESET if cuda else CPU_DEFAULT_PRESET)
     shape, overrides = resolve_shape(preset, args)
     if args.preset is None and not cuda:
-        say(
-            f"no GPU: the {preset} preset on the CPU (GPU default: {GPU_DEFAULT_PRESET}); pass --preset to change"
-        )
+        say(f"no GPU: the {preset} preset on the CPU (GPU default: {GPU_DEFAULT_PRESET}); pass --preset to change")
     dtype_name = args.dtype or ("bfloat16" if cuda else "float32")
     if args.dtype is None and not cuda:
         say("no GPU: float32 (bf16/fp16 matmuls are slow on CPUs)")
@@ -892,9 +847,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         say("graphs mode skipped: CUDA graphs need a GPU (this run is on the CPU)")
         if not modes:
             fail("--modes graphs needs a GPU (CUDA graphs); add eager to run on the CPU")
-    label = preset + (
-        " (with " + ", ".join(f"{k}={v}" for k, v in overrides.items()) + ")" if overrides else ""
-    )
+    label = preset + (" (with " + ", ".join(f"{k}={v}" for k, v in overrides.items()) + ")" if overrides else "")
     check_room(
         torch,
         cuda,
@@ -910,9 +863,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         try:
             weights = build_weights(torch, shape, device, dtype, args.seed)
         except RuntimeError as e:  # torch.cuda.OutOfMemoryError is a RuntimeError
-            fail(
-                f"allocating the weights of {label} failed: {str(e).splitlines()[0]}", NO_ROOM_EXIT
-            )
+            fail(f"allocating the weights of {label} failed: {str(e).splitlines()[0]}", NO_ROOM_EXIT)
         note(
             f"{info['name']} ({device}), {label}: {format_count(weights.params())} params, "
             f"{lab.format_bytes(weights.nbytes())} of weights in {dtype_name}; prompt {args.prompt_len}, "

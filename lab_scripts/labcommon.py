@@ -40,7 +40,10 @@ def no_gpu_reason(torch: Any) -> str:
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
     if visible is not None and visible.strip() in ("", "-1", "none", "NoDevFiles"):
         return f"CUDA build {torch.__version__}, but CUDA_VISIBLE_DEVICES={visible!r} hides every device"
-    return f"CUDA build {torch.__version__} (CUDA {torch.version.cuda}), but no device is visible (driver or device plugin)"
+    return (
+        f"CUDA build {torch.__version__} (CUDA {torch.version.cuda}), but no device is visible (driver or device "
+        "plugin)"
+    )
 
 
 def pick_device(torch: Any, requested: str, script: str) -> str:

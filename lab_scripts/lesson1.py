@@ -45,8 +45,7 @@ except ModuleNotFoundError as _missing:
     if _missing.name != "labcommon":
         raise
     sys.exit(
-        "lesson1.py: needs labcommon.py in the same folder as this script "
-        "(copy lab_scripts/labcommon.py beside it)"
+        "lesson1.py: needs labcommon.py in the same folder as this script (copy lab_scripts/labcommon.py beside it)"
     )
 
 SCHEMA = 1
@@ -93,9 +92,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="auto (default): the GPU if torch sees one, else the CPU; cuda: the GPU or "
         f"exit {lab.NO_GPU_EXIT}; cpu: the CPU on purpose",
     )
-    parser.add_argument(
-        "--scale-log2", type=int, default=None, help="scale tensor has 2^N elements"
-    )
+    parser.add_argument("--scale-log2", type=int, default=None, help="scale tensor has 2^N elements")
     parser.add_argument("--gemm-n", type=int, default=None, help="GEMM is N x N x N")
     parser.add_argument("--warmup", type=int, default=3, help="warm-up calls (default 3)")
     parser.add_argument("--iters", type=int, default=20, help="timed calls (default 20)")
@@ -117,7 +114,6 @@ def note(message: str) -> None:
 
 
 # --- the experiment ---
-
 
 
 def time_range(torch: Any, name: str, cuda: bool, calls: int, fn: Callable[[], None]) -> float:
@@ -157,9 +153,7 @@ def cpu_scale_log2(llc_bytes: int, element_size: int, budget: int | None) -> tup
     return fits, True
 
 
-def scale_range_cache_fields(
-    llc_bytes: int | None, llc_source: str | None, working_set: int
-) -> dict[str, Any]:
+def scale_range_cache_fields(llc_bytes: int | None, llc_source: str | None, working_set: int) -> dict[str, Any]:
     """What the scale range records about the cache: its size, the working set (the tensor:
     the op reads and writes the same buffer) and whether the set is past the cache
     (at least PAST_LLC_FACTOR times it, so it streams from memory)."""
@@ -203,10 +197,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 f"2^{CPU_MIN_SCALE_LOG2} elements"
             )
             if capped:
-                why = (
-                    f"that size does not fit in {CPU_FREE_FRACTION:.0%} of available RAM; the "
-                    "largest that does"
-                )
+                why = f"that size does not fit in {CPU_FREE_FRACTION:.0%} of available RAM; the largest that does"
         size = (1 << scale_log2) * element_size
         past = size >= lab.PAST_LLC_FACTOR * llc
         said = (
@@ -316,9 +307,7 @@ def summary_lines(document: dict[str, Any]) -> list[str]:
             work = "{} elems {}".format(r["elements"], r["dtype"])
             rate = "{:8.3f} TB/s".format(r["bytes_per_call"] / t / 1e12)
         lines.append(
-            "{:<20} {:<28} {:>3} calls {:>11.1f} us/call {}".format(
-                r["name"], work, r["calls"], t * 1e6, rate
-            )
+            "{:<20} {:<28} {:>3} calls {:>11.1f} us/call {}".format(r["name"], work, r["calls"], t * 1e6, rate)
         )
     return lines
 

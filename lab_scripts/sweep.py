@@ -71,10 +71,7 @@ try:
 except ModuleNotFoundError as _missing:
     if _missing.name != "labcommon":
         raise
-    sys.exit(
-        "sweep.py: needs labcommon.py in the same folder as this script "
-        "(copy lab_scripts/labcommon.py beside it)"
-    )
+    sys.exit("sweep.py: needs labcommon.py in the same folder as this script (copy lab_scripts/labcommon.py beside it)")
 
 SCHEMA = 1
 IMPLS = ("torch", "triton")
@@ -210,9 +207,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=None,
         help=f"timed calls per size ({GPU_ITERS}; CPU {CPU_ITERS})",
     )
-    parser.add_argument(
-        "--dtype", choices=DTYPES, default=None, help="default float16 on a GPU, float32 on a CPU"
-    )
+    parser.add_argument("--dtype", choices=DTYPES, default=None, help="default float16 on a GPU, float32 on a CPU")
     parser.add_argument(
         "--device",
         choices=lab.DEVICE_CHOICES,
@@ -309,9 +304,7 @@ class TritonOp:
             configs = [triton.Config({"BLOCK_SIZE": blk}, num_warps=w) for blk, w in TRITON_CONFIGS]
             # restore_value: tuning runs the in-place kernel many times per config; the
             # tensor is put back after each, so the values the timed calls see stay bounded.
-            self.kernel = triton.autotune(
-                configs=configs, key=["n_elements"], restore_value=["x_ptr"]
-            )(jitted)
+            self.kernel = triton.autotune(configs=configs, key=["n_elements"], restore_value=["x_ptr"])(jitted)
 
     def bind(self, x: Any) -> Callable[[], None]:
         """One call of the op on `x`, ready to time (the grid is built once)."""
@@ -417,9 +410,7 @@ def cpu_default_sizes(
     whose tensor is at least PAST_LLC_FACTOR x the last-level cache. Sizes whose `copies`
     tensors do not fit in `budget` are left out. Returns (sizes, first size past the
     cache, a note when fewer than two sizes past the cache fit)."""
-    first = max(
-        CPU_SMALLEST, lab.smallest_log2_holding(lab.PAST_LLC_FACTOR * llc_bytes, element_size)
-    )
+    first = max(CPU_SMALLEST, lab.smallest_log2_holding(lab.PAST_LLC_FACTOR * llc_bytes, element_size))
     wanted = [*range(CPU_SMALLEST, first, 2), first, first + 1]
     sizes = [p for p in wanted if budget is None or copies * (1 << p) * element_size <= budget]
     past = [p for p in sizes if p >= first]
@@ -450,9 +441,7 @@ def time_calls(torch: Any, cuda: bool, call: Callable[[], None], batches: list[i
                 call()
             events[i + 1].record()
         torch.cuda.synchronize()
-        return [
-            events[i].elapsed_time(events[i + 1]) / 1e3 / calls for i, calls in enumerate(batches)
-        ]
+        return [events[i].elapsed_time(events[i + 1]) / 1e3 / calls for i, calls in enumerate(batches)]
     out = []
     for calls in batches:
         t0 = time.perf_counter()
@@ -462,9 +451,7 @@ def time_calls(torch: Any, cuda: bool, call: Callable[[], None], batches: list[i
     return out
 
 
-def format_row(
-    log2: int, tensor_bytes: int, seconds: float, bytes_per_call: int, digits: int = 2
-) -> str:
+def format_row(log2: int, tensor_bytes: int, seconds: float, bytes_per_call: int, digits: int = 2) -> str:
     """One row in the tutorial's format; `digits` after the point for TB/s (3 on a CPU)."""
     tbps = bytes_per_call / seconds / 1e12
     return (
@@ -516,9 +503,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         if sixteen:
             notes.append(sixteen)
             note(sixteen)
-    warmup: int = (
-        args.warmup if args.warmup is not None else (GPU_WARMUP if gpu_timing else CPU_WARMUP)
-    )
+    warmup: int = args.warmup if args.warmup is not None else (GPU_WARMUP if gpu_timing else CPU_WARMUP)
     iters: int = args.iters if args.iters is not None else (GPU_ITERS if gpu_timing else CPU_ITERS)
     dtype = getattr(torch, dtype_name)
     element_size = torch.empty(0, dtype=dtype).element_size()
@@ -549,9 +534,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 notes.append(shortfall)
                 note(shortfall)
         if not gpu_timing and (args.warmup is None or args.iters is None):
-            note(
-                f"{warmup} warm-up + {iters} timed calls per size (GPU: {GPU_WARMUP} + {GPU_ITERS})"
-            )
+            note(f"{warmup} warm-up + {iters} timed calls per size (GPU: {GPU_WARMUP} + {GPU_ITERS})")
     info = lab.describe_device(torch, device)
     l2 = info.get("l2_bytes")
     note(
@@ -671,8 +654,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     if impl == "triton":
         document["triton"] = triton_version
         document["triton_configs"] = [
-            {"BLOCK_SIZE": blk, "num_warps": w}
-            for blk, w in (TRITON_CONFIGS[:1] if interpreted else TRITON_CONFIGS)
+            {"BLOCK_SIZE": blk, "num_warps": w} for blk, w in (TRITON_CONFIGS[:1] if interpreted else TRITON_CONFIGS)
         ]
     return document
 

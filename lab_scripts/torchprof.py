@@ -73,11 +73,7 @@ def _stats(durations: list[float]) -> dict[str, Any]:
 def is_range(evt: Any, range_names: set[str]) -> bool:
     """A labelled range: a record_function range, a profiler step, or a name in --ranges."""
     name = evt.name
-    return bool(
-        getattr(evt, "is_user_annotation", False)
-        or name.startswith(STEP_PREFIX)
-        or name in range_names
-    )
+    return bool(getattr(evt, "is_user_annotation", False) or name.startswith(STEP_PREFIX) or name in range_names)
 
 
 def _on_device(evt: Any, cuda: Any) -> bool:
@@ -86,11 +82,7 @@ def _on_device(evt: Any, cuda: Any) -> bool:
 
 def is_device_kernel(evt: Any, cuda: Any, range_names: set[str]) -> bool:
     """A kernel on the GPU timeline (not a range's GPU-side span, not a copy or fill)."""
-    return (
-        _on_device(evt, cuda)
-        and not is_range(evt, range_names)
-        and not str(evt.name).startswith(NOT_KERNELS)
-    )
+    return _on_device(evt, cuda) and not is_range(evt, range_names) and not str(evt.name).startswith(NOT_KERNELS)
 
 
 def is_top_level_op(evt: Any, range_names: set[str]) -> bool:
@@ -133,11 +125,7 @@ def collect(
             if is_device_kernel(evt, cuda, range_names):
                 dur = (end - start) * 1000.0
                 kernels.append((name, start, dur, dur))
-        elif (
-            not _on_device(evt, cuda)
-            and not name.startswith(RUNTIME_PREFIX)
-            and is_top_level_op(evt, range_names)
-        ):
+        elif not _on_device(evt, cuda) and not name.startswith(RUNTIME_PREFIX) and is_top_level_op(evt, range_names):
             self_us = float(getattr(evt, "self_cpu_time_total", end - start))
             kernels.append((name, start, (end - start) * 1000.0, self_us * 1000.0))
 
@@ -200,9 +188,7 @@ def describe(torch: Any, device_type: str) -> dict[str, Any]:
     cuda = device_type == "cuda"
     return {
         "type": device_type,
-        "name": torch.cuda.get_device_name(0)
-        if cuda
-        else (platform.processor() or platform.machine()),
+        "name": torch.cuda.get_device_name(0) if cuda else (platform.processor() or platform.machine()),
         "torch": torch.__version__,
         "cuda": torch.version.cuda,
         "python": platform.python_version(),
@@ -261,9 +247,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("args", nargs=argparse.REMAINDER, help="its arguments")
     opts = parser.parse_args(argv)
     if opts.trace is not None and not opts.trace.endswith(".gz"):
-        parser.error(
-            f"--trace writes a gzipped trace: give a name ending in .json.gz, not {opts.trace!r}"
-        )
+        parser.error(f"--trace writes a gzipped trace: give a name ending in .json.gz, not {opts.trace!r}")
     return opts
 
 

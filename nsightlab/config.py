@@ -28,6 +28,7 @@ from nsightlab.models import Model
 
 DEFAULT_PROTECTED = ("prd", "prod", "production")
 
+
 class _Strict(Model):
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
@@ -69,7 +70,9 @@ class LabConfig(_Strict):
         # template is checked with the longest: the name is valid whoever runs it
         problem = kubevalues.dns1123_subdomain_problem(value.replace("{user}", "u" * _USER_MAX))
         if problem:
-            raise ValueError(f"{value!r} is not a pod name (a DNS-1123 subdomain once {{user}} is filled in): {problem}")
+            raise ValueError(
+                f"{value!r} is not a pod name (a DNS-1123 subdomain once {{user}} is filled in): {problem}"
+            )
         return value
 
     @field_validator("instance_type")
@@ -101,7 +104,9 @@ def check_price(instance_type: str, usd_per_hour: float) -> None:
     if not _INSTANCE_TYPE.match(instance_type):
         raise ValueError(f"{instance_type!r} is not an instance type (e.g. g7e.8xlarge)")
     if not (usd_per_hour > 0 and math.isfinite(usd_per_hour)):
-        raise ValueError(f"the price of {instance_type} must be a positive number of USD per hour, got {usd_per_hour!r}")
+        raise ValueError(
+            f"the price of {instance_type} must be a positive number of USD per hour, got {usd_per_hour!r}"
+        )
 
 
 class Config(_Strict):
@@ -180,7 +185,10 @@ def ensure_home() -> Path:
         except OSError as e:
             reason = e.strerror or str(e)
     if reason is not None:
-        raise UsageError(f"cannot write in {path} (NSIGHTLAB_HOME): {reason}", hint="Point NSIGHTLAB_HOME at a folder you can write in.")
+        raise UsageError(
+            f"cannot write in {path} (NSIGHTLAB_HOME): {reason}",
+            hint="Point NSIGHTLAB_HOME at a folder you can write in.",
+        )
     return path
 
 
@@ -267,7 +275,10 @@ def _parse_yaml(text: str, path: Path) -> tuple[dict[str, Any], dict[tuple[str, 
         where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
         problem = getattr(e, "problem", None) or str(e).splitlines()[0]
         config_opt = "" if path == default_config_path() else f"--config {shlex.quote(str(path))} "
-        raise ConfigError(f"{where}: not valid YAML ({problem})", hint=f"Fix the file or re-create it with `nsightlab {config_opt}init --force`.") from None
+        raise ConfigError(
+            f"{where}: not valid YAML ({problem})",
+            hint=f"Fix the file or re-create it with `nsightlab {config_opt}init --force`.",
+        ) from None
     if data is None:
         return {}, {}
     if not isinstance(data, dict):
@@ -398,7 +409,14 @@ def ended_session_path() -> Path:
 
 def end_session(session: Session, *, how: Literal["deleted", "gone"]) -> EndedSession:
     """Replace the live session by the record of its end (now)."""
-    ended = EndedSession(context=session.context, alias=session.alias, namespace=session.namespace, pod=session.pod, ended=datetime.now(timezone.utc), how=how)
+    ended = EndedSession(
+        context=session.context,
+        alias=session.alias,
+        namespace=session.namespace,
+        pod=session.pod,
+        ended=datetime.now(timezone.utc),
+        how=how,
+    )
     atomic_write_text(ended_session_path(), ended.model_dump_json(indent=2) + "\n")
     clear_session()
     return ended

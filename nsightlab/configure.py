@@ -46,7 +46,11 @@ def starter_values(path: Path) -> dict[str, str]:
     except UsageError:
         return {}
     alias = cfg.clusters.get(STARTER_ALIAS)
-    found = {"context": alias.context if alias else None, "namespace": alias.namespace if alias else None, "image": cfg.lab.image}
+    found = {
+        "context": alias.context if alias else None,
+        "namespace": alias.namespace if alias else None,
+        "image": cfg.lab.image,
+    }
     return {k: v for k, v in found.items() if v and PLACEHOLDER not in v}
 
 
@@ -65,7 +69,9 @@ def check_starter_value(key: str, value: str) -> str:
     return text
 
 
-def write_starter_config(path: Path | None, *, context: str | None, namespace: str | None, image: str | None, force: bool) -> Path:
+def write_starter_config(
+    path: Path | None, *, context: str | None, namespace: str | None, image: str | None, force: bool
+) -> Path:
     """Write the commented starter config; refuse to overwrite without `force`, and refuse
     to write one with a value missing (it would only fail later, further from the cause)."""
     target = config_target(path, force=force)
@@ -81,7 +87,10 @@ def write_starter_config(path: Path | None, *, context: str | None, namespace: s
         atomic_write_text(target, text)
     except OSError as e:  # e.g. NSIGHTLAB_HOME is a file, or not writable
         where = " (NSIGHTLAB_HOME)" if path is None else ""
-        raise UsageError(f"cannot write {target}{where}: {e.strerror or e}", hint="Point NSIGHTLAB_HOME (or --config) at a folder you can write in.") from None
+        raise UsageError(
+            f"cannot write {target}{where}: {e.strerror or e}",
+            hint="Point NSIGHTLAB_HOME (or --config) at a folder you can write in.",
+        ) from None
     load_config(target)
     return target
 
@@ -111,7 +120,9 @@ def placeholder_keys(loaded: LoadedConfig, *, alias: str | None, namespace_given
         wanted.append(f"clusters.{alias}.context")
         if not namespace_given:
             wanted.append(f"clusters.{alias}.namespace")
-    return [v.key for v in view.values if any(v.key.startswith(w) for w in wanted) and PLACEHOLDER in json.dumps(v.value)]
+    return [
+        v.key for v in view.values if any(v.key.startswith(w) for w in wanted) and PLACEHOLDER in json.dumps(v.value)
+    ]
 
 
 def refuse_placeholders(loaded: LoadedConfig, *, alias: str | None, namespace_given: bool = False) -> None:
@@ -121,14 +132,21 @@ def refuse_placeholders(loaded: LoadedConfig, *, alias: str | None, namespace_gi
     if not keys:
         return
     where = ", ".join(f"{k} ({loaded.sources.get(k, loaded.path)})" for k in keys)
-    flags = {f"clusters.{STARTER_ALIAS}.context": "context", f"clusters.{STARTER_ALIAS}.namespace": "namespace", "lab.image": "image"}
+    flags = {
+        f"clusters.{STARTER_ALIAS}.context": "context",
+        f"clusters.{STARTER_ALIAS}.namespace": "namespace",
+        "lab.image": "image",
+    }
     settable = [flags[k] for k in keys if k in flags]
     others = [k for k in keys if k not in flags]
     hint = ""
     if settable:
         config_opt = "" if loaded.path == default_config_path() else f"--config {shlex.quote(str(loaded.path))} "
         args = " ".join(f"{flag} {word}" for key, flag, word in STARTER_FLAGS if key in settable)
-        hint = f"Set {'it' if len(settable) == 1 else 'them'} with `nsightlab {config_opt}init --force {args}` (it rewrites the file, keeping the alias and image already set)"
+        hint = (
+            f"Set {'it' if len(settable) == 1 else 'them'} with `nsightlab {config_opt}init --force {args}` (it "
+            "rewrites the file, keeping the alias and image already set)"
+        )
     if others:
         hint += ("; " if hint else "") + f"edit {', '.join(others)} in {loaded.path}"
     plural = "s" if len(keys) > 1 else ""

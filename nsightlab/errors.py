@@ -172,7 +172,11 @@ def validation_message(error: Mapping[str, Any]) -> str:
     """One pydantic error (an item of `ValidationError.errors()`) in our words, with the
     value that was given when the words need it: "'lots' is not a whole number"."""
     text = plain_value_message(str(error.get("msg", "")))
-    if text.startswith(("is not", "must be", "should be")) and "input" in error and not isinstance(error["input"], (dict, list)):
+    if (
+        text.startswith(("is not", "must be", "should be"))
+        and "input" in error
+        and not isinstance(error["input"], (dict, list))
+    ):
         return f"{error['input']!r} {text}"
     return text
 

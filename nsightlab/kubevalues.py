@@ -24,8 +24,8 @@ from decimal import Decimal
 _QUANTITY = re.compile(r"([+-]?)([0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE]([+-]?[0-9]+)|(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]))?")
 _SUFFIX = {
     "": Decimal(1), "n": Decimal("1e-9"), "u": Decimal("1e-6"), "m": Decimal("1e-3"),
-    "k": Decimal("1e3"), "M": Decimal("1e6"), "G": Decimal("1e9"), "T": Decimal("1e12"), "P": Decimal("1e15"), "E": Decimal("1e18"),
-    "Ki": Decimal(2**10), "Mi": Decimal(2**20), "Gi": Decimal(2**30), "Ti": Decimal(2**40), "Pi": Decimal(2**50), "Ei": Decimal(2**60),
+    "k": Decimal("1e3"), "M": Decimal("1e6"), "G": Decimal("1e9"), "T": Decimal("1e12"), "P": Decimal("1e15"), "E": Decimal("1e18"),  # noqa: E501
+    "Ki": Decimal(2**10), "Mi": Decimal(2**20), "Gi": Decimal(2**30), "Ti": Decimal(2**40), "Pi": Decimal(2**50), "Ei": Decimal(2**60),  # noqa: E501
 }  # fmt: skip
 # Kubernetes caps a quantity at the largest int64 (silently): a larger value is a mistake.
 MAX_QUANTITY = Decimal(2**63 - 1)
@@ -62,7 +62,9 @@ def check_quantity(text: str, *, what: str = "quantity") -> str:
     if value < 0:
         raise ValueError(f"{text!r}: a {what} cannot be negative")
     if value > MAX_QUANTITY:
-        raise ValueError(f"{text!r} is larger than Kubernetes' largest quantity (2^63-1), which it would silently use instead")
+        raise ValueError(
+            f"{text!r} is larger than Kubernetes' largest quantity (2^63-1), which it would silently use instead"
+        )
     return text
 
 
@@ -73,7 +75,9 @@ def dns1123_label_problem(name: str) -> str | None:
     if len(name) > DNS1123_LABEL_MAX:
         return f"it has {len(name)} characters, at most {DNS1123_LABEL_MAX} are allowed"
     if not _LABEL.fullmatch(name):
-        return "it may hold only lowercase letters a-z, digits 0-9 and '-', and must start and end with a letter or digit"
+        return (
+            "it may hold only lowercase letters a-z, digits 0-9 and '-', and must start and end with a letter or digit"
+        )
     return None
 
 
@@ -87,7 +91,10 @@ def dns1123_subdomain_problem(name: str) -> str | None:
     if len(name) > DNS1123_SUBDOMAIN_MAX:
         return f"it has {len(name)} characters, at most {DNS1123_SUBDOMAIN_MAX} are allowed"
     if not all(_LABEL.fullmatch(part) for part in name.split(".")):
-        return "it may hold only lowercase letters a-z, digits 0-9, '-' and '.', and each part between dots must start and end with a letter or digit"
+        return (
+            "it may hold only lowercase letters a-z, digits 0-9, '-' and '.', and each part between dots must start "
+            "and end with a letter or digit"
+        )
     return None
 
 

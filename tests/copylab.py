@@ -55,7 +55,9 @@ class CopyLab:
 def digest_records(claims: dict[str, tuple[int, str]]) -> bytes:
     """The pod's digests as the wire carries them: a NUL-framed record per file,
     `D<TAB>size<TAB>sha256<TAB>path`."""
-    return b"".join(f"\0D\t{size}\t{sha}\t{name}\0".encode("utf-8", "surrogateescape") for name, (size, sha) in claims.items())
+    return b"".join(
+        f"\0D\t{size}\t{sha}\t{name}\0".encode("utf-8", "surrogateescape") for name, (size, sha) in claims.items()
+    )
 
 
 @contextmanager
@@ -66,8 +68,16 @@ def copy_lab(root: Path) -> Iterator[CopyLab]:
         sim.load(realistic_cluster())
         kubeconfig = sim.write_kubeconfig(root / "kubeconfig", CONTEXTS, current=PRD_CONTEXT)
         config = root / "config.yaml"
-        config.write_text(f'clusters:\n  stg:\n    context: {STG_CONTEXT}\n    namespace: {NS}\nlab:\n  image: "registry.example.com/lab:1"\n  owner: "ana"\n')
-        for key, value in {"NSIGHTLAB_HOME": root / "home", "KUBECONFIG": kubeconfig, "NSIGHTLAB_CONFIG": config, "COLUMNS": "200"}.items():
+        config.write_text(
+            f"clusters:\n  stg:\n    context: {STG_CONTEXT}\n    namespace: {NS}\nlab:\n  image: "
+            '"registry.example.com/lab:1"\n  owner: "ana"\n'
+        )
+        for key, value in {
+            "NSIGHTLAB_HOME": root / "home",
+            "KUBECONFIG": kubeconfig,
+            "NSIGHTLAB_CONFIG": config,
+            "COLUMNS": "200",
+        }.items():
             mp.setenv(key, str(value))
         from nsightlab.cli import main
 

@@ -76,7 +76,11 @@ def cli_json(*args: str) -> dict[str, Any]:
     code = 0
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         try:
-            main([*args, "--json"] if "--" not in args else [*args[: args.index("--")], "--json", *args[args.index("--") :]])
+            main(
+                [*args, "--json"]
+                if "--" not in args
+                else [*args[: args.index("--")], "--json", *args[args.index("--") :]]
+            )
         except SystemExit as e:
             code = e.code if isinstance(e.code, int) else 1
     assert code == 0, (args, err.getvalue()[-2000:])
@@ -108,7 +112,17 @@ def lesson1_json(gpu_name: str, scale_us: float, gemm_us: float, n: int = 8192, 
     }  # fmt: skip
 
 
-def _store(kind: str, name: str, result: Any, when: datetime, *, raw: dict[str, Path] | None = None, dtype: str | None = None, gpu: str | None = RTX, headline: str | None = None) -> str:
+def _store(
+    kind: str,
+    name: str,
+    result: Any,
+    when: datetime,
+    *,
+    raw: dict[str, Path] | None = None,
+    dtype: str | None = None,
+    gpu: str | None = RTX,
+    headline: str | None = None,
+) -> str:
     run, run_id = store.new_run(kind, name, now=when)
     for dest, src in (raw or {}).items():
         shutil.copyfile(src, run.raw / dest)
@@ -155,20 +169,47 @@ def record(base: Path) -> Recorded:
         sweep = analyze_record_file(sweep_json)
         sweep.source = None
         sweep.target = "pod ml-lab/nsight-lab-me"
-        ref_sweep = _store("sweep", "float16", sweep, t0, raw={"sweep.json": sweep_json}, dtype="float16", headline=sweep.headline)
+        ref_sweep = _store(
+            "sweep", "float16", sweep, t0, raw={"sweep.json": sweep_json}, dtype="float16", headline=sweep.headline
+        )
 
         l1 = gpus.REFERENCE_LESSON1["tutorial-rtx-pro-6000"]
         l1_json = work / "lesson1.json"
         l1_json.write_text(json.dumps(lesson1_json(RTX, l1.scale_avg_us, l1.gemm_avg_us)))
-        ref_profile = _store("profile", "lesson1", analyze_path(l1_json), t0 + timedelta(seconds=1), raw={"lesson1.json": l1_json})
+        ref_profile = _store(
+            "profile", "lesson1", analyze_path(l1_json), t0 + timedelta(seconds=1), raw={"lesson1.json": l1_json}
+        )
 
         kern = analyze_path(NSYS03)
         kern.script = "dsocr"
-        kern03 = _store("profile", "dsocr", kern, t0 + timedelta(seconds=2), raw={NSYS03.name: NSYS03}, gpu="NVIDIA GeForce RTX 5090")
+        kern03 = _store(
+            "profile",
+            "dsocr",
+            kern,
+            t0 + timedelta(seconds=2),
+            raw={NSYS03.name: NSYS03},
+            gpu="NVIDIA GeForce RTX 5090",
+        )
 
         report = ncu_parse.parse_ncu_csv(NCU05.read_text(), source=str(NCU05))
-        ncu05 = _store("ncu", "lesson1", from_report(report, "pod ml-lab/nsight-lab-me"), t0 + timedelta(seconds=3), raw={"ncu.csv": NCU05}, gpu="NVIDIA GeForce RTX 5090")
-    return Recorded(home=home, cpu_f16=f16, cpu_f32=f32, cpu_profile=prof, ref_sweep=ref_sweep, ref_profile=ref_profile, kern03=kern03, ncu05=ncu05)
+        ncu05 = _store(
+            "ncu",
+            "lesson1",
+            from_report(report, "pod ml-lab/nsight-lab-me"),
+            t0 + timedelta(seconds=3),
+            raw={"ncu.csv": NCU05},
+            gpu="NVIDIA GeForce RTX 5090",
+        )
+    return Recorded(
+        home=home,
+        cpu_f16=f16,
+        cpu_f32=f32,
+        cpu_profile=prof,
+        ref_sweep=ref_sweep,
+        ref_profile=ref_profile,
+        kern03=kern03,
+        ncu05=ncu05,
+    )
 
 
 _RECORDED: dict[str, Recorded] = {}

@@ -267,7 +267,9 @@ def test_without_sizes_far_beyond_the_cache_the_plateau_is_an_estimate() -> None
     s = a.summary
     assert s.dram_tbps is None and s.dram_from_log2 == [] and not s.dram_is_estimate
     assert s.plateau_status == "one point" and s.dram_sizes == [26]
-    assert s.plateau_reason is not None and s.plateau_reason.startswith("one point: inconclusive (it would rest on 2^26 alone, at 3.90 TB/s")
+    assert s.plateau_reason is not None and s.plateau_reason.startswith(
+        "one point: inconclusive (it would rest on 2^26 alone, at 3.90 TB/s"
+    )
     assert any("may still be partly cached" in n for n in s.notes)
     assert not any("settles" in line for line in s.lesson)
     assert any(line.startswith("DRAM plateau: one point: inconclusive") for line in s.lesson)
@@ -326,7 +328,12 @@ def test_cpu_recordings(path: Path) -> None:
     assert s.launch_floor_us is not None and 1.0 < s.launch_floor_us < 4.0
     # a named plateau is two DRAM-bound sizes or more within 10% of each other; float32's
     # two disagree (19%), and 16-bit floats on a CPU are no bandwidth test at all
-    expected = {"float64": "plateau", "float32": "disagree", "float16": "not a bandwidth test", "bfloat16": "not a bandwidth test"}
+    expected = {
+        "float64": "plateau",
+        "float32": "disagree",
+        "float16": "not a bandwidth test",
+        "bfloat16": "not a bandwidth test",
+    }
     assert s.plateau_status == expected[doc["dtype"]]
     if s.dram_tbps is not None:
         assert 0.03 < s.dram_tbps < 0.07  # ~50 GB/s on this VM
@@ -415,9 +422,7 @@ def test_roofline_arithmetic() -> None:
 
 def test_tutorial_lesson1_on_the_rtx_pro_6000() -> None:
     ref = REFERENCE_LESSON1["tutorial-rtx-pro-6000"]
-    record = A.Lesson1Record.model_validate(
-        lesson1_doc(BY_KEY[ref.gpu_key].name, ref.scale_avg_us, ref.gemm_avg_us)
-    )
+    record = A.Lesson1Record.model_validate(lesson1_doc(BY_KEY[ref.gpu_key].name, ref.scale_avg_us, ref.gemm_avg_us))
     a = A.analyze_lesson1(record)
     scale, gemm = a.ranges
     assert scale.tbps == pytest.approx(1.48, abs=0.005)
@@ -480,7 +485,16 @@ def test_rates_refuse_a_zero_time() -> None:
 def test_a_size_held_by_something_else_is_said_to_be() -> None:
     # 2^16 float32 on a busy 2-vCPU machine: 9.43 ms where 2^14 took 2.94 us (a parallel op
     # waiting for its second thread), as recorded by the report tests' CPU runs
-    doc = sweep_doc([(12, 2.95), (14, 2.94), (16, 9430.0)], name="Intel(R) Xeon(R) Processor", l2_bytes=480 * MiB, element_size=4, dtype="float32", device_type="cpu")
+    doc = sweep_doc(
+        [(12, 2.95), (14, 2.94), (16, 9430.0)],
+        name="Intel(R) Xeon(R) Processor",
+        l2_bytes=480 * MiB,
+        element_size=4,
+        dtype="float32",
+        device_type="cpu",
+    )
     (note,) = [n for n in analyse(doc).summary.notes if "held it" in n]
-    assert note.startswith("2^16 took 3210x the time of 2^14 for 4.00x the bytes: something other than memory or launches held it")
+    assert note.startswith(
+        "2^16 took 3210x the time of 2^14 for 4.00x the bytes: something other than memory or launches held it"
+    )
     assert not any("held it" in n for n in analyse(TUTORIAL).summary.notes)

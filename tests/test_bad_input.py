@@ -103,7 +103,9 @@ def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sim: KubeSim, kubecon
     return garbage, tmp_path / "not-there" / "nothing.py"
 
 
-def test_every_command_with_bad_input(capsys: pytest.CaptureFixture[str], world: tuple[Path, Path], sim: KubeSim) -> None:
+def test_every_command_with_bad_input(
+    capsys: pytest.CaptureFixture[str], world: tuple[Path, Path], sim: KubeSim
+) -> None:
     garbage, missing = world
     cases = list(_invocations(garbage, missing))
     assert len({" ".join(c[1][:2]) for c in cases}) > 15  # the walk found the commands
@@ -117,7 +119,9 @@ def test_every_command_with_bad_input(capsys: pytest.CaptureFixture[str], world:
     assert sim.get("pods", "serving", "nsight-lab-user") is None
 
 
-def test_every_command_with_an_unusable_home(capsys: pytest.CaptureFixture[str], world: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_every_command_with_an_unusable_home(
+    capsys: pytest.CaptureFixture[str], world: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     a_file = tmp_path / "home-file"
     a_file.write_text("not a folder\n")
     wrong = []
@@ -148,7 +152,9 @@ def test_every_command_with_an_unusable_home(capsys: pytest.CaptureFixture[str],
     ],
     ids=lambda a: " ".join(a),
 )
-def test_numbers_that_are_not_numbers_are_refused(capsys: pytest.CaptureFixture[str], world: tuple[Path, Path], argv: list[str]) -> None:
+def test_numbers_that_are_not_numbers_are_refused(
+    capsys: pytest.CaptureFixture[str], world: tuple[Path, Path], argv: list[str]
+) -> None:
     """NaN and infinity pass many a `< 0` check: each is a usage error, not a result."""
     r = run_cli(capsys, *argv)
     assert r.code == 2, r

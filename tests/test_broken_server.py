@@ -45,16 +45,37 @@ Fault = Callable[[KubeSim], None]
 FAULTS: dict[str, tuple[Fault, list[str]]] = {
     "html login page": (
         lambda s: s.faults.html_page(times=None),
-        ["answered with an HTML page (text/html, titled 'Sign in - Corporate SSO'), not JSON: a proxy or a login page?"],
+        [
+            "answered with an HTML page (text/html, titled 'Sign in - Corporate SSO'), not JSON: a proxy or a "
+            "login page?"
+        ],
     ),
     "truncated json": (lambda s: s.faults.truncated_json(times=None), ["sent JSON that is cut off or malformed"]),
-    "chunked answer cut": (lambda s: s.faults.truncated_json(times=None, chunked=True), ["dropped the connection without a whole answer"]),
-    "500 status": (lambda s: s.faults.status_error(times=None), ["answered 500 InternalError", "etcdserver: request timed out"]),
-    "502 from a load balancer": (lambda s: s.faults.plain_error(times=None, code=502), ["answered 502", "upstream connect error"]),
-    "503 from a load balancer": (lambda s: s.faults.plain_error(times=None, code=503), ["answered 503", "no healthy upstream"]),
+    "chunked answer cut": (
+        lambda s: s.faults.truncated_json(times=None, chunked=True),
+        ["dropped the connection without a whole answer"],
+    ),
+    "500 status": (
+        lambda s: s.faults.status_error(times=None),
+        ["answered 500 InternalError", "etcdserver: request timed out"],
+    ),
+    "502 from a load balancer": (
+        lambda s: s.faults.plain_error(times=None, code=502),
+        ["answered 502", "upstream connect error"],
+    ),
+    "503 from a load balancer": (
+        lambda s: s.faults.plain_error(times=None, code=503),
+        ["answered 503", "no healthy upstream"],
+    ),
     # (over TLS, Python reports a reset before any answer as the connection closing)
-    "connection reset": (lambda s: s.faults.reset_connection(times=None), ["dropped the connection without a whole answer"]),
-    "connection closed": (lambda s: s.faults.reset_connection(times=None, rst=False), ["dropped the connection without a whole answer"]),
+    "connection reset": (
+        lambda s: s.faults.reset_connection(times=None),
+        ["dropped the connection without a whole answer"],
+    ),
+    "connection closed": (
+        lambda s: s.faults.reset_connection(times=None, rst=False),
+        ["dropped the connection without a whole answer"],
+    ),
     "429 past the timeout": (
         lambda s: s.faults.too_many_requests(times=None, retry_after=30),
         ["is too busy to answer (429 TooManyRequests", "it asks to wait 30 s more, past the request timeout (1 s)"],
@@ -65,12 +86,15 @@ FAULTS: dict[str, tuple[Fault, list[str]]] = {
 # every fault on a plain read; on paged lists (pages are scanned before they are decoded,
 # two lists at once) the ones whose body is read there
 CASES = [(f, ["explore", "node", NODE]) for f in FAULTS] + [
-    (f, ["explore", "nodes"]) for f in ("html login page", "truncated json", "chunked answer cut", "connection reset", "500 status")
+    (f, ["explore", "nodes"])
+    for f in ("html login page", "truncated json", "chunked answer cut", "connection reset", "500 status")
 ]
 
 
 @pytest.mark.parametrize(("fault", "command"), CASES, ids=[f"{' '.join(c[:2])}: {f}" for f, c in CASES])
-def test_a_broken_answer_is_one_line_and_exit_4(capsys: pytest.CaptureFixture[str], env: KubeSim, fault: str, command: list[str]) -> None:
+def test_a_broken_answer_is_one_line_and_exit_4(
+    capsys: pytest.CaptureFixture[str], env: KubeSim, fault: str, command: list[str]
+) -> None:
     make, words = FAULTS[fault]
     make(env)
     r = nsl(capsys, *command, "--context", STG_CONTEXT)
@@ -83,7 +107,9 @@ def test_a_broken_answer_is_one_line_and_exit_4(capsys: pytest.CaptureFixture[st
 
 
 @pytest.mark.parametrize("fault", ["html login page", "connection reset", "500 status"])
-def test_the_loader_path_says_the_same(capsys: pytest.CaptureFixture[str], env: KubeSim, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fault: str) -> None:
+def test_the_loader_path_says_the_same(
+    capsys: pytest.CaptureFixture[str], env: KubeSim, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fault: str
+) -> None:
     """A context with an exec credential plugin goes through the kubernetes client's loader."""
     monkeypatch.setenv("KUBECONFIG", str(env.write_kubeconfig(tmp_path / "exec-kc", CONTEXTS, auth="exec")))
     make, words = FAULTS[fault]
@@ -95,12 +121,17 @@ def test_the_loader_path_says_the_same(capsys: pytest.CaptureFixture[str], env: 
     assert env.exec_log.read_text().strip()  # it did go through the plugin
 
 
-def test_a_server_that_stops_answering_times_out_at_the_request_timeout(capsys: pytest.CaptureFixture[str], env: KubeSim) -> None:
+def test_a_server_that_stops_answering_times_out_at_the_request_timeout(
+    capsys: pytest.CaptureFixture[str], env: KubeSim
+) -> None:
     env.faults.stall(times=None)
     r = nsl(capsys, "explore", "node", NODE, "--context", STG_CONTEXT)
     assert r.code == 4, r
     line = one_error(r)
-    assert f"the API server {env.url} did not answer within 1 s (--request-timeout) while trying to get node {NODE}" in line, line
+    assert (
+        f"the API server {env.url} did not answer within 1 s (--request-timeout) while trying to get node {NODE}"
+        in line
+    ), line
     assert "--request-timeout 2m" in line
 
 
@@ -144,17 +175,23 @@ def _config(tmp_path: Path, gpus: int = 1) -> Path:
     return path
 
 
-def test_a_broken_watch_is_one_line_and_exit_4(capsys: pytest.CaptureFixture[str], env: KubeSim, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_broken_watch_is_one_line_and_exit_4(
+    capsys: pytest.CaptureFixture[str], env: KubeSim, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("NSIGHTLAB_CONFIG", str(_config(tmp_path, gpus=2)))  # stays Pending: create watches
     env.faults.html_page(lambda q: q.action == kmock.action.WATCH, times=None)
     r = nsl(capsys, "create", "--context", "stg", "--yes", "--timeout", "60")
     assert r.code == 4, r
     line = one_error(r)
-    assert f"the API server {env.url} answered with an HTML page" in line and f"watch pods in namespace {NS}" in line, line
+    assert f"the API server {env.url} answered with an HTML page" in line and f"watch pods in namespace {NS}" in line, (
+        line
+    )
 
 
 @pytest.fixture
-def lab(capsys: pytest.CaptureFixture[str], env: KubeSim, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+def lab(
+    capsys: pytest.CaptureFixture[str], env: KubeSim, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> dict[str, Any]:
     monkeypatch.setenv("NSIGHTLAB_CONFIG", str(_config(tmp_path)))
     r = nsl(capsys, "create", "--context", "stg", "--yes", "--json", timeout="30s")
     assert r.code == 0, r
@@ -168,14 +205,19 @@ EXEC = f"/api/v1/namespaces/{NS}/pods/{POD}/exec"
 @pytest.mark.parametrize(
     ("fault", "words"),
     [
-        (lambda s: s.faults.html_page(EXEC, times=None), "answered with an HTML page (text/html, titled 'Sign in - Corporate SSO')"),
+        (
+            lambda s: s.faults.html_page(EXEC, times=None),
+            "answered with an HTML page (text/html, titled 'Sign in - Corporate SSO')",
+        ),
         (lambda s: s.faults.plain_error(EXEC, times=None, code=502), "answered 502"),
         (lambda s: s.faults.stall(EXEC, times=None), "did not answer within 1 s (--request-timeout)"),
         (lambda s: s.faults.reset_connection(EXEC, times=None), "dropped the connection"),
     ],
     ids=["html", "502", "stall", "reset"],
 )
-def test_a_broken_exec_handshake_is_one_line_and_exit_4(capsys: pytest.CaptureFixture[str], lab: dict[str, Any], env: KubeSim, fault: Fault, words: str) -> None:
+def test_a_broken_exec_handshake_is_one_line_and_exit_4(
+    capsys: pytest.CaptureFixture[str], lab: dict[str, Any], env: KubeSim, fault: Fault, words: str
+) -> None:
     fault(env)
     r = nsl(capsys, "shell", "--", "true")
     assert r.code == 4, r

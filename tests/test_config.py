@@ -80,16 +80,28 @@ def test_session_roundtrip_and_damage(nsl_home: Path) -> None:
     from datetime import datetime, timezone
 
     assert load_session() is None
-    s = Session(context="stg", server="https://x", namespace="ml", pod="p", uid="u", owner="me", created=datetime.now(timezone.utc))
+    s = Session(
+        context="stg",
+        server="https://x",
+        namespace="ml",
+        pod="p",
+        uid="u",
+        owner="me",
+        created=datetime.now(timezone.utc),
+    )
     path = save_session(s)
     assert load_session() == s
     path.write_text("{not json")
     assert load_session() is None
 
 
-def test_init_writes_valid_commented_config(capsys: pytest.CaptureFixture[str], nsl_home: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_init_writes_valid_commented_config(
+    capsys: pytest.CaptureFixture[str], nsl_home: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     monkeypatch.setenv("KUBECONFIG", str(tmp_path / "no-kubeconfig"))  # none to check the context against
-    r = run_cli(capsys, "init", "--context", "stg-online-use1", "--namespace", "ml-lab", "--image", "reg.example.com/lab:0")
+    r = run_cli(
+        capsys, "init", "--context", "stg-online-use1", "--namespace", "ml-lab", "--image", "reg.example.com/lab:0"
+    )
     assert r.code == 0, r
     path = nsl_home / "config.yaml"
     text = path.read_text()
@@ -97,7 +109,13 @@ def test_init_writes_valid_commented_config(capsys: pytest.CaptureFixture[str], 
     data = yaml.safe_load(text)
     assert data["clusters"]["stg"] == {"context": "stg-online-use1", "namespace": "ml-lab", "protected": False}
     lab = load_config(path).config.lab
-    assert (lab.instance_type, lab.cpu, lab.memory, lab.gpus, lab.deadline_seconds) == ("g7e.8xlarge", "4", "24Gi", 1, 14400)
+    assert (lab.instance_type, lab.cpu, lab.memory, lab.gpus, lab.deadline_seconds) == (
+        "g7e.8xlarge",
+        "4",
+        "24Gi",
+        1,
+        14400,
+    )
     assert lab.image == "reg.example.com/lab:0"
     assert "nsightlab doctor --context stg" in r.err and "nsightlab create --context stg" in r.err  # what comes next
     again = run_cli(capsys, "init")
@@ -111,11 +129,16 @@ def test_init_writes_valid_commented_config(capsys: pytest.CaptureFixture[str], 
     assert (again_data.clusters["stg"].context, again_data.clusters["stg"].namespace) == ("stg-online-use1", "ml-lab")
 
 
-def test_config_command_json_and_text(capsys: pytest.CaptureFixture[str], nsl_home: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_config_command_json_and_text(
+    capsys: pytest.CaptureFixture[str], nsl_home: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     import json
 
     monkeypatch.setenv("KUBECONFIG", str(tmp_path / "no-kubeconfig"))
-    assert run_cli(capsys, "init", "--context", "stg-online-use1", "-n", "ml-lab", "--image", "reg.example.com/lab:0").code == 0
+    assert (
+        run_cli(capsys, "init", "--context", "stg-online-use1", "-n", "ml-lab", "--image", "reg.example.com/lab:0").code
+        == 0
+    )
     r = run_cli(capsys, "config", "--json")
     assert r.code == 0, r
     data = json.loads(r.out)

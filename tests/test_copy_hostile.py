@@ -39,7 +39,9 @@ def world(lab: CopyLab) -> Iterator[Path]:
 
 
 @pytest.mark.parametrize("case_id", HOSTILE)
-def test_hostile_stream_is_refused_and_nothing_escapes(capsys: pytest.CaptureFixture[str], lab: CopyLab, world: Path, case_id: str) -> None:
+def test_hostile_stream_is_refused_and_nothing_escapes(
+    capsys: pytest.CaptureFixture[str], lab: CopyLab, world: Path, case_id: str
+) -> None:
     case = next(c for c in hostile_tars.hostile(world) if c.id == case_id)
     lab.serve(case.stream, hostile_tars.digests_of(case.stream))
     before = fingerprint(lab.root, skip=world / "dst")
@@ -51,7 +53,9 @@ def test_hostile_stream_is_refused_and_nothing_escapes(capsys: pytest.CaptureFix
     assert os.listdir(world / "dst") == []  # nothing placed, no staging folder left
 
 
-def test_odd_but_whole_streams_are_copied_as_they_are(capsys: pytest.CaptureFixture[str], lab: CopyLab, world: Path) -> None:
+def test_odd_but_whole_streams_are_copied_as_they_are(
+    capsys: pytest.CaptureFixture[str], lab: CopyLab, world: Path
+) -> None:
     """Names with newlines, bytes that are not UTF-8 and terminal escapes, a global PAX
     header (as `git archive` writes), hard links, links that stay inside, long names."""
     stream = hostile_tars.all_odd_at_once()
@@ -70,7 +74,9 @@ def test_odd_but_whole_streams_are_copied_as_they_are(capsys: pytest.CaptureFixt
     assert (dst / "run/sub/up").read_text() == "x\n" and (dst / "run/here/deep").read_text() == "x\n"
 
 
-def test_names_differing_only_in_case_or_unicode_form(capsys: pytest.CaptureFixture[str], lab: CopyLab, world: Path) -> None:
+def test_names_differing_only_in_case_or_unicode_form(
+    capsys: pytest.CaptureFixture[str], lab: CopyLab, world: Path
+) -> None:
     """Where the filesystem tells `A` from `a` (and NFC from NFD), four things land side
     by side; where it does not, the file would go through the link and is refused.
     Either way nothing leads out."""
@@ -89,7 +95,9 @@ def test_names_differing_only_in_case_or_unicode_form(capsys: pytest.CaptureFixt
     assert links_leading_out(dst) == []
 
 
-def test_a_refusal_names_a_hostile_name_on_one_line(capsys: pytest.CaptureFixture[str], lab: CopyLab, world: Path) -> None:
+def test_a_refusal_names_a_hostile_name_on_one_line(
+    capsys: pytest.CaptureFixture[str], lab: CopyLab, world: Path
+) -> None:
     """A name with a newline and terminal escapes is shown escaped: one error line,
     nothing that moves the cursor or colours the terminal."""
     stream = hostile_tars.archive(hostile_tars.d("run"), hostile_tars.sym("run/evil\n\x1b[2Jname", "../../x"))

@@ -57,26 +57,41 @@ def test_copy_out_merges_into_a_local_folder(capsys: pytest.CaptureFixture[str],
     r = nsl(capsys, "copy", ":/tmp/m1/run", f"{here.parent}/")
     assert r.code == 0, r
     assert _contents(here) == {
-        "keep.txt": "mine\n", "new.txt": "new\n", "same.txt": "from the pod\n", "sub/deep.txt": "deep\n", "sub/mine.txt": "mine too\n",
+        "keep.txt": "mine\n",
+        "new.txt": "new\n",
+        "same.txt": "from the pod\n",
+        "sub/deep.txt": "deep\n",
+        "sub/mine.txt": "mine too\n",
     }
     assert os.listdir(here.parent) == ["run"]  # no staging folder left
 
 
 @pytest.mark.parametrize("pod_side", POD_SIDES, indirect=True)
-def test_copy_in_merges_into_a_folder_in_the_pod(capsys: pytest.CaptureFixture[str], lab: CopyLab, pod_side: str, tmp_path: Path) -> None:
+def test_copy_in_merges_into_a_folder_in_the_pod(
+    capsys: pytest.CaptureFixture[str], lab: CopyLab, pod_side: str, tmp_path: Path
+) -> None:
     where = f"/tmp/m2-{pod_side}"
-    there = _tree(lab.pod_path(f"{where}/run"), {"keep.txt": "the pod's\n", "same.txt": "old\n", "sub/mine.txt": "the pod's too\n"})
+    there = _tree(
+        lab.pod_path(f"{where}/run"),
+        {"keep.txt": "the pod's\n", "same.txt": "old\n", "sub/mine.txt": "the pod's too\n"},
+    )
     src = _tree(tmp_path / "run", {"same.txt": "from here\n", "new.txt": "new\n", "sub/deep.txt": "deep\n"})
     r = nsl(capsys, "copy", str(src), f":{where}/", "--json")
     assert r.code == 0, r
     assert _contents(there) == {
-        "keep.txt": "the pod's\n", "new.txt": "new\n", "same.txt": "from here\n", "sub/deep.txt": "deep\n", "sub/mine.txt": "the pod's too\n",
+        "keep.txt": "the pod's\n",
+        "new.txt": "new\n",
+        "same.txt": "from here\n",
+        "sub/deep.txt": "deep\n",
+        "sub/mine.txt": "the pod's too\n",
     }
     assert sorted(os.listdir(there.parent)) == ["run"]
 
 
 @pytest.mark.parametrize("pod_side", POD_SIDES, indirect=True)
-def test_a_clash_in_the_pod_is_refused_and_nothing_changes(capsys: pytest.CaptureFixture[str], lab: CopyLab, pod_side: str, tmp_path: Path) -> None:
+def test_a_clash_in_the_pod_is_refused_and_nothing_changes(
+    capsys: pytest.CaptureFixture[str], lab: CopyLab, pod_side: str, tmp_path: Path
+) -> None:
     where = f"/tmp/m3-{pod_side}"
     there = _tree(lab.pod_path(f"{where}/run"), {"keep.txt": "the pod's\n", "zz": "a file in the pod\n"})
     before = fingerprint(there.parent)
@@ -89,8 +104,13 @@ def test_a_clash_in_the_pod_is_refused_and_nothing_changes(capsys: pytest.Captur
     assert fingerprint(there.parent) == before
 
 
-def test_a_clash_here_is_refused_and_nothing_changes(capsys: pytest.CaptureFixture[str], lab: CopyLab, tmp_path: Path) -> None:
-    _tree(lab.pod_path("/tmp/m4/run"), {"a.txt": "would be new\n", "zz": "a file in the pod\n", "link/x": "through a link\n"})
+def test_a_clash_here_is_refused_and_nothing_changes(
+    capsys: pytest.CaptureFixture[str], lab: CopyLab, tmp_path: Path
+) -> None:
+    _tree(
+        lab.pod_path("/tmp/m4/run"),
+        {"a.txt": "would be new\n", "zz": "a file in the pod\n", "link/x": "through a link\n"},
+    )
     outside = _tree(tmp_path / "outside", {"secret.txt": "untouched\n"})
     here = _tree(tmp_path / "here" / "run", {"zz/inside.txt": "a folder here\n"})
     before = fingerprint(tmp_path)
@@ -107,7 +127,9 @@ def test_a_clash_here_is_refused_and_nothing_changes(capsys: pytest.CaptureFixtu
     assert _contents(outside) == {"secret.txt": "untouched\n"} and not (here / "a.txt").exists()
 
 
-def test_a_file_replaces_a_file_of_the_same_name_only(capsys: pytest.CaptureFixture[str], lab: CopyLab, tmp_path: Path) -> None:
+def test_a_file_replaces_a_file_of_the_same_name_only(
+    capsys: pytest.CaptureFixture[str], lab: CopyLab, tmp_path: Path
+) -> None:
     lab.pod_path("/tmp/m5.txt").write_text("from the pod\n")
     (tmp_path / "m5.txt").write_text("old\n")
     (tmp_path / "other.txt").write_text("mine\n")
@@ -118,7 +140,9 @@ def test_a_file_replaces_a_file_of_the_same_name_only(capsys: pytest.CaptureFixt
 # ---------------------------------------------------------------------------- a trailing slash
 
 
-def test_a_trailing_slash_means_a_folder_that_must_exist(capsys: pytest.CaptureFixture[str], lab: CopyLab, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_trailing_slash_means_a_folder_that_must_exist(
+    capsys: pytest.CaptureFixture[str], lab: CopyLab, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     lab.pod_path("/tmp/blob.bin").write_bytes(b"blob")
     monkeypatch.chdir(tmp_path)
     r = nsl(capsys, "copy", ":/tmp/blob.bin", "./back/")
@@ -137,8 +161,16 @@ def test_a_trailing_slash_means_a_folder_that_must_exist(capsys: pytest.CaptureF
 
 
 @pytest.mark.parametrize("pod_side", POD_SIDES, indirect=True)
-def test_any_file_name_goes_both_ways(capsys: pytest.CaptureFixture[str], lab: CopyLab, pod_side: str, tmp_path: Path) -> None:
-    names = {"a\nb.txt": "newline\n", "tab\there.txt": "tab\n", " lead and trail ": "spaces\n", "-dash.txt": "dash\n", "caf\u00e9.txt": "utf-8\n"}
+def test_any_file_name_goes_both_ways(
+    capsys: pytest.CaptureFixture[str], lab: CopyLab, pod_side: str, tmp_path: Path
+) -> None:
+    names = {
+        "a\nb.txt": "newline\n",
+        "tab\there.txt": "tab\n",
+        " lead and trail ": "spaces\n",
+        "-dash.txt": "dash\n",
+        "caf\u00e9.txt": "utf-8\n",
+    }
     src = _tree(tmp_path / f"names-{pod_side}", names)
     (src / "caf\udce9-latin1.txt").write_text("not utf-8\n")  # a name that is not UTF-8
     r = nsl(capsys, "copy", str(src), ":/tmp/")
@@ -153,7 +185,9 @@ def test_any_file_name_goes_both_ways(capsys: pytest.CaptureFixture[str], lab: C
 
 
 @pytest.mark.parametrize("pod_side", POD_SIDES, indirect=True)
-def test_an_odd_name_in_an_error_is_shown_escaped(capsys: pytest.CaptureFixture[str], lab: CopyLab, pod_side: str, tmp_path: Path) -> None:
+def test_an_odd_name_in_an_error_is_shown_escaped(
+    capsys: pytest.CaptureFixture[str], lab: CopyLab, pod_side: str, tmp_path: Path
+) -> None:
     where = f"/tmp/m6-{pod_side}"
     _tree(lab.pod_path(f"{where}/run"), {"evil\n\x1b[2Jname": "a file in the pod\n"})
     src = _tree(tmp_path / "run", {"evil\n\x1b[2Jname/x": "a folder here\n"})
@@ -163,7 +197,9 @@ def test_an_odd_name_in_an_error_is_shown_escaped(capsys: pytest.CaptureFixture[
     assert "\x1b" not in r.err and "evil\\n\\x1b[2Jname" in line, line
 
 
-def test_names_in_copy_errors_are_escaped_on_one_line(capsys: pytest.CaptureFixture[str], lab: CopyLab, tmp_path: Path) -> None:
+def test_names_in_copy_errors_are_escaped_on_one_line(
+    capsys: pytest.CaptureFixture[str], lab: CopyLab, tmp_path: Path
+) -> None:
     """Every copy error that names a path, from here or from the pod, on one line: a
     newline or a terminal escape in a name is shown escaped, never written out."""
     odd = "no\nsuch\x1b[2J"
@@ -182,7 +218,9 @@ def test_names_in_copy_errors_are_escaped_on_one_line(capsys: pytest.CaptureFixt
 def _interrupt(argv: list[str], started: Path, glob: str) -> subprocess.CompletedProcess[str]:
     """Run `nsightlab ARGV`, press Ctrl-C once something matching `glob` shows in
     `started` (the copy is under way), and wait for it to end."""
-    proc = subprocess.Popen([sys.executable, "-m", "nsightlab", *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "nsightlab", *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     deadline = time.monotonic() + 30
     while not list(started.glob(glob)) and time.monotonic() < deadline and proc.poll() is None:
         time.sleep(0.02)
@@ -226,9 +264,19 @@ def test_ctrl_c_during_copy_in_says_nothing_was_placed(lab: CopyLab, tmp_path: P
         f"while os.path.exists({str(gate)!r}): time.sleep(0.01)\n"
         "while b := sys.stdin.buffer.read1(1 << 20): sys.stdout.buffer.write(b)\n"
     )
-    lab.sim.put_tool("ml-lab", "nsight-lab-ana", "python3", f'#!/bin/sh\n"{sys.executable}" -c {shlex.quote(reader)} | "{sys.executable}" "$@"\n')
+    lab.sim.put_tool(
+        "ml-lab",
+        "nsight-lab-ana",
+        "python3",
+        f'#!/bin/sh\n"{sys.executable}" -c {shlex.quote(reader)} | "{sys.executable}" "$@"\n',
+    )
     tmp = lab.pod_path("/tmp")
-    proc = subprocess.Popen([sys.executable, "-m", "nsightlab", "copy", str(src), ":/tmp/"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "nsightlab", "copy", str(src), ":/tmp/"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         deadline = time.monotonic() + 30
         while not list(tmp.glob(".nsightlab-copy-*")) and time.monotonic() < deadline and proc.poll() is None:
@@ -245,7 +293,9 @@ def test_ctrl_c_during_copy_in_says_nothing_was_placed(lab: CopyLab, tmp_path: P
     assert list(tmp.glob(".nsightlab-copy-*")) == []  # the pod's side was told, and cleaned up
 
 
-def test_ctrl_c_while_placing_says_which_files_were_placed(capsys: pytest.CaptureFixture[str], lab: CopyLab, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_ctrl_c_while_placing_says_which_files_were_placed(
+    capsys: pytest.CaptureFixture[str], lab: CopyLab, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Ctrl-C between two renames (a moment no test can hit on purpose: injected)."""
     from nsightlab.cluster import podtar
 
@@ -262,7 +312,11 @@ def test_ctrl_c_while_placing_says_which_files_were_placed(capsys: pytest.Captur
     monkeypatch.setattr(podtar, "place", place_two_then_ctrl_c)
     r = nsl(capsys, "copy", ":/tmp/m7/run", f"{tmp_path}/")
     assert r.code == 130, r
-    assert one_error_line(r) == f"error: interrupted while placing: 2 of 4 files were placed in {here} (run/a.txt, run/b.txt); the other 2 were not. Copy it again to finish."
+    assert (
+        one_error_line(r)
+        == f"error: interrupted while placing: 2 of 4 files were placed in {here} (run/a.txt, run/b.txt); the other "
+        "2 were not. Copy it again to finish."
+    )
     assert _contents(here) == {"a.txt": "a\n", "b.txt": "b\n", "keep.txt": "mine\n"}
     assert os.listdir(tmp_path) == ["run"]  # no staging folder left
 
@@ -273,12 +327,15 @@ def test_ctrl_c_after_all_was_sent_says_the_pod_may_hold_it(lab: CopyLab, tmp_pa
     src = tmp_path / "small.txt"
     src.write_text("small\n")
     answered = tmp_path / "all-read"
-    lab.sim.put_tool("ml-lab", "nsight-lab-ana", "python3", f"#!/bin/sh\ncat >/dev/null\ntouch '{answered}'\nexec sleep 60\n")
+    lab.sim.put_tool(
+        "ml-lab", "nsight-lab-ana", "python3", f"#!/bin/sh\ncat >/dev/null\ntouch '{answered}'\nexec sleep 60\n"
+    )
     try:
         done = _interrupt(["copy", str(src), ":/tmp/"], tmp_path, "all-read")
     finally:
         lab.real_python()
     assert done.returncode == 130, done
     assert done.stderr.splitlines()[-1] == (
-        "error: interrupted after the whole copy was sent: pod nsight-lab-ana:/tmp/ may hold it, not verified. Copy it again to have it verified."
+        "error: interrupted after the whole copy was sent: pod nsight-lab-ana:/tmp/ may hold it, not verified. "
+        "Copy it again to have it verified."
     ), done.stderr

@@ -56,7 +56,18 @@ RECORDED = DATA / "decode_cpu_tiny_xeon-2c.json"
 RECORDED_TRACE = DATA / "decode_cpu_tiny_xeon-2c.pt.trace.json.gz"
 TRACE_REPORTS = ["cuda_gpu_trace", "nvtx_pushpop_trace", "nvtx_gpu_proj_trace", "cuda_api_trace"]
 H100 = "NVIDIA H100 80GB HBM3"
-CONTRACT_STEPS = {"source", "step_range", "count", "step_ms", "kernels_per_step", "gpu_busy_pct", "idle_ms_per_step", "top_kernels", "floor", "verdict"}
+CONTRACT_STEPS = {
+    "source",
+    "step_range",
+    "count",
+    "step_ms",
+    "kernels_per_step",
+    "gpu_busy_pct",
+    "idle_ms_per_step",
+    "top_kernels",
+    "floor",
+    "verdict",
+}
 
 pytestmark = pytest.mark.usefixtures("nsl_home")
 
@@ -101,11 +112,23 @@ def test_recorded_cpu_trace_cpu_ops_stand_in_for_kernels() -> None:
     doc = _doc()
     raw = json.loads(gzip.decompress(RECORDED_TRACE.read_bytes()))["traceEvents"]
     ops = [e for e in raw if e.get("cat") == "cpu_op"]
-    step_ranges = sorted((e for e in raw if e.get("cat") == "user_annotation" and e["name"] == "decode_step"), key=lambda e: e["ts"])
+    step_ranges = sorted(
+        (e for e in raw if e.get("cat") == "user_annotation" and e["name"] == "decode_step"), key=lambda e: e["ts"]
+    )
 
     def top_level_in(r: dict[str, Any]) -> list[dict[str, Any]]:
         inside = [o for o in ops if o["ts"] >= r["ts"] and o["ts"] <= r["ts"] + r["dur"]]
-        return [o for o in inside if not any(p is not o and p["ts"] <= o["ts"] and o["ts"] + o["dur"] <= p["ts"] + p["dur"] and (p["dur"] > o["dur"] or p["ts"] < o["ts"]) for p in inside)]
+        return [
+            o
+            for o in inside
+            if not any(
+                p is not o
+                and p["ts"] <= o["ts"]
+                and o["ts"] + o["dur"] <= p["ts"] + p["dur"]
+                and (p["dur"] > o["dur"] or p["ts"] < o["ts"])
+                for p in inside
+            )
+        ]
 
     anatomy = analyze_kineto(RECORDED_TRACE)
     assert anatomy.ops_are == "cpu" and anatomy.attribution == "cpu-range"
@@ -135,7 +158,10 @@ def test_recorded_run_as_a_decode_result() -> None:
         assert set(m.steps.model_dump()) == CONTRACT_STEPS
         assert m.tokens_per_s == pytest.approx(m.batch * 1000 / m.steps.step_ms.median)
         assert m.steps.floor is None and m.steps.verdict.kind in ("launch-bound", "busy")
-        assert f">= {LAUNCH_BOUND_IDLE_PCT:g}% idle" in m.steps.verdict.text and f"within {NEAR_FLOOR_RATIO:g}x" in m.steps.verdict.text
+        assert (
+            f">= {LAUNCH_BOUND_IDLE_PCT:g}% idle" in m.steps.verdict.text
+            and f"within {NEAR_FLOOR_RATIO:g}x" in m.steps.verdict.text
+        )
         assert {k.kind for k in m.steps.top_kernels} >= {"gemm"}
     assert r.batch_sweep is not None and [p.batch for p in r.batch_sweep] == [1, 2]
     assert all(p.predicted_tokens_per_s is None for p in r.batch_sweep)
@@ -160,7 +186,11 @@ def test_floor_verdict_and_roofline_on_recorded_data() -> None:
     assert f is not None and f.basis == "measured" and f.bytes_per_step == entry.bytes_per_step_floor
     assert f.floor_ms == pytest.approx(entry.bytes_per_step_floor / 0.01e12 * 1e3, rel=1e-6)
     assert f.pct_of_floor == pytest.approx(100 * m.steps.step_ms.median / f.floor_ms, abs=0.1)
-    assert m.steps.verdict.kind == "no-trace" and "the floor" in m.steps.verdict.text and "thresholds" in m.steps.verdict.text
+    assert (
+        m.steps.verdict.kind == "no-trace"
+        and "the floor" in m.steps.verdict.text
+        and "thresholds" in m.steps.verdict.text
+    )
     assert r.batch_sweep is not None
     for p, e in zip(r.batch_sweep, record.modes, strict=True):
         assert p.predicted_tokens_per_s == pytest.approx(e.batch / (e.bytes_per_step_floor / 0.01e12))
@@ -203,7 +233,12 @@ def test_peaks_spec_bandwidth_names_and_groups() -> None:
     assert peak_tflops(spec, "float32")[0] == spec.fp32_tflops  # type: ignore[union-attr]
     assert peak_tflops(None, "bfloat16") == (None, None)
     bw = spec_bandwidth(f"{H100} (0)", "bfloat16")
-    assert bw is not None and bw.basis == "spec" and bw.tbps == pytest.approx(3.35) and bw.ridge == pytest.approx(989 / 3.35)
+    assert (
+        bw is not None
+        and bw.basis == "spec"
+        and bw.tbps == pytest.approx(3.35)
+        and bw.ridge == pytest.approx(989 / 3.35)
+    )
     assert spec_bandwidth("Some Unknown GPU", "bfloat16") is None
     assert device_name_of(DEVICE) == H100 and device_name_of(None) is None
     assert group_key("mode:eager > batch:8") == ("eager", 8)
@@ -241,7 +276,9 @@ def test_eager_and_graphs_side_by_side_from_built_exports(tmp_path: Path, capsys
         assert gaps["after_last"] == pytest.approx(0, abs=1e-5)
         floor = st["floor"]  # the H100's spec (no sweep stored)
         assert floor["basis"] == "spec" and floor["bandwidth_tbps"] == pytest.approx(3.35)
-        assert floor["floor_ms"] == pytest.approx(entry["bytes_per_step_floor"] / 3.35e12 * 1e3, abs=1e-6)  # ns resolution
+        assert floor["floor_ms"] == pytest.approx(
+            entry["bytes_per_step_floor"] / 3.35e12 * 1e3, abs=1e-6
+        )  # ns resolution
         assert st["verdict"]["kind"] == ("launch-bound" if entry["mode"] == "eager" else "memory-bound")
         assert m["tokens_per_s"] == pytest.approx(m["batch"] * 1000 / st["step_ms"]["median"])
     assert "CUDA graph" in by[("eager", 1)]["steps"]["verdict"]["next_step"]
@@ -271,7 +308,16 @@ def test_projection_then_window_attribution_are_said(tmp_path: Path, capsys: pyt
 
 
 def test_analyze_a_real_kineto_trace_with_a_floor(capsys: pytest.CaptureFixture[str]) -> None:
-    r = run_cli(capsys, "analyze", str(TRACES / "hta_negative_queue_length_rank0.json.gz"), "--weights-gb", "1", "--kv-gb", "0.5", "--json")
+    r = run_cli(
+        capsys,
+        "analyze",
+        str(TRACES / "hta_negative_queue_length_rank0.json.gz"),
+        "--weights-gb",
+        "1",
+        "--kv-gb",
+        "0.5",
+        "--json",
+    )
     assert r.code == 0, r
     data = json.loads(r.out)
     assert data["kind"] == "trace" and data["input"] == "kineto" and data["device"] == "NVIDIA A100-SXM4-80GB"
@@ -306,7 +352,10 @@ def test_analyze_a_real_cuda_gpu_trace_alone_infers_steps(capsys: pytest.Capture
 
 
 def test_analyze_a_folder_of_real_exports_with_a_step_range(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    for name in ("vernier_nsys2026.3.1_rtx5000ada_cuda_gpu_trace.csv", "vernier_nsys2026.3.1_rtx5000ada_nvtx_pushpop_trace.csv"):
+    for name in (
+        "vernier_nsys2026.3.1_rtx5000ada_cuda_gpu_trace.csv",
+        "vernier_nsys2026.3.1_rtx5000ada_nvtx_pushpop_trace.csv",
+    ):
         shutil.copy(TRACES / name, tmp_path / name)
     data = json.loads(run_cli(capsys, "analyze", str(tmp_path), "--step-range", "kernel", "--json").out)
     assert [g["group"] for g in data["steps"]] == [None, "NvtxAnnotation.G1Phases"]
@@ -333,7 +382,10 @@ def test_profile_exports_keep_their_values_and_gain_steps(tmp_path: Path, capsys
     after = json.loads(run_cli(capsys, "analyze", str(tmp_path), "--json").out)
     new = {"steps", "trace_summary", "trace_notes"}
     assert {k: after[k] for k in before if k not in new} == {k: v for k, v in before.items() if k not in new}
-    assert [(g["group"], g["source"]) for g in after["steps"]] == [("mode:eager > batch:1", "nvtx"), ("mode:eager > batch:2", "nvtx")]
+    assert [(g["group"], g["source"]) for g in after["steps"]] == [
+        ("mode:eager > batch:1", "nvtx"),
+        ("mode:eager > batch:2", "nvtx"),
+    ]
     assert after["trace_summary"] == before["trace_summary"] and after["trace_summary"]["kernels"] > 0
     assert after["trace"] is None  # a profile's `trace` names its trace file: none here
     assert any("by their launch" in n for n in after["trace_notes"])
@@ -346,7 +398,9 @@ def test_analyze_the_scripts_json_alone(capsys: pytest.CaptureFixture[str]) -> N
     assert data["trace"] is None and any("own timing" in n for n in data["notes"])
 
 
-def test_nsys_rep_is_exported_with_the_local_nsys(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_nsys_rep_is_exported_with_the_local_nsys(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     rep = tmp_path / "capture.nsys-rep"
     rep.write_text("nsys test stand-in: not a real report\n")
     shutil.copy(RECORDED, tmp_path / "decode.json")
@@ -355,11 +409,17 @@ def test_nsys_rep_is_exported_with_the_local_nsys(tmp_path: Path, capsys: pytest
     monkeypatch.setenv("PATH", str(bindir))  # no nsys: one line with the command to run
     r = run_cli(capsys, "analyze", str(rep))
     assert r.code == 2 and r.err.count("\n") == 1
-    assert "nsys is not installed here" in r.err and "nsys stats --force-export=true --format csv --output capture" in r.err
+    assert (
+        "nsys is not installed here" in r.err
+        and "nsys stats --force-export=true --format csv --output capture" in r.err
+    )
     assert "cuda_gpu_trace,nvtx_pushpop_trace,nvtx_gpu_proj_trace,cuda_api_trace" in r.err
     standins = Path(__file__).parent / "standins"
     monkeypatch.setenv("PATH", f"{standins}:/usr/bin:/bin")
-    monkeypatch.setenv("NSIGHTLAB_TEST_NSYS_FIXTURE", str(Path(__file__).parent / "fixtures" / "nsys" / "03_nsys_cuda_gpu_kern_sum_pytorch_rtx5090.csv"))
+    monkeypatch.setenv(
+        "NSIGHTLAB_TEST_NSYS_FIXTURE",
+        str(Path(__file__).parent / "fixtures" / "nsys" / "03_nsys_cuda_gpu_kern_sum_pytorch_rtx5090.csv"),
+    )
     r = run_cli(capsys, "analyze", str(rep), "--json")
     assert r.code == 0, r
     data = json.loads(r.out)
@@ -388,13 +448,17 @@ def test_options_that_need_a_timeline(capsys: pytest.CaptureFixture[str]) -> Non
         (["lesson1", "--local", "--profiler", "none"], "--profiler none: only `profile decode`"),
     ],
 )
-def test_bad_options_are_one_line(capsys: pytest.CaptureFixture[str], nsl_home: Path, args: list[str], message: str) -> None:
+def test_bad_options_are_one_line(
+    capsys: pytest.CaptureFixture[str], nsl_home: Path, args: list[str], message: str
+) -> None:
     r = run_cli(capsys, "profile", *args)
     assert r.code == 2 and message in r.err and r.err.count("\n") == 1, r
     assert not (nsl_home / "runs").exists()
 
 
-def test_no_nsys_names_both_ways_forward(capsys: pytest.CaptureFixture[str], nsl_home: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_no_nsys_names_both_ways_forward(
+    capsys: pytest.CaptureFixture[str], nsl_home: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     monkeypatch.setenv("PATH", str(tmp_path))  # certainly no nsys
     r = run_cli(capsys, "profile", "decode", "--local")
     assert r.code == 6 and "nsys (Nsight Systems) is not installed" in r.err
@@ -406,6 +470,7 @@ def test_no_nsys_names_both_ways_forward(capsys: pytest.CaptureFixture[str], nsl
 
 def test_cpu_ops_exactly(tmp_path: Path) -> None:
     """A CPU-only Kineto trace whose answer is known: nested ops count once."""
+
     def op(name: str, ts: int, dur: int) -> dict[str, Any]:
         return x_event("cpu_op", name, ts, dur, 4242, 1)
 
@@ -424,8 +489,20 @@ def test_cpu_ops_exactly(tmp_path: Path) -> None:
     assert result.ops_are == "cpu" and result.trace.kernels == 4 and result.trace.streams == 1
     (group,) = result.groups
     one, two = group.steps
-    assert (one.kernels, one.busy_ns, one.idle_before_first_ns, one.idle_between_kernels_ns, one.idle_after_last_ns) == (2, 40_000, 10_000, 10_000, 40_000)
-    assert (two.kernels, two.busy_ns, two.idle_before_first_ns, two.idle_between_kernels_ns, two.idle_after_last_ns) == (2, 70_000, 0, 10_000, 20_000)
+    assert (
+        one.kernels,
+        one.busy_ns,
+        one.idle_before_first_ns,
+        one.idle_between_kernels_ns,
+        one.idle_after_last_ns,
+    ) == (2, 40_000, 10_000, 10_000, 40_000)
+    assert (
+        two.kernels,
+        two.busy_ns,
+        two.idle_before_first_ns,
+        two.idle_between_kernels_ns,
+        two.idle_after_last_ns,
+    ) == (2, 70_000, 0, 10_000, 20_000)
     kinds = {k.name: k.kind for k in group.anatomy.top_kernels}
     assert kinds == {"aten::linear": "gemm", "aten::add": "elementwise", "aten::rsqrt": "norm"}
     steps_report = GroupSteps  # the analyze object keeps the decode contract's keys
@@ -465,7 +542,11 @@ def test_steps_queued_behind_a_lagging_gpu_are_tiled(tmp_path: Path) -> None:
     tiled = steps_mod.analyze_gpu_trace(paths, tile=True).groups[0]
     assert [t.window_ns for t in tiled.steps] == [1000 * us] * 6
     assert tiled.anatomy.step_ms.median == 1.0 and tiled.anatomy.gpu_busy_pct == 80.0
-    assert tiled.anatomy.idle_ms_per_step.model_dump() == {"between_kernels": 0.15, "before_first": 0.05, "after_last": 0.0}
+    assert tiled.anatomy.idle_ms_per_step.model_dump() == {
+        "between_kernels": 0.15,
+        "before_first": 0.05,
+        "after_last": 0.0,
+    }
     assert any("5 step(s) had their GPU work queued" in n for n in tiled.anatomy.notes)
     plain = steps_mod.analyze_gpu_trace(paths).groups[0]
     assert [t.window_ns for t in plain.steps] == [(950 + 1000 * k - 10 * k + 50) * us for k in range(6)]

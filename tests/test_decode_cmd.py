@@ -30,10 +30,33 @@ pytestmark = pytest.mark.torch
 HERE = Path(__file__).resolve().parent
 FIXTURE03 = HERE / "fixtures" / "nsys" / "03_nsys_cuda_gpu_kern_sum_pytorch_rtx5090.csv"
 TOKENS, PROMPT = 5, 6
-SMALL = ["--preset", "tiny", "--tokens", str(TOKENS), "--prompt-len", str(PROMPT), "--batch", "1,2", "--", "--warmup", "1"]
+SMALL = [
+    "--preset",
+    "tiny",
+    "--tokens",
+    str(TOKENS),
+    "--prompt-len",
+    str(PROMPT),
+    "--batch",
+    "1,2",
+    "--",
+    "--warmup",
+    "1",
+]
 CONTRACT = {"kind", "run_id", "device", "model", "modes", "trace", "batch_sweep", "lesson", "notes"}
 MODEL = {"preset", "layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "tied", "params", "weight_bytes", "dtype"}
-STEPS = {"source", "step_range", "count", "step_ms", "kernels_per_step", "gpu_busy_pct", "idle_ms_per_step", "top_kernels", "floor", "verdict"}
+STEPS = {
+    "source",
+    "step_range",
+    "count",
+    "step_ms",
+    "kernels_per_step",
+    "gpu_busy_pct",
+    "idle_ms_per_step",
+    "top_kernels",
+    "floor",
+    "verdict",
+}
 NS, OWNER = "ml-lab", "ana"
 POD = f"nsight-lab-{OWNER}"
 
@@ -92,7 +115,9 @@ def test_the_json_is_the_contract(torch_run: dict[str, Any]) -> None:
         assert st["floor"] is None  # no sweep of this CPU in the store, and a CPU has no spec
         assert set(st["verdict"]) == {"kind", "text", "next_step", "thresholds"}
     assert set(data["trace"]) == {"span_ms", "gpu_busy_pct", "kernels", "streams"}
-    assert [set(p) for p in data["batch_sweep"]] == [{"batch", "step_ms", "tokens_per_s", "predicted_tokens_per_s", "bound"}] * 2
+    assert [set(p) for p in data["batch_sweep"]] == [
+        {"batch", "step_ms", "tokens_per_s", "predicted_tokens_per_s", "bound"}
+    ] * 2
     assert any("no floor" in n and "nsightlab sweep --local --device cpu" in n for n in data["notes"])
     assert "graphs mode skipped: CUDA graphs need a GPU (this run is on the CPU)" in data["notes"]
     assert any("top-level CPU ops" in n for n in data["notes"])
@@ -102,7 +127,9 @@ def test_steps_are_the_traces_decode_step_ranges(torch_run: dict[str, Any]) -> N
     """Read back from the stored Chrome trace: each step's time is its range's duration."""
     run = torch_run["run"]
     events = json.loads(gzip.decompress((run / "raw" / "trace.json.gz").read_bytes()))["traceEvents"]
-    steps = sorted((e for e in events if e.get("cat") == "user_annotation" and e["name"] == "decode_step"), key=lambda e: e["ts"])
+    steps = sorted(
+        (e for e in events if e.get("cat") == "user_annotation" and e["name"] == "decode_step"), key=lambda e: e["ts"]
+    )
     assert len(steps) == 2 * TOKENS
     for k, mode in enumerate(torch_run["data"]["modes"]):
         durations = sorted(float(e["dur"]) / 1e3 for e in steps[k * TOKENS : (k + 1) * TOKENS])
@@ -112,7 +139,12 @@ def test_steps_are_the_traces_decode_step_ranges(torch_run: dict[str, Any]) -> N
 
 def test_the_run_is_stored(torch_run: dict[str, Any]) -> None:
     run = torch_run["run"]
-    assert sorted(p.name for p in (run / "raw").iterdir()) == ["decode.json", "profile.log", "torchprof.json", "trace.json.gz"]
+    assert sorted(p.name for p in (run / "raw").iterdir()) == [
+        "decode.json",
+        "profile.log",
+        "torchprof.json",
+        "trace.json.gz",
+    ]
     log = (run / "raw" / "profile.log").read_text()
     assert "decode.py: wrote" in log or "decode: wrote" in log  # the output as it came
     assert "profiler_stop" in log  # library noise stays in the raw log, out of the terminal
@@ -124,7 +156,10 @@ def test_the_run_is_stored(torch_run: dict[str, Any]) -> None:
     assert meta["command"][:5] == ["nsightlab", "profile", "decode", "--profiler", "torch"]
     assert json.loads((run / "result.json").read_text()) == torch_run["data"]
     timeline = json.loads((run / "timeline.json").read_text())
-    assert [(t["mode"], t["batch"], t["ops_are"]) for t in timeline["timelines"]] == [("eager", 1, "cpu"), ("eager", 2, "cpu")]
+    assert [(t["mode"], t["batch"], t["ops_are"]) for t in timeline["timelines"]] == [
+        ("eager", 1, "cpu"),
+        ("eager", 2, "cpu"),
+    ]
     first = timeline["timelines"][0]["timeline"]
     own = [o for o in first["ops"] if o["own"]]
     assert own and all(0 <= o["start_ns"] <= o["end_ns"] <= first["window_ns"] for o in own)
@@ -136,7 +171,17 @@ def test_the_run_is_stored(torch_run: dict[str, Any]) -> None:
 def test_people_see_cpu_ops(torch_run: dict[str, Any], in_home: Path, capsys: pytest.CaptureFixture[str]) -> None:
     r = run_cli(capsys, "runs", "show", torch_run["data"]["run_id"])
     assert r.code == 0, r
-    for text in ("Decode: tiny", "Per mode and batch", "OPS/STEP", "CPU BUSY", "IDLE BETWEEN", "Top CPU ops per step", "Verdict", "thresholds: launch-bound at >= 30% idle", "Batch sweep"):
+    for text in (
+        "Decode: tiny",
+        "Per mode and batch",
+        "OPS/STEP",
+        "CPU BUSY",
+        "IDLE BETWEEN",
+        "Top CPU ops per step",
+        "Verdict",
+        "thresholds: launch-bound at >= 30% idle",
+        "Batch sweep",
+    ):
         assert text in r.out, text
     listing = run_cli(capsys, "runs", "--json")
     (line,) = json.loads(listing.out)["runs"]
@@ -146,7 +191,9 @@ def test_people_see_cpu_ops(torch_run: dict[str, Any], in_home: Path, capsys: py
     assert "decode" in r.out and "ms/step" in r.out
 
 
-def test_analyze_the_run_its_raw_folder_and_its_trace(torch_run: dict[str, Any], in_home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_analyze_the_run_its_raw_folder_and_its_trace(
+    torch_run: dict[str, Any], in_home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     run = torch_run["run"]
     stored = json.loads(run_cli(capsys, "analyze", str(run), "--json").out)
     assert stored == torch_run["data"]
@@ -156,14 +203,18 @@ def test_analyze_the_run_its_raw_folder_and_its_trace(torch_run: dict[str, Any],
     assert trace["kind"] == "trace" and trace["device"] == "cpu" and trace["trace"] == torch_run["data"]["trace"]
     for g, m in zip(trace["steps"], torch_run["data"]["modes"], strict=True):
         assert g["group"] == f"mode:eager > batch:{m['batch']}"
-        assert {k: g[k] for k in ("step_ms", "kernels_per_step", "gpu_busy_pct", "idle_ms_per_step", "top_kernels")} == {
+        assert {
+            k: g[k] for k in ("step_ms", "kernels_per_step", "gpu_busy_pct", "idle_ms_per_step", "top_kernels")
+        } == {
             k: m["steps"][k] for k in ("step_ms", "kernels_per_step", "gpu_busy_pct", "idle_ms_per_step", "top_kernels")
         }
     r = run_cli(capsys, "analyze", str(run), "--step-range", "decode_step", "--json")
     assert r.code == 0 and json.loads(r.out)["modes"] == torch_run["data"]["modes"]  # re-read from raw/
 
 
-def test_report_draws_one_step_and_the_batch_sweep(torch_run: dict[str, Any], in_home: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+def test_report_draws_one_step_and_the_batch_sweep(
+    torch_run: dict[str, Any], in_home: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
     run_id = torch_run["data"]["run_id"]
     out = tmp_path / "rep"
     r = run_cli(capsys, "report", run_id, "--out", str(out), "--json")
@@ -202,7 +253,12 @@ def test_a_gpu_asked_for_and_not_seen_is_exit_6(capsys: pytest.CaptureFixture[st
 
     pod = Where(LocalTarget(), {}, wants_gpu=True, place="in the pod")
     here = Where(LocalTarget(), {})
-    assert DecodeOptions(preset="tiny").script_args(plan_device(pod, "auto"))[:4] == ["--device", "cuda", "--preset", "tiny"]
+    assert DecodeOptions(preset="tiny").script_args(plan_device(pod, "auto"))[:4] == [
+        "--device",
+        "cuda",
+        "--preset",
+        "tiny",
+    ]
     assert DecodeOptions().script_args(plan_device(here, "auto"))[:2] == ["--device", "auto"]
     assert DecodeOptions().script_args(plan_device(pod, "cpu"))[:2] == ["--device", "cpu"]
     r = run_cli(capsys, "profile", "decode", "--local", "--profiler", "none", "--device", "cuda", "--preset", "tiny")
@@ -232,7 +288,9 @@ def pod_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kubeconfig: Path) 
 def test_in_the_pod_under_nsys(capsys: pytest.CaptureFixture[str], pod_home: Path, sim: KubeSim) -> None:
     r = run_cli(capsys, "create", "--context", "stg", "--yes", "--json")
     assert r.code == 0, r
-    standin = (HERE / "standins" / "nsys").read_text().replace("@FIXTURE@", str(FIXTURE03)).replace("@TESTS@", str(HERE))
+    standin = (
+        (HERE / "standins" / "nsys").read_text().replace("@FIXTURE@", str(FIXTURE03)).replace("@TESTS@", str(HERE))
+    )
     sim.put_tool(NS, POD, "nsys", standin)
     # measured on the CPU on purpose (`auto` in the pod would insist on its GPU)
     r = run_cli(capsys, "profile", "decode", "--device", "cpu", "--json", *SMALL)
@@ -240,11 +298,22 @@ def test_in_the_pod_under_nsys(capsys: pytest.CaptureFixture[str], pod_home: Pat
     data = json.loads(r.out)
     (run,) = sorted((pod_home / "runs").iterdir())
     raw = sorted(p.name for p in (run / "raw").iterdir())
-    for report in ("cuda_gpu_trace", "nvtx_pushpop_trace", "nvtx_gpu_proj_trace", "cuda_api_trace", "cuda_gpu_kern_sum"):
+    for report in (
+        "cuda_gpu_trace",
+        "nvtx_pushpop_trace",
+        "nvtx_gpu_proj_trace",
+        "cuda_api_trace",
+        "cuda_gpu_kern_sum",
+    ):
         assert f"nsightlab_{report}.csv" in raw, raw
     assert "nsightlab.nsys-rep" in raw and "decode.json" in raw
     meta = json.loads((run / "meta.json").read_text())
-    assert (meta["target"], meta["context"], meta["pod"], meta["kind"]) == (f"pod {NS}/{POD}", STG_CONTEXT, POD, "decode")
+    assert (meta["target"], meta["context"], meta["pod"], meta["kind"]) == (
+        f"pod {NS}/{POD}",
+        STG_CONTEXT,
+        POD,
+        "decode",
+    )
     assert "--device" in meta["command"] and "cpu" in meta["command"]
     # the stand-in's trace: each step as long as the script timed it, its kernels filling
     # 55% of it (tracebuild.decode_exports), on an H100 whose spec gives the floor
@@ -265,5 +334,7 @@ def test_in_the_pod_under_nsys(capsys: pytest.CaptureFixture[str], pod_home: Pat
     f = e1["flops_per_step"] / e1["batch"]
     ridge = 67.0 / 3.35  # the H100's FP32 peak (the run is float32) over its bandwidth
     crossing = ridge * w / (f - ridge * s)
-    assert any(f"stops being memory-bound at batch {int(-(-crossing // 1))} " in line for line in data["lesson"]), data["lesson"]
+    assert any(f"stops being memory-bound at batch {int(-(-crossing // 1))} " in line for line in data["lesson"]), data[
+        "lesson"
+    ]
     assert os.environ.get("NSIGHTLAB_TEST_TESTS") is None  # the pod found tracebuild through @TESTS@

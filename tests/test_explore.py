@@ -43,7 +43,9 @@ def _nodes(capsys: pytest.CaptureFixture[str], *extra: str) -> dict[str, object]
 def test_explore_nodes_counts_gpus_with_the_sidecar_rule(capsys: pytest.CaptureFixture[str]) -> None:
     data = _nodes(capsys)
     nodes = {n["name"]: n for n in data["nodes"]}  # type: ignore[attr-defined]
-    assert {"name", "instance_type", "gpu_product", "gpu_allocatable", "gpu_requested", "gpu_free"} <= set(next(iter(nodes.values())))
+    assert {"name", "instance_type", "gpu_product", "gpu_allocatable", "gpu_requested", "gpu_free"} <= set(
+        next(iter(nodes.values()))
+    )
     # the two llmqu pods hold their GPU through the model-runtime native sidecar only
     assert nodes["ip-10-0-14-201.ec2.internal"]["gpu_requested"] == 1
     assert nodes["ip-10-0-52-119.ec2.internal"]["gpu_requested"] == 1
@@ -51,7 +53,14 @@ def test_explore_nodes_counts_gpus_with_the_sidecar_rule(capsys: pytest.CaptureF
     assert nodes["ip-10-0-90-66.ec2.internal"]["gpu_product"] == "NVIDIA L4"
     assert nodes["ip-10-0-12-31.ec2.internal"]["gpu_allocatable"] == 0
     types = {t["instance_type"]: t for t in data["instance_types"]}  # type: ignore[attr-defined]
-    assert types["g7e.8xlarge"] == {"instance_type": "g7e.8xlarge", "nodes": 4, "gpu_product": "NVIDIA RTX PRO 6000 Blackwell Server Edition", "gpu_allocatable": 4, "gpu_requested": 2, "gpu_free": 2}
+    assert types["g7e.8xlarge"] == {
+        "instance_type": "g7e.8xlarge",
+        "nodes": 4,
+        "gpu_product": "NVIDIA RTX PRO 6000 Blackwell Server Edition",
+        "gpu_allocatable": 4,
+        "gpu_requested": 2,
+        "gpu_free": 2,
+    }
     assert data["lab_instance_type"] == "g7e.8xlarge" and data["lab_gpus_free"] == 2
     # the counts per type are sorted like `sort | uniq -c | sort -rn`
     counts = [t["nodes"] for t in data["instance_types"]]  # type: ignore[attr-defined]
@@ -62,7 +71,9 @@ def test_a_naive_count_would_miss_the_sidecar_gpus(sim: KubeSim) -> None:
     # the rule matters on this very cluster: summing app containers finds no GPU on llmqu pods
     pod = sim.get("pods", "serving", "llmqu-v1-s2-7d9f8c6b5-x2x9q")
     assert pod is not None
-    apps = sum(int((c.get("resources", {}).get("limits") or {}).get("nvidia.com/gpu", 0)) for c in pod["spec"]["containers"])
+    apps = sum(
+        int((c.get("resources", {}).get("limits") or {}).get("nvidia.com/gpu", 0)) for c in pod["spec"]["containers"]
+    )
     assert apps == 0
     from nsightlab.analysis.pods import pod_gpus
 
@@ -100,7 +111,12 @@ def test_kubectl_agrees_on_pods(capsys: pytest.CaptureFixture[str], kubeconfig: 
         # columns are separated by 2+ spaces; RESTARTS may read "2 (3h ago)"
         name, ready, status, restarts, _age, _ip, node, *_ = re.split(r"\s{2,}", line.strip())
         p = ours[name]
-        assert (p["ready"], p["status"], str(p["restarts"]), p["node"] or "<none>") == (ready, status, restarts.split("(")[0].strip(), node), name
+        assert (p["ready"], p["status"], str(p["restarts"]), p["node"] or "<none>") == (
+            ready,
+            status,
+            restarts.split("(")[0].strip(),
+            node,
+        ), name
     assert len(ours) == len(proc.stdout.splitlines())
 
 
@@ -146,8 +162,12 @@ def test_no_context_is_exit_3_and_sends_nothing(capsys: pytest.CaptureFixture[st
     assert sim.requests == []
 
 
-@pytest.mark.parametrize("command", [["create", "--yes"], ["cleanup", "--yes"], ["shell", "--", "true"], ["copy", "x", ":/tmp/"], ["status"]])
-def test_changes_refused_on_protected_context_before_any_request(capsys: pytest.CaptureFixture[str], sim: KubeSim, tmp_path: Path, command: list[str]) -> None:
+@pytest.mark.parametrize(
+    "command", [["create", "--yes"], ["cleanup", "--yes"], ["shell", "--", "true"], ["copy", "x", ":/tmp/"], ["status"]]
+)
+def test_changes_refused_on_protected_context_before_any_request(
+    capsys: pytest.CaptureFixture[str], sim: KubeSim, tmp_path: Path, command: list[str]
+) -> None:
     cfg = tmp_path / "c.yaml"
     cfg.write_text("lab:\n  image: reg.example.com/lab:1\n")
     sim.clear_requests()
@@ -188,7 +208,9 @@ def test_paged_lists_and_no_per_node_requests(capsys: pytest.CaptureFixture[str]
     assert sum("continue" in r.query for r in sim.requests) == 4
 
 
-def test_exec_credential_plugin_and_ca(capsys: pytest.CaptureFixture[str], sim: KubeSim, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_exec_credential_plugin_and_ca(
+    capsys: pytest.CaptureFixture[str], sim: KubeSim, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     kc = sim.write_kubeconfig(tmp_path / "exec-kc", {STG_CONTEXT: {"namespace": "serving"}}, auth="exec")
     sim.clear_requests()
     r = nsl(capsys, "explore", "pods", "--context", STG_CONTEXT, "--kubeconfig", str(kc), "--json")
@@ -198,7 +220,9 @@ def test_exec_credential_plugin_and_ca(capsys: pytest.CaptureFixture[str], sim: 
     assert sim.url.startswith("https://")
 
 
-def test_kubeconfig_list_merged_from_env(capsys: pytest.CaptureFixture[str], sim: KubeSim, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_kubeconfig_list_merged_from_env(
+    capsys: pytest.CaptureFixture[str], sim: KubeSim, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     a = sim.write_kubeconfig(tmp_path / "a", {"team-a-stg": {"namespace": "serving"}})
     b = sim.write_kubeconfig(tmp_path / "b", {"team-b-stg": {"namespace": "ml-lab"}})
     monkeypatch.setenv("KUBECONFIG", f"{a}:{b}")
@@ -217,13 +241,22 @@ def test_wrong_token_is_401_exit_4(capsys: pytest.CaptureFixture[str], sim: Kube
 def test_forbidden_says_which_verb_and_resource(capsys: pytest.CaptureFixture[str], sim: KubeSim) -> None:
     sim.deny("list", "nodes")
     r = nsl(capsys, "explore", "nodes", "--context", STG_CONTEXT)
-    assert (r.code, r.err) == (4, (
-        f"error: cannot list nodes: your account may not read nodes on context {STG_CONTEXT}. Ask for a ClusterRole "
-        f"with get/list on nodes, or run `nsightlab explore pods --context {STG_CONTEXT} -n serving`.\n"))
+    assert (r.code, r.err) == (
+        4,
+        (
+            f"error: cannot list nodes: your account may not read nodes on context {STG_CONTEXT}. Ask for a "
+            "ClusterRole "
+            f"with get/list on nodes, or run `nsightlab explore pods --context {STG_CONTEXT} -n serving`.\n"
+        ),
+    )
     # a refusal in another namespace keeps the API server's own words
     sim.deny("list", "pods", namespace="ml-lab")
     r = nsl(capsys, "explore", "pods", "--context", STG_CONTEXT, "-n", "ml-lab")
-    assert r.code == 4 and "forbidden: cannot list pods in namespace ml-lab" in r.err and 'cannot list resource "pods"' in r.err
+    assert (
+        r.code == 4
+        and "forbidden: cannot list pods in namespace ml-lab" in r.err
+        and 'cannot list resource "pods"' in r.err
+    )
 
 
 def test_namespace_not_found(capsys: pytest.CaptureFixture[str]) -> None:
@@ -254,7 +287,9 @@ def test_malformed_kubeconfig_is_exit_4(capsys: pytest.CaptureFixture[str], tmp_
     assert r.code == 4 and "not valid YAML" in r.err
 
 
-def test_traceback_flag_shows_the_traceback_of_a_bug(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_traceback_flag_shows_the_traceback_of_a_bug(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     import nsightlab.cluster.explore as explore
 
     def broken(*args: object, **kwargs: object) -> None:
@@ -270,7 +305,11 @@ def test_traceback_flag_shows_the_traceback_of_a_bug(capsys: pytest.CaptureFixtu
 def test_realistic_cluster_is_what_the_tutorial_describes() -> None:
     objs = realistic_cluster()
     types = Counter(o["metadata"]["labels"]["node.kubernetes.io/instance-type"] for o in objs if o["kind"] == "Node")
-    assert any(t.startswith("c8i.") for t in types) and any(t.startswith("g6.") for t in types) and types["g7e.8xlarge"] >= 2
+    assert (
+        any(t.startswith("c8i.") for t in types)
+        and any(t.startswith("g6.") for t in types)
+        and types["g7e.8xlarge"] >= 2
+    )
 
 
 def test_skipping_pages_without_gpu_pods_changes_nothing(capsys: pytest.CaptureFixture[str], sim: KubeSim) -> None:
@@ -281,7 +320,9 @@ def test_skipping_pages_without_gpu_pods_changes_nothing(capsys: pytest.CaptureF
     data = _nodes(capsys)
     nodes = [o for o in objs if o["kind"] == "Node"]
     pods = [o for o in objs if o["kind"] == "Pod" and o["status"].get("phase") not in ("Succeeded", "Failed")]
-    full = build_nodes(nodes, pods, context=STG_CONTEXT, server=None, lab_instance_type="g7e.8xlarge")  # decodes every pod
+    full = build_nodes(
+        nodes, pods, context=STG_CONTEXT, server=None, lab_instance_type="g7e.8xlarge"
+    )  # decodes every pod
     assert {n["name"]: n["gpu_requested"] for n in data["nodes"]} == {n.name: n.gpu_requested for n in full.nodes}  # type: ignore[attr-defined]
     assert sum(n.gpu_requested for n in full.nodes) > 0  # the generated cluster does hold GPUs
 
@@ -309,8 +350,11 @@ def test_console_script_output_and_exit_codes_survive_the_quick_exit(capsys: pyt
 
 def test_console_script_with_a_reader_that_stops_early() -> None:
     # `nsightlab explore nodes | head -1`: the pipe closes under us; no traceback
-    proc = subprocess.Popen([sys.executable, "-m", "nsightlab", "explore", "pods", "--context", STG_CONTEXT, "-A"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "nsightlab", "explore", "pods", "--context", STG_CONTEXT, "-A"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     assert proc.stdout is not None and proc.stderr is not None
     proc.stdout.close()
     err = proc.stderr.read().decode()
@@ -321,7 +365,9 @@ def test_console_script_with_a_reader_that_stops_early() -> None:
 def test_a_node_without_pods_says_so(capsys: pytest.CaptureFixture[str], sim: KubeSim) -> None:
     import copy
 
-    node = copy.deepcopy(next(n for n in sim.list("nodes", None) if n["metadata"]["name"] == "ip-10-0-90-66.ec2.internal"))
+    node = copy.deepcopy(
+        next(n for n in sim.list("nodes", None) if n["metadata"]["name"] == "ip-10-0-90-66.ec2.internal")
+    )
     node["metadata"] = {"name": "ip-10-0-99-1.ec2.internal", "labels": node["metadata"].get("labels", {})}
     sim.put(node)  # a new node: nothing runs there yet
     r = nsl(capsys, "explore", "node", "ip-10-0-99-1.ec2.internal", "--context", STG_CONTEXT)

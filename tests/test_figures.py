@@ -65,7 +65,9 @@ def test_sweep_figure_cpu_runs_overlaid(rec: Recorded) -> None:
     plot = figures.sweep_figure([f16, f32])
     fig = plot.figure
     ax = fig.axes[0]
-    assert ax.get_xlabel() == "" and fig.axes[1].get_xlabel() == "tensor size, log2(elements)"  # the regime strip below holds it
+    assert (
+        ax.get_xlabel() == "" and fig.axes[1].get_xlabel() == "tensor size, log2(elements)"
+    )  # the regime strip below holds it
     assert "TB/s" in ax.get_ylabel()
     series = _by_gid(ax, "series-")
     assert len(series) == 2
@@ -112,7 +114,12 @@ def test_sweep_figure_gpu_reference_spec_and_l2(rec: Recorded) -> None:
     assert any(t.startswith("tutorial's sweep") and RTX in t for t in labels)
     (plateau,) = _by_gid(ax, "plateau-")
     assert plateau.get_ydata()[0] == pytest.approx(1.462, abs=0.002)
-    assert {a.get_gid() for a in _by_gid(ax, "regime-")} == {"regime-launch", "regime-cache", "regime-transition", "regime-dram"}
+    assert {a.get_gid() for a in _by_gid(ax, "regime-")} == {
+        "regime-launch",
+        "regime-cache",
+        "regime-transition",
+        "regime-dram",
+    }
     assert [t.get_text() for t in ax.get_xticklabels()] == [f"$2^{{{n}}}$" for n in (16, 20, 22, 24, 26, 28, 30)]
 
 

@@ -81,7 +81,9 @@ def _quick_start() -> list[list[str]]:
     return [shlex.split(line.split("#", 1)[0]) for line in block.group(1).splitlines() if line.strip()]
 
 
-def test_the_readme_opens_with_three_commands_that_work_from_nothing(capsys: pytest.CaptureFixture[str], fresh: Path, sim: KubeSim) -> None:
+def test_the_readme_opens_with_three_commands_that_work_from_nothing(
+    capsys: pytest.CaptureFixture[str], fresh: Path, sim: KubeSim
+) -> None:
     commands = _quick_start()
     assert commands == [
         ["nsightlab", "init", "--context", "CTX", "--namespace", "NS", "--image", "IMG"],
@@ -94,12 +96,19 @@ def test_the_readme_opens_with_three_commands_that_work_from_nothing(capsys: pyt
         assert r.code == 0, (argv, r)
     assert (fresh / "config.yaml").is_file()
     session = load_session()
-    assert session is not None and (session.alias, session.context, session.namespace, session.pod) == ("stg", STG_CONTEXT, NS, POD)
+    assert session is not None and (session.alias, session.context, session.namespace, session.pod) == (
+        "stg",
+        STG_CONTEXT,
+        NS,
+        POD,
+    )
     pod = sim.get("pods", NS, POD)
     assert pod is not None and pod["spec"]["containers"][0]["image"] == IMAGE
 
 
-def test_init_without_a_terminal_names_what_is_missing_and_writes_nothing(capsys: pytest.CaptureFixture[str], fresh: Path) -> None:
+def test_init_without_a_terminal_names_what_is_missing_and_writes_nothing(
+    capsys: pytest.CaptureFixture[str], fresh: Path
+) -> None:
     r = nsl(capsys, "init", "--context", STG_CONTEXT)
     assert r.code == 2, r
     line = one_error_line(r)
@@ -113,18 +122,30 @@ def test_init_without_a_terminal_names_what_is_missing_and_writes_nothing(capsys
     assert typo.code == 2 and f"Did you mean {STG_CONTEXT}?" in one_error_line(typo)
     bad_ns = nsl(capsys, "init", "--context", STG_CONTEXT, "--namespace", "ML_Lab", "--image", IMAGE)
     assert bad_ns.code == 2 and "not a Kubernetes namespace name" in one_error_line(bad_ns)
-    placeholder = nsl(capsys, "init", "--context", STG_CONTEXT, "--namespace", NS, "--image", "CHANGE-ME.example.com/x:1")
+    placeholder = nsl(
+        capsys, "init", "--context", STG_CONTEXT, "--namespace", NS, "--image", "CHANGE-ME.example.com/x:1"
+    )
     assert placeholder.code == 2 and "--image needs a real value" in placeholder.err
     assert not (fresh / "config.yaml").exists()
 
 
-def _pty_run(argv: list[str], env: dict[str, str], answers: list[tuple[bytes, bytes]], timeout: float = 30) -> tuple[int, bytes]:
+def _pty_run(
+    argv: list[str], env: dict[str, str], answers: list[tuple[bytes, bytes]], timeout: float = 30
+) -> tuple[int, bytes]:
     """Run nsightlab on a pseudo-terminal, answering each prompt when it appears."""
     import pty
     import select
 
     master, slave = pty.openpty()
-    proc = subprocess.Popen([sys.executable, "-m", "nsightlab", *argv], stdin=slave, stdout=slave, stderr=slave, env=env, cwd=ROOT, start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "nsightlab", *argv],
+        stdin=slave,
+        stdout=slave,
+        stderr=slave,
+        env=env,
+        cwd=ROOT,
+        start_new_session=True,
+    )
     os.close(slave)
     seen = b""
     try:
@@ -171,7 +192,11 @@ def test_init_asks_on_a_terminal_offering_the_kubeconfigs_contexts(fresh: Path, 
     assert all(name in text for name in CONTEXTS)
     assert re.search(r"prd-online-use1\s+\(protected", text)  # offered, and marked
     cfg = load_config(fresh / "config.yaml").config
-    assert (cfg.clusters["stg"].context, cfg.clusters["stg"].namespace, cfg.lab.image) == (STG_CONTEXT, "serving", IMAGE)
+    assert (cfg.clusters["stg"].context, cfg.clusters["stg"].namespace, cfg.lab.image) == (
+        STG_CONTEXT,
+        "serving",
+        IMAGE,
+    )
     assert "CHANGE-ME" not in (fresh / "config.yaml").read_text()
 
 
@@ -185,7 +210,9 @@ lab:
 """
 
 
-def test_create_refuses_placeholders_naming_the_key_and_the_command(capsys: pytest.CaptureFixture[str], fresh: Path, sim: KubeSim) -> None:
+def test_create_refuses_placeholders_naming_the_key_and_the_command(
+    capsys: pytest.CaptureFixture[str], fresh: Path, sim: KubeSim
+) -> None:
     fresh.mkdir()
     (fresh / "config.yaml").write_text(OLD_STARTER.format(context=STG_CONTEXT))
     sim.clear_requests()
@@ -193,7 +220,10 @@ def test_create_refuses_placeholders_naming_the_key_and_the_command(capsys: pyte
         r = nsl(capsys, "create", "--context", "stg", *extra)
         assert r.code == 2, r
         line = one_error_line(r)
-        assert f"clusters.stg.namespace ({fresh / 'config.yaml'}:4)" in line and f"lab.image ({fresh / 'config.yaml'}:6)" in line
+        assert (
+            f"clusters.stg.namespace ({fresh / 'config.yaml'}:4)" in line
+            and f"lab.image ({fresh / 'config.yaml'}:6)" in line
+        )
         assert "`nsightlab init --force --namespace NS --image IMAGE`" in line
         assert r.out == ""  # no manifest in a placeholder namespace
     # -n given on the command line: the alias's namespace does not matter, the image does
@@ -219,7 +249,9 @@ def test_create_without_a_config_says_to_run_init(capsys: pytest.CaptureFixture[
 # ---------------------------------------------------------------------------- the end of a session
 
 
-def test_after_cleanup_the_next_command_says_the_session_ended(capsys: pytest.CaptureFixture[str], fresh: Path, sim: KubeSim) -> None:
+def test_after_cleanup_the_next_command_says_the_session_ended(
+    capsys: pytest.CaptureFixture[str], fresh: Path, sim: KubeSim
+) -> None:
     assert _init(capsys).code == 0
     assert nsl(capsys, "create", "--context", "stg", "--yes").code == 0
     before = datetime.now().astimezone()
@@ -234,8 +266,14 @@ def test_after_cleanup_the_next_command_says_the_session_ended(capsys: pytest.Ca
         lines.add(one_error_line(r))
     (line,) = lines  # the same words, whichever command
     at = re.search(r"at (\d\d:\d\d)\)", line)
-    assert at is not None and at.group(1) in {before.strftime("%H:%M"), (before + timedelta(minutes=1)).strftime("%H:%M")}
-    assert line == f"error: no lab session ({POD} was deleted at {at.group(1)}); start one with nsightlab create --context stg"
+    assert at is not None and at.group(1) in {
+        before.strftime("%H:%M"),
+        (before + timedelta(minutes=1)).strftime("%H:%M"),
+    }
+    assert (
+        line
+        == f"error: no lab session ({POD} was deleted at {at.group(1)}); start one with nsightlab create --context stg"
+    )
     # the command it prints runs as printed, and the new session replaces the record
     command = line.split("start one with ", 1)[1]
     again = nsl(capsys, *shlex.split(command)[1:])
@@ -261,7 +299,11 @@ def test_the_ended_record_names_a_namespace_that_is_not_the_usual_one(tmp_path: 
     with pytest.raises(SafetyError) as err:
         resolve_context(None, config=cfg, kubeconfig=kc, intent=Intent.READ, ended=ended)
     when = yesterday.astimezone().strftime("%Y-%m-%d %H:%M")  # not today: the date too
-    assert err.value.line() == f"error: no lab session ({POD} was deleted at {when}); start one with nsightlab create --context stg -n team-b"
+    assert (
+        err.value.line()
+        == f"error: no lab session ({POD} was deleted at {when}); start one with nsightlab create --context stg -n "
+        "team-b"
+    )
     assert err.value.exit_code == 3
     # without the record it is the old refusal: no context, never the current-context
     with pytest.raises(SafetyError, match="current-context"):
@@ -270,8 +312,16 @@ def test_the_ended_record_names_a_namespace_that_is_not_the_usual_one(tmp_path: 
 
 def sim_free_kubeconfig(tmp_path: Path) -> Path:
     path = tmp_path / "kc"
-    ctxs = [{"name": n, "context": {"cluster": "c", "user": "u", "namespace": o["namespace"]}} for n, o in CONTEXTS.items()]
-    doc = {"apiVersion": "v1", "kind": "Config", "clusters": [{"name": "c", "cluster": {"server": "https://127.0.0.1:1"}}], "users": [{"name": "u", "user": {"token": "t"}}], "contexts": ctxs}
+    ctxs = [
+        {"name": n, "context": {"cluster": "c", "user": "u", "namespace": o["namespace"]}} for n, o in CONTEXTS.items()
+    ]
+    doc = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "c", "cluster": {"server": "https://127.0.0.1:1"}}],
+        "users": [{"name": "u", "user": {"token": "t"}}],
+        "contexts": ctxs,
+    }
     path.write_text(json.dumps(doc))
     return path
 
@@ -293,7 +343,9 @@ def sim_free_kubeconfig(tmp_path: Path) -> Path:
         (["profile", "lesson1", "--profiler", "perf"], "bad value for --profiler"),
     ],
 )
-def test_usage_errors_are_one_line_in_our_words(capsys: pytest.CaptureFixture[str], fresh: Path, argv: list[str], words: str) -> None:
+def test_usage_errors_are_one_line_in_our_words(
+    capsys: pytest.CaptureFixture[str], fresh: Path, argv: list[str], words: str
+) -> None:
     r = nsl(capsys, *argv)
     assert r.code == 2, r
     assert words in one_error_line(r)
@@ -311,7 +363,9 @@ def test_a_bad_config_value_is_said_without_pydantic(capsys: pytest.CaptureFixtu
     assert "bad value for 'lab.memory': 'twenty' is not a Kubernetes quantity" in one_error_line(r)
 
 
-def test_a_mistyped_context_gets_the_closest_name(capsys: pytest.CaptureFixture[str], fresh: Path, sim: KubeSim) -> None:
+def test_a_mistyped_context_gets_the_closest_name(
+    capsys: pytest.CaptureFixture[str], fresh: Path, sim: KubeSim
+) -> None:
     assert _init(capsys).code == 0
     sim.clear_requests()
     r = nsl(capsys, "explore", "nodes", "--context", "stg-onlin-use1")
@@ -323,14 +377,32 @@ def test_a_mistyped_context_gets_the_closest_name(capsys: pytest.CaptureFixture[
     assert sim.requests == []
 
 
-@pytest.mark.parametrize(("typed", "canonical"), [("fp16", "float16"), ("half", "float16"), ("bf16", "bfloat16"), ("fp32", "float32"), ("float", "float32"), ("fp64", "float64"), ("double", "float64"), ("Float32", "float32"), ("torch.float16", "float16")])
+@pytest.mark.parametrize(
+    ("typed", "canonical"),
+    [
+        ("fp16", "float16"),
+        ("half", "float16"),
+        ("bf16", "bfloat16"),
+        ("fp32", "float32"),
+        ("float", "float32"),
+        ("fp64", "float64"),
+        ("double", "float64"),
+        ("Float32", "float32"),
+        ("torch.float16", "float16"),
+    ],
+)
 def test_dtype_aliases_become_the_canonical_name(typed: str, canonical: str, fresh: Path) -> None:
     from nsightlab.measure.sweep import plan_sweep
 
     assert plan_sweep(dtype=typed, sizes=None, iters=None, warmup=None, device=None).dtype == canonical
 
 
-def test_a_sweep_asked_for_as_fp32_is_stored_and_shown_as_float32(capsys: pytest.CaptureFixture[str], tmp_path_factory: pytest.TempPathFactory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_sweep_asked_for_as_fp32_is_stored_and_shown_as_float32(
+    capsys: pytest.CaptureFixture[str],
+    tmp_path_factory: pytest.TempPathFactory,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     pytest.importorskip("torch")
     rec = copy_home(recorded(tmp_path_factory), tmp_path, monkeypatch)  # its float32 sweep ran as `--dtype fp32`
     (run,) = [p for p in (rec.home / "runs").iterdir() if p.name.endswith(rec.cpu_f32)]
@@ -351,7 +423,9 @@ def configured(capsys: pytest.CaptureFixture[str], fresh: Path) -> Iterator[Path
     yield fresh
 
 
-def test_the_hint_for_a_missing_pod_is_a_command_that_runs(capsys: pytest.CaptureFixture[str], configured: Path, sim: KubeSim) -> None:
+def test_the_hint_for_a_missing_pod_is_a_command_that_runs(
+    capsys: pytest.CaptureFixture[str], configured: Path, sim: KubeSim
+) -> None:
     r = nsl(capsys, "shell", "--context", "stg", "--", "true")
     assert r.code == 5, r
     hint = re.search(r"`(nsightlab [^`]+)`", one_error_line(r))
@@ -376,7 +450,9 @@ def _readme_block(index: int) -> list[list[str]]:
 
 
 @pytest.mark.torch
-def test_the_readme_from_the_top_reaches_a_profile_and_a_report(capsys: pytest.CaptureFixture[str], fresh: Path, sim: KubeSim) -> None:
+def test_the_readme_from_the_top_reaches_a_profile_and_a_report(
+    capsys: pytest.CaptureFixture[str], fresh: Path, sim: KubeSim
+) -> None:
     """A newcomer's walk, command by command as the README prints them: the quick start,
     then the tutorial. The emulated pod's torch is a CPU build, so the printed `profile`
     and `sweep` end in the documented exit 6 with its one line, and the walk goes on as
@@ -391,7 +467,10 @@ def test_the_readme_from_the_top_reaches_a_profile_and_a_report(capsys: pytest.C
     # the lab image brings Nsight Systems: here a stand-in that replays a real nsys export
     fixture = ROOT / "tests" / "fixtures" / "nsys" / "03_nsys_cuda_gpu_kern_sum_pytorch_rtx5090.csv"
     sim.put_tool(NS, POD, "nsys", (ROOT / "tests" / "standins" / "nsys").read_text().replace("@FIXTURE@", str(fixture)))
-    small = {"profile": ["--", "--scale-log2", "14", "--gemm-n", "32"], "sweep": ["--sizes", "12,14", "--iters", "2", "--warmup", "1"]}
+    small = {
+        "profile": ["--", "--scale-log2", "14", "--gemm-n", "32"],
+        "sweep": ["--sizes", "12,14", "--iters", "2", "--warmup", "1"],
+    }
     tutorial = _readme_block(1)
     assert [argv[1] for argv in tutorial] == ["profile", "sweep", "report", "cleanup"]
     for argv in tutorial:
@@ -401,7 +480,10 @@ def test_the_readme_from_the_top_reaches_a_profile_and_a_report(capsys: pytest.C
             assert r.code == 6, (argv, r)
             line = r.err.strip().splitlines()[-1]  # after the progress the command printed
             assert sum(x.startswith("error: ") for x in r.err.splitlines()) == 1
-            assert line == f"error: torch in the pod cannot see the GPU: CPU-only build {torch.__version__}; use an image with CUDA torch, or --device cpu."
+            assert (
+                line == f"error: torch in the pod cannot see the GPU: CPU-only build {torch.__version__}; use an image "
+                "with CUDA torch, or --device cpu."
+            )
             extra = small[command]
             cut = extra.index("--") if "--" in extra else len(extra)
             r = nsl(capsys, *argv[1:], "--device", "cpu", *extra[:cut], *extra[cut:])

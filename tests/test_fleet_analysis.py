@@ -70,18 +70,42 @@ def l4_record(plateau_tbps: float) -> dict[str, Any]:
         moved = 2 * n * 2
         bw = 1.0e12 if n * 2 <= l2 else plateau_tbps * 1e12
         rows.append({"log2": log2, "elements": n, "bytes_per_call": moved, "seconds_per_call": max(6e-6, moved / bw)})
-    return {"kind": "sweep", "schema": 1, "op": "scale", "dtype": "float16", "element_size": 2, "iters": 50, "warmup": 5,
-            "device": {"type": "cuda", "name": "NVIDIA L4"}, "rows": rows, "skipped": []}
+    return {
+        "kind": "sweep",
+        "schema": 1,
+        "op": "scale",
+        "dtype": "float16",
+        "element_size": 2,
+        "iters": 50,
+        "warmup": 5,
+        "device": {"type": "cuda", "name": "NVIDIA L4"},
+        "rows": rows,
+        "skipped": [],
+    }
 
 
 def target(itype: str, node: str | None = None) -> FleetTarget:
     spec = {"g7e": BY_KEY["rtx-pro-6000-server"], "g6": BY_KEY["l4"]}[itype.split(".")[0]]
-    return FleetTarget(key=node or itype, instance_type=itype, node=node, job=f"nsl-fleet-abc123-{node or itype}", gpu_product=spec.name)
+    return FleetTarget(
+        key=node or itype,
+        instance_type=itype,
+        node=node,
+        job=f"nsl-fleet-abc123-{node or itype}",
+        gpu_product=spec.name,
+    )
 
 
 def plan(targets: list[FleetTarget], **extra: Any) -> FleetPlan:
-    return FleetPlan(fleet_id="abc123", context="stg", namespace="ml-lab", owner="ana", created=datetime.now(timezone.utc),
-                     dtype="float16", targets=targets, **extra)
+    return FleetPlan(
+        fleet_id="abc123",
+        context="stg",
+        namespace="ml-lab",
+        owner="ana",
+        created=datetime.now(timezone.utc),
+        dtype="float16",
+        targets=targets,
+        **extra,
+    )
 
 
 # ---------------------------------------------------------------------------- the log
@@ -93,10 +117,10 @@ def test_the_result_is_cut_from_between_the_markers() -> None:
     assert extract_result(log) == (doc, None)
     assert tail(log) == ["2^10 elems ...", "sweep: wrote x"]
     # the last block wins (a restarted container would print another)
-    assert extract_result(log + f"{RESULT_BEGIN}\n{{\"kind\": \"again\"}}\n{RESULT_END}\n")[0] == {"kind": "again"}
+    assert extract_result(log + f'{RESULT_BEGIN}\n{{"kind": "again"}}\n{RESULT_END}\n')[0] == {"kind": "again"}
     data, why = extract_result("sweep.py: torch cannot see the GPU: CPU-only build\n")
     assert data is None and why is not None and "no result" in why
-    data, why = extract_result(f"{RESULT_BEGIN}\n{{\"kind\": \"sw")
+    data, why = extract_result(f'{RESULT_BEGIN}\n{{"kind": "sw')
     assert data is None and why is not None and "cut short" in why
     data, why = extract_result(f"{RESULT_BEGIN}\n{{not json\n{RESULT_END}\n")
     assert data is None and why is not None and "not valid JSON" in why
@@ -118,7 +142,9 @@ def test_the_wrapper_prints_the_json_between_markers_and_passes_failures_on(tmp_
     imported = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
     imported |= {n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
     assert imported - set(sys.stdlib_module_names) == set()
-    ok = subprocess.run([sys.executable, wrapper, str(script), "--dtype", "float32"], capture_output=True, text=True, timeout=60)
+    ok = subprocess.run(
+        [sys.executable, wrapper, str(script), "--dtype", "float32"], capture_output=True, text=True, timeout=60
+    )
     assert ok.returncode == 0, ok.stderr
     assert ok.stdout.splitlines()[0] == "row 1"
     assert extract_result(ok.stdout) == ({"kind": "sweep", "args": ["--dtype", "float32"]}, None)
@@ -134,7 +160,10 @@ def test_the_wrapper_prints_the_json_between_markers_and_passes_failures_on(tmp_
 def test_a_node_20_percent_slower_than_its_siblings_is_flagged() -> None:
     nodes = [f"ip-10-0-0-{i}.ec2.internal" for i in range(5)]
     factors = [1.0, 1.0, 1.05, 1.0, 1.25]  # the fourth is 5% slower: within the margin
-    entries = [measured_entry(target(G7E, n), analysed(slowed(TUTORIAL, f), f"r{i}"), node=n) for i, (n, f) in enumerate(zip(nodes, factors, strict=True))]
+    entries = [
+        measured_entry(target(G7E, n), analysed(slowed(TUTORIAL, f), f"r{i}"), node=n)
+        for i, (n, f) in enumerate(zip(nodes, factors, strict=True))
+    ]
     assert entries[0].dram_tbps == pytest.approx(1.46, abs=0.01)
     assert entries[4].dram_tbps == pytest.approx(1.46 / 1.25, abs=0.01)
     result = build_fleet_result(plan([target(G7E, n) for n in nodes], every_node=True), entries)
@@ -142,11 +171,18 @@ def test_a_node_20_percent_slower_than_its_siblings_is_flagged() -> None:
     assert result.types[0].measured == 5
     assert result.types[0].dram_tbps == pytest.approx(1.46, abs=0.01)  # the median, not the mean
     flagged = [n for n in result.notes if "outlier" in n]
-    assert len(flagged) == 1 and flagged[0].startswith(nodes[4]) and "20% below the median of its 5 g7e.8xlarge nodes" in flagged[0]
+    assert (
+        len(flagged) == 1
+        and flagged[0].startswith(nodes[4])
+        and "20% below the median of its 5 g7e.8xlarge nodes" in flagged[0]
+    )
 
 
 def test_per_type_mode_compares_no_nodes() -> None:
-    entries = [measured_entry(target(G7E), analysed(TUTORIAL, "r1"), node="ip-1"), measured_entry(target(L4), analysed(l4_record(0.24), "r2"), node="ip-2")]
+    entries = [
+        measured_entry(target(G7E), analysed(TUTORIAL, "r1"), node="ip-1"),
+        measured_entry(target(L4), analysed(l4_record(0.24), "r2"), node="ip-2"),
+    ]
     result = build_fleet_result(plan([target(G7E), target(L4)]), entries)
     assert [e.outlier for e in result.entries] == [None, None]
     assert [t.gpu_product for t in result.types] == ["NVIDIA RTX PRO 6000 Blackwell Server Edition", "NVIDIA L4"]
@@ -158,7 +194,10 @@ def test_per_type_mode_compares_no_nodes() -> None:
 
 
 def tutorial_types(weights_gb: float, prices: dict[str, float] | None = PRICES) -> tuple[list[Any], list[Any]]:
-    entries = [measured_entry(target(G7E), analysed(TUTORIAL, "r1"), node="a"), measured_entry(target(L4), analysed(l4_record(0.24), "r2"), node="b")]
+    entries = [
+        measured_entry(target(G7E), analysed(TUTORIAL, "r1"), node="a"),
+        measured_entry(target(L4), analysed(l4_record(0.24), "r2"), node="b"),
+    ]
     return summarize_types(entries, weights_gb=weights_gb, prices=prices), entries
 
 
@@ -168,7 +207,9 @@ def test_16_gb_of_weights_the_l4_loses_to_the_rtx_pro_per_token() -> None:
     for t, e in zip(types, entries, strict=True):  # the floor: weight bytes / the measured plateau
         assert t.decode.ms_per_token == pytest.approx(16e9 / (e.dram_tbps * 1e12) * 1e3)
         assert t.decode.tokens_per_s == pytest.approx(e.dram_tbps * 1e12 / 16e9)
-        assert t.decode.usd_per_million_tokens == pytest.approx(PRICES[t.instance_type] / (t.decode.tokens_per_s * 3600) * 1e6)
+        assert t.decode.usd_per_million_tokens == pytest.approx(
+            PRICES[t.instance_type] / (t.decode.tokens_per_s * 3600) * 1e6
+        )
         assert t.decode.fits is True and t.decode.weights_gb == 16
     assert g7e.decode.ms_per_token == pytest.approx(10.96, abs=0.05)  # the tutorial's "11.0 ms per token"
     assert l4.decode.tokens_per_s == pytest.approx(15.0, abs=0.1)
@@ -178,10 +219,20 @@ def test_16_gb_of_weights_the_l4_loses_to_the_rtx_pro_per_token() -> None:
     assert cheapest(types) is g7e
     assert cheapest(types, 30) is g7e  # the L4's 15 tokens/s cannot reach it
     assert cheapest(types, 100) is None  # neither can (91 tokens/s at best)
-    result = build_fleet_result(plan([target(G7E), target(L4)], weights_gb=16, prices=PRICES, target_tokens_per_s=30), entries)
-    assert "cheapest per million tokens at the decode floor (16.0 GB fit, at least 30.0 tokens/s): g7e.8xlarge, $9.55 per million tokens (91.4 tokens/s at $3.14/h)" in result.notes
-    none = build_fleet_result(plan([target(G7E), target(L4)], weights_gb=16, prices=PRICES, target_tokens_per_s=100), entries)
-    assert any(n.startswith("no priced type fits 16.0 GB and reaches 100 tokens/s (fastest: g7e.8xlarge at 91.4 tokens/s)") for n in none.notes), none.notes
+    result = build_fleet_result(
+        plan([target(G7E), target(L4)], weights_gb=16, prices=PRICES, target_tokens_per_s=30), entries
+    )
+    assert (
+        "cheapest per million tokens at the decode floor (16.0 GB fit, at least 30.0 tokens/s): g7e.8xlarge, "
+        "$9.55 per million tokens (91.4 tokens/s at $3.14/h)" in result.notes
+    )
+    none = build_fleet_result(
+        plan([target(G7E), target(L4)], weights_gb=16, prices=PRICES, target_tokens_per_s=100), entries
+    )
+    assert any(
+        n.startswith("no priced type fits 16.0 GB and reaches 100 tokens/s (fastest: g7e.8xlarge at 91.4 tokens/s)")
+        for n in none.notes
+    ), none.notes
 
 
 def test_a_cheaper_type_wins_when_it_is_cheaper_per_token() -> None:
@@ -226,7 +277,9 @@ def test_exit_codes_follow_the_rules() -> None:
     none = failure(build_fleet_result(p, [unscheduled]))
     assert none is not None and none.exit_code == ExitCode.NOT_READY
     for status in ("failed", "timeout"):
-        bad = failure(build_fleet_result(p, [unscheduled, outcome_entry(target(G7E), status, "exit 3: no GPU", node="ip-1")]))
+        bad = failure(
+            build_fleet_result(p, [unscheduled, outcome_entry(target(G7E), status, "exit 3: no GPU", node="ip-1")])
+        )
         assert bad is not None and bad.exit_code == ExitCode.REMOTE
         assert "1 Job of fleet abc123 failed or timed out (g7e.8xlarge on ip-1)" in bad.message
 
@@ -236,20 +289,47 @@ def test_exit_codes_follow_the_rules() -> None:
 
 def test_the_job_pins_its_target_holds_one_gpu_and_tries_once() -> None:
     template = fj.load_job_template(assets.fleet_job_template())
-    cfg = Config(lab=LabConfig(image="reg.example.com/lab:1", gpus=2, cpu="2", memory="8Gi", owner="ana", node_selector={"pool": "gpu"}))
-    p = plan([target(G7E, "ip-10-0-0-1.ec2.internal")], every_node=True, device="cpu", sizes=[10, 12], iters=2, warmup=0)
+    cfg = Config(
+        lab=LabConfig(
+            image="reg.example.com/lab:1", gpus=2, cpu="2", memory="8Gi", owner="ana", node_selector={"pool": "gpu"}
+        )
+    )
+    p = plan(
+        [target(G7E, "ip-10-0-0-1.ec2.internal")], every_node=True, device="cpu", sizes=[10, 12], iters=2, warmup=0
+    )
     job = fj.build_job(template, cfg, p, p.targets[0])
     spec = job["spec"]
     pod = spec["template"]["spec"]
-    assert spec["backoffLimit"] == 0 and spec["activeDeadlineSeconds"] == 1800 and spec["ttlSecondsAfterFinished"] == 86400
+    assert (
+        spec["backoffLimit"] == 0 and spec["activeDeadlineSeconds"] == 1800 and spec["ttlSecondsAfterFinished"] == 86400
+    )
     assert pod["nodeSelector"] == {"kubernetes.io/hostname": "ip-10-0-0-1.ec2.internal", "pool": "gpu"}
     main = pod["containers"][0]
-    assert main["resources"]["limits"] == {"cpu": "2", "memory": "8Gi", "nvidia.com/gpu": "1"}  # one GPU, whatever the lab asks
-    assert main["args"] == ["--dtype", "float16", "--device", "cpu", "--sizes", "10,12", "--iters", "2", "--warmup", "0"]
+    assert main["resources"]["limits"] == {
+        "cpu": "2",
+        "memory": "8Gi",
+        "nvidia.com/gpu": "1",
+    }  # one GPU, whatever the lab asks
+    assert main["args"] == [
+        "--dtype",
+        "float16",
+        "--device",
+        "cpu",
+        "--sizes",
+        "10,12",
+        "--iters",
+        "2",
+        "--warmup",
+        "0",
+    ]
     assert {"name": "lab-scripts", "mountPath": "/opt/nsightlab", "readOnly": True} in main["volumeMounts"]
     assert {"name": "lab-scripts", "configMap": {"name": "nsightlab-fleet-abc123"}} in pod["volumes"]
     labels = job["metadata"]["labels"]
-    assert labels["app.kubernetes.io/managed-by"] == "nsightlab" and labels["nsightlab/owner"] == "ana" and labels["nsightlab/fleet"] == "abc123"
+    assert (
+        labels["app.kubernetes.io/managed-by"] == "nsightlab"
+        and labels["nsightlab/owner"] == "ana"
+        and labels["nsightlab/fleet"] == "abc123"
+    )
     assert spec["template"]["metadata"]["labels"]["nsightlab/fleet"] == "abc123"
     # auto insists on the GPU the Job asks for
     assert plan([target(G7E)]).script_args()[:4] == ["--dtype", "float16", "--device", "cuda"]
@@ -258,7 +338,9 @@ def test_the_job_pins_its_target_holds_one_gpu_and_tries_once() -> None:
 
 
 def test_job_names_are_dns_labels_unique_and_short() -> None:
-    names = fj.job_names("abc123", ["g7e.8xlarge", "G7E_8xlarge", "ip-10-0-14-201.us-east-1.compute.internal.example.com"])
+    names = fj.job_names(
+        "abc123", ["g7e.8xlarge", "G7E_8xlarge", "ip-10-0-14-201.us-east-1.compute.internal.example.com"]
+    )
     assert names[0] == "nsl-fleet-abc123-g7e-8xlarge"
     assert len(set(names)) == 3 and all(len(n) <= 63 and n[-1] != "-" for n in names)
 
@@ -266,16 +348,29 @@ def test_job_names_are_dns_labels_unique_and_short() -> None:
 def test_prices_in_the_config_are_checked(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     starter = starter_text(context="stg-online-use1", namespace="ml-lab", image="reg.example.com/lab:1")
     assert "# prices:" in starter
-    uncommented = starter.replace("# prices:", "prices:").replace("#   g7e.8xlarge: 3.14", "  g7e.8xlarge: 3.14").replace("#   g6.xlarge: 0.80", "  g6.xlarge: 0.80")
+    uncommented = (
+        starter.replace("# prices:", "prices:")
+        .replace("#   g7e.8xlarge: 3.14", "  g7e.8xlarge: 3.14")
+        .replace("#   g6.xlarge: 0.80", "  g6.xlarge: 0.80")
+    )
     assert yaml.safe_load(uncommented)["prices"] == {"g7e.8xlarge": 3.14, "g6.xlarge": 0.80}
     assert Config.model_validate(yaml.safe_load(uncommented)).prices == {"g7e.8xlarge": 3.14, "g6.xlarge": 0.80}
     bad = tmp_path / "bad.yaml"
     bad.write_text("lab:\n  owner: ana\nprices:\n  g7e.8xlarge: -1\n")
     r = run_cli(capsys, "--config", str(bad), "config")
     assert r.code == 2
-    assert r.err == f"error: {bad}:3: bad value for 'prices': the price of g7e.8xlarge must be a positive number of USD per hour, got -1.0. See `nsightlab config` for the expected shape.\n"
+    assert (
+        r.err
+        == f"error: {bad}:3: bad value for 'prices': the price of g7e.8xlarge must be a positive number of USD per "
+        "hour, got -1.0. See `nsightlab config` for the expected shape.\n"
+    )
     assert parse_prices(["g7e.8xlarge=3.14", " g6.xlarge = 0.8 "]) == {"g7e.8xlarge": 3.14, "g6.xlarge": 0.8}
-    for text, words in (("g7e.8xlarge", "TYPE=USD"), ("g7e=3", "not an instance type"), ("g7e.8xlarge=free", "TYPE=USD"), ("g7e.8xlarge=0", "positive")):
+    for text, words in (
+        ("g7e.8xlarge", "TYPE=USD"),
+        ("g7e=3", "not an instance type"),
+        ("g7e.8xlarge=free", "TYPE=USD"),
+        ("g7e.8xlarge=0", "positive"),
+    ):
         with pytest.raises(UsageError, match=words):
             parse_prices([text])
 
@@ -284,9 +379,11 @@ def test_a_type_too_small_for_the_labs_requests_is_named() -> None:
     from kubesim import realistic_cluster
 
     nodes = [o for o in realistic_cluster() if o["kind"] == "Node" and "nvidia.com/gpu" in o["status"]["capacity"]]
-    # the tutorial's 4 CPU / 24Gi fit a g7e.8xlarge (32 vCPU, 256 GiB) and a g6.12xlarge, not a g6.xlarge (4 vCPU, 16 GiB)
+    # the tutorial's 4 CPU / 24Gi fit a g7e.8xlarge (32 vCPU, 256 GiB) and a g6.12xlarge, not a g6.xlarge (4 vCPU, 16
+    # GiB)
     assert too_small(nodes, cpu="4", memory="24Gi") == [
-        "g6.xlarge: a Job asks for 4 CPU and 24Gi of memory (lab.cpu, lab.memory) and its nodes have at most 3.87 CPU and "
+        "g6.xlarge: a Job asks for 4 CPU and 24Gi of memory (lab.cpu, lab.memory) and its nodes have at most "
+        "3.87 CPU and "
         "13.8 GiB allocatable: it cannot be scheduled there; lower lab.cpu and lab.memory in config.yaml"
     ]
     assert too_small(nodes, cpu="2", memory="8Gi") == []

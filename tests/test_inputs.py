@@ -46,14 +46,18 @@ def _bad_kubeconfigs(tmp: Path) -> dict[str, Path]:
     out["a folder"] = tmp / "folder"
     out["a folder"].mkdir()
     out["wrong types"] = tmp / "types"
-    out["wrong types"].write_text(yaml.safe_dump({"contexts": [{"name": "stg", "context": {"cluster": ["a", "b"], "user": "u"}}]}))
+    out["wrong types"].write_text(
+        yaml.safe_dump({"contexts": [{"name": "stg", "context": {"cluster": ["a", "b"], "user": "u"}}]})
+    )
     out["empty"] = tmp / "empty"
     out["empty"].write_text("")
     return out
 
 
 @pytest.mark.parametrize("case", ["not utf-8", "not a mapping", "yaml syntax", "a folder", "wrong types", "empty"])
-def test_a_bad_kubeconfig_is_exit_4_naming_the_file(capsys: pytest.CaptureFixture[str], tmp_path: Path, nsl_home: Path, case: str) -> None:
+def test_a_bad_kubeconfig_is_exit_4_naming_the_file(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, nsl_home: Path, case: str
+) -> None:
     path = _bad_kubeconfigs(tmp_path)[case]
     r = run_cli(capsys, "explore", "nodes", "--context", "stg", "--kubeconfig", str(path))
     _one_line(r, 4, str(path))
@@ -76,7 +80,9 @@ class _nothing:
         return False
 
 
-def test_an_unreadable_kubeconfig_is_exit_4(capsys: pytest.CaptureFixture[str], tmp_path: Path, nsl_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_unreadable_kubeconfig_is_exit_4(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, nsl_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     path = tmp_path / "kubeconfig"
     path.write_text("contexts: []\n")
     path.chmod(0)
@@ -111,13 +117,17 @@ def test_an_empty_kubeconfig_has_no_contexts(tmp_path: Path) -> None:
         (b"lab: &a\n  owner: *a\n  x: *a\n", "lab.owner"),
     ],
 )
-def test_a_bad_config_file_is_exit_2_naming_the_file(capsys: pytest.CaptureFixture[str], tmp_path: Path, nsl_home: Path, body: bytes, needle: str) -> None:
+def test_a_bad_config_file_is_exit_2_naming_the_file(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, nsl_home: Path, body: bytes, needle: str
+) -> None:
     path = tmp_path / "config.yaml"
     path.write_bytes(body)
     _one_line(run_cli(capsys, "--config", str(path), "config"), 2, str(path), needle)
 
 
-def test_a_config_folder_or_unreadable_file_is_exit_2(capsys: pytest.CaptureFixture[str], tmp_path: Path, nsl_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_config_folder_or_unreadable_file_is_exit_2(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, nsl_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     folder = tmp_path / "config.yaml"
     folder.mkdir()
     _one_line(run_cli(capsys, "--config", str(folder), "config"), 2, str(folder), "folder")
@@ -154,7 +164,9 @@ def test_a_config_folder_or_unreadable_file_is_exit_2(capsys: pytest.CaptureFixt
         ("lab:\n  node_selector: {'bad key!': x}\n", "lab.node_selector"),
     ],
 )
-def test_bad_values_are_refused_when_the_config_loads(capsys: pytest.CaptureFixture[str], tmp_path: Path, nsl_home: Path, yaml_text: str, key: str) -> None:
+def test_bad_values_are_refused_when_the_config_loads(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, nsl_home: Path, yaml_text: str, key: str
+) -> None:
     path = tmp_path / "config.yaml"
     path.write_text(yaml_text)
     with pytest.raises(ConfigError) as e:
@@ -164,7 +176,9 @@ def test_bad_values_are_refused_when_the_config_loads(capsys: pytest.CaptureFixt
     _one_line(run_cli(capsys, "--config", str(path), "config"), 2, str(path), key)
 
 
-@pytest.mark.parametrize(("cpu", "memory"), [("1e3", "24Gi"), ("500m", "1E"), (".5", "1.5Gi"), ("4", "24e9"), ("+2", "128974848")])
+@pytest.mark.parametrize(
+    ("cpu", "memory"), [("1e3", "24Gi"), ("500m", "1E"), (".5", "1.5Gi"), ("4", "24e9"), ("+2", "128974848")]
+)
 def test_kubernetes_quantities_are_accepted(tmp_path: Path, cpu: str, memory: str) -> None:
     path = tmp_path / "config.yaml"
     path.write_text(yaml.safe_dump({"lab": {"cpu": cpu, "memory": memory, "pod_name": "a.b-{user}"}}))
@@ -185,13 +199,36 @@ def test_one_quantity_parser_for_config_and_api_objects() -> None:
 
     assert parse_quantity("500m") == Decimal("0.5") and parse_quantity("24Gi") == 24 * 2**30
     assert parse_quantity("1e3") == 1000 and parse_quantity("1E") == 10**18 and parse_quantity("1E3") == 1000
-    assert parse_quantity("1.5e-3") == Decimal("0.0015") and parse_quantity("5.") == 5 and parse_quantity("+.5") == Decimal("0.5")
-    for bad in ("inf", "nan", "infGi", "Infinity", "1e3Gi", "4 Gi", "1_000", "Gi", "0x10", "١٢", "", "1e", "1e99999999999"):
+    assert (
+        parse_quantity("1.5e-3") == Decimal("0.0015")
+        and parse_quantity("5.") == 5
+        and parse_quantity("+.5") == Decimal("0.5")
+    )
+    for bad in (
+        "inf",
+        "nan",
+        "infGi",
+        "Infinity",
+        "1e3Gi",
+        "4 Gi",
+        "1_000",
+        "Gi",
+        "0x10",
+        "١٢",
+        "",
+        "1e",
+        "1e99999999999",
+    ):
         with pytest.raises(ValueError):
             parse_quantity(bad)
     # what the API objects' reader makes of the same: nothing for what does not parse
     assert api_quantity("8") == 8 and api_quantity("1e3") == 1000 and api_quantity(2) == 2
-    assert api_quantity("inf") == 0 and api_quantity("nan") == 0 and api_quantity(float("inf")) == 0 and api_quantity(None) == 0
+    assert (
+        api_quantity("inf") == 0
+        and api_quantity("nan") == 0
+        and api_quantity(float("inf")) == 0
+        and api_quantity(None) == 0
+    )
     assert int(api_quantity("infGi")) == 0  # int() of an infinite Decimal raised here before
 
 
@@ -224,7 +261,9 @@ def test_one_quantity_parser_for_config_and_api_objects() -> None:
         (("logs", "--tail", "-3"), "--tail"),
     ],
 )
-def test_numeric_options_refuse_nan_infinity_and_negatives(capsys: pytest.CaptureFixture[str], nsl_home: Path, args: tuple[str, ...], option: str) -> None:
+def test_numeric_options_refuse_nan_infinity_and_negatives(
+    capsys: pytest.CaptureFixture[str], nsl_home: Path, args: tuple[str, ...], option: str
+) -> None:
     _one_line(run_cli(capsys, *args), 2, option)
 
 
@@ -248,7 +287,16 @@ class _Recorder(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         if length:
             self.rfile.read(length)
-        body = json.dumps({"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "NotFound", "code": 404, "message": "not found"}).encode()
+        body = json.dumps(
+            {
+                "kind": "Status",
+                "apiVersion": "v1",
+                "status": "Failure",
+                "reason": "NotFound",
+                "code": 404,
+                "message": "not found",
+            }
+        ).encode()
         self.send_response(404)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))
@@ -295,7 +343,11 @@ def test_every_name_is_one_quoted_path_segment(recorder: tuple[Kube, list[str]],
     assert kube.get_node(name) is None
     assert kube.namespace_exists(name) is False
     assert kube.delete_pod("ml-lab", name) is False
-    for call in (lambda: kube.list_pods(name), lambda: list(kube.watch_pods(name, timeout_seconds=1)), lambda: list(kube.watch_events(name, timeout_seconds=1))):
+    for call in (
+        lambda: kube.list_pods(name),
+        lambda: list(kube.watch_pods(name, timeout_seconds=1)),
+        lambda: list(kube.watch_events(name, timeout_seconds=1)),
+    ):
         with pytest.raises(ClusterError):
             call()
     with pytest.raises(ClusterError):
@@ -337,13 +389,17 @@ def test_an_empty_name_is_never_sent(recorder: tuple[Kube, list[str]]) -> None:
 HOSTILE_TEXT = "stg\n\x1b[31mprd\x1b[0m"
 
 
-def test_a_context_name_with_control_characters_stays_on_one_line(capsys: pytest.CaptureFixture[str], kubeconfig: Path, nsl_home: Path) -> None:
+def test_a_context_name_with_control_characters_stays_on_one_line(
+    capsys: pytest.CaptureFixture[str], kubeconfig: Path, nsl_home: Path
+) -> None:
     r = run_cli(capsys, "explore", "nodes", "--context", HOSTILE_TEXT, "--kubeconfig", str(kubeconfig))
     _one_line(r, 4, "unknown context", "stg\\n\\x1b[31mprd\\x1b[0m")
     assert "\x1b" not in r.err
 
 
-def test_a_config_key_with_control_characters_stays_on_one_line(capsys: pytest.CaptureFixture[str], tmp_path: Path, nsl_home: Path) -> None:
+def test_a_config_key_with_control_characters_stays_on_one_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, nsl_home: Path
+) -> None:
     path = tmp_path / "config.yaml"
     path.write_text('lab:\n  "own\\ner\\e[2J": x\n')  # YAML escapes: a newline and ESC in the key
     r = run_cli(capsys, "--config", str(path), "config")
@@ -351,7 +407,9 @@ def test_a_config_key_with_control_characters_stays_on_one_line(capsys: pytest.C
     assert "\x1b" not in r.err
 
 
-def test_a_file_name_with_control_characters_stays_on_one_line(capsys: pytest.CaptureFixture[str], tmp_path: Path, nsl_home: Path) -> None:
+def test_a_file_name_with_control_characters_stays_on_one_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, nsl_home: Path
+) -> None:
     missing = tmp_path / "conf\n\x1b]0;owned\x07.yaml"
     r = run_cli(capsys, "--config", str(missing), "config")
     _one_line(r, 2, "does not exist", "conf\\n\\x1b]0;owned\\x07.yaml")
@@ -362,7 +420,9 @@ def test_a_file_name_with_control_characters_stays_on_one_line(capsys: pytest.Ca
     assert "\x1b" not in r.err and "\r" not in r.err
 
 
-def test_an_option_name_with_control_characters_stays_on_one_line(capsys: pytest.CaptureFixture[str], nsl_home: Path) -> None:
+def test_an_option_name_with_control_characters_stays_on_one_line(
+    capsys: pytest.CaptureFixture[str], nsl_home: Path
+) -> None:
     r = run_cli(capsys, "runs", "--ki\nnd\x1b[2J", "sweep")
     _one_line(r, 2, "no option", "--ki\\nnd\\x1b[2J")
     assert "\x1b" not in r.err

@@ -40,7 +40,12 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kubeconfig: Path) -> P
 def interrupt(args: list[str], ready: Callable[[str], bool], *, settle: float = 0.3) -> tuple[int, str]:
     """Run the console script, send SIGINT once `ready(stderr so far)` (or `ready("")`
     polled) holds, and return (exit code, stderr)."""
-    proc = subprocess.Popen([sys.executable, "-m", "nsightlab", *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=dict(os.environ))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "nsightlab", *args],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env=dict(os.environ),
+    )
     assert proc.stderr is not None
     os.set_blocking(proc.stderr.fileno(), False)
     seen = b""
@@ -70,14 +75,21 @@ def last_line(err: str) -> str:
     return lines[-1]
 
 
-def test_create_interrupted_while_waiting(capsys: pytest.CaptureFixture[str], home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sim: KubeSim) -> None:
+def test_create_interrupted_while_waiting(
+    capsys: pytest.CaptureFixture[str], home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sim: KubeSim
+) -> None:
     cfg = tmp_path / "config.yaml"
     cfg.write_text(cfg.read_text() + "  gpus: 2\n")  # no g7e node has two: it stays Pending
     code, err = interrupt(["create", "--context", "stg", "--yes", "--timeout", "120"], lambda e: "created pod" in e)
     assert code == 130, err
     line = last_line(err)
-    assert line.startswith(f"error: interrupted while waiting: the lab pod {POD} is still being created (Pending) and stays in place"), line
-    assert "`nsightlab status` shows it" in line and f"`nsightlab cleanup --context stg --namespace {NS}` removes it" in line
+    assert line.startswith(
+        f"error: interrupted while waiting: the lab pod {POD} is still being created (Pending) and stays in place"
+    ), line
+    assert (
+        "`nsightlab status` shows it" in line
+        and f"`nsightlab cleanup --context stg --namespace {NS}` removes it" in line
+    )
     # what it said is true: the pod is there, and the session knows it without --context
     r = run_cli(capsys, "status", "--json")
     assert r.code == 0, r
@@ -94,7 +106,20 @@ def test_a_read_interrupted_on_a_silent_server(home: Path, sim: KubeSim) -> None
 
 def test_local_sweep_interrupted_mid_run(home: Path) -> None:
     pytest.importorskip("torch")
-    args = ["sweep", "--local", "--device", "cpu", "--dtype", "float32", "--sizes", "12,25", "--iters", "2000", "--warmup", "1"]
+    args = [
+        "sweep",
+        "--local",
+        "--device",
+        "cpu",
+        "--dtype",
+        "float32",
+        "--sizes",
+        "12,25",
+        "--iters",
+        "2000",
+        "--warmup",
+        "1",
+    ]
     code, err = interrupt(args, lambda e: "2^12 elems" in e)
     assert code == 130, err
     assert last_line(err) == "error: interrupted: the sweep was stopped; no run was stored."
@@ -107,7 +132,10 @@ def test_shell_command_interrupted(capsys: pytest.CaptureFixture[str], home: Pat
     assert r.code == 0, r
     code, err = interrupt(["shell", "--", "sleep", "30"], lambda e: any(q.path.endswith("/exec") for q in sim.requests))
     assert code == 130, err
-    assert last_line(err) == f"error: interrupted: the connection to pod {POD} was closed; the command may still be running there."
+    assert (
+        last_line(err)
+        == f"error: interrupted: the connection to pod {POD} was closed; the command may still be running there."
+    )
 
 
 def test_the_innermost_work_says_what_it_left() -> None:

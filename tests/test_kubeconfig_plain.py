@@ -45,7 +45,11 @@ def _write(path: Path, doc: dict[str, Any]) -> Path:
 
 
 def _doc(cluster: dict[str, Any] | None = None, user: dict[str, Any] | None = None) -> dict[str, Any]:
-    doc: dict[str, Any] = {"apiVersion": "v1", "kind": "Config", "contexts": [{"name": CTX, "context": {"cluster": "c", "user": "u", "namespace": "ml-lab"}}]}
+    doc: dict[str, Any] = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "contexts": [{"name": CTX, "context": {"cluster": "c", "user": "u", "namespace": "ml-lab"}}],
+    }
     if cluster is not None:
         doc["clusters"] = [{"name": "c", "cluster": cluster}]
     if user is not None:
@@ -61,10 +65,25 @@ def _cases(tmp: Path, pems: dict[str, bytes]) -> dict[str, list[Path]]:
     (second.parent / "certs").mkdir(parents=True)
     (second.parent / "certs" / "ca.crt").write_bytes(pems["ca"])
     first = _write(tmp / "split" / "main.yaml", {**_doc(user={"token": "t0k3n"}), "clusters": []})
-    _write(second, {"apiVersion": "v1", "kind": "Config", "clusters": [{"name": "c", "cluster": {"server": "https://127.0.0.1:6443/", "certificate-authority": "certs/ca.crt"}}]})
+    _write(
+        second,
+        {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [
+                {"name": "c", "cluster": {"server": "https://127.0.0.1:6443/", "certificate-authority": "certs/ca.crt"}}
+            ],
+        },
+    )
     out["ca-file-in-second-file+token"] = [first, second]
     out["inline-data"] = [
-        _write(tmp / "inline.yaml", _doc({"server": "https://k8s.example:443", "certificate-authority-data": _b64(pems["ca"])}, {"client-certificate-data": _b64(pems["cert"]), "client-key-data": _b64(pems["key"])}))
+        _write(
+            tmp / "inline.yaml",
+            _doc(
+                {"server": "https://k8s.example:443", "certificate-authority-data": _b64(pems["ca"])},
+                {"client-certificate-data": _b64(pems["cert"]), "client-key-data": _b64(pems["key"])},
+            ),
+        )
     ]
     (tmp / "files").mkdir()
     for name in ("cert", "key"):
@@ -78,9 +97,28 @@ def _cases(tmp: Path, pems: dict[str, bytes]) -> dict[str, list[Path]]:
             ),
         )
     ]
-    out["http+token (no TLS files read)"] = [_write(tmp / "http.yaml", _doc({"server": "http://127.0.0.1:8080", "certificate-authority": "missing.crt"}, {"token": "xyz"}))]
-    out["data preferred to file"] = [_write(tmp / "both.yaml", _doc({"server": "https://h", "certificate-authority-data": _b64(pems["ca"]), "certificate-authority": "missing.crt"}, {}))]
-    out["no user"] = [_write(tmp / "nouser.yaml", {**_doc({"server": "https://h", "insecure-skip-tls-verify": False}), "users": []})]
+    out["http+token (no TLS files read)"] = [
+        _write(
+            tmp / "http.yaml",
+            _doc({"server": "http://127.0.0.1:8080", "certificate-authority": "missing.crt"}, {"token": "xyz"}),
+        )
+    ]
+    out["data preferred to file"] = [
+        _write(
+            tmp / "both.yaml",
+            _doc(
+                {
+                    "server": "https://h",
+                    "certificate-authority-data": _b64(pems["ca"]),
+                    "certificate-authority": "missing.crt",
+                },
+                {},
+            ),
+        )
+    ]
+    out["no user"] = [
+        _write(tmp / "nouser.yaml", {**_doc({"server": "https://h", "insecure-skip-tls-verify": False}), "users": []})
+    ]
     return out
 
 
@@ -107,7 +145,9 @@ def _loader_view(paths: list[Path]) -> PlainConnection:
     )
 
 
-def test_plain_settings_are_the_loaders(tmp_path: Path, pems: dict[str, bytes], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_plain_settings_are_the_loaders(
+    tmp_path: Path, pems: dict[str, bytes], monkeypatch: pytest.MonkeyPatch
+) -> None:
     for var in [k for k in os.environ if k.lower().endswith("_proxy")]:
         monkeypatch.delenv(var)
     for name, paths in _cases(tmp_path, pems).items():
@@ -131,7 +171,18 @@ def test_plain_settings_are_the_loaders(tmp_path: Path, pems: dict[str, bytes], 
         ({"server": "https://h", "certificate-authority-data": "%%% not base64"}, {}),
         ({}, {"token": "t"}),  # no server
     ],
-    ids=["exec-plugin", "auth-provider", "basic-auth", "token-file", "proxy-url", "missing-ca-file", "cert-without-key", "impersonation", "bad-base64", "no-server"],
+    ids=[
+        "exec-plugin",
+        "auth-provider",
+        "basic-auth",
+        "token-file",
+        "proxy-url",
+        "missing-ca-file",
+        "cert-without-key",
+        "impersonation",
+        "bad-base64",
+        "no-server",
+    ],
 )
 def test_anything_else_goes_through_the_loader(tmp_path: Path, cluster: dict[str, Any], user: dict[str, Any]) -> None:
     kc = load_kubeconfig(_write(tmp_path / "kc.yaml", _doc(cluster, user)))
@@ -170,7 +221,12 @@ def _sim_kubeconfig(sim: KubeSim, path: Path, cluster: dict[str, Any], user: dic
 def test_client_certificate_authenticates_rest_and_exec(sim: KubeSim, tmp_path: Path) -> None:
     pem, key = sim.client_cert("alice")
     ca = Path(str(sim.ca_file)).read_bytes()
-    kc = _sim_kubeconfig(sim, tmp_path / "kc.yaml", {"certificate-authority-data": _b64(ca)}, {"client-certificate-data": _b64(pem), "client-key-data": _b64(key)})
+    kc = _sim_kubeconfig(
+        sim,
+        tmp_path / "kc.yaml",
+        {"certificate-authority-data": _b64(ca)},
+        {"client-certificate-data": _b64(pem), "client-key-data": _b64(key)},
+    )
     kube = _kube(kc)
     try:
         assert kube.api_client is None  # the plain path
@@ -181,7 +237,12 @@ def test_client_certificate_authenticates_rest_and_exec(sim: KubeSim, tmp_path: 
     assert {r.user for r in sim.requests} == {"alice"}
     assert any("/exec" in r.path for r in sim.requests)
     if shutil.which("kubectl"):  # the independent judge: kubectl accepts the same file
-        done = subprocess.run(["kubectl", "--kubeconfig", str(kc), "--context", CTX, "get", "pods", "-n", "ml-lab", "-o", "name"], capture_output=True, text=True, timeout=60)
+        done = subprocess.run(
+            ["kubectl", "--kubeconfig", str(kc), "--context", CTX, "get", "pods", "-n", "ml-lab", "-o", "name"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert done.returncode == 0 and "pod/gpu-smoke-test" in done.stdout, done.stderr
 
 
@@ -191,7 +252,10 @@ def test_the_servers_certificate_is_checked(sim: KubeSim, tmp_path: Path) -> Non
     token = {"token": sim.token or "sim-token"}
     cases = {
         "another CA": ({"certificate-authority-data": _b64(other_ca)}, "TLS verification failed"),
-        "a name the certificate does not have": ({"certificate-authority-data": _b64(ca), "tls-server-name": "api.wrong.example"}, "TLS verification failed"),
+        "a name the certificate does not have": (
+            {"certificate-authority-data": _b64(ca), "tls-server-name": "api.wrong.example"},
+            "TLS verification failed",
+        ),
     }
     for cluster, message in cases.values():
         kube = _kube(_sim_kubeconfig(sim, tmp_path / "bad.yaml", cluster, token))
@@ -203,7 +267,10 @@ def test_the_servers_certificate_is_checked(sim: KubeSim, tmp_path: Path) -> Non
         finally:
             kube.close()
     # a name the certificate has, other than the server's address; and insecure-skip-tls-verify
-    for cluster in ({"certificate-authority-data": _b64(ca), "tls-server-name": "kubernetes.default.svc"}, {"certificate-authority-data": _b64(other_ca), "insecure-skip-tls-verify": True}):
+    for cluster in (
+        {"certificate-authority-data": _b64(ca), "tls-server-name": "kubernetes.default.svc"},
+        {"certificate-authority-data": _b64(other_ca), "insecure-skip-tls-verify": True},
+    ):
         kube = _kube(_sim_kubeconfig(sim, tmp_path / "ok.yaml", cluster, token))
         try:
             assert kube.get_pod("ml-lab", "gpu-smoke-test") is not None
@@ -212,9 +279,19 @@ def test_the_servers_certificate_is_checked(sim: KubeSim, tmp_path: Path) -> Non
             kube.close()
 
 
-def test_a_bad_client_key_is_one_clear_error(capsys: pytest.CaptureFixture[str], sim: KubeSim, tmp_path: Path, nsl_home: Path) -> None:
+def test_a_bad_client_key_is_one_clear_error(
+    capsys: pytest.CaptureFixture[str], sim: KubeSim, tmp_path: Path, nsl_home: Path
+) -> None:
     pem, _ = sim.client_cert("alice")
-    kc = _sim_kubeconfig(sim, tmp_path / "kc.yaml", {}, {"client-certificate-data": _b64(pem), "client-key-data": _b64(b"-----BEGIN PRIVATE KEY-----\nnope\n-----END PRIVATE KEY-----\n")})
+    kc = _sim_kubeconfig(
+        sim,
+        tmp_path / "kc.yaml",
+        {},
+        {
+            "client-certificate-data": _b64(pem),
+            "client-key-data": _b64(b"-----BEGIN PRIVATE KEY-----\nnope\n-----END PRIVATE KEY-----\n"),
+        },
+    )
     r = run_cli(capsys, "explore", "nodes", "--context", CTX, "--kubeconfig", str(kc))
     assert r.code == 4, r
     assert "bad certificate or key" in r.err and "Traceback" not in r.err

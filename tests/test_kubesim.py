@@ -53,8 +53,9 @@ def api(sim: KubeSim) -> Any:
     return core(sim)
 
 
-def raw_get(sim: KubeSim, path: str, *, token: str | None = "sim-token",
-            accept: str = "application/json") -> tuple[int, Any, dict[str, str]]:
+def raw_get(
+    sim: KubeSim, path: str, *, token: str | None = "sim-token", accept: str = "application/json"
+) -> tuple[int, Any, dict[str, str]]:
     """GET with urllib (no kubernetes client), returning status, parsed body, headers."""
     req = urllib.request.Request(sim.url + path, headers={"Accept": accept})
     if token:
@@ -87,12 +88,14 @@ def lab_pod(name: str = "nsight-lab", gpus: int = 1, **spec: Any) -> Obj:
             "restartPolicy": "Never",
             "nodeSelector": {"node.kubernetes.io/instance-type": "g7e.8xlarge"},
             "tolerations": [{"key": GPU_RESOURCE, "operator": "Exists"}],
-            "containers": [{
-                "name": "lab",
-                "image": "registry.example.com/triton-vllm-container:1.0-1",
-                "command": ["sleep", "infinity"],
-                "resources": {"limits": {"cpu": "4", "memory": "24Gi", GPU_RESOURCE: str(gpus)}},
-            }],
+            "containers": [
+                {
+                    "name": "lab",
+                    "image": "registry.example.com/triton-vllm-container:1.0-1",
+                    "command": ["sleep", "infinity"],
+                    "resources": {"limits": {"cpu": "4", "memory": "24Gi", GPU_RESOURCE: str(gpus)}},
+                }
+            ],
             **spec,
         },
     }
@@ -164,8 +167,10 @@ def test_generate_cluster_sizes_and_gpu_share() -> None:
     gpu_nodes = [n for n in nodes if GPU_RESOURCE in n["status"]["capacity"]]
     assert 0 < len(gpu_nodes) < len(nodes) * 0.1
     assert len({p["metadata"]["name"] for p in pods}) == 1000
-    assert generate_cluster(nodes=10, pods=10, seed=1)[-1]["metadata"]["name"] == \
+    assert (
         generate_cluster(nodes=10, pods=10, seed=1)[-1]["metadata"]["name"]
+        == generate_cluster(nodes=10, pods=10, seed=1)[-1]["metadata"]["name"]
+    )
 
 
 # ---- discovery -------------------------------------------------------------------------------
@@ -185,7 +190,9 @@ def test_discovery_documents(sim: KubeSim) -> None:
     assert "authorization.k8s.io" in [g["name"] for g in groups["groups"]]
     _, authz, _ = raw_get(sim, "/apis/authorization.k8s.io/v1")
     assert authz["groupVersion"] == "authorization.k8s.io/v1"
-    status, agg, headers = raw_get(sim, "/api", accept="application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json")
+    status, agg, headers = raw_get(
+        sim, "/api", accept="application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json"
+    )
     assert status == 200 and "as=APIGroupDiscoveryList" in headers["Content-Type"]
     assert agg["items"][0]["versions"][0]["version"] == "v1"
     status, _, _ = raw_get(sim, "/apis/coordination.k8s.io/v1")
@@ -203,8 +210,11 @@ def test_requests_need_a_valid_token(sim: KubeSim) -> None:
     status, _, _ = raw_get(sim, "/api/v1/nodes")
     assert status == 200
     tokens = [(r.path, r.token, r.status) for r in sim.requests]
-    assert tokens == [("/api/v1/nodes", None, 401), ("/api/v1/nodes", "wrong", 401),
-                      ("/api/v1/nodes", "sim-token", 200)]
+    assert tokens == [
+        ("/api/v1/nodes", None, 401),
+        ("/api/v1/nodes", "wrong", 401),
+        ("/api/v1/nodes", "sim-token", 200),
+    ]
     assert sim.requests[-1].user == "sim-user"
 
 
@@ -223,24 +233,33 @@ def test_deny_answers_forbidden_in_rbac_words(sim: KubeSim, api: Any) -> None:
         api.create_namespaced_pod("serving", lab_pod())
     body = status_of(exc.value)
     assert exc.value.status == 403 and body["reason"] == "Forbidden"
-    assert body["message"] == ('pods is forbidden: User "sim-user" cannot create resource "pods" '
-                               'in API group "" in the namespace "serving"')
+    assert body["message"] == (
+        'pods is forbidden: User "sim-user" cannot create resource "pods" in API group "" in the namespace "serving"'
+    )
     with pytest.raises(ApiException) as exc:
         api.list_node()
-    assert status_of(exc.value)["message"] == ('nodes is forbidden: User "sim-user" cannot list '
-                                               'resource "nodes" in API group "" at the cluster scope')
+    assert status_of(exc.value)["message"] == (
+        'nodes is forbidden: User "sim-user" cannot list resource "nodes" in API group "" at the cluster scope'
+    )
     # Other namespaces and verbs are not affected.
     assert api.create_namespaced_pod("ml-lab", lab_pod()).metadata.name == "nsight-lab"
-    assert api.read_node(api.list_namespaced_pod("serving").items[0].spec.node_name or "x",
-                         _preload_content=False).status == 200
+    assert (
+        api.read_node(api.list_namespaced_pod("serving").items[0].spec.node_name or "x", _preload_content=False).status
+        == 200
+    )
     # Access reviews answer from the same rules.
     authz: Any = client.AuthorizationV1Api(sim.api_client())
 
     def can(verb: str, resource: str, ns: str, sub: str | None = None) -> bool:
-        review = authz.create_self_subject_access_review({
-            "apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
-            "spec": {"resourceAttributes": {"verb": verb, "resource": resource, "namespace": ns,
-                                            "subresource": sub}}})
+        review = authz.create_self_subject_access_review(
+            {
+                "apiVersion": "authorization.k8s.io/v1",
+                "kind": "SelfSubjectAccessReview",
+                "spec": {
+                    "resourceAttributes": {"verb": verb, "resource": resource, "namespace": ns, "subresource": sub}
+                },
+            }
+        )
         return bool(review.status.allowed)
 
     assert not can("create", "pods", "serving")
@@ -277,12 +296,14 @@ def test_create_errors_have_kubernetes_reasons(api: Any) -> None:
         api.create_namespaced_pod("ml-lab", lab_pod())
     body = status_of(exc.value)
     assert (exc.value.status, body["reason"], body["message"]) == (
-        409, "AlreadyExists", 'pods "nsight-lab" already exists')
+        409,
+        "AlreadyExists",
+        'pods "nsight-lab" already exists',
+    )
     with pytest.raises(ApiException) as exc:
         api.create_namespaced_pod("no-such-ns", lab_pod())
     body = status_of(exc.value)
-    assert (exc.value.status, body["reason"], body["message"]) == (
-        404, "NotFound", 'namespaces "no-such-ns" not found')
+    assert (exc.value.status, body["reason"], body["message"]) == (404, "NotFound", 'namespaces "no-such-ns" not found')
     bad = lab_pod("bad")
     bad["spec"]["containers"] = []
     with pytest.raises(ApiException) as exc:
@@ -299,9 +320,16 @@ def test_create_errors_have_kubernetes_reasons(api: Any) -> None:
     with pytest.raises(ApiException) as exc:
         api.read_namespaced_pod("missing", "serving")
     body = status_of(exc.value)
-    assert body == {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
-                    "message": 'pods "missing" not found', "reason": "NotFound", "code": 404,
-                    "details": {"name": "missing", "kind": "pods"}}
+    assert body == {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": 'pods "missing" not found',
+        "reason": "NotFound",
+        "code": 404,
+        "details": {"name": "missing", "kind": "pods"},
+    }
 
 
 def test_dry_run_validates_without_storing(sim: KubeSim, api: Any) -> None:
@@ -328,18 +356,27 @@ def test_list_shape_and_all_namespaces(sim: KubeSim) -> None:
     assert keys == sorted(keys)
 
 
-@pytest.mark.parametrize(("selector", "expected"), [
-    ("app.kubernetes.io/name=llmqu-v1-s2", {"llmqu-v1-s2-7d9f8c6b5-k8mzt", "llmqu-v1-s2-7d9f8c6b5-x2x9q"}),
-    ("app.kubernetes.io/name==gateway", {"gateway-6f7c9d8b4-b9x4d", "gateway-6f7c9d8b4-r2m7c"}),
-    ("app.kubernetes.io/name in (gateway, rerank-v2-s1)",
-     {"gateway-6f7c9d8b4-b9x4d", "gateway-6f7c9d8b4-r2m7c", "rerank-v2-s1-6b8c9d7f4-n5j2r"}),
-    ("app.kubernetes.io/component=model,app.kubernetes.io/name notin (embed-v3-s1,llmqu-v1-s2)",
-     {"rerank-v2-s1-6b8c9d7f4-n5j2r"}),
-    ("job-name", {"model-warmup-29140515-8xk2d"}),
-    ("!pod-template-hash", {"model-warmup-29140515-8xk2d"}),
-    ("app.kubernetes.io/name!=embed-v3-s1,app.kubernetes.io/component=model",
-     {"llmqu-v1-s2-7d9f8c6b5-k8mzt", "llmqu-v1-s2-7d9f8c6b5-x2x9q", "rerank-v2-s1-6b8c9d7f4-n5j2r"}),
-])
+@pytest.mark.parametrize(
+    ("selector", "expected"),
+    [
+        ("app.kubernetes.io/name=llmqu-v1-s2", {"llmqu-v1-s2-7d9f8c6b5-k8mzt", "llmqu-v1-s2-7d9f8c6b5-x2x9q"}),
+        ("app.kubernetes.io/name==gateway", {"gateway-6f7c9d8b4-b9x4d", "gateway-6f7c9d8b4-r2m7c"}),
+        (
+            "app.kubernetes.io/name in (gateway, rerank-v2-s1)",
+            {"gateway-6f7c9d8b4-b9x4d", "gateway-6f7c9d8b4-r2m7c", "rerank-v2-s1-6b8c9d7f4-n5j2r"},
+        ),
+        (
+            "app.kubernetes.io/component=model,app.kubernetes.io/name notin (embed-v3-s1,llmqu-v1-s2)",
+            {"rerank-v2-s1-6b8c9d7f4-n5j2r"},
+        ),
+        ("job-name", {"model-warmup-29140515-8xk2d"}),
+        ("!pod-template-hash", {"model-warmup-29140515-8xk2d"}),
+        (
+            "app.kubernetes.io/name!=embed-v3-s1,app.kubernetes.io/component=model",
+            {"llmqu-v1-s2-7d9f8c6b5-k8mzt", "llmqu-v1-s2-7d9f8c6b5-x2x9q", "rerank-v2-s1-6b8c9d7f4-n5j2r"},
+        ),
+    ],
+)
 def test_label_selectors(api: Any, selector: str, expected: set[str]) -> None:
     assert set(names(api.list_namespaced_pod("serving", label_selector=selector).items)) == expected
 
@@ -354,15 +391,21 @@ def test_bad_label_selector_is_bad_request(api: Any, selector: str) -> None:
 def test_field_selectors(sim: KubeSim, api: Any) -> None:
     node = sim.get("pods", "serving", "llmqu-v1-s2-7d9f8c6b5-x2x9q")["spec"]["nodeName"]  # type: ignore[index]
     on_node = api.list_pod_for_all_namespaces(
-        field_selector=f"spec.nodeName={node},status.phase!=Failed,status.phase!=Succeeded").items
+        field_selector=f"spec.nodeName={node},status.phase!=Failed,status.phase!=Succeeded"
+    ).items
     assert set(names(on_node)) >= {"llmqu-v1-s2-7d9f8c6b5-x2x9q"}
     assert {p.spec.node_name for p in on_node} == {node}
     not_running = api.list_namespaced_pod("serving", field_selector="status.phase!=Running").items
     assert set(names(not_running)) == {"rerank-v2-s1-6b8c9d7f4-n5j2r", "model-warmup-29140515-8xk2d"}
     one = api.list_namespaced_pod("serving", field_selector="metadata.name=gateway-6f7c9d8b4-b9x4d")
     assert names(one.items) == ["gateway-6f7c9d8b4-b9x4d"]
-    events = core(sim).list_namespaced_event(
-        "serving", field_selector="involvedObject.name=rerank-v2-s1-6b8c9d7f4-n5j2r,reason=FailedScheduling").items
+    events = (
+        core(sim)
+        .list_namespaced_event(
+            "serving", field_selector="involvedObject.name=rerank-v2-s1-6b8c9d7f4-n5j2r,reason=FailedScheduling"
+        )
+        .items
+    )
     assert len(events) == 1 and events[0].message.startswith("0/10 nodes are available: 4 Insufficient nvidia.com/gpu")
     with pytest.raises(ApiException) as exc:
         api.list_namespaced_pod("serving", field_selector="spec.containers=x")
@@ -382,8 +425,9 @@ def test_paging_serves_a_consistent_snapshot(sim: KubeSim, api: Any) -> None:
         if len(pages) == 1:
             # Changes after the first page do not show up in later pages.
             api.create_namespaced_pod("default", lab_pod("aaa-new"))
-            api.delete_namespaced_pod(everything[-1], sim.list("pods")[-1]["metadata"]["namespace"],
-                                      grace_period_seconds=0)
+            api.delete_namespaced_pod(
+                everything[-1], sim.list("pods")[-1]["metadata"]["namespace"], grace_period_seconds=0
+            )
         token = page.metadata._continue
         if not token:
             break
@@ -418,17 +462,22 @@ def read_events(resp: Any, n: int) -> list[Obj]:
 
 def test_raw_watch_streams_events_as_json_lines(sim: KubeSim, api: Any) -> None:
     rv = api.list_namespaced_pod("ml-lab").metadata.resource_version
-    resp = api.list_namespaced_pod("ml-lab", watch=True, resource_version=rv, timeout_seconds=10,
-                                   _preload_content=False)
+    resp = api.list_namespaced_pod(
+        "ml-lab", watch=True, resource_version=rv, timeout_seconds=10, _preload_content=False
+    )
     assert resp.headers["Content-Type"] == "application/json"
     api.create_namespaced_pod("ml-lab", lab_pod())
     api.patch_namespaced_pod("nsight-lab", "ml-lab", {"metadata": {"labels": {"x": "y"}}})
     events = read_events(resp, 2)
     resp.release_conn()
     assert [(e["type"], e["object"]["metadata"]["name"]) for e in events] == [
-        ("ADDED", "nsight-lab"), ("MODIFIED", "nsight-lab")]
+        ("ADDED", "nsight-lab"),
+        ("MODIFIED", "nsight-lab"),
+    ]
     assert events[1]["object"]["metadata"]["labels"]["x"] == "y"
-    assert int(events[1]["object"]["metadata"]["resourceVersion"]) > int(events[0]["object"]["metadata"]["resourceVersion"])
+    assert int(events[1]["object"]["metadata"]["resourceVersion"]) > int(
+        events[0]["object"]["metadata"]["resourceVersion"]
+    )
 
 
 def watch_until(fn: Any, *args: Any, last: str = "zz-end", **kwargs: Any) -> list[tuple[str, str]]:
@@ -447,9 +496,12 @@ def test_watch_path_form_for_one_object(sim: KubeSim, api: Any) -> None:
     api.create_namespaced_pod("ml-lab", lab_pod("other"))
     api.create_namespaced_pod("ml-lab", lab_pod())
     http = urllib3.PoolManager(ca_certs=sim.ca_file)
-    resp = http.request("GET", f"{sim.url}/api/v1/watch/namespaces/ml-lab/pods/nsight-lab"
-                        f"?resourceVersion={rv}&timeoutSeconds=10",
-                        headers={"Authorization": f"Bearer {sim.token}"}, preload_content=False)
+    resp = http.request(
+        "GET",
+        f"{sim.url}/api/v1/watch/namespaces/ml-lab/pods/nsight-lab?resourceVersion={rv}&timeoutSeconds=10",
+        headers={"Authorization": f"Bearer {sim.token}"},
+        preload_content=False,
+    )
     events = read_events(resp, 1)
     resp.release_conn()
     assert [(e["type"], e["object"]["metadata"]["name"]) for e in events] == [("ADDED", "nsight-lab")]
@@ -462,13 +514,16 @@ def test_watch_resumes_after_a_resource_version(sim: KubeSim, api: Any) -> None:
     api.delete_namespaced_pod("nsight-lab", "ml-lab")
     api.create_namespaced_pod("ml-lab", lab_pod("zz-end"))
     assert watch_until(api.list_namespaced_pod, "ml-lab", resource_version=rv) == [
-        ("ADDED", "nsight-lab"), ("MODIFIED", "nsight-lab"), ("DELETED", "nsight-lab"), ("ADDED", "zz-end")]
+        ("ADDED", "nsight-lab"),
+        ("MODIFIED", "nsight-lab"),
+        ("DELETED", "nsight-lab"),
+        ("ADDED", "zz-end"),
+    ]
 
 
 def test_watch_without_resource_version_starts_with_current_objects(api: Any) -> None:
     api.create_namespaced_pod("ml-lab", lab_pod("zz-end"))
-    assert watch_until(api.list_namespaced_pod, "ml-lab") == [
-        ("ADDED", "gpu-smoke-test"), ("ADDED", "zz-end")]
+    assert watch_until(api.list_namespaced_pod, "ml-lab") == [("ADDED", "gpu-smoke-test"), ("ADDED", "zz-end")]
 
 
 def test_watch_from_a_compacted_resource_version_is_gone(sim: KubeSim, api: Any) -> None:
@@ -522,9 +577,9 @@ def test_watch_with_selector_sees_objects_leave_and_enter(sim: KubeSim, api: Any
     api.patch_namespaced_pod("nsight-lab", "ml-lab", {"metadata": {"labels": {"purpose": "nsight-learning"}}})
     api.create_namespaced_pod("ml-lab", lab_pod("not-selected") | {"metadata": {"name": "not-selected"}})
     api.create_namespaced_pod("ml-lab", lab_pod("zz-end"))
-    assert watch_until(api.list_namespaced_pod, "ml-lab", resource_version=rv,
-                       label_selector="purpose=nsight-learning") == [
-        ("DELETED", "nsight-lab"), ("ADDED", "nsight-lab"), ("ADDED", "zz-end")]
+    assert watch_until(
+        api.list_namespaced_pod, "ml-lab", resource_version=rv, label_selector="purpose=nsight-learning"
+    ) == [("DELETED", "nsight-lab"), ("ADDED", "nsight-lab"), ("ADDED", "zz-end")]
 
 
 # ---- update, patch, delete --------------------------------------------------------------------------
@@ -537,9 +592,14 @@ def test_patch_types_and_status_subresource(sim: KubeSim, api: Any) -> None:
     pod = api.read_namespaced_pod("nsight-lab", "ml-lab")
     assert pod.spec.containers[0].image == "img:2" and pod.spec.containers[0].command == ["sleep", "infinity"]
     # JSON patch
-    api.patch_namespaced_pod("nsight-lab", "ml-lab", [
-        {"op": "add", "path": "/metadata/labels/jp", "value": "1"},
-        {"op": "remove", "path": "/metadata/labels/purpose"}])
+    api.patch_namespaced_pod(
+        "nsight-lab",
+        "ml-lab",
+        [
+            {"op": "add", "path": "/metadata/labels/jp", "value": "1"},
+            {"op": "remove", "path": "/metadata/labels/purpose"},
+        ],
+    )
     assert sim.requests[-1].headers["Content-Type"] == "application/json-patch+json"
     labels = sim.get("pods", "ml-lab", "nsight-lab")["metadata"]["labels"]  # type: ignore[index]
     assert labels == {"jp": "1"}
@@ -556,8 +616,10 @@ def test_patch_types_and_status_subresource(sim: KubeSim, api: Any) -> None:
         api.replace_namespaced_pod("nsight-lab", "ml-lab", stale)
     body = status_of(exc.value)
     assert exc.value.status == 409 and body["reason"] == "Conflict"
-    assert body["message"] == ('Operation cannot be fulfilled on pods "nsight-lab": the object has been '
-                               'modified; please apply your changes to the latest version and try again')
+    assert body["message"] == (
+        'Operation cannot be fulfilled on pods "nsight-lab": the object has been '
+        "modified; please apply your changes to the latest version and try again"
+    )
     history = sim.history("pods", "ml-lab", "nsight-lab")
     assert len(history) >= 5 and history[0]["spec"]["containers"][0]["image"].endswith("1.0-1")  # type: ignore[index]
 
@@ -566,20 +628,28 @@ def test_graceful_pod_delete_marks_then_removes(sim: KubeSim, api: Any) -> None:
     name = "llmqu-v1-s2-7d9f8c6b5-x2x9q"
     uid = sim.get("pods", "serving", name)["metadata"]["uid"]  # type: ignore[index]
     with pytest.raises(ApiException) as exc:
-        api.delete_namespaced_pod(name, "serving", body=client.V1DeleteOptions(
-            preconditions=client.V1Preconditions(uid="not-" + uid)))
+        api.delete_namespaced_pod(
+            name, "serving", body=client.V1DeleteOptions(preconditions=client.V1Preconditions(uid="not-" + uid))
+        )
     body = status_of(exc.value)
     assert exc.value.status == 409 and body["message"] == (
         f'Operation cannot be fulfilled on pods "{name}": Precondition failed: UID in precondition: '
-        f"not-{uid}, UID in object meta: {uid}")
+        f"not-{uid}, UID in object meta: {uid}"
+    )
     rv = api.list_namespaced_pod("serving").metadata.resource_version
-    out = api.delete_namespaced_pod(name, "serving", body=client.V1DeleteOptions(
-        preconditions=client.V1Preconditions(uid=uid)))
+    out = api.delete_namespaced_pod(
+        name, "serving", body=client.V1DeleteOptions(preconditions=client.V1Preconditions(uid=uid))
+    )
     assert out.metadata.deletion_timestamp is not None and out.metadata.deletion_grace_period_seconds == 60
     seen: list[tuple[str, bool]] = []
     w = new_watch()
-    for e in w.stream(api.list_namespaced_pod, "serving", resource_version=rv, timeout_seconds=20,
-                      field_selector=f"metadata.name={name}"):
+    for e in w.stream(
+        api.list_namespaced_pod,
+        "serving",
+        resource_version=rv,
+        timeout_seconds=20,
+        field_selector=f"metadata.name={name}",
+    ):
         seen.append((e["type"], e["object"].metadata.deletion_timestamp is not None))
         if e["type"] == "DELETED":
             w.stop()
@@ -622,20 +692,31 @@ def test_pod_log(sim: KubeSim, api: Any) -> None:
         api.read_namespaced_pod_log("llmqu-v1-s2-7d9f8c6b5-x2x9q", "serving")
     assert status_of(exc.value)["message"] == (
         "a container name must be specified for pod llmqu-v1-s2-7d9f8c6b5-x2x9q, choose one of: "
-        "[model-server probe] or one of the init containers: [fetch-model model-runtime]")
+        "[model-server probe] or one of the init containers: [fetch-model model-runtime]"
+    )
     sim.append_log("serving", "llmqu-v1-s2-7d9f8c6b5-x2x9q", "ready\n", container="model-runtime")
     assert api.read_namespaced_pod_log("llmqu-v1-s2-7d9f8c6b5-x2x9q", "serving", container="model-runtime") == "ready\n"
     with pytest.raises(ApiException) as exc:
         api.read_namespaced_pod_log("rerank-v2-s1-6b8c9d7f4-n5j2r", "serving", container="model-server")
     assert status_of(exc.value)["message"] == (
-        'container "model-server" in pod "rerank-v2-s1-6b8c9d7f4-n5j2r" is waiting to start: ContainerCreating')
+        'container "model-server" in pod "rerank-v2-s1-6b8c9d7f4-n5j2r" is waiting to start: ContainerCreating'
+    )
 
 
 def test_server_side_tables(sim: KubeSim) -> None:
     _, table, _ = raw_get(sim, "/api/v1/namespaces/serving/pods?includeObject=None", accept=TABLE)
     assert table["kind"] == "Table" and table["apiVersion"] == "meta.k8s.io/v1"
     assert [c["name"] for c in table["columnDefinitions"]] == [
-        "Name", "Ready", "Status", "Restarts", "Age", "IP", "Node", "Nominated Node", "Readiness Gates"]
+        "Name",
+        "Ready",
+        "Status",
+        "Restarts",
+        "Age",
+        "IP",
+        "Node",
+        "Nominated Node",
+        "Readiness Gates",
+    ]
     rows = {r["cells"][0]: r for r in table["rows"]}
     assert rows["llmqu-v1-s2-7d9f8c6b5-x2x9q"]["cells"][1:3] == ["2/2", "Running"]
     assert rows["llmqu-v1-s2-7d9f8c6b5-k8mzt"]["cells"][3].startswith("2 (")
@@ -685,8 +766,7 @@ def test_tls_needs_the_ca(sim: KubeSim, kubeconfig: Path) -> None:
 
 
 def test_exec_credential_plugin_is_run_by_the_client(sim: KubeSim, tmp_path: Path) -> None:
-    path = sim.write_kubeconfig(tmp_path / "kubeconfig", {"stg-online-use1": {"namespace": "serving"}},
-                                auth="exec")
+    path = sim.write_kubeconfig(tmp_path / "kubeconfig", {"stg-online-use1": {"namespace": "serving"}}, auth="exec")
     api = client.CoreV1Api(client_from(path, "stg-online-use1"))
     assert len(api.list_namespaced_pod("serving").items) > 0
     runs = [json.loads(line) for line in sim.exec_log.read_text().splitlines()]
@@ -696,8 +776,11 @@ def test_exec_credential_plugin_is_run_by_the_client(sim: KubeSim, tmp_path: Pat
 
 
 def test_kmock_reactions_take_precedence(sim: KubeSim, api: Any) -> None:
-    sim.emulator["get /api/v1/nodes"][:1] << 503 << {"kind": "Status", "apiVersion": "v1", "status": "Failure",
-                                                     "reason": "ServiceUnavailable", "code": 503}
+    (
+        sim.emulator["get /api/v1/nodes"][:1]
+        << 503
+        << {"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "ServiceUnavailable", "code": 503}
+    )
     with pytest.raises(ApiException) as exc:
         api.list_node()
     assert exc.value.status == 503

@@ -32,16 +32,36 @@ def sim() -> Iterator[KubeSim]:
         yield server
 
 
-def open_exec(sim: KubeSim, command: list[str], *, pod: str = POD, ns: str = NS, stdin: bool = False,
-              tty: bool = False, container: str | None = None, binary: bool = False) -> Any:
+def open_exec(
+    sim: KubeSim,
+    command: list[str],
+    *,
+    pod: str = POD,
+    ns: str = NS,
+    stdin: bool = False,
+    tty: bool = False,
+    container: str | None = None,
+    binary: bool = False,
+) -> Any:
     """An open exec (``_preload_content=False``); each with its own ApiClient, as the
     client's stream() mutates the one it is given."""
     api = client.CoreV1Api(sim.api_client())
     kwargs: dict[str, Any] = {}
     if container:
         kwargs["container"] = container
-    return stream(api.connect_get_namespaced_pod_exec, pod, ns, command=command, stdin=stdin,
-                  stdout=True, stderr=not tty, tty=tty, _preload_content=False, binary=binary, **kwargs)
+    return stream(
+        api.connect_get_namespaced_pod_exec,
+        pod,
+        ns,
+        command=command,
+        stdin=stdin,
+        stdout=True,
+        stderr=not tty,
+        tty=tty,
+        _preload_content=False,
+        binary=binary,
+        **kwargs,
+    )
 
 
 def run(sim: KubeSim, command: list[str], **kwargs: Any) -> tuple[str, str, int]:
@@ -56,9 +76,10 @@ def test_exit_code_and_separate_streams(sim: KubeSim) -> None:
     assert resp.read_stdout() == "out\n" and resp.read_stderr() == "err\n"
     status = json.loads(resp.peek_channel(3))
     assert status == {
-        "metadata": {}, "status": "Failure",
+        "metadata": {},
+        "status": "Failure",
         "message": "command terminated with non-zero exit code: error executing command "
-                   "[sh -c echo out; echo err >&2; exit 3], exit code 3",
+        "[sh -c echo out; echo err >&2; exit 3], exit code 3",
         "reason": "NonZeroExitCode",
         "details": {"causes": [{"reason": "ExitCode", "message": "3"}]},
     }
@@ -88,17 +109,28 @@ def test_stdin_text_and_binary_frames_then_close_in_v5(sim: KubeSim) -> None:
 
 def test_v4_through_the_client(sim: KubeSim) -> None:
     api = client.CoreV1Api(sim.api_client())
-    resp = stream(api.connect_get_namespaced_pod_exec, POD, NS, command=["sh", "-c", "echo v4; exit 4"],
-                  stdout=True, stderr=True, stdin=False, tty=False, _preload_content=False,
-                  _headers={"sec-websocket-protocol": "v4.channel.k8s.io"})
+    resp = stream(
+        api.connect_get_namespaced_pod_exec,
+        POD,
+        NS,
+        command=["sh", "-c", "echo v4; exit 4"],
+        stdout=True,
+        stderr=True,
+        stdin=False,
+        tty=False,
+        _preload_content=False,
+        _headers={"sec-websocket-protocol": "v4.channel.k8s.io"},
+    )
     resp.run_forever(timeout=30)
     assert resp.subprotocol == "v4.channel.k8s.io"
     assert (resp.read_stdout(), resp.returncode) == ("v4\n", 4)
 
 
 def _raw_exec(sim: KubeSim, command: list[str], protocol: str, stdin: bool = False) -> websocket.WebSocket:
-    query = urlencode([("command", c) for c in command] + [("stdout", "true"), ("stderr", "true"),
-                                                          ("stdin", "true" if stdin else "false")])
+    query = urlencode(
+        [("command", c) for c in command]
+        + [("stdout", "true"), ("stderr", "true"), ("stdin", "true" if stdin else "false")]
+    )
     url = sim.url.replace("https://", "wss://") + f"/api/v1/namespaces/{NS}/pods/{POD}/exec?{query}"
     ws = websocket.WebSocket(sslopt={"cert_reqs": ssl.CERT_REQUIRED, "ca_certs": sim.ca_file})
     ws.connect(url, header=[f"Authorization: Bearer {sim.token}"], subprotocols=[protocol])  # type: ignore[no-untyped-call]
@@ -208,20 +240,31 @@ def _handshake_error(sim: KubeSim, pod: str, ns: str, **kwargs: Any) -> tuple[in
     reason = str(exc.value.reason)
     code = int(reason.split("Handshake status ")[1].split()[0])
     text = reason.rsplit("-+-+- ", 1)[1].strip()
-    body = json.loads(text[text.index("{"):text.rindex("}") + 1])
+    body = json.loads(text[text.index("{") : text.rindex("}") + 1])
     return code, body
 
 
 def test_handshake_errors(sim: KubeSim) -> None:
-    assert _handshake_error(sim, "nope", NS) == (404, {
-        "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
-        "message": 'pods "nope" not found', "reason": "NotFound", "code": 404,
-        "details": {"name": "nope", "kind": "pods"}})
+    assert _handshake_error(sim, "nope", NS) == (
+        404,
+        {
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Failure",
+            "message": 'pods "nope" not found',
+            "reason": "NotFound",
+            "code": 404,
+            "details": {"name": "nope", "kind": "pods"},
+        },
+    )
     code, body = _handshake_error(sim, "rerank-v2-s1-6b8c9d7f4-n5j2r", "serving", container="model-server")
     assert (code, body["message"]) == (400, "pod rerank-v2-s1-6b8c9d7f4-n5j2r does not have a host assigned")
     code, body = _handshake_error(sim, "model-warmup-29140515-8xk2d", "serving")
     assert (code, body["message"]) == (
-        400, "cannot exec into a container in a completed pod; current phase is Succeeded")
+        400,
+        "cannot exec into a container in a completed pod; current phase is Succeeded",
+    )
     code, body = _handshake_error(sim, "llmqu-v1-s2-7d9f8c6b5-x2x9q", "serving", container="fetch-model")
     assert (code, body["message"]) == (400, 'container not found ("fetch-model")')
     code, body = _handshake_error(sim, "llmqu-v1-s2-7d9f8c6b5-x2x9q", "serving", container="nope")
@@ -230,10 +273,12 @@ def test_handshake_errors(sim: KubeSim) -> None:
     code, body = _handshake_error(sim, POD, NS)
     assert code == 403 and body["message"] == (
         f'pods "{POD}" is forbidden: User "sim-user" cannot create resource "pods/exec" in API group "" '
-        f'in the namespace "{NS}"')
+        f'in the namespace "{NS}"'
+    )
     # Exec into the sidecar of a serving pod works.
-    out, _, code = run(sim, ["echo", "in-sidecar"], pod="llmqu-v1-s2-7d9f8c6b5-x2x9q", ns="serving",
-                       container="model-runtime")
+    out, _, code = run(
+        sim, ["echo", "in-sidecar"], pod="llmqu-v1-s2-7d9f8c6b5-x2x9q", ns="serving", container="model-runtime"
+    )
     assert (out, code) == ("in-sidecar\n", 0)
 
 
@@ -285,7 +330,7 @@ def _tar_of(name: str, size: int, block: bytes) -> tuple[bytes, str]:
 
 def _chunks(data: bytes, size: int = 1 << 20) -> Iterator[bytes]:
     for i in range(0, len(data), size):
-        yield data[i:i + size]
+        yield data[i : i + size]
 
 
 @pytest.mark.parametrize("mib", [pytest.param(48, id="48MiB"), pytest.param(300, id="300MiB", marks=pytest.mark.slow)])
@@ -321,7 +366,9 @@ def test_socket_drops_mid_copy_out(sim: KubeSim) -> None:
 def test_socket_drops_mid_copy_in(sim: KubeSim) -> None:
     sim.faults.drop_exec_after(2 << 20, direction="in")
     resp = open_exec(sim, ["sh", "-c", "cat > /tmp/upload.bin"], stdin=True, binary=True)
-    with pytest.raises((websocket.WebSocketConnectionClosedException, BrokenPipeError, ConnectionResetError, ssl.SSLError)):
+    with pytest.raises(
+        (websocket.WebSocketConnectionClosedException, BrokenPipeError, ConnectionResetError, ssl.SSLError)
+    ):
         for chunk in _chunks(os.urandom(16 << 20), 256 << 10):
             resp.write_stdin(chunk)
             resp.update(timeout=0.01)
@@ -346,7 +393,13 @@ def test_a_crafted_tar_can_stand_in_for_the_pods_tar(sim: KubeSim) -> None:
         info.size = 5
         tar.addfile(info, io.BytesIO(b"owned"))
     crafted = buf.getvalue()
-    sim.put_tool(NS, POD, "tar", f"#!/bin/sh\nexec {sys.executable} -c \"import sys; sys.stdout.buffer.write(bytes.fromhex('{crafted.hex()}'))\"\n")
+    sim.put_tool(
+        NS,
+        POD,
+        "tar",
+        f'#!/bin/sh\nexec {sys.executable} -c "import sys; '
+        f"sys.stdout.buffer.write(bytes.fromhex('{crafted.hex()}'))\"\n",
+    )
     resp = open_exec(sim, ["tar", "cf", "-", "/tmp/lesson1.py"], binary=True)
     data, _ = _read_all_binary(resp)
     assert data == crafted

@@ -23,6 +23,7 @@ def needs_kubectl(test: F) -> F:
     skip = pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed")
     return cast(F, pytest.mark.kubectl(skip(test)))
 
+
 NODES = "get /api/v1/nodes"
 CTX = "c"
 
@@ -114,7 +115,8 @@ def test_a_chunked_answer_that_stops(sim: KubeSim, cfg: Path) -> None:
     sim.faults.truncated_json(NODES, chunked=True)
     code, _, err = get_nodes(cfg)
     assert code == 1 and err.endswith(
-        "unexpected error when reading response body. Please retry. Original error: unexpected EOF")
+        "unexpected error when reading response body. Please retry. Original error: unexpected EOF"
+    )
     sim.faults.truncated_json(NODES, chunked=True)
     with pytest.raises(http.client.IncompleteRead) as exc:
         fetch(sim)
@@ -125,23 +127,36 @@ def test_a_chunked_answer_that_stops(sim: KubeSim, cfg: Path) -> None:
 @needs_kubectl
 def test_server_errors_with_and_without_a_status_body(sim: KubeSim, cfg: Path) -> None:
     sim.faults.status_error(NODES)
-    assert get_nodes(cfg)[2] == "Error from server (InternalError): Internal error occurred: etcdserver: request timed out"
+    assert (
+        get_nodes(cfg)[2] == "Error from server (InternalError): Internal error occurred: etcdserver: request timed out"
+    )
     sim.faults.plain_error(NODES, code=502)
     assert get_nodes(cfg)[2] == (
         'Error from server (InternalError): an error on the server ("upstream connect error or disconnect/reset '
-        'before headers. reset reason: connection failure") has prevented the request from succeeding (get nodes)')
+        'before headers. reset reason: connection failure") has prevented the request from succeeding (get nodes)'
+    )
     sim.faults.plain_error(NODES, code=503)
     assert get_nodes(cfg)[2] == (
-        "Error from server (ServiceUnavailable): the server is currently unable to handle the request (get nodes)")
+        "Error from server (ServiceUnavailable): the server is currently unable to handle the request (get nodes)"
+    )
     sim.faults.plain_error(NODES, code=503)
     status, headers, body = fetch(sim)
     assert (status, headers["Content-Type"], body) == (503, "text/plain", b"no healthy upstream")
     sim.faults.status_error(NODES, code=500, message="Internal error occurred: boom")
     status, headers, body = fetch(sim)
-    assert (status, json.loads(body)) == (500, {
-        "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
-        "message": "Internal error occurred: boom", "reason": "InternalError", "code": 500,
-        "details": {"causes": [{"message": "boom"}]}})
+    assert (status, json.loads(body)) == (
+        500,
+        {
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Failure",
+            "message": "Internal error occurred: boom",
+            "reason": "InternalError",
+            "code": 500,
+            "details": {"causes": [{"message": "boom"}]},
+        },
+    )
     assert statuses(sim) == [500, 502, 503, 503, 500]
 
 
@@ -250,6 +265,8 @@ def test_faults_match_patterns_and_count_from_now(sim: KubeSim) -> None:
     sim.faults.clear()
     assert fetch(sim, "/api/v1/namespaces/serving/pods")[0] == 200
     assert [(r.path, r.status) for r in sim.requests] == [
-        ("/api/v1/nodes", 200), ("/api/v1/namespaces/serving/pods", 200)]
+        ("/api/v1/nodes", 200),
+        ("/api/v1/namespaces/serving/pods", 200),
+    ]
     with pytest.raises(ValueError):
         sim.faults.html_page(NODES, times=0)

@@ -55,8 +55,12 @@ def job(name: str, command: list[str], *, restart: str = "Never", **spec: Any) -
     pod_spec = {"restartPolicy": restart, **spec.pop("pod_spec", {})}
     container = {"name": "main", "image": "busybox:1.36", "command": command, **spec.pop("container", {})}
     pod_spec["containers"] = [container]
-    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name},
-            "spec": {**spec, "template": {"spec": pod_spec}}}
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": name},
+        "spec": {**spec, "template": {"spec": pod_spec}},
+    }
 
 
 def create(kubeconfig: Path, obj: Obj) -> None:
@@ -70,8 +74,10 @@ def submit(sim: KubeSim, obj: Obj) -> None:
 
 
 def gpu_spec(instance_type: str) -> Obj:
-    return {"nodeSelector": {"node.kubernetes.io/instance-type": instance_type},
-            "tolerations": [{"key": GPU_RESOURCE, "operator": "Exists"}]}
+    return {
+        "nodeSelector": {"node.kubernetes.io/instance-type": instance_type},
+        "tolerations": [{"key": GPU_RESOURCE, "operator": "Exists"}],
+    }
 
 
 GPU_LIMITS = {"resources": {"limits": {"cpu": "1", "memory": "1Gi", GPU_RESOURCE: "1"}}}
@@ -85,8 +91,10 @@ def finished(sim: KubeSim, name: str, timeout: float = 20) -> Obj:
 
 def running_pod(sim: KubeSim, job_name: str) -> str:
     """The name of the Job's first pod, once it runs."""
-    sim.wait_until(lambda: bool(sim.job_pods(NS, job_name))
-                   and sim.job_pods(NS, job_name)[0]["status"].get("phase") == "Running", what=f"{job_name} running")
+    sim.wait_until(
+        lambda: bool(sim.job_pods(NS, job_name)) and sim.job_pods(NS, job_name)[0]["status"].get("phase") == "Running",
+        what=f"{job_name} running",
+    )
     return str(sim.job_pods(NS, job_name)[0]["metadata"]["name"])
 
 
@@ -105,8 +113,13 @@ def alive(pid: int) -> bool:
 def removed_at(list_fn: Any, name: str, since: str) -> int:
     """The resourceVersion at which a watch from ``since`` saw the object deleted."""
     w = watch.Watch()  # type: ignore[no-untyped-call]
-    for event in w.stream(list_fn, NS, resource_version=since, timeout_seconds=5,  # type: ignore[no-untyped-call]
-                          field_selector=f"metadata.name={name}"):
+    for event in w.stream(
+        list_fn,
+        NS,
+        resource_version=since,
+        timeout_seconds=5,  # type: ignore[no-untyped-call]
+        field_selector=f"metadata.name={name}",
+    ):
         if event["type"] == "DELETED":
             w.stop()  # type: ignore[no-untyped-call]
             return int(event["object"].metadata.resource_version)
@@ -127,8 +140,10 @@ def reasons(sim: KubeSim, name: str) -> list[tuple[str, str, str]]:
 
 def test_job_runs_its_command_and_kubectl_sees_it_complete(sim: KubeSim, kubeconfig: Path) -> None:
     create(kubeconfig, job("hello", ["sh", "-c", "echo hello; echo done >&2"]))
-    assert ok(kubeconfig, "wait", "--for=condition=complete", "job/hello", "--timeout=20s").strip() == \
-        "job.batch/hello condition met"
+    assert (
+        ok(kubeconfig, "wait", "--for=condition=complete", "job/hello", "--timeout=20s").strip()
+        == "job.batch/hello condition met"
+    )
     assert ok(kubeconfig, "logs", "job/hello") == "hello\ndone\n"
     lines = ok(kubeconfig, "get", "jobs").splitlines()
     assert lines[0].split() == ["NAME", "STATUS", "COMPLETIONS", "DURATION", "AGE"]
@@ -140,8 +155,10 @@ def test_job_runs_its_command_and_kubectl_sees_it_complete(sim: KubeSim, kubecon
     assert wide[0].split()[5:] == ["CONTAINERS", "IMAGES", "SELECTOR"]
     assert wide[1].split()[5:] == ["main", "busybox:1.36", f"batch.kubernetes.io/controller-uid={uid}"]
     # As 1.31 ends a Job: SuccessCriteriaMet, then Complete, same reason and message.
-    assert conditions(found) == [("SuccessCriteriaMet", "CompletionsReached", "Reached expected number of succeeded pods"),
-                                 ("Complete", "CompletionsReached", "Reached expected number of succeeded pods")]
+    assert conditions(found) == [
+        ("SuccessCriteriaMet", "CompletionsReached", "Reached expected number of succeeded pods"),
+        ("Complete", "CompletionsReached", "Reached expected number of succeeded pods"),
+    ]
     status = found["status"]
     assert status["succeeded"] == 1 and "failed" not in status and "active" not in status
     assert status["ready"] == 0 and status["terminating"] == 0 and status["uncountedTerminatedPods"] == {}
@@ -150,16 +167,30 @@ def test_job_runs_its_command_and_kubectl_sees_it_complete(sim: KubeSim, kubecon
     assert len(pods) == 1
     pod = pods[0]
     assert pod["metadata"]["generateName"] == "hello-" and pod["status"]["phase"] == "Succeeded"
-    assert pod["metadata"]["ownerReferences"] == [{"apiVersion": "batch/v1", "kind": "Job", "name": "hello",
-                                                   "uid": uid, "controller": True, "blockOwnerDeletion": True}]
+    assert pod["metadata"]["ownerReferences"] == [
+        {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "name": "hello",
+            "uid": uid,
+            "controller": True,
+            "blockOwnerDeletion": True,
+        }
+    ]
     assert pod["status"]["containerStatuses"][0]["state"]["terminated"]["reason"] == "Completed"
-    assert reasons(sim, "hello") == [("Normal", "SuccessfulCreate", f"Created pod: {pod['metadata']['name']}"),
-                                     ("Normal", "Completed", "Job completed")]
+    assert reasons(sim, "hello") == [
+        ("Normal", "SuccessfulCreate", f"Created pod: {pod['metadata']['name']}"),
+        ("Normal", "Completed", "Job completed"),
+    ]
     # kubectl deletes in the background: the Job goes, then its pods.
     assert ok(kubeconfig, "delete", "job", "hello").strip() == 'job.batch "hello" deleted'
     sim.wait_until(lambda: sim.get("pods", NS, pod["metadata"]["name"]) is None, what="the pod collected")
     result = k(kubeconfig, "get", "pods", "-l", "job-name=hello")
-    assert result.returncode == 0 and result.stdout == "" and result.stderr.strip() == "No resources found in ml-lab namespace."
+    assert (
+        result.returncode == 0
+        and result.stdout == ""
+        and result.stderr.strip() == "No resources found in ml-lab namespace."
+    )
     assert sim.server_errors == []
 
 
@@ -171,10 +202,18 @@ def test_server_fills_the_defaults_and_checks_restart_policy(sim: KubeSim, kubec
     uid = got["metadata"]["uid"]
     spec = got["spec"]
     assert (spec["backoffLimit"], spec["completions"], spec["parallelism"]) == (6, 1, 1)
-    assert (spec["completionMode"], spec["suspend"], spec["podReplacementPolicy"]) == ("NonIndexed", False, "TerminatingOrFailed")
+    assert (spec["completionMode"], spec["suspend"], spec["podReplacementPolicy"]) == (
+        "NonIndexed",
+        False,
+        "TerminatingOrFailed",
+    )
     assert spec["selector"] == {"matchLabels": {"batch.kubernetes.io/controller-uid": uid}}
-    generated = {"batch.kubernetes.io/controller-uid": uid, "batch.kubernetes.io/job-name": "defaults",
-                 "controller-uid": uid, "job-name": "defaults"}
+    generated = {
+        "batch.kubernetes.io/controller-uid": uid,
+        "batch.kubernetes.io/job-name": "defaults",
+        "controller-uid": uid,
+        "job-name": "defaults",
+    }
     assert spec["template"]["metadata"]["labels"] == {"app": "probe", **generated}
     assert got["metadata"]["labels"] == {"app": "probe", **generated}  # a Job without labels takes its template's
     container = spec["template"]["spec"]["containers"][0]
@@ -185,42 +224,68 @@ def test_server_fills_the_defaults_and_checks_restart_policy(sim: KubeSim, kubec
     del missing["spec"]["template"]["spec"]["restartPolicy"]
     result = k(kubeconfig, "create", "-f", "-", input=yaml.safe_dump(missing))
     assert result.returncode == 1
-    assert result.stderr.strip() == ('The Job "no-policy" is invalid: spec.template.spec.restartPolicy: '
-                                     'Required value: valid values: "OnFailure", "Never"')
+    assert result.stderr.strip() == (
+        'The Job "no-policy" is invalid: spec.template.spec.restartPolicy: '
+        'Required value: valid values: "OnFailure", "Never"'
+    )
     result = k(kubeconfig, "create", "-f", "-", input=yaml.safe_dump(job("always", ["true"], restart="Always")))
-    assert result.stderr.strip() == ('The Job "always" is invalid: spec.template.spec.restartPolicy: '
-                                     'Unsupported value: "Always": supported values: "OnFailure", "Never"')
+    assert result.stderr.strip() == (
+        'The Job "always" is invalid: spec.template.spec.restartPolicy: '
+        'Unsupported value: "Always": supported values: "OnFailure", "Never"'
+    )
     api: Any = client.BatchV1Api(sim.api_client())
     with pytest.raises(ApiException) as err:
         api.create_namespaced_job(NS, job("negative", ["true"], backoffLimit=-1))
     assert err.value.status == 422
-    assert json.loads(str(err.value.body))["message"] == \
-        'Job.batch "negative" is invalid: spec.backoffLimit: Invalid value: -1: must be greater than or equal to 0'
+    assert (
+        json.loads(str(err.value.body))["message"]
+        == 'Job.batch "negative" is invalid: spec.backoffLimit: Invalid value: -1: must be greater than or equal to 0'
+    )
     assert sim.get("jobs", NS, "no-policy") is None and sim.get("jobs", NS, "always") is None
 
 
 def test_discovery_lists_jobs_in_batch(sim: KubeSim, kubeconfig: Path) -> None:
     lines = ok(kubeconfig, "api-resources", "--api-group=batch").splitlines()
-    assert [line.split() for line in lines] == [["NAME", "SHORTNAMES", "APIVERSION", "NAMESPACED", "KIND"],
-                                                ["jobs", "batch/v1", "true", "Job"]]
+    assert [line.split() for line in lines] == [
+        ["NAME", "SHORTNAMES", "APIVERSION", "NAMESPACED", "KIND"],
+        ["jobs", "batch/v1", "true", "Job"],
+    ]
     submit(sim, job("listed", ["true"]))
     finished(sim, "listed")
     assert "job.batch/listed" in ok(kubeconfig, "get", "all", "-o", "name").split()
-    assert ok(kubeconfig, "get", "jobs", "--field-selector", "status.successful=1", "-o", "name").strip() == "job.batch/listed"
+    assert (
+        ok(kubeconfig, "get", "jobs", "--field-selector", "status.successful=1", "-o", "name").strip()
+        == "job.batch/listed"
+    )
 
 
 def test_configmap_volume_and_env_reach_the_process(sim: KubeSim, kubeconfig: Path) -> None:
-    sweep = ("import json, os, sys\n"
-             "out = {'gpu': os.environ['GPU'], 'pod': os.environ['POD'], 'args': sys.argv[1:]}\n"
-             "print('noise before the result')\n"
-             "print('---BEGIN RESULT---'); print(json.dumps(out)); print('---END RESULT---')\n")
-    ok(kubeconfig, "create", "configmap", "fleet-sweep", "--from-literal=sweep.py=" + sweep,
-       "--from-literal=note.txt=read from the mount")
-    body = job("sweep", ["python3", "/lab/sweep.py", "--json", "-"],
-               pod_spec={"volumes": [{"name": "lab", "configMap": {"name": "fleet-sweep"}}]},
-               container={"volumeMounts": [{"name": "lab", "mountPath": "/lab"}],
-                          "env": [{"name": "GPU", "value": "l4"},
-                                  {"name": "POD", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}]})
+    sweep = (
+        "import json, os, sys\n"
+        "out = {'gpu': os.environ['GPU'], 'pod': os.environ['POD'], 'args': sys.argv[1:]}\n"
+        "print('noise before the result')\n"
+        "print('---BEGIN RESULT---'); print(json.dumps(out)); print('---END RESULT---')\n"
+    )
+    ok(
+        kubeconfig,
+        "create",
+        "configmap",
+        "fleet-sweep",
+        "--from-literal=sweep.py=" + sweep,
+        "--from-literal=note.txt=read from the mount",
+    )
+    body = job(
+        "sweep",
+        ["python3", "/lab/sweep.py", "--json", "-"],
+        pod_spec={"volumes": [{"name": "lab", "configMap": {"name": "fleet-sweep"}}]},
+        container={
+            "volumeMounts": [{"name": "lab", "mountPath": "/lab"}],
+            "env": [
+                {"name": "GPU", "value": "l4"},
+                {"name": "POD", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+            ],
+        },
+    )
     create(kubeconfig, body)
     ok(kubeconfig, "wait", "--for=condition=complete", "job/sweep", "--timeout=20s")
     log = ok(kubeconfig, "logs", "job/sweep")
@@ -228,12 +293,26 @@ def test_configmap_volume_and_env_reach_the_process(sim: KubeSim, kubeconfig: Pa
     pod = sim.job_pods(NS, "sweep")[0]["metadata"]["name"]
     assert result == {"gpu": "l4", "pod": pod, "args": ["--json", "-"]}
     # A python3 one-liner reading a mounted file; the files are read-only.
-    one_liner = job("reader", ["python3", "-c", "print(open('/lab/note.txt').read())"],
-                    pod_spec={"volumes": [{"name": "lab", "configMap": {"name": "fleet-sweep",
-                                                                       "items": [{"key": "note.txt", "path": "note.txt"}]}}]},
-                    container={"volumeMounts": [{"name": "lab", "mountPath": "/lab"}],
-                               "command": ["python3", "-c", "print(open('/lab/note.txt').read(), flush=True); "
-                                                       "import time; time.sleep(30)"]})
+    one_liner = job(
+        "reader",
+        ["python3", "-c", "print(open('/lab/note.txt').read())"],
+        pod_spec={
+            "volumes": [
+                {
+                    "name": "lab",
+                    "configMap": {"name": "fleet-sweep", "items": [{"key": "note.txt", "path": "note.txt"}]},
+                }
+            ]
+        },
+        container={
+            "volumeMounts": [{"name": "lab", "mountPath": "/lab"}],
+            "command": [
+                "python3",
+                "-c",
+                "print(open('/lab/note.txt').read(), flush=True); import time; time.sleep(30)",
+            ],
+        },
+    )
     submit(sim, one_liner)
     reader = running_pod(sim, "reader")
     mounted = sim.pod_path(NS, reader, "/lab")
@@ -248,24 +327,38 @@ def test_configmap_over_one_mebibyte_is_refused(sim: KubeSim) -> None:
     with pytest.raises(ApiException) as err:
         core.create_namespaced_config_map(NS, {"metadata": {"name": "big"}, "data": {"sweep.py": "#" * (1 << 20)}})
     assert err.value.status == 422
-    assert json.loads(str(err.value.body))["message"] == \
-        'ConfigMap "big" is invalid: []: Too long: must have at most 1048576 bytes'
+    assert (
+        json.loads(str(err.value.body))["message"]
+        == 'ConfigMap "big" is invalid: []: Too long: must have at most 1048576 bytes'
+    )
     # Keys count too; exactly 1 MiB is allowed.
     assert validate_configmap({"data": {"a": "#" * ((1 << 20) - 1)}}) == []
     assert validate_configmap({"data": {"ab": "#" * ((1 << 20) - 1)}}) != []
 
 
 def test_missing_configmap_keeps_the_pod_in_container_creating(sim: KubeSim, kubeconfig: Path) -> None:
-    body = job("needs-cm", ["cat", "/cfg/x"], pod_spec={"volumes": [{"name": "cfg", "configMap": {"name": "later"}}]},
-               container={"volumeMounts": [{"name": "cfg", "mountPath": "/cfg"}]})
+    body = job(
+        "needs-cm",
+        ["cat", "/cfg/x"],
+        pod_spec={"volumes": [{"name": "cfg", "configMap": {"name": "later"}}]},
+        container={"volumeMounts": [{"name": "cfg", "mountPath": "/cfg"}]},
+    )
     create(kubeconfig, body)
-    sim.wait_until(lambda: any(e["reason"] == "FailedMount" for p in sim.job_pods(NS, "needs-cm")
-                               for e in sim.events_for(NS, p["metadata"]["name"])), what="FailedMount")
+    sim.wait_until(
+        lambda: any(
+            e["reason"] == "FailedMount"
+            for p in sim.job_pods(NS, "needs-cm")
+            for e in sim.events_for(NS, p["metadata"]["name"])
+        ),
+        what="FailedMount",
+    )
     pod = sim.job_pods(NS, "needs-cm")[0]
     name = pod["metadata"]["name"]
     event = next(e for e in sim.events_for(NS, name) if e["reason"] == "FailedMount")
     assert (event["type"], event["message"]) == (
-        "Warning", 'MountVolume.SetUp failed for volume "cfg" : configmap "later" not found')
+        "Warning",
+        'MountVolume.SetUp failed for volume "cfg" : configmap "later" not found',
+    )
     assert ok(kubeconfig, "get", "pod", name, "--no-headers").split()[1:3] == ["0/1", "ContainerCreating"]
     assert "podIP" not in sim.get("pods", NS, name)["status"]  # type: ignore[index]
     # The kubelet keeps trying: once the ConfigMap exists the Job runs.
@@ -279,12 +372,16 @@ def test_missing_configmap_keeps_the_pod_in_container_creating(sim: KubeSim, kub
 
 def test_failing_job_with_backoff_limit_zero_fails_once(sim: KubeSim, kubeconfig: Path) -> None:
     create(kubeconfig, job("broken", ["sh", "-c", "echo about to fail >&2; exit 3"], backoffLimit=0))
-    assert ok(kubeconfig, "wait", "--for=condition=failed", "job/broken", "--timeout=20s").strip() == \
-        "job.batch/broken condition met"
+    assert (
+        ok(kubeconfig, "wait", "--for=condition=failed", "job/broken", "--timeout=20s").strip()
+        == "job.batch/broken condition met"
+    )
     found = sim.get("jobs", NS, "broken")
     assert found is not None
-    assert conditions(found) == [("FailureTarget", "BackoffLimitExceeded", "Job has reached the specified backoff limit"),
-                                 ("Failed", "BackoffLimitExceeded", "Job has reached the specified backoff limit")]
+    assert conditions(found) == [
+        ("FailureTarget", "BackoffLimitExceeded", "Job has reached the specified backoff limit"),
+        ("Failed", "BackoffLimitExceeded", "Job has reached the specified backoff limit"),
+    ]
     assert found["status"]["failed"] == 1 and "completionTime" not in found["status"]
     pods = sim.job_pods(NS, "broken")
     assert len(pods) == 1 and pods[0]["status"]["phase"] == "Failed"  # a failed pod stays, with its log
@@ -292,7 +389,11 @@ def test_failing_job_with_backoff_limit_zero_fails_once(sim: KubeSim, kubeconfig
     assert (term["exitCode"], term["reason"]) == (3, "Error")
     assert ok(kubeconfig, "logs", "job/broken") == "about to fail\n"
     assert ok(kubeconfig, "get", "job", "broken", "--no-headers").split()[1:3] == ["Failed", "0/1"]
-    assert reasons(sim, "broken")[-1] == ("Warning", "BackoffLimitExceeded", "Job has reached the specified backoff limit")
+    assert reasons(sim, "broken")[-1] == (
+        "Warning",
+        "BackoffLimitExceeded",
+        "Job has reached the specified backoff limit",
+    )
 
 
 def test_backoff_limit_one_makes_two_pods(sim: KubeSim) -> None:
@@ -315,8 +416,9 @@ def test_on_failure_restarts_the_container_then_gives_up(sim: KubeSim) -> None:
     events = reasons(sim, "flaky")
     pod = next(message.split(": ")[1] for _, reason, message in events if reason == "SuccessfulCreate")
     assert ("Normal", "SuccessfulDelete", f"Deleted pod: {pod}") in events
-    restarts = [cs["restartCount"] for v in sim.history("pods", NS, pod) if v
-                for cs in v["status"].get("containerStatuses", [])]
+    restarts = [
+        cs["restartCount"] for v in sim.history("pods", NS, pod) if v for cs in v["status"].get("containerStatuses", [])
+    ]
     assert max(restarts) == 2  # one run and two restarts, then backoffLimit 2 is reached
     assert sim.logs(NS, pod, "main") == "try\ntry\n"  # both runs, one after the other
 
@@ -334,18 +436,27 @@ def test_active_deadline_stops_a_sleeping_job(sim: KubeSim, kubeconfig: Path) ->
     # (In a command, Kubernetes turns "$$" into "$": the pid is written by python instead.)
     sleeper = "import os; open('/tmp/pid', 'w').write(str(os.getpid())); os.execvp('sleep', ['sleep', '30'])"
     create(kubeconfig, job("slow", ["python3", "-c", sleeper], activeDeadlineSeconds=1))
-    sim.wait_until(lambda: bool(sim.job_pods(NS, "slow")) and sim.pod_path(
-        NS, sim.job_pods(NS, "slow")[0]["metadata"]["name"], "/tmp/pid").is_file(), what="the process")
+    sim.wait_until(
+        lambda: (
+            bool(sim.job_pods(NS, "slow"))
+            and sim.pod_path(NS, sim.job_pods(NS, "slow")[0]["metadata"]["name"], "/tmp/pid").is_file()
+        ),
+        what="the process",
+    )
     pod = sim.job_pods(NS, "slow")[0]["metadata"]["name"]
     sim.wait_until(lambda: sim.pod_path(NS, pod, "/tmp/pid").read_text().strip() != "", what="the pid")
     pid = int(sim.pod_path(NS, pod, "/tmp/pid").read_text())
     assert alive(pid)
-    assert ok(kubeconfig, "wait", "--for=condition=failed", "job/slow", "--timeout=20s").strip() == \
-        "job.batch/slow condition met"
+    assert (
+        ok(kubeconfig, "wait", "--for=condition=failed", "job/slow", "--timeout=20s").strip()
+        == "job.batch/slow condition met"
+    )
     found = sim.get("jobs", NS, "slow")
     assert found is not None
-    assert conditions(found) == [("FailureTarget", "DeadlineExceeded", "Job was active longer than specified deadline"),
-                                 ("Failed", "DeadlineExceeded", "Job was active longer than specified deadline")]
+    assert conditions(found) == [
+        ("FailureTarget", "DeadlineExceeded", "Job was active longer than specified deadline"),
+        ("Failed", "DeadlineExceeded", "Job was active longer than specified deadline"),
+    ]
     assert found["status"]["failed"] == 1 and found["status"]["terminating"] == 0
     assert sim.job_pods(NS, "slow") == []  # the running pod was deleted, its process killed
     sim.wait_until(lambda: not alive(pid), timeout=5, what="the sleep killed")
@@ -374,11 +485,20 @@ def test_ttl_after_finished_deletes_the_job_and_its_pods(sim: KubeSim) -> None:
 def test_official_client_creates_reads_and_deletes_with_propagation(sim: KubeSim) -> None:
     api_client = sim.api_client()
     batch: Any = client.BatchV1Api(api_client)
-    created = batch.create_namespaced_job(NS, client.V1Job(
-        metadata=client.V1ObjectMeta(name="probe"),
-        spec=client.V1JobSpec(template=client.V1PodTemplateSpec(spec=client.V1PodSpec(
-            restart_policy="Never",
-            containers=[client.V1Container(name="main", image="busybox", command=["sh", "-c", "sleep 30"])])))))
+    created = batch.create_namespaced_job(
+        NS,
+        client.V1Job(
+            metadata=client.V1ObjectMeta(name="probe"),
+            spec=client.V1JobSpec(
+                template=client.V1PodTemplateSpec(
+                    spec=client.V1PodSpec(
+                        restart_policy="Never",
+                        containers=[client.V1Container(name="main", image="busybox", command=["sh", "-c", "sleep 30"])],
+                    )
+                )
+            ),
+        ),
+    )
     assert created.spec.backoff_limit == 6 and created.metadata.labels["job-name"] == "probe"
     sim.wait_for("jobs", NS, "probe", lambda j: j is not None and j["status"].get("ready") == 1)
     status = batch.read_namespaced_job_status("probe", NS).status
@@ -386,8 +506,9 @@ def test_official_client_creates_reads_and_deletes_with_propagation(sim: KubeSim
     pod = sim.job_pods(NS, "probe")[0]["metadata"]["name"]
     # Foreground: the Job is kept, marked, until its running pod is gone.
     rv = batch.list_namespaced_job(NS).metadata.resource_version
-    answer = json.loads(batch.delete_namespaced_job("probe", NS, propagation_policy="Foreground",
-                                                    _preload_content=False).data)
+    answer = json.loads(
+        batch.delete_namespaced_job("probe", NS, propagation_policy="Foreground", _preload_content=False).data
+    )
     assert answer["metadata"]["finalizers"] == ["foregroundDeletion"] and answer["metadata"]["deletionTimestamp"]
     sim.wait_until(lambda: sim.get("jobs", NS, "probe") is None, what="foreground deletion")
     core: Any = client.CoreV1Api(api_client)
@@ -398,9 +519,11 @@ def test_official_client_creates_reads_and_deletes_with_propagation(sim: KubeSim
     kept = sim.job_pods(NS, "kept")[0]["metadata"]["name"]
     _, code, headers = batch.delete_namespaced_job_with_http_info("kept", NS)
     assert code == 200
-    assert headers["Warning"] == ('299 - "child pods are preserved by default when jobs are deleted; set '
-                                  'propagationPolicy=Background to remove them or set propagationPolicy=Orphan '
-                                  'to suppress this warning"')
+    assert headers["Warning"] == (
+        '299 - "child pods are preserved by default when jobs are deleted; set '
+        "propagationPolicy=Background to remove them or set propagationPolicy=Orphan "
+        'to suppress this warning"'
+    )
     sim.wait_until(lambda: sim.get("jobs", NS, "kept") is None, what="orphaning")
     assert [v["metadata"].get("finalizers") for v in sim.history("jobs", NS, "kept") if v][-1] == ["orphan"]
     orphan = sim.get("pods", NS, kept)
@@ -422,14 +545,21 @@ def test_official_client_creates_reads_and_deletes_with_propagation(sim: KubeSim
 def test_gpu_job_waits_for_a_gpu_and_two_types_run_side_by_side(sim: KubeSim, kubeconfig: Path) -> None:
     # The g6.xlarge's only L4 is held: a Job asking for it stays Pending, in the scheduler's words.
     create(kubeconfig, job("on-g6x", ["true"], pod_spec=gpu_spec("g6.xlarge"), container=GPU_LIMITS))
-    sim.wait_until(lambda: any(e["reason"] == "FailedScheduling" for p in sim.job_pods(NS, "on-g6x")
-                               for e in sim.events_for(NS, p["metadata"]["name"])), what="FailedScheduling")
+    sim.wait_until(
+        lambda: any(
+            e["reason"] == "FailedScheduling"
+            for p in sim.job_pods(NS, "on-g6x")
+            for e in sim.events_for(NS, p["metadata"]["name"])
+        ),
+        what="FailedScheduling",
+    )
     pending = sim.job_pods(NS, "on-g6x")[0]
     assert pending["status"]["phase"] == "Pending" and "nodeName" not in pending["spec"]
     assert pending["status"]["conditions"][0]["message"] == (
         "0/10 nodes are available: 1 Insufficient nvidia.com/gpu, 9 node(s) didn't match Pod's node "
         "affinity/selector. preemption: 0/10 nodes are available: 1 No preemption victims found for "
-        "incoming pod, 9 Preemption is not helpful for scheduling.")
+        "incoming pod, 9 Preemption is not helpful for scheduling."
+    )
     assert ok(kubeconfig, "get", "job", "on-g6x", "--no-headers").split()[1:3] == ["Running", "0/1"]
     # One Job per GPU type: both run at once, each on its own node type, until told to finish.
     wait_go = ["sh", "-c", "echo started on $NODE; while [ ! -f /tmp/go ]; do sleep 0.02; done; echo finished"]
@@ -437,12 +567,16 @@ def test_gpu_job_waits_for_a_gpu_and_two_types_run_side_by_side(sim: KubeSim, ku
     for name, itype in (("sweep-g7e", "g7e.8xlarge"), ("sweep-l4", "g6.12xlarge")):
         submit(sim, job(name, wait_go, pod_spec=gpu_spec(itype), container={**GPU_LIMITS, **node_env}))
     both = ("sweep-g7e", "sweep-l4")
-    sim.wait_until(lambda: all(sim.job_pods(NS, n) and sim.job_pods(NS, n)[0]["status"].get("phase") == "Running"
-                               for n in both), what="both Jobs running")
+    sim.wait_until(
+        lambda: all(sim.job_pods(NS, n) and sim.job_pods(NS, n)[0]["status"].get("phase") == "Running" for n in both),
+        what="both Jobs running",
+    )
     pods = {n: sim.job_pods(NS, n)[0] for n in both}
     nodes = {n: sim.get("nodes", None, p["spec"]["nodeName"]) for n, p in pods.items()}
-    assert {n: node["metadata"]["labels"]["node.kubernetes.io/instance-type"]  # type: ignore[index]
-            for n, node in nodes.items()} == {"sweep-g7e": "g7e.8xlarge", "sweep-l4": "g6.12xlarge"}
+    assert {
+        n: node["metadata"]["labels"]["node.kubernetes.io/instance-type"]  # type: ignore[index]
+        for n, node in nodes.items()
+    } == {"sweep-g7e": "g7e.8xlarge", "sweep-l4": "g6.12xlarge"}
     assert all(sim.get("jobs", NS, n)["status"]["active"] == 1 for n in both)  # type: ignore[index]
     for pod in pods.values():
         sim.pod_path(NS, pod["metadata"]["name"], "/tmp/go").write_text("")
@@ -459,10 +593,24 @@ def test_logs_follow_streams_until_the_container_exits(sim: KubeSim, kubeconfig:
     exe = shutil.which("kubectl")
     assert exe is not None
     proc = subprocess.Popen(
-        [exe, "--kubeconfig", str(kubeconfig), "--context", CTX, "--cache-dir", str(kubeconfig.parent / "cache"),
-         "logs", "-f", "--timestamps", "job/talker"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        env={"HOME": str(kubeconfig.parent), "PATH": "/usr/bin:/bin"})
+        [
+            exe,
+            "--kubeconfig",
+            str(kubeconfig),
+            "--context",
+            CTX,
+            "--cache-dir",
+            str(kubeconfig.parent / "cache"),
+            "logs",
+            "-f",
+            "--timestamps",
+            "job/talker",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={"HOME": str(kubeconfig.parent), "PATH": "/usr/bin:/bin"},
+    )
     timer = threading.Timer(30, proc.kill)
     timer.start()
     try:
@@ -481,8 +629,16 @@ def test_logs_follow_streams_until_the_container_exits(sim: KubeSim, kubeconfig:
 
 
 def test_indexed_job_runs_every_index(sim: KubeSim) -> None:
-    submit(sim, job("indexed", ["sh", "-c", "echo index $JOB_COMPLETION_INDEX"],
-                                      completions=3, parallelism=2, completionMode="Indexed"))
+    submit(
+        sim,
+        job(
+            "indexed",
+            ["sh", "-c", "echo index $JOB_COMPLETION_INDEX"],
+            completions=3,
+            parallelism=2,
+            completionMode="Indexed",
+        ),
+    )
     found = finished(sim, "indexed")
     assert found["status"]["succeeded"] == 3 and found["status"]["completedIndexes"] == "0-2"
     pods = sim.job_pods(NS, "indexed")
@@ -498,7 +654,12 @@ def test_init_container_runs_first_and_suspend_holds_the_job(sim: KubeSim) -> No
     api: Any = client.BatchV1Api(sim.api_client())
     body = job("prepared", ["cat", "/workspace/input"], suspend=True)
     body["spec"]["template"]["spec"]["initContainers"] = [
-        {"name": "prep", "image": "busybox:1.36", "command": ["sh", "-c", "echo from the init container > /workspace/input"]}]
+        {
+            "name": "prep",
+            "image": "busybox:1.36",
+            "command": ["sh", "-c", "echo from the init container > /workspace/input"],
+        }
+    ]
     api.create_namespaced_job(NS, body)
     held = sim.wait_for("jobs", NS, "prepared", has_condition("Suspended"))
     assert held is not None and sim.job_pods(NS, "prepared") == [] and "startTime" not in held["status"]

@@ -73,14 +73,31 @@ def test_count_nodes_per_instance_type(kubeconfig: Path) -> None:
     counts: dict[str, int] = {}
     for line in out.splitlines():
         counts[line.split()[-1]] = counts.get(line.split()[-1], 0) + 1
-    assert counts == {"c8i.4xlarge": 2, "c8i.8xlarge": 1, "c8i.16xlarge": 1, "g6.xlarge": 1,
-                      "g6.12xlarge": 1, "g7e.8xlarge": 4}
+    assert counts == {
+        "c8i.4xlarge": 2,
+        "c8i.8xlarge": 1,
+        "c8i.16xlarge": 1,
+        "g6.xlarge": 1,
+        "g6.12xlarge": 1,
+        "g7e.8xlarge": 4,
+    }
 
 
 def test_get_pods_wide(kubeconfig: Path) -> None:
     lines = ok(kubeconfig, "-n", "serving", "get", "pods", "-o", "wide").splitlines()
-    assert lines[0].split() == ["NAME", "READY", "STATUS", "RESTARTS", "AGE", "IP", "NODE",
-                                "NOMINATED", "NODE", "READINESS", "GATES"]
+    assert lines[0].split() == [
+        "NAME",
+        "READY",
+        "STATUS",
+        "RESTARTS",
+        "AGE",
+        "IP",
+        "NODE",
+        "NOMINATED",
+        "NODE",
+        "READINESS",
+        "GATES",
+    ]
     rows = {line.split()[0]: line.split() for line in lines[1:]}
     assert rows[LLM_POD][1:3] == ["2/2", "Running"] and rows[LLM_POD][6] == G7E
     assert rows["rerank-v2-s1-6b8c9d7f4-n5j2r"][1:3] == ["0/2", "Pending"]
@@ -102,8 +119,13 @@ def test_describe_g7e_node(kubeconfig: Path) -> None:
 def test_init_container_jsonpath_from_the_tutorial(kubeconfig: Path) -> None:
     names = ok(kubeconfig, "get", "pods", "-o", "name").split()
     pod = next(n for n in names if "llmqu-v1-s2" in n)
-    out = ok(kubeconfig, "get", pod, "-o",
-             'jsonpath={range .spec.initContainers[*]}{.name}{"  "}{.restartPolicy}{"  "}{.resources.limits}{"\\n"}{end}')
+    out = ok(
+        kubeconfig,
+        "get",
+        pod,
+        "-o",
+        'jsonpath={range .spec.initContainers[*]}{.name}{"  "}{.restartPolicy}{"  "}{.resources.limits}{"\\n"}{end}',
+    )
     lines = out.splitlines()
     assert lines[0] == 'fetch-model    {"cpu":"1","memory":"2Gi"}'
     assert lines[1] == 'model-runtime  Always  {"cpu":"6","memory":"24Gi","nvidia.com/gpu":"1"}'
@@ -147,10 +169,25 @@ def test_get_pods_watch_sees_a_new_pod(sim: KubeSim, kubeconfig: Path) -> None:
     exe = shutil.which("kubectl")
     assert exe is not None
     proc = subprocess.Popen(
-        [exe, "--kubeconfig", str(kubeconfig), "--context", STG, "--cache-dir", str(kubeconfig.parent / "cache"),
-         "-n", "ml-lab", "get", "pods", "-w"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        env={"HOME": str(kubeconfig.parent), "PATH": "/usr/bin:/bin"})
+        [
+            exe,
+            "--kubeconfig",
+            str(kubeconfig),
+            "--context",
+            STG,
+            "--cache-dir",
+            str(kubeconfig.parent / "cache"),
+            "-n",
+            "ml-lab",
+            "get",
+            "pods",
+            "-w",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={"HOME": str(kubeconfig.parent), "PATH": "/usr/bin:/bin"},
+    )
     timer = threading.Timer(30, proc.kill)
     timer.start()
     try:
@@ -181,8 +218,9 @@ def test_chunked_list_over_tls(sim: KubeSim, kubeconfig: Path) -> None:
 
 
 def test_exec_credential_plugin(sim: KubeSim, tmp_path: Path) -> None:
-    path = sim.write_kubeconfig(tmp_path / "exec-kubeconfig", {STG: {"namespace": "serving"}},
-                                current=None, auth="exec")
+    path = sim.write_kubeconfig(
+        tmp_path / "exec-kubeconfig", {STG: {"namespace": "serving"}}, current=None, auth="exec"
+    )
     out = ok(path, "get", "nodes", "--chunk-size=2", "--no-headers")
     assert len(out.splitlines()) == 10
     assert sim.exec_log.read_text().count(STG) >= 1
@@ -200,7 +238,8 @@ def test_auth_can_i_follows_deny_rules(sim: KubeSim, kubeconfig: Path) -> None:
     assert result.returncode == 1
     assert result.stderr.strip() == (
         f'Error from server (Forbidden): pods "{LLM_POD}" is forbidden: User "stg-user" cannot get '
-        'resource "pods" in API group "" in the namespace "serving"')
+        'resource "pods" in API group "" in the namespace "serving"'
+    )
 
 
 def test_events_and_namespaces_tables(kubeconfig: Path) -> None:
@@ -213,7 +252,9 @@ def test_events_and_namespaces_tables(kubeconfig: Path) -> None:
 
 
 def test_exec_passes_exit_code_and_stdin(kubeconfig: Path) -> None:
-    result = kubectl(kubeconfig, "dev-ml-use1", "exec", "gpu-smoke-test", "--", "sh", "-c", "echo hi; echo err >&2; exit 3")
+    result = kubectl(
+        kubeconfig, "dev-ml-use1", "exec", "gpu-smoke-test", "--", "sh", "-c", "echo hi; echo err >&2; exit 3"
+    )
     assert (result.returncode, result.stdout) == (3, "hi\n")
     assert result.stderr == "err\ncommand terminated with exit code 3\n"
     result = kubectl(kubeconfig, "dev-ml-use1", "exec", "-i", "gpu-smoke-test", "--", "cat", input="from stdin\n")
@@ -225,7 +266,10 @@ def test_cp_in_and_out(sim: KubeSim, kubeconfig: Path, tmp_path: Path) -> None:
     local.write_text('print("lesson 1")\n')
     ok(kubeconfig, "cp", str(local), "gpu-smoke-test:/tmp/lesson1.py", context="dev-ml-use1")
     assert sim.pod_path("ml-lab", "gpu-smoke-test", "/tmp/lesson1.py").read_text() == 'print("lesson 1")\n'
-    assert ok(kubeconfig, "exec", "gpu-smoke-test", "--", "python3", "/tmp/lesson1.py", context="dev-ml-use1") == "lesson 1\n"
+    assert (
+        ok(kubeconfig, "exec", "gpu-smoke-test", "--", "python3", "/tmp/lesson1.py", context="dev-ml-use1")
+        == "lesson 1\n"
+    )
     back = tmp_path / "back.py"
     ok(kubeconfig, "cp", "gpu-smoke-test:/tmp/lesson1.py", str(back), context="dev-ml-use1")
     assert back.read_text() == 'print("lesson 1")\n'

@@ -24,6 +24,7 @@ def needs_kubectl(test: F) -> F:
     skip = pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed")
     return cast(F, pytest.mark.kubectl(skip(test)))
 
+
 NS = "serving"
 LLM_POD = "llmqu-v1-s2-7d9f8c6b5-x2x9q"
 
@@ -77,8 +78,10 @@ subjects:
 def forbidden(what: str, verb: str, resource: str, scope: str, user: str = "alice", group: str = "") -> str:
     """kubectl's line for the API server's RBAC denial."""
     where = "at the cluster scope" if scope == "" else f'in the namespace "{scope}"'
-    return (f'Error from server (Forbidden): {what} is forbidden: User "{user}" cannot {verb} resource '
-            f'"{resource}" in API group "{group}" {where}')
+    return (
+        f'Error from server (Forbidden): {what} is forbidden: User "{user}" cannot {verb} resource '
+        f'"{resource}" in API group "{group}" {where}'
+    )
 
 
 @pytest.fixture
@@ -92,10 +95,13 @@ def sim() -> Iterator[KubeSim]:
 def cfg(sim: KubeSim, tmp_path: Path) -> Path:
     """Contexts ``admin`` (the server's own user, an admin) and ``alice`` (no rights yet)."""
     token = sim.add_user("alice")
-    return sim.write_kubeconfig(tmp_path / "kubeconfig", {
-        "admin": {"namespace": NS},
-        "alice": {"namespace": NS, "token": token, "user": "alice"},
-    })
+    return sim.write_kubeconfig(
+        tmp_path / "kubeconfig",
+        {
+            "admin": {"namespace": NS},
+            "alice": {"namespace": NS, "token": token, "user": "alice"},
+        },
+    )
 
 
 def run(cfg: Path, context: str, *args: str, stdin: str | None = None) -> tuple[int, str, str]:
@@ -114,8 +120,9 @@ def grant(sim: KubeSim, docs: str) -> None:
     sim.load(yaml.safe_load_all(docs))
 
 
-def raw(sim: KubeSim, method: str, path: str, token: str | None, headers: dict[str, str] | None = None
-        ) -> tuple[int, Any]:
+def raw(
+    sim: KubeSim, method: str, path: str, token: str | None, headers: dict[str, str] | None = None
+) -> tuple[int, Any]:
     ctx = ssl.create_default_context(cafile=sim.ca_file)
     conn = http.client.HTTPSConnection("127.0.0.1", sim.port, context=ctx, timeout=10)
     all_headers = dict(headers or {})
@@ -151,7 +158,10 @@ def test_admin_applies_a_role_and_the_user_works_in_its_namespace(sim: KubeSim, 
     assert bindings[1].split()[:2] == ["lab-user", "Role/lab-user"] and bindings[1].split()[3] == "alice"
 
     assert LLM_POD in ok(cfg, "alice", "get", "pods")
-    assert ok(cfg, "alice", "run", "lab", "--image=busybox", "--restart=Never", "--", "sleep", "infinity") == "pod/lab created\n"
+    assert (
+        ok(cfg, "alice", "run", "lab", "--image=busybox", "--restart=Never", "--", "sleep", "infinity")
+        == "pod/lab created\n"
+    )
     sim.wait_for("pods", NS, "lab", lambda p: p is not None and p["status"].get("phase") == "Running")
     sim.append_log(NS, "lab", "step 1 done\n")
     assert ok(cfg, "alice", "logs", "lab") == "step 1 done\n"
@@ -185,17 +195,25 @@ def test_the_user_is_refused_outside_its_grant_in_the_api_servers_words(sim: Kub
     token = sim.add_user("alice")
     status, body = raw(sim, "GET", f"/apis/batch/v1/namespaces/{NS}/jobs", token)
     assert status == 403 and body == {
-        "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
         "message": 'jobs.batch is forbidden: User "alice" cannot list resource "jobs" in API group "batch" '
-                   'in the namespace "serving"',
-        "reason": "Forbidden", "details": {"group": "batch", "kind": "jobs"}, "code": 403}
+        'in the namespace "serving"',
+        "reason": "Forbidden",
+        "details": {"group": "batch", "kind": "jobs"},
+        "code": 403,
+    }
     status, body = raw(sim, "GET", "/api/v1/namespaces/ml-lab/pods/gpu-smoke-test/log", token)
     assert (status, body["message"], body["details"]) == (
-        403, 'pods "gpu-smoke-test" is forbidden: User "alice" cannot get resource "pods/log" in API group "" '
-             'in the namespace "ml-lab"', {"name": "gpu-smoke-test", "kind": "pods"})
+        403,
+        'pods "gpu-smoke-test" is forbidden: User "alice" cannot get resource "pods/log" in API group "" '
+        'in the namespace "ml-lab"',
+        {"name": "gpu-smoke-test", "kind": "pods"},
+    )
     status, body = raw(sim, "GET", "/", token)
-    assert (status, body["message"], body["details"]) == (
-        403, 'forbidden: User "alice" cannot get path "/"', {})
+    assert (status, body["message"], body["details"]) == (403, 'forbidden: User "alice" cannot get path "/"', {})
 
 
 def review(sim: KubeSim, token: str, attributes: dict[str, str], kind: str = "resourceAttributes") -> Any:
@@ -203,8 +221,12 @@ def review(sim: KubeSim, token: str, attributes: dict[str, str], kind: str = "re
     ctx = ssl.create_default_context(cafile=sim.ca_file)
     conn = http.client.HTTPSConnection("127.0.0.1", sim.port, context=ctx, timeout=10)
     body = {"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview", "spec": {kind: attributes}}
-    conn.request("POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", json.dumps(body),
-                 {"Authorization": f"Bearer {token}", "Content-Type": "application/json"})
+    conn.request(
+        "POST",
+        "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
+        json.dumps(body),
+        {"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+    )
     response = conn.getresponse()
     assert response.status == 201
     return json.loads(response.read())["status"]
@@ -217,7 +239,7 @@ def test_auth_can_i_answers_from_the_same_rules(sim: KubeSim, cfg: Path) -> None
         ("create", "pods", "--subresource=exec"): "yes",
         ("get", "pods", "--subresource=status"): "no",
         ("list", "pods", "-A"): "no",
-        ("get", "/api/v1"): "yes",     # discovery is open to every authenticated user
+        ("get", "/api/v1"): "yes",  # discovery is open to every authenticated user
     }.items():
         assert run(cfg, "alice", "auth", "can-i", *args)[1].strip() == answer, args
     # kubectl reads "pods/exec" as the pod named "exec": the answer is the one for pods.
@@ -226,25 +248,41 @@ def test_auth_can_i_answers_from_the_same_rules(sim: KubeSim, cfg: Path) -> None
     # Every verb, through the API kubectl uses.
     token = sim.add_user("alice")
     expected = {
-        ("create", "pods", ""): True, ("get", "pods", ""): True, ("list", "pods", ""): True,
-        ("watch", "pods", ""): True, ("delete", "pods", ""): True, ("update", "pods", ""): False,
-        ("patch", "pods", ""): False, ("deletecollection", "pods", ""): False,
-        ("create", "pods", "exec"): True, ("get", "pods", "exec"): True, ("get", "pods", "log"): True,
-        ("get", "pods", "status"): False, ("create", "pods", "attach"): False,
-        ("list", "events", ""): True, ("watch", "events", ""): False, ("create", "events", ""): False,
-        ("list", "secrets", ""): False, ("get", "configmaps", ""): False,
+        ("create", "pods", ""): True,
+        ("get", "pods", ""): True,
+        ("list", "pods", ""): True,
+        ("watch", "pods", ""): True,
+        ("delete", "pods", ""): True,
+        ("update", "pods", ""): False,
+        ("patch", "pods", ""): False,
+        ("deletecollection", "pods", ""): False,
+        ("create", "pods", "exec"): True,
+        ("get", "pods", "exec"): True,
+        ("get", "pods", "log"): True,
+        ("get", "pods", "status"): False,
+        ("create", "pods", "attach"): False,
+        ("list", "events", ""): True,
+        ("watch", "events", ""): False,
+        ("create", "events", ""): False,
+        ("list", "secrets", ""): False,
+        ("get", "configmaps", ""): False,
     }
     for (verb, resource, sub), allowed in expected.items():
         status = review(sim, token, {"namespace": NS, "verb": verb, "resource": resource, "subresource": sub})
         assert status["allowed"] is allowed, (verb, resource, sub)
         if allowed:
-            assert status["reason"] == 'RBAC: allowed by RoleBinding "lab-user/serving" of Role "lab-user" to User "alice"'
+            assert (
+                status["reason"] == 'RBAC: allowed by RoleBinding "lab-user/serving" of Role "lab-user" to User "alice"'
+            )
     assert review(sim, token, {"namespace": "ml-lab", "verb": "list", "resource": "pods"}) == {"allowed": False}
-    assert review(sim, token, {"namespace": NS, "verb": "get", "resource": "namespaces", "name": NS}) == {"allowed": False}
+    assert review(sim, token, {"namespace": NS, "verb": "get", "resource": "namespaces", "name": NS}) == {
+        "allowed": False
+    }
     assert review(sim, token, {"verb": "get", "path": "/version"}, "nonResourceAttributes") == {
         "allowed": True,
         "reason": 'RBAC: allowed by ClusterRoleBinding "system:discovery" of ClusterRole "system:discovery" '
-                  'to Group "system:authenticated"'}
+        'to Group "system:authenticated"',
+    }
 
 
 @needs_kubectl
@@ -252,7 +290,7 @@ def test_auth_can_i_list_shows_the_rules_of_the_namespace(sim: KubeSim, cfg: Pat
     grant(sim, LAB_ROLE)
     rows = [line.split() for line in ok(cfg, "alice", "auth", "can-i", "--list").splitlines()]
     assert rows[0] == ["Resources", "Non-Resource", "URLs", "Resource", "Names", "Verbs"]
-    by_resource = {row[0]: row[-len(row) + 3:] for row in rows[1:] if not row[0].startswith("[")}
+    by_resource = {row[0]: row[-len(row) + 3 :] for row in rows[1:] if not row[0].startswith("[")}
     assert by_resource["pods"] == ["[create", "get", "list", "watch", "delete]"]
     assert by_resource["pods/exec"] == ["[create", "get]"]
     assert by_resource["pods/log"] == ["[get]"] and by_resource["events"] == ["[list]"]
@@ -273,7 +311,8 @@ def test_a_cluster_role_binding_lets_nodes_through(sim: KubeSim, cfg: Path, tmp_
     assert run(cfg, "alice", "auth", "can-i", "list", "nodes")[1].strip() == "yes"
     # get and list only: no watch, no writes.
     assert run(cfg, "alice", "get", "nodes", "-w", "--request-timeout=2s")[2] == (
-        "Error from server (Forbidden): unknown (get nodes)")
+        "Error from server (Forbidden): unknown (get nodes)"
+    )
     refused_watch = [r for r in sim.requests if r.query.get("watch") == "true"]
     assert [(r.user, r.status) for r in refused_watch] == [("alice", 403)]
     node = sim.list("nodes")[0]["metadata"]["name"]
@@ -282,7 +321,9 @@ def test_a_cluster_role_binding_lets_nodes_through(sim: KubeSim, cfg: Path, tmp_
 
 @needs_kubectl
 def test_resource_names_restrict_to_one_object(sim: KubeSim, cfg: Path) -> None:
-    grant(sim, f"""\
+    grant(
+        sim,
+        f"""\
 apiVersion: rbac.authorization.k8s.io/v1
 kind: Role
 metadata: {{name: one-pod, namespace: serving}}
@@ -298,7 +339,8 @@ metadata: {{name: one-pod, namespace: serving}}
 roleRef: {{apiGroup: rbac.authorization.k8s.io, kind: Role, name: one-pod}}
 subjects:
 - {{apiGroup: rbac.authorization.k8s.io, kind: User, name: alice}}
-""")
+""",
+    )
     assert LLM_POD in ok(cfg, "alice", "get", "pod", LLM_POD)
     other = "gateway-6f7c9d8b4-b9x4d"
     assert run(cfg, "alice", "get", "pod", other)[2] == forbidden(f'pods "{other}"', "get", "pods", NS)
@@ -318,7 +360,8 @@ def test_admins_are_unaffected(sim: KubeSim, cfg: Path) -> None:
     assert len(ok(cfg, "admin", "get", "nodes", "--no-headers").splitlines()) == 10
     assert "ml-lab" in ok(cfg, "admin", "get", "pods", "-A")
     assert ok(cfg, "admin", "auth", "whoami", "-o", "jsonpath={.status.userInfo.groups}") == (
-        '["system:masters","system:authenticated"]')
+        '["system:masters","system:authenticated"]'
+    )
     rows = [line.split() for line in ok(cfg, "admin", "auth", "can-i", "--list").splitlines()]
     assert ["*.*", "[]", "[]", "[*]"] in rows
     assert sim.requests and {r.status for r in sim.requests if r.user == "sim-user"} <= {200, 201}
@@ -329,10 +372,20 @@ def test_admins_are_unaffected(sim: KubeSim, cfg: Path) -> None:
 
 def exec_handshake(sim: KubeSim, token: str, pod: str = LLM_POD, ns: str = NS) -> tuple[int, Any]:
     """The websocket upgrade the Python client and kubectl 1.30+ send for exec."""
-    headers = {"Connection": "Upgrade", "Upgrade": "websocket", "Sec-WebSocket-Version": "13",
-               "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ==", "Sec-WebSocket-Protocol": "v5.channel.k8s.io"}
-    return raw(sim, "GET", f"/api/v1/namespaces/{ns}/pods/{pod}/exec?command=true&stdout=1&container=model-runtime",
-               token, headers)
+    headers = {
+        "Connection": "Upgrade",
+        "Upgrade": "websocket",
+        "Sec-WebSocket-Version": "13",
+        "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ==",
+        "Sec-WebSocket-Protocol": "v5.channel.k8s.io",
+    }
+    return raw(
+        sim,
+        "GET",
+        f"/api/v1/namespaces/{ns}/pods/{pod}/exec?command=true&stdout=1&container=model-runtime",
+        token,
+        headers,
+    )
 
 
 def test_websocket_exec_needs_get_and_from_1_35_also_create() -> None:
@@ -343,9 +396,13 @@ def test_websocket_exec_needs_get_and_from_1_35_also_create() -> None:
         token = sim.add_user("alice")
         grant(sim, create_only)
         status, body = exec_handshake(sim, token)
-        assert (status, body["message"]) == (403, (
-            f'pods "{LLM_POD}" is forbidden: User "alice" cannot get resource "pods/exec" in API group "" '
-            f'in the namespace "{NS}"'))
+        assert (status, body["message"]) == (
+            403,
+            (
+                f'pods "{LLM_POD}" is forbidden: User "alice" cannot get resource "pods/exec" in API group "" '
+                f'in the namespace "{NS}"'
+            ),
+        )
         grant(sim, get_only)
         assert exec_handshake(sim, token)[0] == 101
     with KubeSim(tls=True, rbac=True, version="v1.35.0") as sim:
@@ -353,32 +410,42 @@ def test_websocket_exec_needs_get_and_from_1_35_also_create() -> None:
         token = sim.add_user("alice")
         grant(sim, get_only)
         status, body = exec_handshake(sim, token)
-        assert (status, body["message"]) == (403, (
-            f'pods "{LLM_POD}" is forbidden: User "alice" cannot create resource "pods/exec" in API group "" '
-            f'in the namespace "{NS}"'))
+        assert (status, body["message"]) == (
+            403,
+            (
+                f'pods "{LLM_POD}" is forbidden: User "alice" cannot create resource "pods/exec" in API group "" '
+                f'in the namespace "{NS}"'
+            ),
+        )
         grant(sim, LAB_ROLE)
         assert exec_handshake(sim, token)[0] == 101
 
 
 @needs_kubectl
 def test_a_binding_to_a_missing_role_is_named_in_the_denial(sim: KubeSim, cfg: Path) -> None:
-    grant(sim, """\
+    grant(
+        sim,
+        """\
 apiVersion: rbac.authorization.k8s.io/v1
 kind: RoleBinding
 metadata: {name: dangling, namespace: serving}
 roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: ghost}
 subjects:
 - {apiGroup: rbac.authorization.k8s.io, kind: User, name: alice}
-""")
+""",
+    )
     assert run(cfg, "alice", "get", "pods")[2] == (
-        forbidden("pods", "list", "pods", NS) + ': RBAC: clusterrole.rbac.authorization.k8s.io "ghost" not found')
+        forbidden("pods", "list", "pods", NS) + ': RBAC: clusterrole.rbac.authorization.k8s.io "ghost" not found'
+    )
     # Another namespace does not see that binding.
     assert run(cfg, "alice", "get", "pods", "-n", "ml-lab")[2] == forbidden("pods", "list", "pods", "ml-lab")
 
 
 @needs_kubectl
 def test_groups_service_accounts_and_the_default_roles(sim: KubeSim, tmp_path: Path) -> None:
-    grant(sim, """\
+    grant(
+        sim,
+        """\
 apiVersion: rbac.authorization.k8s.io/v1
 kind: RoleBinding
 metadata: {name: ml-viewers, namespace: serving}
@@ -386,25 +453,34 @@ roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: view}
 subjects:
 - {apiGroup: rbac.authorization.k8s.io, kind: Group, name: ml-team}
 - {kind: ServiceAccount, name: runner}
-""")
+""",
+    )
     carol = sim.add_user("carol", groups=["ml-team"])
     runner = sim.add_user("system:serviceaccount:serving:runner", token="runner-token")
-    cfg = sim.write_kubeconfig(tmp_path / "kubeconfig", {
-        "carol": {"namespace": NS, "token": carol, "user": "carol"},
-        "runner": {"namespace": NS, "token": runner, "user": "system:serviceaccount:serving:runner"},
-    })
+    cfg = sim.write_kubeconfig(
+        tmp_path / "kubeconfig",
+        {
+            "carol": {"namespace": NS, "token": carol, "user": "carol"},
+            "runner": {"namespace": NS, "token": runner, "user": "system:serviceaccount:serving:runner"},
+        },
+    )
     assert LLM_POD in ok(cfg, "carol", "get", "pods")
     assert LLM_POD in ok(cfg, "runner", "get", "pods")
     for token in (carol, runner):
         # view reads pods and their logs but grants no exec and no secrets.
-        can = {(verb, res, sub): review(sim, token, {"namespace": NS, "verb": verb, "resource": res,
-                                                     "subresource": sub})["allowed"]
-               for verb, res, sub in [("get", "pods", "log"), ("create", "pods", "exec"), ("list", "secrets", "")]}
+        can = {
+            (verb, res, sub): review(sim, token, {"namespace": NS, "verb": verb, "resource": res, "subresource": sub})[
+                "allowed"
+            ]
+            for verb, res, sub in [("get", "pods", "log"), ("create", "pods", "exec"), ("list", "secrets", "")]
+        }
         assert can == {("get", "pods", "log"): True, ("create", "pods", "exec"): False, ("list", "secrets", ""): False}
     assert ok(cfg, "carol", "auth", "whoami", "-o", "jsonpath={.status.userInfo.groups}") == (
-        '["ml-team","system:authenticated"]')
+        '["ml-team","system:authenticated"]'
+    )
     assert ok(cfg, "runner", "auth", "whoami", "-o", "jsonpath={.status.userInfo.groups}") == (
-        '["system:serviceaccounts","system:serviceaccounts:serving","system:authenticated"]')
+        '["system:serviceaccounts","system:serviceaccounts:serving","system:authenticated"]'
+    )
     names = {r["metadata"]["name"] for r in sim.list("clusterroles")}
     assert {"cluster-admin", "admin", "edit", "view", "system:discovery", "system:basic-user"} <= names
 
@@ -422,8 +498,15 @@ def test_a_deny_rule_still_wins(sim: KubeSim, cfg: Path) -> None:
 
 def test_discovery_is_open_and_unauthenticated_is_still_401(sim: KubeSim) -> None:
     token = sim.add_user("nobody-special")
-    for path in ("/api", "/api/v1", "/apis", "/apis/rbac.authorization.k8s.io/v1", "/version", "/openapi/v3",
-                 "/healthz"):
+    for path in (
+        "/api",
+        "/api/v1",
+        "/apis",
+        "/apis/rbac.authorization.k8s.io/v1",
+        "/version",
+        "/openapi/v3",
+        "/healthz",
+    ):
         assert raw(sim, "GET", path, token)[0] == 200, path
     assert raw(sim, "GET", "/api/v1/pods", None)[0] == 401
     assert raw(sim, "GET", "/api/v1/pods", "wrong")[0] == 401
@@ -447,7 +530,8 @@ subjects:
     assert code == 1 and err == (
         'The ClusterRoleBinding "system:bad" is invalid: \n'
         '* roleRef.kind: Unsupported value: "Role": supported values: "ClusterRole"\n'
-        '* subjects[0].kind: Unsupported value: "Robot": supported values: "ServiceAccount", "User", "Group"')
+        '* subjects[0].kind: Unsupported value: "Robot": supported values: "ServiceAccount", "User", "Group"'
+    )
 
 
 def test_rbac_is_off_by_default(tmp_path: Path) -> None:
@@ -463,25 +547,39 @@ def test_rbac_is_off_by_default(tmp_path: Path) -> None:
         assert raw(sim, "GET", "/api/v1/nodes", token)[0] == 200
 
 
-@pytest.mark.parametrize(("method", "path", "query", "expected"), [
-    ("GET", "/api/v1/namespaces/ns/pods", {}, ("list", "", "pods", "", "ns", "")),
-    ("GET", "/api/v1/namespaces/ns/pods", {"watch": "true"}, ("watch", "", "pods", "", "ns", "")),
-    ("GET", "/api/v1/namespaces/ns/pods", {"fieldSelector": "metadata.name=a"}, ("list", "", "pods", "", "ns", "a")),
-    ("GET", "/api/v1/watch/namespaces/ns/pods/a", {}, ("watch", "", "pods", "", "ns", "a")),
-    ("GET", "/api/v1/namespaces/ns/pods/a", {}, ("get", "", "pods", "", "ns", "a")),
-    ("GET", "/api/v1/namespaces/ns/pods/a/log", {"follow": "true"}, ("get", "", "pods", "log", "ns", "a")),
-    ("GET", "/api/v1/namespaces/ns/pods/a/exec", {}, ("get", "", "pods", "exec", "ns", "a")),
-    ("POST", "/api/v1/namespaces/ns/pods/a/exec", {}, ("create", "", "pods", "exec", "ns", "a")),
-    ("PUT", "/api/v1/namespaces/ns/pods/a/status", {}, ("update", "", "pods", "status", "ns", "a")),
-    ("DELETE", "/api/v1/namespaces/ns/pods", {}, ("deletecollection", "", "pods", "", "ns", "")),
-    ("GET", "/api/v1/namespaces/ns", {}, ("get", "", "namespaces", "", "ns", "ns")),
-    ("PUT", "/api/v1/namespaces/ns/finalize", {}, ("update", "", "namespaces", "finalize", "ns", "ns")),
-    ("GET", "/api/v1/namespaces", {}, ("list", "", "namespaces", "", "", "")),
-    ("PATCH", "/apis/apps/v1/namespaces/ns/deployments/d/scale", {}, ("patch", "apps", "deployments", "scale", "ns", "d")),
-    ("GET", "/apis/batch/v1/jobs", {}, ("list", "batch", "jobs", "", "", "")),
-])
-def test_requests_map_to_the_api_servers_attributes(method: str, path: str, query: dict[str, str],
-                                                   expected: tuple[str, ...]) -> None:
+@pytest.mark.parametrize(
+    ("method", "path", "query", "expected"),
+    [
+        ("GET", "/api/v1/namespaces/ns/pods", {}, ("list", "", "pods", "", "ns", "")),
+        ("GET", "/api/v1/namespaces/ns/pods", {"watch": "true"}, ("watch", "", "pods", "", "ns", "")),
+        (
+            "GET",
+            "/api/v1/namespaces/ns/pods",
+            {"fieldSelector": "metadata.name=a"},
+            ("list", "", "pods", "", "ns", "a"),
+        ),
+        ("GET", "/api/v1/watch/namespaces/ns/pods/a", {}, ("watch", "", "pods", "", "ns", "a")),
+        ("GET", "/api/v1/namespaces/ns/pods/a", {}, ("get", "", "pods", "", "ns", "a")),
+        ("GET", "/api/v1/namespaces/ns/pods/a/log", {"follow": "true"}, ("get", "", "pods", "log", "ns", "a")),
+        ("GET", "/api/v1/namespaces/ns/pods/a/exec", {}, ("get", "", "pods", "exec", "ns", "a")),
+        ("POST", "/api/v1/namespaces/ns/pods/a/exec", {}, ("create", "", "pods", "exec", "ns", "a")),
+        ("PUT", "/api/v1/namespaces/ns/pods/a/status", {}, ("update", "", "pods", "status", "ns", "a")),
+        ("DELETE", "/api/v1/namespaces/ns/pods", {}, ("deletecollection", "", "pods", "", "ns", "")),
+        ("GET", "/api/v1/namespaces/ns", {}, ("get", "", "namespaces", "", "ns", "ns")),
+        ("PUT", "/api/v1/namespaces/ns/finalize", {}, ("update", "", "namespaces", "finalize", "ns", "ns")),
+        ("GET", "/api/v1/namespaces", {}, ("list", "", "namespaces", "", "", "")),
+        (
+            "PATCH",
+            "/apis/apps/v1/namespaces/ns/deployments/d/scale",
+            {},
+            ("patch", "apps", "deployments", "scale", "ns", "d"),
+        ),
+        ("GET", "/apis/batch/v1/jobs", {}, ("list", "batch", "jobs", "", "", "")),
+    ],
+)
+def test_requests_map_to_the_api_servers_attributes(
+    method: str, path: str, query: dict[str, str], expected: tuple[str, ...]
+) -> None:
     info = request_info(method, path, query)
     assert info.resource_request
     assert (info.verb, info.api_group, info.resource, info.subresource, info.namespace, info.name) == expected

@@ -32,7 +32,9 @@ needs_kubectl = pytest.mark.skipif(shutil.which("kubectl") is None, reason="kube
 # ---------------------------------------------------------------------------- create
 
 
-def test_create_waits_until_ready_and_records_the_session(capsys: pytest.CaptureFixture[str], home: Path, sim: KubeSim) -> None:
+def test_create_waits_until_ready_and_records_the_session(
+    capsys: pytest.CaptureFixture[str], home: Path, sim: KubeSim
+) -> None:
     r = nsl(capsys, "create", "--context", "stg", "--yes", "--json")
     assert r.code == 0, r
     data = json.loads(r.out)
@@ -42,7 +44,12 @@ def test_create_waits_until_ready_and_records_the_session(capsys: pytest.Capture
     assert data["node"] in {"ip-10-0-19-150.ec2.internal", "ip-10-0-83-47.ec2.internal"}  # the two with a free GPU
     assert 14300 < data["seconds_left"] <= 14400
     session = json.loads((home / "session.json").read_text())
-    assert (session["context"], session["namespace"], session["pod"], session["node"]) == (STG_CONTEXT, NS, POD, data["node"])
+    assert (session["context"], session["namespace"], session["pod"], session["node"]) == (
+        STG_CONTEXT,
+        NS,
+        POD,
+        data["node"],
+    )
     assert session["uid"] == sim.get("pods", NS, POD)["metadata"]["uid"]
     # the one line naming context, server and namespace came before the change
     assert f"context stg ({STG_CONTEXT}), server {sim.url}, namespace {NS}" in r.err
@@ -54,7 +61,9 @@ def test_create_waits_until_ready_and_records_the_session(capsys: pytest.Capture
 
 
 @needs_kubectl
-def test_kubectl_sees_the_tutorials_pod(capsys: pytest.CaptureFixture[str], lab: dict[str, Any], kubeconfig: Path) -> None:
+def test_kubectl_sees_the_tutorials_pod(
+    capsys: pytest.CaptureFixture[str], lab: dict[str, Any], kubeconfig: Path
+) -> None:
     proc = kubectl(kubeconfig, STG_CONTEXT, "-n", NS, "get", "pod", POD, "-o", "json")
     assert proc.returncode == 0, proc.stderr
     pod = json.loads(proc.stdout)
@@ -79,7 +88,9 @@ def test_create_is_idempotent(capsys: pytest.CaptureFixture[str], lab: dict[str,
     assert len(mine) == 1
 
 
-def test_unschedulable_pod_times_out_with_the_schedulers_words(capsys: pytest.CaptureFixture[str], home: Path, tmp_path: Path, sim: KubeSim) -> None:
+def test_unschedulable_pod_times_out_with_the_schedulers_words(
+    capsys: pytest.CaptureFixture[str], home: Path, tmp_path: Path, sim: KubeSim
+) -> None:
     cfg = write_config(tmp_path / "two.yaml", gpus=2)  # no g7e node has two GPUs
     start = time.monotonic()
     r = nsl(capsys, "--config", str(cfg), "create", "--context", "stg", "--yes", "--timeout", "2")
@@ -108,7 +119,10 @@ def test_pod_failing_while_waiting_is_named(capsys: pytest.CaptureFixture[str], 
 
     template = tmp_path / "setup-fails.yaml"
     text = assets.pod_template().read_text()
-    setup = '  initContainers:\n    - name: setup\n      image: busybox\n      command: ["sh", "-c", "exit 3"]\n  containers:\n'
+    setup = (
+        '  initContainers:\n    - name: setup\n      image: busybox\n      command: ["sh", "-c", "exit 3"]\n  '
+        "containers:\n"
+    )
     template.write_text(text.replace("  containers:\n", setup, 1))
     r = nsl(capsys, "create", "--context", "stg", "--yes", "--manifest", str(template), "--timeout", "60")
     assert r.code == 5, r
@@ -125,7 +139,9 @@ def test_crash_loop_while_waiting_is_named(capsys: pytest.CaptureFixture[str], h
     from nsightlab.cluster.lab import build_manifest, load_template
     from nsightlab.config import Config, LabConfig
 
-    manifest = build_manifest(load_template(assets.pod_template()), Config(lab=LabConfig(image=IMAGE, owner=OWNER)), namespace=NS)
+    manifest = build_manifest(
+        load_template(assets.pod_template()), Config(lab=LabConfig(image=IMAGE, owner=OWNER)), namespace=NS
+    )
     manifest["spec"]["restartPolicy"] = "Always"
     manifest["spec"]["initContainers"] = [{"name": "setup", "image": "busybox", "command": ["sh", "-c", "exit 1"]}]
     client.CoreV1Api(sim.api_client()).create_namespaced_pod(NS, manifest)
@@ -137,7 +153,9 @@ def test_crash_loop_while_waiting_is_named(capsys: pytest.CaptureFixture[str], h
     assert time.monotonic() - start < 30
 
 
-def test_pod_deleted_while_waiting_is_named(capsys: pytest.CaptureFixture[str], home: Path, tmp_path: Path, sim: KubeSim) -> None:
+def test_pod_deleted_while_waiting_is_named(
+    capsys: pytest.CaptureFixture[str], home: Path, tmp_path: Path, sim: KubeSim
+) -> None:
     cfg = write_config(tmp_path / "two.yaml", gpus=2)  # stays Pending
     threading.Timer(1.0, lambda: sim.delete("pods", NS, POD)).start()
     start = time.monotonic()
@@ -147,7 +165,9 @@ def test_pod_deleted_while_waiting_is_named(capsys: pytest.CaptureFixture[str], 
     assert time.monotonic() - start < 30
 
 
-def test_watch_closed_mid_wait_is_resumed(capsys: pytest.CaptureFixture[str], home: Path, tmp_path: Path, kubeconfig: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_watch_closed_mid_wait_is_resumed(
+    capsys: pytest.CaptureFixture[str], home: Path, tmp_path: Path, kubeconfig: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     with KubeSim(tls=True, kubelet_delay=0.6) as slow:
         slow.load(realistic_cluster())
         kc = slow.write_kubeconfig(tmp_path / "slow-kc", CONTEXTS)
@@ -167,11 +187,15 @@ def test_watch_closed_mid_wait_is_resumed(capsys: pytest.CaptureFixture[str], ho
             t.join()
         assert r.code == 0, r
         assert json.loads(r.out)["ready"]
-        watches = [q for q in slow.requests if q.query.get("watch") == "true" and q.path == f"/api/v1/namespaces/{NS}/pods"]
+        watches = [
+            q for q in slow.requests if q.query.get("watch") == "true" and q.path == f"/api/v1/namespaces/{NS}/pods"
+        ]
         assert len(watches) >= 2  # it re-watched from the last resourceVersion
 
 
-def test_server_going_away_is_a_clear_error(capsys: pytest.CaptureFixture[str], home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_server_going_away_is_a_clear_error(
+    capsys: pytest.CaptureFixture[str], home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     server = KubeSim(tls=True)
     server.load(realistic_cluster())
     server.start()
@@ -191,7 +215,10 @@ def test_ctrl_c_while_waiting(home: Path, tmp_path: Path) -> None:
     env = {**os.environ, "NSIGHTLAB_CONFIG": str(cfg)}
     proc = subprocess.Popen(
         [sys.executable, "-m", "nsightlab", "create", "--context", "stg", "--yes", "--timeout", "120"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        text=True,
     )
     assert proc.stderr is not None
     seen = ""
@@ -231,7 +258,9 @@ def test_no_session_no_context(capsys: pytest.CaptureFixture[str], home: Path) -
 # ---------------------------------------------------------------------------- shell
 
 
-def test_shell_command_streams_and_passes_the_exit_code(capsys: pytest.CaptureFixture[str], lab: dict[str, Any]) -> None:
+def test_shell_command_streams_and_passes_the_exit_code(
+    capsys: pytest.CaptureFixture[str], lab: dict[str, Any]
+) -> None:
     r = nsl(capsys, "shell", "--", "sh", "-c", "echo out; echo err >&2; exit 3")
     assert r.code == 3, r
     assert r.out == "out\n" and "err\n" in r.err
@@ -243,7 +272,12 @@ def test_shell_missing_command_is_127(capsys: pytest.CaptureFixture[str], lab: d
 
 
 def test_shell_stdin_is_forwarded(lab: dict[str, Any]) -> None:
-    proc = subprocess.run([sys.executable, "-m", "nsightlab", "shell", "-i", "--", "wc", "-c"], input=b"x" * 100000, capture_output=True, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-m", "nsightlab", "shell", "-i", "--", "wc", "-c"],
+        input=b"x" * 100000,
+        capture_output=True,
+        timeout=60,
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == b"100000"
 
@@ -256,7 +290,14 @@ def _pty_session(env: dict[str, str], rows: int, cols: int) -> tuple[subprocess.
 
     master, slave = pty.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
-    proc = subprocess.Popen([sys.executable, "-m", "nsightlab", "shell"], stdin=slave, stdout=slave, stderr=slave, env=env, start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "nsightlab", "shell"],
+        stdin=slave,
+        stdout=slave,
+        stderr=slave,
+        env=env,
+        start_new_session=True,
+    )
     os.close(slave)
     return proc, master
 
@@ -321,7 +362,9 @@ def _random_file(path: Path, size: int) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def test_copy_in_and_out_verified(capsys: pytest.CaptureFixture[str], lab: dict[str, Any], sim: KubeSim, tmp_path: Path) -> None:
+def test_copy_in_and_out_verified(
+    capsys: pytest.CaptureFixture[str], lab: dict[str, Any], sim: KubeSim, tmp_path: Path
+) -> None:
     src = tmp_path / "lesson1.bin"
     digest = _random_file(src, 3 * 2**20 + 17)
     r = nsl(capsys, "copy", str(src), ":/tmp/", "--json")
@@ -342,7 +385,9 @@ def test_copy_in_and_out_verified(capsys: pytest.CaptureFixture[str], lab: dict[
     assert [p.name for p in back.iterdir()] == ["renamed.bin"]  # no staging left behind
 
 
-def test_copy_folders_both_ways(capsys: pytest.CaptureFixture[str], lab: dict[str, Any], sim: KubeSim, tmp_path: Path) -> None:
+def test_copy_folders_both_ways(
+    capsys: pytest.CaptureFixture[str], lab: dict[str, Any], sim: KubeSim, tmp_path: Path
+) -> None:
     tree = tmp_path / "scripts"
     (tree / "sub").mkdir(parents=True)
     (tree / "a.py").write_text("print('a')\n")
@@ -356,7 +401,9 @@ def test_copy_folders_both_ways(capsys: pytest.CaptureFixture[str], lab: dict[st
     assert (out / "sub" / "b.txt").read_bytes() == (tree / "sub" / "b.txt").read_bytes()
 
 
-def test_lab_through_the_kubeconfig_loader(capsys: pytest.CaptureFixture[str], home: Path, sim: KubeSim, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_lab_through_the_kubeconfig_loader(
+    capsys: pytest.CaptureFixture[str], home: Path, sim: KubeSim, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A context with an exec credential plugin goes through the kubernetes client's loader
     (plain ones do not): create, shell and copy both ways work the same through it."""
     kc = sim.write_kubeconfig(tmp_path / "exec-kc", CONTEXTS, auth="exec")
@@ -375,7 +422,9 @@ def test_lab_through_the_kubeconfig_loader(capsys: pytest.CaptureFixture[str], h
     assert {r.user for r in sim.requests if r.path.startswith("/api/v1/namespaces")} == {"stg-user"}
 
 
-def test_copy_errors_are_one_clear_line(capsys: pytest.CaptureFixture[str], lab: dict[str, Any], tmp_path: Path) -> None:
+def test_copy_errors_are_one_clear_line(
+    capsys: pytest.CaptureFixture[str], lab: dict[str, Any], tmp_path: Path
+) -> None:
     missing_local = nsl(capsys, "copy", str(tmp_path / "nope.py"), ":/tmp/")
     assert missing_local.code == 2 and "does not exist" in missing_local.err
     missing_remote = nsl(capsys, "copy", ":/tmp/nope.bin", str(tmp_path))
@@ -394,7 +443,13 @@ def test_copy_errors_are_one_clear_line(capsys: pytest.CaptureFixture[str], lab:
         assert len(errors) == 1 and errors[0] == r.err.strip().splitlines()[-1] and "Traceback" not in r.err
 
 
-def test_a_file_changed_after_it_was_checksummed_fails_the_copy(capsys: pytest.CaptureFixture[str], lab: dict[str, Any], sim: KubeSim, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_file_changed_after_it_was_checksummed_fails_the_copy(
+    capsys: pytest.CaptureFixture[str],
+    lab: dict[str, Any],
+    sim: KubeSim,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     from nsightlab.cluster import transfer
 
     src = tmp_path / "data.bin"
@@ -416,11 +471,22 @@ def test_a_file_changed_after_it_was_checksummed_fails_the_copy(capsys: pytest.C
     assert r.code == 6 and "copy verification failed for data.bin" in r.err, r
 
 
-def test_no_space_is_one_clear_line_either_way(capsys: pytest.CaptureFixture[str], lab: dict[str, Any], sim: KubeSim, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_no_space_is_one_clear_line_either_way(
+    capsys: pytest.CaptureFixture[str],
+    lab: dict[str, Any],
+    sim: KubeSim,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     import errno
 
     # in the pod: its filesystem fills up (the pod's side of a copy in says so and fails)
-    sim.put_tool(NS, POD, "python3", '#!/bin/sh\ncat >/dev/null; echo "[Errno 28] No space left on device: /tmp/x" >&2; exit 48\n')
+    sim.put_tool(
+        NS,
+        POD,
+        "python3",
+        '#!/bin/sh\ncat >/dev/null; echo "[Errno 28] No space left on device: /tmp/x" >&2; exit 48\n',
+    )
     src = tmp_path / "x"
     _random_file(src, 2**20)
     r = nsl(capsys, "copy", str(src), ":/tmp/")
@@ -442,7 +508,9 @@ def test_no_space_is_one_clear_line_either_way(capsys: pytest.CaptureFixture[str
     assert list(dest.iterdir()) == []  # neither the file nor a staging folder
 
 
-def test_dropped_socket_mid_copy_leaves_no_partial_file(capsys: pytest.CaptureFixture[str], lab: dict[str, Any], sim: KubeSim, tmp_path: Path) -> None:
+def test_dropped_socket_mid_copy_leaves_no_partial_file(
+    capsys: pytest.CaptureFixture[str], lab: dict[str, Any], sim: KubeSim, tmp_path: Path
+) -> None:
     big = sim.pod_path(NS, POD, "/tmp/big.bin")
     big.write_bytes(os.urandom(6 * 2**20))
     dest = tmp_path / "dest"
@@ -454,7 +522,9 @@ def test_dropped_socket_mid_copy_leaves_no_partial_file(capsys: pytest.CaptureFi
     assert list(dest.iterdir()) == []  # neither big.bin nor a staging folder
 
 
-def test_dropped_socket_mid_copy_in_leaves_no_file_in_the_pod(capsys: pytest.CaptureFixture[str], lab: dict[str, Any], sim: KubeSim, tmp_path: Path) -> None:
+def test_dropped_socket_mid_copy_in_leaves_no_file_in_the_pod(
+    capsys: pytest.CaptureFixture[str], lab: dict[str, Any], sim: KubeSim, tmp_path: Path
+) -> None:
     src = tmp_path / "big.bin"
     _random_file(src, 6 * 2**20)
     sim.faults.drop_exec_after(2 * 2**20, nth=1, direction="in")
@@ -464,7 +534,9 @@ def test_dropped_socket_mid_copy_in_leaves_no_file_in_the_pod(capsys: pytest.Cap
     assert not sim.pod_path(NS, POD, "/tmp/big.bin").exists()  # nothing under the final name
 
 
-def test_crafted_archive_from_the_pod_is_refused(capsys: pytest.CaptureFixture[str], lab: dict[str, Any], sim: KubeSim, tmp_path: Path) -> None:
+def test_crafted_archive_from_the_pod_is_refused(
+    capsys: pytest.CaptureFixture[str], lab: dict[str, Any], sim: KubeSim, tmp_path: Path
+) -> None:
     sim.pod_path(NS, POD, "/tmp/run").mkdir(parents=True)
     sim.pod_path(NS, POD, "/tmp/run/ok.txt").write_text("ok")
     evil = io.BytesIO()
@@ -500,7 +572,9 @@ def _decoy(name: str, labels: dict[str, str]) -> dict[str, Any]:
     }
 
 
-def test_cleanup_never_touches_decoys(capsys: pytest.CaptureFixture[str], lab: dict[str, Any], home: Path, sim: KubeSim) -> None:
+def test_cleanup_never_touches_decoys(
+    capsys: pytest.CaptureFixture[str], lab: dict[str, Any], home: Path, sim: KubeSim
+) -> None:
     sim.put(_decoy("nsight-lab-bob", {"app.kubernetes.io/managed-by": "nsightlab", "nsightlab/owner": "bob"}))
     sim.put(_decoy("nsight-lab-notes", {"nsightlab/owner": OWNER}))  # ours by owner, but not managed by nsightlab
     sim.put(_decoy("training-job", {}))
@@ -516,7 +590,9 @@ def test_cleanup_never_touches_decoys(capsys: pytest.CaptureFixture[str], lab: d
     assert deletes == [f"/api/v1/namespaces/{NS}/pods/{POD}"]
 
 
-def test_cleanup_refuses_a_foreign_pod_with_our_name(capsys: pytest.CaptureFixture[str], home: Path, sim: KubeSim) -> None:
+def test_cleanup_refuses_a_foreign_pod_with_our_name(
+    capsys: pytest.CaptureFixture[str], home: Path, sim: KubeSim
+) -> None:
     sim.put(_decoy(POD, {}))
     r = nsl(capsys, "cleanup", "--context", "stg", "--yes", "--json")
     assert r.code == 0, r
@@ -536,9 +612,18 @@ def _standin(name: str, fixture: Path) -> str:
 
 def test_doctor_checks_cluster_and_pod(capsys: pytest.CaptureFixture[str], lab: dict[str, Any], sim: KubeSim) -> None:
     sim.put_tool(NS, POD, "nvidia-smi", NVIDIA_SMI)
-    sim.put_tool(NS, POD, "nsys", _standin("nsys", HERE / "fixtures" / "nsys" / "03_nsys_cuda_gpu_kern_sum_pytorch_rtx5090.csv"))
-    sim.put_tool(NS, POD, "ncu", _standin("ncu", HERE / "fixtures" / "ncu" / "05_ncu_csv_page_details_vectorized_elementwise_rtx5090.csv"))
-    sim.pod_path(NS, POD, "/proc/driver/nvidia/params").write_text("ResmanDebugLevel: 4294967295\nRmProfilingAdminOnly: 1\n")
+    sim.put_tool(
+        NS, POD, "nsys", _standin("nsys", HERE / "fixtures" / "nsys" / "03_nsys_cuda_gpu_kern_sum_pytorch_rtx5090.csv")
+    )
+    sim.put_tool(
+        NS,
+        POD,
+        "ncu",
+        _standin("ncu", HERE / "fixtures" / "ncu" / "05_ncu_csv_page_details_vectorized_elementwise_rtx5090.csv"),
+    )
+    sim.pod_path(NS, POD, "/proc/driver/nvidia/params").write_text(
+        "ResmanDebugLevel: 4294967295\nRmProfilingAdminOnly: 1\n"
+    )
     r = nsl(capsys, "doctor", "--json")
     data = json.loads(r.out)
     checks = {c["name"]: c for c in data["checks"]}
@@ -546,7 +631,9 @@ def test_doctor_checks_cluster_and_pod(capsys: pytest.CaptureFixture[str], lab: 
     assert checks["namespace"]["ok"] and checks["namespace"]["detail"] == f"{NS} exists"
     assert checks["may create/get pods/exec"]["ok"] and checks["may create/get/list/watch/delete pods"]["ok"]
     assert checks["nodes of g7e.8xlarge"]["ok"] and "4 node(s)" in checks["nodes of g7e.8xlarge"]["detail"]
-    assert checks["pod: GPU (nvidia-smi)"]["detail"].startswith("NVIDIA RTX PRO 6000 Blackwell Server Edition, 97887 MiB")
+    assert checks["pod: GPU (nvidia-smi)"]["detail"].startswith(
+        "NVIDIA RTX PRO 6000 Blackwell Server Edition, 97887 MiB"
+    )
     assert checks["pod: nsys"]["ok"] and "2024.6.1" in checks["pod: nsys"]["detail"]
     assert checks["pod: ncu"]["ok"]
     # read through the exec from the pod's /proc/driver/nvidia/params (the verdict also
@@ -570,9 +657,13 @@ def test_doctor_facts_mean_what_they_say() -> None:
     checks = {c.name: c for c in pod_checks(facts, cli_args=args)}
     assert checks["pod: GPU (nvidia-smi)"].detail == "NVIDIA H200, 143771 MiB, driver 580.159.03"
     assert checks["pod: PyTorch"].ok is True and checks["pod: PyTorch"].detail == "2.11.0, CUDA available"
-    assert checks["pod: nsys"].ok is False and "`nsightlab profile lesson1 --profiler torch`" in (checks["pod: nsys"].fix or "")
+    assert checks["pod: nsys"].ok is False and "`nsightlab profile lesson1 --profiler torch`" in (
+        checks["pod: nsys"].fix or ""
+    )
     assert checks["pod: /tmp allows exec"].ok is False and "TMPDIR" in (checks["pod: /tmp allows exec"].fix or "")
-    assert checks["pod: perf_event_paranoid"].ok is None and "--sample=none" in (checks["pod: perf_event_paranoid"].fix or "")
+    assert checks["pod: perf_event_paranoid"].ok is None and "--sample=none" in (
+        checks["pod: perf_event_paranoid"].fix or ""
+    )
     blocked = checks["pod: GPU counters for ncu (RmProfilingAdminOnly)"]
     assert blocked.ok is False and "profiling-enabled node" in (blocked.fix or "")
     # the fix makes the pod anew (create alone would reuse it), context and namespace written out
@@ -587,11 +678,23 @@ def test_doctor_facts_mean_what_they_say() -> None:
     ("probe", "gpu", "torch"),
     [
         # nvidia-smi absent: it is not installed, not "found no GPU"; a CPU wheel says so
-        ("smi=\ngpu=\ntorch=2.13.0+cpu False None\n", "nvidia-smi is not installed in the pod", "CUDA not available: CPU-only build 2.13.0+cpu"),
+        (
+            "smi=\ngpu=\ntorch=2.13.0+cpu False None\n",
+            "nvidia-smi is not installed in the pod",
+            "CUDA not available: CPU-only build 2.13.0+cpu",
+        ),
         # nvidia-smi there but silent; a CUDA build of torch that sees no GPU
-        ("smi=/usr/bin/nvidia-smi\ngpu=\ntorch=2.11.0+cu128 False 12.8\n", "nvidia-smi found no GPU", "CUDA not available: 2.11.0+cu128 (built for CUDA 12.8) sees no GPU"),
+        (
+            "smi=/usr/bin/nvidia-smi\ngpu=\ntorch=2.11.0+cu128 False 12.8\n",
+            "nvidia-smi found no GPU",
+            "CUDA not available: 2.11.0+cu128 (built for CUDA 12.8) sees no GPU",
+        ),
         ("smi=\ngpu=\ntorch=\n", "nvidia-smi is not installed in the pod", "python3 cannot import torch"),
-        ("smi=/usr/bin/nvidia-smi\ngpu=NVIDIA H200, 143771 MiB, 580.159.03\ntorch=2.11.0+cu128 True 12.8\n", "NVIDIA H200, 143771 MiB, driver 580.159.03", "2.11.0+cu128, CUDA available (built for CUDA 12.8)"),
+        (
+            "smi=/usr/bin/nvidia-smi\ngpu=NVIDIA H200, 143771 MiB, 580.159.03\ntorch=2.11.0+cu128 True 12.8\n",
+            "NVIDIA H200, 143771 MiB, driver 580.159.03",
+            "2.11.0+cu128, CUDA available (built for CUDA 12.8)",
+        ),
     ],
 )
 def test_doctor_says_plainly_what_the_pod_lacks(probe: str, gpu: str, torch: str) -> None:
@@ -609,10 +712,14 @@ def test_doctor_reports_missing_rbac(capsys: pytest.CaptureFixture[str], home: P
     checks = {c["name"]: c for c in json.loads(r.out)["checks"]}
     exec_check = checks["may create/get pods/exec"]
     assert exec_check["ok"] is False and exec_check["detail"] == f"in {NS}: denied create"
-    assert exec_check["fix"].startswith(f"Ask for create on pods/exec in namespace {NS}: the README's Permissions section")
+    assert exec_check["fix"].startswith(
+        f"Ask for create on pods/exec in namespace {NS}: the README's Permissions section"
+    )
     assert checks["may create/get/list/watch/delete pods"]["ok"] is True
     # no pod up: the in-pod checks are skipped, and the note says how to start one
-    assert checks["lab pod"]["ok"] is None and checks["lab pod"]["detail"].endswith(f"(`nsightlab create --context stg -n {NS}` starts one)")
+    assert checks["lab pod"]["ok"] is None and checks["lab pod"]["detail"].endswith(
+        f"(`nsightlab create --context stg -n {NS}` starts one)"
+    )
     assert r.code == 4
     # no fix sends the user back to doctor
     assert not [c for c in checks.values() if "nsightlab doctor" in (c["fix"] or "")]
@@ -635,7 +742,12 @@ def test_profile_in_the_pod(capsys: pytest.CaptureFixture[str], lab: dict[str, A
     run = next((home / "runs").iterdir())
     assert (run / "raw" / "nsightlab_cuda_gpu_kern_sum.csv").read_bytes() == fixture.read_bytes()
     meta = json.loads((run / "meta.json").read_text())
-    assert (meta["context"], meta["pod"], meta["node"], meta["instance_type"]) == (STG_CONTEXT, POD, lab["node"], "g7e.8xlarge")
+    assert (meta["context"], meta["pod"], meta["node"], meta["instance_type"]) == (
+        STG_CONTEXT,
+        POD,
+        lab["node"],
+        "g7e.8xlarge",
+    )
     assert meta["image"] == IMAGE
     assert meta["device_requested"] == "cpu" and meta["node_gpu"] == lab["gpu_product"]
 
@@ -656,13 +768,18 @@ def test_sweep_in_the_pod(capsys: pytest.CaptureFixture[str], lab: dict[str, Any
 
 
 @pytest.mark.torch
-def test_a_gpu_pod_whose_torch_cannot_see_the_gpu_is_exit_6(capsys: pytest.CaptureFixture[str], lab: dict[str, Any], home: Path) -> None:
+def test_a_gpu_pod_whose_torch_cannot_see_the_gpu_is_exit_6(
+    capsys: pytest.CaptureFixture[str], lab: dict[str, Any], home: Path
+) -> None:
     """The lab pod requests nvidia.com/gpu; its torch (this machine's) is a CPU build.
     Without --device cpu that is an error, not a quiet CPU run."""
     torch = pytest.importorskip("torch")
     if torch.cuda.is_available():
         pytest.skip("this machine's torch sees a GPU")
-    expected = f"error: torch in the pod cannot see the GPU: CPU-only build {torch.__version__}; use an image with CUDA torch, or --device cpu."
+    expected = (
+        f"error: torch in the pod cannot see the GPU: CPU-only build {torch.__version__}; use an image with CUDA "
+        "torch, or --device cpu."
+    )
     sweep = nsl(capsys, "sweep", "--sizes", "12", "--iters", "1", "--warmup", "0")
     assert sweep.code == 6, sweep
     assert sweep.err.strip().splitlines()[-1] == expected and sweep.out == ""
@@ -686,7 +803,9 @@ for _ in range(3):
 
 
 @pytest.mark.torch
-def test_users_script_in_a_gpu_pod_that_ran_on_the_cpu_says_so(capsys: pytest.CaptureFixture[str], lab: dict[str, Any], sim: KubeSim, home: Path, tmp_path: Path) -> None:
+def test_users_script_in_a_gpu_pod_that_ran_on_the_cpu_says_so(
+    capsys: pytest.CaptureFixture[str], lab: dict[str, Any], sim: KubeSim, home: Path, tmp_path: Path
+) -> None:
     """nvidia-smi in the pod names the GPU, the node's labels too; torch is a CPU build, so
     the ops ran on the CPU: the table, the run, `runs` and `report` all say CPU."""
     pytest.importorskip("torch")
@@ -710,7 +829,10 @@ def test_users_script_in_a_gpu_pod_that_ran_on_the_cpu_says_so(capsys: pytest.Ca
     ranges = r.out.split("Labelled ranges (record_function)", 1)[1].splitlines()
     assert ranges[2].split()[:2] == ["step", "3"]
     warning = [line for line in r.err.splitlines() if line.startswith("warning: ")]
-    assert warning == ["warning: my_model.py ran only CPU ops in the pod, which requests a GPU: torch there cannot see it, or the script never moved its work to it (`.to('cuda')`); this run is recorded as a CPU run"]
+    assert warning == [
+        "warning: my_model.py ran only CPU ops in the pod, which requests a GPU: torch there cannot see it, or "
+        "the script never moved its work to it (`.to('cuda')`); this run is recorded as a CPU run"
+    ]
     # kineto's own lines stay off the terminal, and in the run's raw log
     assert "USDT:" not in r.err and "USDT:" not in r.out
     log = (run / "raw" / "profile.log").read_text()
@@ -736,6 +858,7 @@ def test_users_script_in_a_gpu_pod_that_ran_on_the_cpu_says_so(capsys: pytest.Ca
     assert report.code == 0, report
     assert f"cpu ({cpu_name})" in report.out and "CPU ops, by total time" in report.out
     assert "GPU kernels" not in report.out and "RTX PRO 6000" not in report.out and "GPU TIME" not in report.out
+
     # the same figures, written the same way, in the terminal and in the report
     def matmul_row(text: str) -> list[str]:
         return next(line.split() for line in text.splitlines() if line.endswith(" aten::matmul"))
@@ -743,17 +866,36 @@ def test_users_script_in_a_gpu_pod_that_ran_on_the_cpu_says_so(capsys: pytest.Ca
     assert matmul_row(report.out) == matmul_row(ops)
 
 
-def test_triton_sweep_in_the_pod_runs_in_the_interpreter_on_its_cpu(capsys: pytest.CaptureFixture[str], lab: dict[str, Any], home: Path) -> None:
+def test_triton_sweep_in_the_pod_runs_in_the_interpreter_on_its_cpu(
+    capsys: pytest.CaptureFixture[str], lab: dict[str, Any], home: Path
+) -> None:
     """--device cpu in the pod: nsightlab sets TRITON_INTERPRET=1 in the pod's environment
     for that run, and the run says it checks correctness only."""
     pytest.importorskip("torch")
     pytest.importorskip("triton")
-    r = nsl(capsys, "sweep", "--device", "cpu", "--impl", "triton", "--sizes", "10", "--iters", "1", "--warmup", "0", "--json")
+    r = nsl(
+        capsys,
+        "sweep",
+        "--device",
+        "cpu",
+        "--impl",
+        "triton",
+        "--sizes",
+        "10",
+        "--iters",
+        "1",
+        "--warmup",
+        "0",
+        "--json",
+    )
     assert r.code == 0, r
     data = json.loads(r.out)
     assert data["impl"] == "triton" and data["interpreted"] is True
     assert data["script_argv"][:3] == ["env", "TRITON_INTERPRET=1", "python3"]
-    assert data["record"]["rows"][0]["max_abs_error"] == 0.0 and data["headline"] == "triton scale: interpreted: correctness only"
+    assert (
+        data["record"]["rows"][0]["max_abs_error"] == 0.0
+        and data["headline"] == "triton scale: interpreted: correctness only"
+    )
     assert f"no GPU for Triton on pod {NS}/{POD}" in r.err
 
 
@@ -772,7 +914,13 @@ def test_confirmation_on_a_terminal(home: Path, sim: KubeSim) -> None:
     import pty
 
     master, slave = pty.openpty()
-    proc = subprocess.Popen([sys.executable, "-m", "nsightlab", "create", "--context", "stg"], stdin=slave, stdout=slave, stderr=slave, start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "nsightlab", "create", "--context", "stg"],
+        stdin=slave,
+        stdout=slave,
+        stderr=slave,
+        start_new_session=True,
+    )
     os.close(slave)
     try:
         prompt = _read_until(master, b"Proceed?", 30)

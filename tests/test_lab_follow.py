@@ -38,7 +38,10 @@ def test_logs_whole_tail_and_container(capsys: pytest.CaptureFixture[str], lab: 
     tail = nsl(capsys, "logs", "--tail", "1", "--context", "stg", "--container", "lab")
     assert tail.code == 0 and tail.out == "handled 3 requests\n"
     bad = nsl(capsys, "logs", "--container", "sidecar")
-    assert bad.code == 2 and bad.err.strip().splitlines()[-1] == f"error: pod {POD} has no container 'sidecar'. Its containers: lab."
+    assert (
+        bad.code == 2
+        and bad.err.strip().splitlines()[-1] == f"error: pod {POD} has no container 'sidecar'. Its containers: lab."
+    )
     logs = [q for q in sim.requests if q.path.endswith(f"/pods/{POD}/log")]
     assert [q.query.get("tailLines") for q in logs] == [None, "1"]
 
@@ -68,7 +71,9 @@ def test_logs_follow_until_the_pod_goes(capsys: pytest.CaptureFixture[str], lab:
     assert q.query.get("follow") == "true"
 
 
-def test_logs_follow_ends_with_the_container(capsys: pytest.CaptureFixture[str], home: Path, tmp_path: Path, sim: KubeSim) -> None:
+def test_logs_follow_ends_with_the_container(
+    capsys: pytest.CaptureFixture[str], home: Path, tmp_path: Path, sim: KubeSim
+) -> None:
     from nsightlab import assets
 
     template = tmp_path / "short.yaml"
@@ -91,7 +96,13 @@ def test_logs_follow_ends_with_the_container(capsys: pytest.CaptureFixture[str],
 
 def test_ctrl_c_ends_a_followed_log_quietly(lab: dict[str, Any], sim: KubeSim) -> None:
     sim.append_log(NS, POD, "serving\n")
-    proc = subprocess.Popen([sys.executable, "-m", "nsightlab", "logs", "-f"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=os.environ.copy(), text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "nsightlab", "logs", "-f"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=os.environ.copy(),
+        text=True,
+    )
     assert proc.stdout is not None
     assert proc.stdout.readline() == "serving\n"  # it is following
     proc.send_signal(signal.SIGINT)
@@ -103,7 +114,9 @@ def test_ctrl_c_ends_a_followed_log_quietly(lab: dict[str, Any], sim: KubeSim) -
 # ---------------------------------------------------------------------------- events
 
 
-def test_events_as_kubectl_describe_lists_them(capsys: pytest.CaptureFixture[str], lab: dict[str, Any], sim: KubeSim) -> None:
+def test_events_as_kubectl_describe_lists_them(
+    capsys: pytest.CaptureFixture[str], lab: dict[str, Any], sim: KubeSim
+) -> None:
     r = nsl(capsys, "events", "--json")
     assert r.code == 0, r
     data = json.loads(r.out)
@@ -111,7 +124,11 @@ def test_events_as_kubectl_describe_lists_them(capsys: pytest.CaptureFixture[str
     reasons = [e["reason"] for e in data["events"]]
     assert reasons[0] == "Scheduled" and "Started" in reasons and reasons.index("Pulling") < reasons.index("Started")
     scheduled = data["events"][0]
-    assert scheduled["source"] == "default-scheduler" and scheduled["type"] == "Normal" and lab["node"] in scheduled["message"]
+    assert (
+        scheduled["source"] == "default-scheduler"
+        and scheduled["type"] == "Normal"
+        and lab["node"] in scheduled["message"]
+    )
     assert all(e["source"] == "kubelet" for e in data["events"][1:])
     text = nsl(capsys, "events")
     header = text.out.splitlines()[1].split()
@@ -121,10 +138,23 @@ def test_events_as_kubectl_describe_lists_them(capsys: pytest.CaptureFixture[str
 
 @needs_kubectl
 def test_events_agree_with_kubectl(capsys: pytest.CaptureFixture[str], lab: dict[str, Any], kubeconfig: Path) -> None:
-    proc = kubectl(kubeconfig, STG_CONTEXT, "-n", NS, "get", "events", "--field-selector", f"involvedObject.name={POD}", "-o", "json")
+    proc = kubectl(
+        kubeconfig,
+        STG_CONTEXT,
+        "-n",
+        NS,
+        "get",
+        "events",
+        "--field-selector",
+        f"involvedObject.name={POD}",
+        "-o",
+        "json",
+    )
     assert proc.returncode == 0, proc.stderr
     theirs = sorted((e["reason"], e["message"], e.get("count", 1)) for e in json.loads(proc.stdout)["items"])
-    ours = sorted((e["reason"], e["message"], e["count"]) for e in json.loads(nsl(capsys, "events", "--json").out)["events"])
+    ours = sorted(
+        (e["reason"], e["message"], e["count"]) for e in json.loads(nsl(capsys, "events", "--json").out)["events"]
+    )
     assert ours == theirs and ours
 
 
@@ -139,9 +169,34 @@ def test_repeated_events_are_counted_as_kubectl_does() -> None:
         return (now - timedelta(minutes=minutes)).strftime("%Y-%m-%dT%H:%M:%SZ")
 
     events = [
-        {"type": "Warning", "reason": "FailedScheduling", "message": "0/10 nodes are available", "count": 4, "firstTimestamp": stamp(10), "lastTimestamp": stamp(3), "source": {"component": "default-scheduler"}, "involvedObject": {"uid": "u1"}},
-        {"type": "Normal", "reason": "Scheduled", "message": "assigned", "firstTimestamp": stamp(2), "lastTimestamp": stamp(2), "source": {"component": "default-scheduler"}, "involvedObject": {"uid": "u1"}},
-        {"type": "Normal", "reason": "Killing", "message": "an older pod of the same name", "firstTimestamp": stamp(30), "lastTimestamp": stamp(30), "source": {"component": "kubelet"}, "involvedObject": {"uid": "u0"}},
+        {
+            "type": "Warning",
+            "reason": "FailedScheduling",
+            "message": "0/10 nodes are available",
+            "count": 4,
+            "firstTimestamp": stamp(10),
+            "lastTimestamp": stamp(3),
+            "source": {"component": "default-scheduler"},
+            "involvedObject": {"uid": "u1"},
+        },
+        {
+            "type": "Normal",
+            "reason": "Scheduled",
+            "message": "assigned",
+            "firstTimestamp": stamp(2),
+            "lastTimestamp": stamp(2),
+            "source": {"component": "default-scheduler"},
+            "involvedObject": {"uid": "u1"},
+        },
+        {
+            "type": "Normal",
+            "reason": "Killing",
+            "message": "an older pod of the same name",
+            "firstTimestamp": stamp(30),
+            "lastTimestamp": stamp(30),
+            "source": {"component": "kubelet"},
+            "involvedObject": {"uid": "u0"},
+        },
     ]
     rows = pod_events(events, uid="u1", now=now)
     assert [(e.reason, e.age) for e in rows] == [("FailedScheduling", "3m (x4 over 10m)"), ("Scheduled", "2m")]
@@ -151,7 +206,9 @@ def test_repeated_events_are_counted_as_kubectl_does() -> None:
 # ---------------------------------------------------------------------------- create --no-wait
 
 
-def test_create_no_wait_returns_at_once_and_events_say_why_it_waits(capsys: pytest.CaptureFixture[str], home: Path, tmp_path: Path, sim: KubeSim) -> None:
+def test_create_no_wait_returns_at_once_and_events_say_why_it_waits(
+    capsys: pytest.CaptureFixture[str], home: Path, tmp_path: Path, sim: KubeSim
+) -> None:
     cfg = write_config(tmp_path / "two.yaml", gpus=2)  # no g7e node has two GPUs: it stays Pending
     sim.clear_requests()
     r = nsl(capsys, "--config", str(cfg), "create", "--context", "stg", "--yes", "--no-wait")
@@ -189,7 +246,9 @@ SERVER = (
 )
 
 
-def test_profile_serving_in_the_pod_runs_the_command_as_given(capsys: pytest.CaptureFixture[str], lab: dict[str, Any], sim: KubeSim, home: Path) -> None:
+def test_profile_serving_in_the_pod_runs_the_command_as_given(
+    capsys: pytest.CaptureFixture[str], lab: dict[str, Any], sim: KubeSim, home: Path
+) -> None:
     sim.put_tool(NS, POD, "nsys", (HERE / "standins" / "nsys").read_text().replace("@FIXTURE@", str(FIXTURE03)))
     command = ["python3", "-c", SERVER, "--port", "8000", "--duration", "7"]  # `--duration 7` is the server's
     start = time.monotonic()

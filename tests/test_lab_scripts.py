@@ -139,9 +139,7 @@ def _module_level(tree: ast.Module) -> list[ast.AST]:
     return out
 
 
-@pytest.mark.parametrize(
-    "script", [SWEEP, LESSON1, TORCHPROF, SCRIPTS / "labcommon.py"], ids=lambda p: p.name
-)
+@pytest.mark.parametrize("script", [SWEEP, LESSON1, TORCHPROF, SCRIPTS / "labcommon.py"], ids=lambda p: p.name)
 def test_scripts_parse_as_python_38_and_need_only_torch_and_labcommon(script: Path) -> None:
     source = script.read_text()
     tree = ast.parse(source, feature_version=(3, 8))
@@ -168,7 +166,11 @@ def test_a_script_copied_alone_stops_with_one_line_naming_labcommon(script: Path
     proc = subprocess.run([sys.executable, str(alone), "--help"], capture_output=True, text=True)
     assert proc.returncode == 1
     assert proc.stdout == ""
-    assert proc.stderr == f"{script.name}: needs labcommon.py in the same folder as this script (copy lab_scripts/labcommon.py beside it)\n"
+    assert (
+        proc.stderr
+        == f"{script.name}: needs labcommon.py in the same folder as this script (copy lab_scripts/labcommon.py "
+        "beside it)\n"
+    )
 
 
 @pytest.mark.parametrize(
@@ -242,8 +244,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     tmp = tmp_path_factory.mktemp("lab")
     small = ["--device", "cpu", "--sizes", "10,12,14", "--iters", "4", "--warmup", "1"]
     plans: dict[str, list[str]] = {
-        f"sweep-{dt}": [str(SWEEP), *small, "--dtype", dt, "--json", str(tmp / f"{dt}.json")]
-        for dt in ELEMENT_SIZE
+        f"sweep-{dt}": [str(SWEEP), *small, "--dtype", dt, "--json", str(tmp / f"{dt}.json")] for dt in ELEMENT_SIZE
     }
     # the float32 run also reports whether anything imported triton (--impl torch must not)
     plans["sweep-float32"][:0] = ["-c", REPORT_TRITON_IMPORT]
@@ -378,8 +379,6 @@ def test_triton_scale_add_float16_in_the_interpreter(runs: dict[str, Any]) -> No
     lines = proc.stdout.splitlines()
     assert len(lines) == 4 and all(line.endswith("[interpreted]") for line in lines)
     assert "Triton ran in its interpreter (TRITON_INTERPRET=1)" in proc.stderr
-
-
 
 
 def test_sweep_output_validates_as_the_tools_record(runs: dict[str, Any]) -> None:
@@ -529,9 +528,7 @@ def _without_usdt(stderr: str) -> list[str]:
     return [line for line in stderr.splitlines() if not USDT_LINE.match(line)]
 
 
-def test_torchprof_ranges_are_ranges_and_ops_are_kernels(
-    tmp_path: Path, capfd: pytest.CaptureFixture[str]
-) -> None:
+def test_torchprof_ranges_are_ranges_and_ops_are_kernels(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
     pytest.importorskip("torch")
     from nsightlab.analysis.profile import report_from_torch
 

@@ -44,9 +44,7 @@ def _import_decode() -> ModuleType:
     return module
 
 
-def _params(
-    layers: int, hidden: int, heads: int, kv: int, ffn: int, vocab: int, tied: bool, bias: bool
-) -> int:
+def _params(layers: int, hidden: int, heads: int, kv: int, ffn: int, vocab: int, tied: bool, bias: bool) -> int:
     """The closed formula, written out tensor by tensor."""
     d = hidden // heads
     per_layer = (
@@ -171,9 +169,7 @@ def test_parameter_counts_of_the_presets() -> None:
     decode = _import_decode()
     # every preset against the formula written out above
     for name, s in decode.PRESETS.items():
-        expected = _params(
-            s.layers, s.hidden, s.heads, s.kv_heads, s.ffn, s.vocab, s.tied, s.qkv_bias
-        )
+        expected = _params(s.layers, s.hidden, s.heads, s.kv_heads, s.ffn, s.vocab, s.tied, s.qkv_bias)
         assert decode.count_params(s) == expected, name
     counts = {name: decode.count_params(s) for name, s in decode.PRESETS.items()}
     # the sizes the models are known by, and their exact parameter counts as published
@@ -216,25 +212,15 @@ def test_kv_bytes_and_flops_on_a_tiny_shape() -> None:
     # step t attends prompt + t + 1 positions: 6, 7, 8, 9 (mean 7.5)
     contexts = [prompt + t + 1 for t in range(tokens)]
     assert contexts == [6, 7, 8, 9]
-    kv = Fraction(
-        sum(2 * s.layers * batch * s.kv_heads * s.head_dim * c * es for c in contexts), tokens
-    )
-    assert (
-        kv
-        == decode.kv_cache_bytes_per_step(s, batch, prompt, tokens, es)
-        == 2 * 2 * 3 * 1 * 4 * 7.5 * 2
-    )
+    kv = Fraction(sum(2 * s.layers * batch * s.kv_heads * s.head_dim * c * es for c in contexts), tokens)
+    assert kv == decode.kv_cache_bytes_per_step(s, batch, prompt, tokens, es) == 2 * 2 * 3 * 1 * 4 * 7.5 * 2
     assert decode.kv_cache_bytes(s, batch, prompt + tokens, es) == 2 * 2 * 3 * 1 * 9 * 4 * 2
     # matrix multiplies per token: q (8x8), k and v (8x4 each), o (8x8), 3 MLP (8x16), LM head (10x8)
     matmul_weights = s.layers * (8 * 8 + 2 * 8 * 4 + 8 * 8 + 3 * 8 * 16) + 10 * 8
     assert decode.matmul_params(s) == matmul_weights == 1232
-    attention = Fraction(
-        sum(4 * s.layers * batch * s.heads * s.head_dim * c for c in contexts), tokens
-    )
+    attention = Fraction(sum(4 * s.layers * batch * s.heads * s.head_dim * c for c in contexts), tokens)
     assert attention == decode.attention_flops_per_step(s, batch, prompt, tokens) == 1440
-    assert (
-        decode.flops_per_step(s, batch, prompt, tokens) == 2 * matmul_weights * batch + 1440 == 8832
-    )
+    assert decode.flops_per_step(s, batch, prompt, tokens) == 2 * matmul_weights * batch + 1440 == 8832
 
 
 # --- real runs on the CPU ---
@@ -310,12 +296,8 @@ def test_tiny_end_to_end(runs: dict[str, Any]) -> None:
         kv = decode.kv_cache_bytes_per_step(tiny, b, PROMPT, TOKENS, 4)
         assert entry["kv_cache_bytes_per_step"] == kv
         allocated = 2 * tiny.layers * b * tiny.kv_heads * (PROMPT + TOKENS) * model["head_dim"] * 4
-        assert (
-            entry["kv_cache_bytes_allocated"] == entry["kv_cache_bytes_read_per_step"] == allocated
-        )
-        assert (
-            entry["weight_bytes_per_step"] == model["weight_bytes"]
-        )  # tied: the head reads it all
+        assert entry["kv_cache_bytes_allocated"] == entry["kv_cache_bytes_read_per_step"] == allocated
+        assert entry["weight_bytes_per_step"] == model["weight_bytes"]  # tied: the head reads it all
         assert entry["bytes_per_step_floor"] == model["weight_bytes"] + kv
         assert entry["flops_per_step"] == decode.flops_per_step(tiny, b, PROMPT, TOKENS)
         assert entry["ranges"] == {
@@ -326,11 +308,7 @@ def test_tiny_end_to_end(runs: dict[str, Any]) -> None:
         assert all(0 <= t < tiny.vocab for t in entry["generated_row0"])
     # stderr: one progress line per mode and batch; stdout: the summary table
     progress = [line for line in proc.stderr.splitlines() if "tokens/s" in line]
-    assert (
-        len(progress) == 2
-        and "eager  batch   1:" in progress[0]
-        and "ms/step median" in progress[0]
-    )
+    assert len(progress) == 2 and "eager  batch   1:" in progress[0] and "ms/step median" in progress[0]
     assert len(proc.stdout.splitlines()) == 1 + len(BATCHES)
 
 
@@ -352,9 +330,7 @@ def test_torchprof_sees_each_step_range_once_per_step(runs: dict[str, Any]) -> N
         "warmup": len(BATCHES), "decode_step": TOKENS * len(BATCHES),
     }  # fmt: skip
     # one argmax per step inside the step ranges (the warm-ups' and prefills' are outside)
-    in_steps = {
-        r["kernel_name"]: r for r in prof["nvtx_kernels"] if r["range_name"] == "decode_step"
-    }
+    in_steps = {r["kernel_name"]: r for r in prof["nvtx_kernels"] if r["range_name"] == "decode_step"}
     assert in_steps["aten::argmax"]["kernel_instances"] == TOKENS * len(BATCHES)
     assert {"aten::linear", "aten::matmul", "aten::softmax", "aten::index_copy_"} <= set(in_steps)
 
@@ -375,11 +351,7 @@ def test_not_enough_memory_is_one_line_and_exit_4(capsys: pytest.CaptureFixture[
 
 def _events_within(events: list[Any], outer: Any, name: str) -> list[Any]:
     start, end = outer.time_range.start, outer.time_range.end
-    return [
-        e
-        for e in events
-        if e.name == name and start <= e.time_range.start and e.time_range.end <= end
-    ]
+    return [e for e in events if e.name == name and start <= e.time_range.start and e.time_range.end <= end]
 
 
 def test_ranges_nest_under_torch_profiler(tmp_path: Path) -> None:
@@ -460,9 +432,7 @@ def test_real_tensors_and_cached_decode(
     assert half.nbytes() == half.params() * 2 == decode.count_params(s) * 2
 
     batch, prompt, tokens = 2, 5, 4
-    state = decode.State(
-        torch, w, decode.make_prompt(torch, s.vocab, batch, prompt, 0), prompt + tokens
-    )
+    state = decode.State(torch, w, decode.make_prompt(torch, s.vocab, batch, prompt, 0), prompt + tokens)
     assert state.kv_bytes() == decode.kv_cache_bytes(s, batch, prompt + tokens, 4)
     with torch.no_grad():
         decode.prefill(torch, w, state)
@@ -495,10 +465,7 @@ def test_cpu_defaults_and_shape_flags(tmp_path: Path, capsys: pytest.CaptureFixt
     assert model["overrides"] == {"layers": 2, "tied": False, "qkv_bias": True}
     assert (model["layers"], model["tied"], model["qkv_bias"]) == (2, False, True)
     assert model["params"] == _params(2, 64, 4, 2, 176, 512, False, True)
-    assert (
-        "no GPU: the tiny preset on the CPU (GPU default: llama-1b); pass --preset to change"
-        in doc["notes"]
-    )
+    assert "no GPU: the tiny preset on the CPU (GPU default: llama-1b); pass --preset to change" in doc["notes"]
     (entry,) = doc["modes"]
     assert entry["ranges"]["batch"] is None  # one batch size: no batch range
     # untied: a step reads the LM head whole but only its 2 rows of the embedding table
@@ -513,7 +480,4 @@ def test_graphs_alone_on_a_cpu_is_an_error(capsys: pytest.CaptureFixture[str]) -
         decode.main(["--device", "cpu", "--preset", "tiny", "--modes", "graphs"])
     assert stop.value.code == 2
     err = capsys.readouterr().err.splitlines()
-    assert (
-        err[-1]
-        == "decode.py: error: --modes graphs needs a GPU (CUDA graphs); add eager to run on the CPU"
-    )
+    assert err[-1] == "decode.py: error: --modes graphs needs a GPU (CUDA graphs); add eager to run on the CPU"

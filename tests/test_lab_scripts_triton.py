@@ -95,13 +95,9 @@ def test_triton_kernel_matches_torch(sweep: ModuleType, op: str, dtype: str) -> 
 
 
 @pytest.mark.usefixtures("interpreter")
-def test_sweep_run_with_triton_in_the_interpreter(
-    sweep: ModuleType, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_sweep_run_with_triton_in_the_interpreter(sweep: ModuleType, capsys: pytest.CaptureFixture[str]) -> None:
     # --warmup 0: one untimed call still comes first
-    args = sweep.parse_args(
-        ["--impl", "triton", "--device", "cpu", "--sizes", "5,10", "--iters", "2", "--warmup", "0"]
-    )
+    args = sweep.parse_args(["--impl", "triton", "--device", "cpu", "--sizes", "5,10", "--iters", "2", "--warmup", "0"])
     doc = sweep.run(args)
     triton_rows_agree_with_torch(doc, "scale", "float32")  # float32: the CPU default
     assert [r["log2"] for r in doc["rows"]] == [5, 10]  # 2^5: a single, masked block
@@ -231,9 +227,7 @@ def test_cpu_sweep_default_sizes(sweep: ModuleType) -> None:
     assert (1 << first) * 4 >= 4 * llc > (1 << (first - 1)) * 4
 
 
-def test_cpu_sweep_uses_the_default_sizes(
-    sweep: ModuleType, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_cpu_sweep_uses_the_default_sizes(sweep: ModuleType, capsys: pytest.CaptureFixture[str]) -> None:
     # the real default sizes; --max-bytes keeps this test to the small ones
     args = sweep.parse_args(["--device", "cpu", "--iters", "1", "--warmup", "0", "--max-bytes", str(MiB)])
     doc = sweep.run(args)

@@ -39,7 +39,9 @@ def test_lookalikes_of_the_default_tokens_are_protected(name: str) -> None:
     assert reason.startswith(f"'{name}'")
 
 
-@pytest.mark.parametrize("name", ["stg-online-use1", "ｓｔｇ-online", "reproduce-bug", "products-stg", "ПPOD-x", "prodigy-eu", "пpд-x"])
+@pytest.mark.parametrize(
+    "name", ["stg-online-use1", "ｓｔｇ-online", "reproduce-bug", "products-stg", "ПPOD-x", "prodigy-eu", "пpд-x"]
+)
 def test_names_that_do_not_read_as_production_are_not(name: str) -> None:
     assert protection_reason(name, DEFAULTS) is None
 
@@ -76,7 +78,9 @@ def test_the_table_is_unicodes_confusables_file() -> None:
     assert "# Version: 17.0.0" in text and "# total: 6565" in text
     table = lookalike.confusables()
     assert len(table) == 6565
-    assert table["\u043e"] == "o" and table["\u03bf"] == "o" and table["\u0440"] == "p"  # Cyrillic о, Greek ο, Cyrillic р
+    assert (
+        table["\u043e"] == "o" and table["\u03bf"] == "o" and table["\u0440"] == "p"
+    )  # Cyrillic о, Greek ο, Cyrillic р
     assert table["m"] == "rn" and table["0"] == "O"  # its own prototypes, not ours
     # a prototype never maps further: one pass of the table is the skeleton
     assert not any(ch in table for target in table.values() for ch in target)

@@ -15,7 +15,12 @@ from nsightlab.errors import UsageError
 @pytest.fixture
 def config(monkeypatch: pytest.MonkeyPatch) -> Config:
     monkeypatch.setenv("USER", "sean.b")
-    return Config(lab=LabConfig(image="registry.example.com/triton-vllm-container:1.0-1", node_selector={"eks.amazonaws.com/nodegroup": "stg-2-gpu-workers"}))
+    return Config(
+        lab=LabConfig(
+            image="registry.example.com/triton-vllm-container:1.0-1",
+            node_selector={"eks.amazonaws.com/nodegroup": "stg-2-gpu-workers"},
+        )
+    )
 
 
 def test_template_is_the_tutorials_pod() -> None:
@@ -24,7 +29,11 @@ def test_template_is_the_tutorials_pod() -> None:
     assert spec["restartPolicy"] == "Never" and spec["activeDeadlineSeconds"] == 14400
     c = spec["containers"][0]
     assert c["command"] == ["sleep", "infinity"]
-    assert c["securityContext"] == {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}, "seccompProfile": {"type": "RuntimeDefault"}}
+    assert c["securityContext"] == {
+        "allowPrivilegeEscalation": False,
+        "capabilities": {"drop": ["ALL"]},
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
     assert {"key": "nvidia.com/gpu", "operator": "Exists"} in spec["tolerations"]
 
 
@@ -33,7 +42,10 @@ def test_filled_manifest(config: Config) -> None:
     meta, spec = m["metadata"], m["spec"]
     assert meta["name"] == "nsight-lab-sean-b" and meta["namespace"] == "ml-lab"
     assert meta["labels"][MANAGED_BY] == "nsightlab" and meta["labels"][OWNER] == "sean.b"
-    assert spec["nodeSelector"] == {"node.kubernetes.io/instance-type": "g7e.8xlarge", "eks.amazonaws.com/nodegroup": "stg-2-gpu-workers"}
+    assert spec["nodeSelector"] == {
+        "node.kubernetes.io/instance-type": "g7e.8xlarge",
+        "eks.amazonaws.com/nodegroup": "stg-2-gpu-workers",
+    }
     res = spec["containers"][0]["resources"]
     assert res["limits"] == res["requests"] == {"cpu": "4", "memory": "24Gi", "nvidia.com/gpu": "1"}
     assert spec["containers"][0]["image"] == "registry.example.com/triton-vllm-container:1.0-1"
@@ -68,12 +80,17 @@ def test_custom_template_validated(tmp_path: Path, config: Config) -> None:
     with pytest.raises(UsageError, match="kind Pod"):
         load_template(wrong)
     mine = tmp_path / "mine.yaml"
-    mine.write_text("apiVersion: v1\nkind: Pod\nmetadata: {name: x, labels: {team: ml}}\nspec:\n  containers: [{name: main, image: x, command: [sleep, '3600']}]\n")
+    mine.write_text(
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: x, labels: {team: ml}}\nspec:\n  containers: [{name: main, "
+        "image: x, command: [sleep, '3600']}]\n"
+    )
     m = build_manifest(load_template(mine), config, namespace="ml")
     assert m["metadata"]["labels"]["team"] == "ml" and m["spec"]["containers"][0]["command"] == ["sleep", "3600"]
 
 
-def test_dry_run_prints_yaml_and_needs_no_cluster(capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_dry_run_prints_yaml_and_needs_no_cluster(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("NSIGHTLAB_HOME", str(tmp_path))
     monkeypatch.setenv("KUBECONFIG", str(tmp_path / "missing"))
     cfg = tmp_path / "c.yaml"

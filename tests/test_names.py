@@ -49,10 +49,7 @@ CUTLASS_F16 = "void cutlass::Kernel2<cutlass_80_tensorop_f16_s16816gemm_relu_f16
 
 def test_short_name_of_the_pytorch_mul_kernel() -> None:
     wide = short_kernel_name(HALF_MUL, width=100)
-    assert (
-        wide
-        == "at::native::vectorized_elementwise_kernel<4, BinaryFunctor<Half, Half, Half, MulFunctor<float>>>"
-    )
+    assert wide == "at::native::vectorized_elementwise_kernel<4, BinaryFunctor<Half, Half, Half, MulFunctor<float>>>"
     short = short_kernel_name(HALF_MUL)
     assert len(short) <= 60
     assert short.startswith("vectorized_elementwise_kernel<4, Binary")
@@ -143,9 +140,7 @@ def test_ncu_names_join_the_nsys_names_they_came_from() -> None:
         ),
     ):
         ncu_name = _ncu_name(ncu_path)
-        matches = [
-            n for n in PYTORCH_NAMES if normalise_kernel_name(n) == normalise_kernel_name(ncu_name)
-        ]
+        matches = [n for n in PYTORCH_NAMES if normalise_kernel_name(n) == normalise_kernel_name(ncu_name)]
         assert matches == [expected_nsys]
         assert kernel_names_match(expected_nsys, ncu_name)
 
@@ -160,9 +155,7 @@ def test_normalised_names_stay_distinct_and_are_stable() -> None:
 
 
 def test_truncated_column_names_match_by_prefix() -> None:
-    truncated = (
-        "void at::native::vectorized_elementwise_kernel<(int)4, at::native::BinaryFunctor<c10::BFl…"
-    )
+    truncated = "void at::native::vectorized_elementwise_kernel<(int)4, at::native::BinaryFunctor<c10::BFl…"
     full = PYTORCH_NAMES[5]
     assert full.startswith(
         "void at::native::vectorized_elementwise_kernel<(int)4, at::native::BinaryFunctor<c10::BFloat16"
@@ -179,20 +172,14 @@ def test_truncated_column_names_match_by_prefix() -> None:
 def test_kernel_kinds_over_the_pytorch_fixture() -> None:
     kinds = {name: kernel_kind(name) for name in PYTORCH_NAMES}
     assert all(kinds[n] == "gemm" for n in PYTORCH_NAMES if n.startswith("void cutlass::Kernel2<"))
-    assert all(
-        kinds[n] == "elementwise" for n in PYTORCH_NAMES if "vectorized_elementwise_kernel" in n
-    )
-    assert all(
-        kinds[n] == "elementwise" for n in PYTORCH_NAMES if "unrolled_elementwise_kernel" in n
-    )
+    assert all(kinds[n] == "elementwise" for n in PYTORCH_NAMES if "vectorized_elementwise_kernel" in n)
+    assert all(kinds[n] == "elementwise" for n in PYTORCH_NAMES if "unrolled_elementwise_kernel" in n)
     assert all(kinds[n] == "attention" for n in PYTORCH_NAMES if "flash_fwd" in n or "fmha" in n)
     assert all(kinds[n] == "reduce" for n in PYTORCH_NAMES if "at::native::reduce_kernel<" in n)
     # cuBLASLt's split-K reduction belongs to its GEMM.
     assert all(kinds[n] == "gemm" for n in PYTORCH_NAMES if "cublasLt::splitKreduce_kernel" in n)
     assert all(kinds[n] == "copy" for n in PYTORCH_NAMES if "CatArrayBatchedCopy" in n)
-    assert all(
-        kinds[n] == "gemm" for n in PYTORCH_NAMES if "gemv" in n or "xmma" in n or "gemmk1" in n
-    )
+    assert all(kinds[n] == "gemm" for n in PYTORCH_NAMES if "gemv" in n or "xmma" in n or "gemmk1" in n)
     # 16 cutlass Kernel2 + 1 cudnn cutlass Kernel + 2 gemvx + 2 gemmk1 + 2 xmma + 1 splitK.
     assert sum(k == "gemm" for k in kinds.values()) == 24
 
@@ -213,11 +200,13 @@ def test_kernel_kinds_over_the_pytorch_fixture() -> None:
         ("ampere_fp16_s16816gemm_fp16_256x128_ldg8_f2f_stages_64x3_nn", "gemm"),
         ("distribution_elementwise_grid_stride_kernel", "elementwise"),
         (
-            "void at::native::reduce_kernel<(int)512, (int)1, at::native::ReduceOp<float, at::native::MeanOps<float, float, float, float>, unsigned int, float, (int)4, (int)4>>(T3)",
+            "void at::native::reduce_kernel<(int)512, (int)1, at::native::ReduceOp<float, "
+            "at::native::MeanOps<float, float, float, float>, unsigned int, float, (int)4, (int)4>>(T3)",
             "reduce",
         ),
         (
-            "void <unnamed>::softmax_warp_forward<float, float, float, (int)6, (bool)0, (bool)0>(T2 *, const T1 *, int, int, int, const bool *, int, bool)",
+            "void <unnamed>::softmax_warp_forward<float, float, float, (int)6, (bool)0, (bool)0>(T2 *, const T1 "
+            "*, int, int, int, const bool *, int, bool)",
             "reduce",
         ),
         ("[CUDA memcpy Device-to-Host]", "copy"),

@@ -58,7 +58,10 @@ def test_the_readme_roles_grant_exactly_what_the_code_asks_for() -> None:
     # both verbs of a websocket exec (get before Kubernetes 1.35, get and create from it)
     assert {Permission("get", "", "pods", "exec"), Permission("create", "", "pods", "exec")} <= set(LAB_PERMISSIONS)
     binding = next(d for d in roles["nsightlab-lab"] if d["kind"] == "RoleBinding")
-    assert binding["roleRef"]["name"] == "nsightlab-lab" and binding["metadata"]["namespace"] == lab["metadata"]["namespace"] == NS
+    assert (
+        binding["roleRef"]["name"] == "nsightlab-lab"
+        and binding["metadata"]["namespace"] == lab["metadata"]["namespace"] == NS
+    )
 
 
 @pytest.fixture
@@ -70,7 +73,9 @@ def team(sim: KubeSim, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     sim.load(readme_roles()["nsightlab-lab"])
     token = sim.add_user(OWNER, groups=["ml-team"])
     user = {"namespace": NS, "token": token, "user": OWNER}
-    kubeconfig = sim.write_kubeconfig(tmp_path / "kubeconfig", {"lab": user, "prd-lab": user, "admin": {"namespace": NS}}, current="prd-lab")
+    kubeconfig = sim.write_kubeconfig(
+        tmp_path / "kubeconfig", {"lab": user, "prd-lab": user, "admin": {"namespace": NS}}, current="prd-lab"
+    )
     config = tmp_path / "config.yaml"
     config.write_text(f"lab:\n  image: {IMAGE}\n  owner: {OWNER}\n")
     home = tmp_path / "home"
@@ -92,7 +97,9 @@ def _profile_device() -> list[str]:
     return ["--device", "cpu"] if "device" in inspect.signature(profile).parameters else []
 
 
-def test_the_whole_lab_with_namespace_permissions(capsys: pytest.CaptureFixture[str], team: Path, sim: KubeSim, tmp_path: Path) -> None:
+def test_the_whole_lab_with_namespace_permissions(
+    capsys: pytest.CaptureFixture[str], team: Path, sim: KubeSim, tmp_path: Path
+) -> None:
     pytest.importorskip("torch")
     # doctor: every permission the lab needs is granted; what it cannot see is info
     r = nsl(capsys, "doctor", "--context", "lab", "--json")
@@ -101,11 +108,25 @@ def test_the_whole_lab_with_namespace_permissions(capsys: pytest.CaptureFixture[
     checks = {c["name"]: c for c in report["checks"]}
     assert report["ok"] and not [c for c in checks.values() if c["ok"] is False]
     allowed = f'in {NS} (RBAC: allowed by RoleBinding "nsightlab-lab/{NS}" of Role "nsightlab-lab" to Group "ml-team")'
-    for name in ("may create/get/list/watch/delete pods", "may create/get pods/exec", "may get pods/log", "may list events"):
+    for name in (
+        "may create/get/list/watch/delete pods",
+        "may create/get pods/exec",
+        "may get pods/log",
+        "may list events",
+    ):
         assert (checks[name]["ok"], checks[name]["detail"]) == (True, allowed), name
-    assert checks["namespace"] == {"name": "namespace", "ok": None, "detail": f"cannot get namespace {NS} here (forbidden): not needed; the checks below are for {NS}", "fix": None}
+    assert checks["namespace"] == {
+        "name": "namespace",
+        "ok": None,
+        "detail": f"cannot get namespace {NS} here (forbidden): not needed; the checks below are for {NS}",
+        "fix": None,
+    }
     assert checks["nodes of g7e.8xlarge"]["ok"] is None
-    assert checks["nodes of g7e.8xlarge"]["detail"] == "cannot list nodes here (forbidden): no free-GPU count before create, no explore nodes; the lab runs without them"
+    assert (
+        checks["nodes of g7e.8xlarge"]["detail"]
+        == "cannot list nodes here (forbidden): no free-GPU count before create, no explore nodes; the lab runs "
+        "without them"
+    )
     assert checks["fleet: may create/get/list/watch/delete jobs.batch"]["ok"] is None  # the fleet's Role is not bound
     assert not [c for c in checks.values() if "nsightlab doctor" in (c["fix"] or "")]
     text = nsl(capsys, "doctor", "--context", "lab")
@@ -134,12 +155,34 @@ def test_the_whole_lab_with_namespace_permissions(capsys: pytest.CaptureFixture[
     assert nsl(capsys, "copy", ":/tmp/note.txt", str(back)).code == 0
     assert back.read_text() == "namespace permissions only\n"
 
-    r = nsl(capsys, "profile", "lesson1", "--profiler", "torch", *_profile_device(), "--json", "--", "--scale-log2", "10", "--gemm-n", "16")
+    r = nsl(
+        capsys,
+        "profile",
+        "lesson1",
+        "--profiler",
+        "torch",
+        *_profile_device(),
+        "--json",
+        "--",
+        "--scale-log2",
+        "10",
+        "--gemm-n",
+        "16",
+    )
     assert r.code == 0, r
     assert json.loads(r.out)["target"] == f"pod {NS}/{POD}"
     meta = json.loads((next((team / "runs").iterdir()) / "meta.json").read_text())
-    assert (meta["node"], meta["instance_type"], meta["node_gpu"]) == (lab["node"], "g7e.8xlarge", None)  # from the pod's node selector
-    assert r.err.count(f"cannot get node {lab['node']} here (forbidden): the node's GPU label is not recorded with the run") == 1
+    assert (meta["node"], meta["instance_type"], meta["node_gpu"]) == (
+        lab["node"],
+        "g7e.8xlarge",
+        None,
+    )  # from the pod's node selector
+    assert (
+        r.err.count(
+            f"cannot get node {lab['node']} here (forbidden): the node's GPU label is not recorded with the run"
+        )
+        == 1
+    )
 
     sim.append_log(NS, POD, "hello from the lab\n")
     r = nsl(capsys, "logs")
@@ -174,10 +217,13 @@ def test_explore_nodes_names_the_missing_permission(capsys: pytest.CaptureFixtur
         f"on nodes, or run `nsightlab explore pods --context lab -n {NS}`.\n"
     )
     r = nsl(capsys, "explore", "node", "ip-10-0-19-150.ec2.internal", "--context", "lab")
-    assert r.code == 4 and r.err.startswith("error: cannot get node ip-10-0-19-150.ec2.internal: your account may not read nodes on context lab.")
+    assert r.code == 4 and r.err.startswith(
+        "error: cannot get node ip-10-0-19-150.ec2.internal: your account may not read nodes on context lab."
+    )
     r = nsl(capsys, "explore", "pods", "-A", "--context", "lab")
     assert r.code == 4 and r.err == (
-        "error: cannot list pods in all namespaces: your account may read pods only in its own namespace on context lab. "
+        "error: cannot list pods in all namespaces: your account may read pods only in its own namespace on "
+        "context lab. "
         f"Ask for a ClusterRole with list on pods, or run `nsightlab explore pods --context lab -n {NS}`.\n"
     )
     # the hint runs as printed
@@ -189,7 +235,9 @@ def test_explore_nodes_names_the_missing_permission(capsys: pytest.CaptureFixtur
     assert r.err.count("here (forbidden): the node's instance type and GPU model are not shown") == 1
 
 
-def test_namespace_permissions_never_relax_the_protected_context_rules(capsys: pytest.CaptureFixture[str], team: Path, sim: KubeSim) -> None:
+def test_namespace_permissions_never_relax_the_protected_context_rules(
+    capsys: pytest.CaptureFixture[str], team: Path, sim: KubeSim
+) -> None:
     sim.clear_requests()
     for command in (
         ["create", "--context", "prd-lab", "--yes"],
@@ -206,9 +254,12 @@ def test_namespace_permissions_never_relax_the_protected_context_rules(capsys: p
     assert r.code == 0, r
 
 
-def test_a_missing_namespace_is_found_by_the_create(capsys: pytest.CaptureFixture[str], team: Path, sim: KubeSim) -> None:
+def test_a_missing_namespace_is_found_by_the_create(
+    capsys: pytest.CaptureFixture[str], team: Path, sim: KubeSim
+) -> None:
     # an account that may create pods in any namespace, but not read Namespace objects
-    sim.load(yaml.safe_load_all(f"""\
+    sim.load(
+        yaml.safe_load_all(f"""\
 apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRole
 metadata: {{name: pods-anywhere}}
@@ -221,14 +272,21 @@ metadata: {{name: ana-pods-anywhere}}
 roleRef: {{apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: pods-anywhere}}
 subjects:
 - {{apiGroup: rbac.authorization.k8s.io, kind: User, name: {OWNER}}}
-"""))
+""")
+    )
     sim.clear_requests()
     r = nsl(capsys, "create", "--context", "lab", "-n", "nope", "--yes")
-    assert (r.code, r.err.splitlines()[-1]) == (4, "error: namespace 'nope' does not exist on context 'lab'. Pass --namespace NS, or set the namespace of the alias in config.yaml.")
+    assert (r.code, r.err.splitlines()[-1]) == (
+        4,
+        "error: namespace 'nope' does not exist on context 'lab'. Pass --namespace NS, or set the namespace of "
+        "the alias in config.yaml.",
+    )
     assert not [q for q in sim.requests if q.path == "/api/v1/namespaces/nope"]  # never read, the create said so
 
 
-def test_the_wait_lists_events_when_it_may_not_watch_them(capsys: pytest.CaptureFixture[str], team: Path, tmp_path: Path, sim: KubeSim) -> None:
+def test_the_wait_lists_events_when_it_may_not_watch_them(
+    capsys: pytest.CaptureFixture[str], team: Path, tmp_path: Path, sim: KubeSim
+) -> None:
     # two GPUs: no g7e node has two, the pod stays Pending and the scheduler says why
     config = tmp_path / "two.yaml"
     config.write_text(f"lab:\n  image: {IMAGE}\n  owner: {OWNER}\n  gpus: 2\n")
@@ -264,12 +322,16 @@ def _exec_role(verbs: str) -> list[dict[str, Any]]:
     return docs
 
 
-def test_from_kubernetes_1_35_an_exec_needs_create_too(capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_from_kubernetes_1_35_an_exec_needs_create_too(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     with KubeSim(tls=True, kubelet_delay=0.05, rbac=True, version="v1.35.0") as sim:
         sim.load(realistic_cluster())
         sim.load(_exec_role("get"))  # enough before 1.35
         token = sim.add_user(OWNER, groups=["ml-team"])
-        kubeconfig = sim.write_kubeconfig(tmp_path / "kubeconfig", {"lab": {"namespace": NS, "token": token, "user": OWNER}})
+        kubeconfig = sim.write_kubeconfig(
+            tmp_path / "kubeconfig", {"lab": {"namespace": NS, "token": token, "user": OWNER}}
+        )
         config = tmp_path / "config.yaml"
         config.write_text(f"lab:\n  image: {IMAGE}\n  owner: {OWNER}\n")
         monkeypatch.setenv("NSIGHTLAB_HOME", str(tmp_path / "home"))
@@ -279,15 +341,22 @@ def test_from_kubernetes_1_35_an_exec_needs_create_too(capsys: pytest.CaptureFix
         r = nsl(capsys, "shell", "--", "true")
         assert r.code == 4 and f'User "{OWNER}" cannot create resource "pods/exec"' in r.err
         doctor = {c["name"]: c for c in json.loads(nsl(capsys, "doctor", "--context", "lab", "--json").out)["checks"]}
-        assert (doctor["may create/get pods/exec"]["ok"], doctor["may create/get pods/exec"]["detail"]) == (False, f"in {NS}: denied create")
+        assert (doctor["may create/get pods/exec"]["ok"], doctor["may create/get pods/exec"]["detail"]) == (
+            False,
+            f"in {NS}: denied create",
+        )
         sim.load(readme_roles()["nsightlab-lab"])  # the README's Role grants both
         assert nsl(capsys, "shell", "--", "true").code == 0
 
 
-def test_doctor_passes_the_fleet_checks_once_its_role_is_bound(capsys: pytest.CaptureFixture[str], team: Path, sim: KubeSim) -> None:
+def test_doctor_passes_the_fleet_checks_once_its_role_is_bound(
+    capsys: pytest.CaptureFixture[str], team: Path, sim: KubeSim
+) -> None:
     fleet = readme_roles()["nsightlab-fleet"]
     binding = {
-        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": {"name": "nsightlab-fleet", "namespace": NS},
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "RoleBinding",
+        "metadata": {"name": "nsightlab-fleet", "namespace": NS},
         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "nsightlab-fleet"},
         "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "ml-team"}],
     }

@@ -40,7 +40,9 @@ def test_ncu_local_parses_and_stores(capsys: pytest.CaptureFixture[str], ncu_sta
     assert json.loads((run / "meta.json").read_text())["kind"] == "ncu"
 
 
-def test_counters_blocked_is_exit_7_with_both_ways_forward(capsys: pytest.CaptureFixture[str], ncu_standin: None, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_counters_blocked_is_exit_7_with_both_ways_forward(
+    capsys: pytest.CaptureFixture[str], ncu_standin: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
     pytest.importorskip("torch")
     monkeypatch.setenv("NSIGHTLAB_TEST_NCU", "perm")
     r = run_cli(capsys, "ncu", "lesson1", "--local", "--", "--scale-log2", "14", "--gemm-n", "32")
@@ -53,16 +55,24 @@ def test_counters_blocked_is_exit_7_with_both_ways_forward(capsys: pytest.Captur
 def test_ncu_on_the_cpu_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
     r = run_cli(capsys, "ncu", "--local", "--device", "cpu")
     assert r.code == 2, r
-    assert r.err.strip() == "error: ncu profiles GPU kernels: --device cpu leaves it nothing to measure. On the CPU use `nsightlab profile --profiler torch --device cpu`."
+    assert (
+        r.err.strip()
+        == "error: ncu profiles GPU kernels: --device cpu leaves it nothing to measure. On the CPU use `nsightlab "
+        "profile --profiler torch --device cpu`."
+    )
 
 
-def test_ncu_missing_is_exit_6(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_ncu_missing_is_exit_6(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     monkeypatch.setenv("PATH", str(tmp_path))
     r = run_cli(capsys, "ncu", "--local")
     assert r.code == 6 and "ncu (Nsight Compute) is not installed" in r.err
 
 
-@pytest.mark.parametrize("fixture", sorted((FIX / "nsys").glob("*")) + sorted((FIX / "ncu").glob("*.csv")), ids=lambda p: p.name)
+@pytest.mark.parametrize(
+    "fixture", sorted((FIX / "nsys").glob("*")) + sorted((FIX / "ncu").glob("*.csv")), ids=lambda p: p.name
+)
 def test_analyze_every_fixture(capsys: pytest.CaptureFixture[str], fixture: Path) -> None:
     r = run_cli(capsys, "analyze", str(fixture), "--json")
     assert r.code == 0, r
@@ -78,7 +88,14 @@ def test_analyze_every_fixture(capsys: pytest.CaptureFixture[str], fixture: Path
 
 
 def test_analyze_values_from_the_fixtures(capsys: pytest.CaptureFixture[str]) -> None:
-    old = json.loads(run_cli(capsys, "analyze", str(FIX / "nsys" / "02_nsys2022.4.2_stats_console_oldnames_babelstream_a100.txt"), "--json").out)
+    old = json.loads(
+        run_cli(
+            capsys,
+            "analyze",
+            str(FIX / "nsys" / "02_nsys2022.4.2_stats_console_oldnames_babelstream_a100.txt"),
+            "--json",
+        ).out
+    )
     add = old["kernels"][0]
     assert add["name"] == "void add_kernel<double>(const T1 *, const T1 *, T1 *)"
     assert (add["instances"], add["total_ns"]) == (100, 58455846)
@@ -97,7 +114,9 @@ def test_analyze_folder_of_csv_exports(capsys: pytest.CaptureFixture[str], tmp_p
 
 def test_analyze_bad_file_names_file_and_line(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     bad = tmp_path / "bad.csv"
-    bad.write_text("Time (%),Total Time (ns),Instances,Avg (ns),Med (ns),Min (ns),Max (ns),StdDev (ns),Name\n12.5,100,2\n")
+    bad.write_text(
+        "Time (%),Total Time (ns),Instances,Avg (ns),Med (ns),Min (ns),Max (ns),StdDev (ns),Name\n12.5,100,2\n"
+    )
     r = run_cli(capsys, "analyze", str(bad))
     assert r.code == 2 and f"{bad}:2" in r.err
     junk = tmp_path / "junk.txt"

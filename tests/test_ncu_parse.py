@@ -51,10 +51,7 @@ def test_fixture04_speed_of_light_section() -> None:
     assert len(report.kernels) == 1
     k = report.kernels[0]
     assert k.id == 0
-    assert (
-        k.name
-        == "void Kernel2<cutlass_80_tensorop_bf16_s16816gemm_relu_bf16_256x128_32x3_tn_align8>(Params)"
-    )
+    assert k.name == "void Kernel2<cutlass_80_tensorop_bf16_s16816gemm_relu_bf16_256x128_32x3_tn_align8>(Params)"
     assert (k.process_id, k.process_name, k.host) == (1704452, "python3.12", "127.0.0.1")
     assert (k.context, k.stream, k.device, k.cc) == (1, 7, 0, "12.0")
     assert k.block == (256, 1, 1) and k.grid == (312, 2, 1)
@@ -219,9 +216,7 @@ def test_chatter_program_output_and_several_kernels() -> None:
         ]
     )
     report = parse_ncu_csv(text, source="ncu.csv")
-    assert report.warnings == [
-        "==WARNING== Found outstanding GPU clock reset, trying to revert...Success."
-    ]
+    assert report.warnings == ["==WARNING== Found outstanding GPU clock reset, trying to revert...Success."]
     assert [k.id for k in report.kernels] == [0, 1]
     k1, k2 = report.kernels
     assert k1.duration_ns == 1_500_000.0

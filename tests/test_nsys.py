@@ -174,9 +174,7 @@ def test_fixture03_csv_rows_and_kernel_families() -> None:
     assert sum(k.name.startswith("void cutlass::Kernel2<") for k in kernels) == 16
     assert sum("vectorized_elementwise_kernel" in k.name for k in kernels) == 23
     first = kernels[0]
-    assert first.name.startswith(
-        "std::enable_if<!T7, void>::type internal::gemvx::kernel<int, int,"
-    )
+    assert first.name.startswith("std::enable_if<!T7, void>::type internal::gemvx::kernel<int, int,")
     assert first.name.endswith("float>>(T13)")  # the quoted name with commas is whole
     assert (first.time_pct, first.total_ns, first.instances) == (24.9, 1_231_822_285, 329_035)
     assert (first.avg_ns, first.med_ns, first.min_ns, first.max_ns, first.stddev_ns) == (
@@ -430,7 +428,8 @@ def test_csv_gpu_trace_kernel_and_memcpy_rows() -> None:
         "Start (ns),Duration (ns),CorrId,GrdX,GrdY,GrdZ,BlkX,BlkY,BlkZ,Reg/Trd,StcSMem (MB),"
         "DymSMem (MB),Bytes (MB),Throughput (MB/s),SrcMemKd,DstMemKd,Device,Ctx,GreenCtx,Strm,Name\n"
         "1000,725494,118,1048576,1,1,128,1,1,16,0.000,0.000,,,,,NVIDIA L40S (0),1,,7,"
-        '"void at::native::vectorized_elementwise_kernel<(int)4, at::native::AUnaryFunctor<c10::Half, c10::Half, c10::Half, '
+        '"void at::native::vectorized_elementwise_kernel<(int)4, at::native::AUnaryFunctor<c10::Half, c10::Half, '
+        "c10::Half, "
         'at::native::binary_internal::MulFunctor<float>>, std::array<char *, (unsigned long)2>>(int, T2, T3)"\n'
         "2000000,41000,120,,,,,,,,,,536.871,13094414.634,Device,Pageable,NVIDIA L40S (0),1,,7,"
         "[CUDA memcpy Device-to-Host]\n"
@@ -650,7 +649,7 @@ Processing [l1.sqlite] with [/opt/nvidia/nsight-systems/2024.6.1/host-linux-x64/
  Time (%)  Total Time (ns)  Instances  Name
  --------  ---------------  ---------  ----
     100.0               10          1  k
-"""
+"""  # noqa: E501
 
 
 def test_console_nsys_stats_banners_truncated_names_and_unknown_reports() -> None:
@@ -729,13 +728,7 @@ def test_console_non_number_cell_names_the_line() -> None:
 
 def test_console_announced_report_with_wrong_header() -> None:
     # CONSTRUCTED: a kern_sum banner over a table that lacks Total Time.
-    text = (
-        "[6/8] Executing 'cuda_gpu_kern_sum' stats report\n"
-        "\n"
-        " Instances  Name\n"
-        " ---------  ----\n"
-        "         1  k   \n"
-    )
+    text = "[6/8] Executing 'cuda_gpu_kern_sum' stats report\n\n Instances  Name\n ---------  ----\n         1  k   \n"
     with pytest.raises(ParseError, match="lacks column") as caught:
         parse_stats_console(text, source="log.txt")
     assert caught.value.lineno == 3

@@ -92,7 +92,9 @@ def scratch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return folder
 
 
-def test_nsys_command_sequence_copy_back_and_store(capsys: pytest.CaptureFixture[str], nsl_home: Path, nsys_standin: None, scratch: Path) -> None:
+def test_nsys_command_sequence_copy_back_and_store(
+    capsys: pytest.CaptureFixture[str], nsl_home: Path, nsys_standin: None, scratch: Path
+) -> None:
     r = run_cli(capsys, "profile", "lesson1", "--local", "--json", *SMALL)
     assert r.code == 0, r
     assert list(scratch.iterdir()) == []  # the work folder went once the run was stored
@@ -110,7 +112,9 @@ def test_nsys_command_sequence_copy_back_and_store(capsys: pytest.CaptureFixture
     assert "cutlass" in ranges["compute_bound_gemm"]["kernel_full"]
     work = json.loads((raw / "lesson1.json").read_text())
     scale_work = next(w for w in work["ranges"] if w["name"] == "memory_bound_scale")
-    assert ranges["memory_bound_scale"]["rates"]["seconds_per_call"] == pytest.approx(scale_work["seconds_per_call"], rel=1e-6)
+    assert ranges["memory_bound_scale"]["rates"]["seconds_per_call"] == pytest.approx(
+        scale_work["seconds_per_call"], rel=1e-6
+    )
     assert "raw/nsightlab.nsys-rep" in data["files"]
     # `analyze` takes the run as every command does: its id, a prefix of it, latest
     run_id = data["run_id"]
@@ -119,7 +123,12 @@ def test_nsys_command_sequence_copy_back_and_store(capsys: pytest.CaptureFixture
         assert again.code == 0, again
         assert json.loads(again.out) == json.loads((run / "result.json").read_text())
     missing = run_cli(capsys, "analyze", "fedcba")
-    assert missing.code == 2 and missing.err.strip() == "error: fedcba is neither a file nor a stored run (no run matches 'fedcba'). List them with `nsightlab runs`."
+    assert (
+        missing.code == 2
+        and missing.err.strip()
+        == "error: fedcba is neither a file nor a stored run (no run matches 'fedcba'). List them with `nsightlab "
+        "runs`."
+    )
 
 
 def test_nsys_missing_is_exit_6_with_the_way_forward(capsys: pytest.CaptureFixture[str], no_nsys: None) -> None:
@@ -129,21 +138,27 @@ def test_nsys_missing_is_exit_6_with_the_way_forward(capsys: pytest.CaptureFixtu
     assert r.err.count("\n") == 1
 
 
-def test_stale_export_warning_is_an_error(capsys: pytest.CaptureFixture[str], nsys_standin: None, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_stale_export_warning_is_an_error(
+    capsys: pytest.CaptureFixture[str], nsys_standin: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("NSIGHTLAB_TEST_NSYS", "stale")
     r = run_cli(capsys, "profile", "lesson1", "--local", *SMALL)
     assert r.code == 6, r
     assert "older" in r.err.lower() or "stale" in r.err.lower()
 
 
-def test_qdstrm_only_install_is_explained(capsys: pytest.CaptureFixture[str], nsys_standin: None, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_qdstrm_only_install_is_explained(
+    capsys: pytest.CaptureFixture[str], nsys_standin: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("NSIGHTLAB_TEST_NSYS", "qdstrm")
     r = run_cli(capsys, "profile", "lesson1", "--local", *SMALL)
     assert r.code == 6, r
     assert "nsys-rep" in r.err and "importer" in r.err.lower()
 
 
-def test_failing_script_is_exit_6(capsys: pytest.CaptureFixture[str], tmp_path: Path, nsys_standin: None, scratch: Path) -> None:
+def test_failing_script_is_exit_6(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, nsys_standin: None, scratch: Path
+) -> None:
     script = tmp_path / "boom.py"
     script.write_text("import sys\nprint('about to fail', file=sys.stderr)\nsys.exit(3)\n")
     r = run_cli(capsys, "profile", str(script), "--local")
@@ -192,11 +207,20 @@ def test_serving_options_are_those_vllms_guide_asks_for() -> None:
     ("argv", "words"),
     [
         (["profile", "--serving", "--local", "lesson1"], "the server's command goes after --"),
-        (["profile", "--serving", "--local", "vllm", "--", "serve", "m"], "the server's command goes after --, and nothing else"),
+        (
+            ["profile", "--serving", "--local", "vllm", "--", "serve", "m"],
+            "the server's command goes after --, and nothing else",
+        ),
         (["profile", "--serving", "--local", "--delay", "5", "--", "vllm", "serve"], "--delay needs --duration"),
         (["profile", "--local", "--duration", "5", "lesson1"], "--delay and --duration go with --serving"),
-        (["profile", "--serving", "--local", "--duration", "0", "--", "vllm", "serve"], "--duration '0' must be at least 1"),
-        (["profile", "--serving", "--local", "--profiler", "torch", "--", "vllm", "serve"], "--serving profiles under nsys only"),
+        (
+            ["profile", "--serving", "--local", "--duration", "0", "--", "vllm", "serve"],
+            "--duration '0' must be at least 1",
+        ),
+        (
+            ["profile", "--serving", "--local", "--profiler", "torch", "--", "vllm", "serve"],
+            "--serving profiles under nsys only",
+        ),
     ],
 )
 def test_serving_arguments_are_unambiguous(capsys: pytest.CaptureFixture[str], argv: list[str], words: str) -> None:
@@ -219,20 +243,40 @@ def test_analyze_keeps_the_cuda_api_and_the_memory_operations(capsys: pytest.Cap
     data = json.loads(r.out)
     api = {a["name"]: a for a in data["cuda_api"]}
     assert [a["name"] for a in data["cuda_api"]][:2] == ["cudaDeviceSynchronize", "cudaMemcpy"]
-    assert api["cudaMemcpy"] == {"name": "cudaMemcpy", "calls": 103, "total_ns": 106875399.0, "pct": 34.9, "avg_ns": 1037625.2}
+    assert api["cudaMemcpy"] == {
+        "name": "cudaMemcpy",
+        "calls": 103,
+        "total_ns": 106875399.0,
+        "pct": 34.9,
+        "avg_ns": 1037625.2,
+    }
     assert len(api) == 6 and api["cudaMalloc"]["calls"] == 4
     # 103 device-to-host copies, with their bytes from the size summary (805.652 MB)
-    assert data["memory_ops"] == [{"operation": "[CUDA memcpy Device-to-Host]", "kind": "dtoh", "count": 103, "total_ns": 66303506.0, "bytes": 805652000.0}]
+    assert data["memory_ops"] == [
+        {
+            "operation": "[CUDA memcpy Device-to-Host]",
+            "kind": "dtoh",
+            "count": 103,
+            "total_ns": 66303506.0,
+            "bytes": 805652000.0,
+        }
+    ]
     # there is no script here: no rates, and the reason with the way to get them
     assert data["timing_source"] == "none: no NVTX ranges" and data["ranges"] == []
-    assert any("torch.cuda.nvtx.range(\"step\")" in n and "range_push" in n and "range_pop" in n for n in data["notes"])
+    assert any('torch.cuda.nvtx.range("step")' in n and "range_push" in n and "range_pop" in n for n in data["notes"])
     assert data["device_type"] == "cuda" and data["kernels_are"] == "cuda kernels"
     text = run_cli(capsys, "analyze", str(BABELSTREAM))
     assert text.code == 0, text
     assert "CUDA API calls (time on the CPU), by total time" in text.out and "cudaDeviceSynchronize" in text.out
-    assert "Memory operations on the GPU" in text.out and "[CUDA memcpy Device-to-Host]    103        66.3         768" in text.out
+    assert (
+        "Memory operations on the GPU" in text.out
+        and "[CUDA memcpy Device-to-Host]    103        66.3         768" in text.out
+    )
     # the copies take as long as the largest kernel, and the output says so
-    assert "note: memory operations (103 device-to-host copies) took 66.3 ms on the GPU: 1.14x the time of the largest kernel (add_kernel<double>, 58.2 ms)" in text.out
+    assert (
+        "note: memory operations (103 device-to-host copies) took 66.3 ms on the GPU: 1.14x the time of the "
+        "largest kernel (add_kernel<double>, 58.2 ms)" in text.out
+    )
 
 
 def test_analyze_shows_nvtx_ranges_without_kernel_times_as_ranges(capsys: pytest.CaptureFixture[str]) -> None:
@@ -240,8 +284,14 @@ def test_analyze_shows_nvtx_ranges_without_kernel_times_as_ranges(capsys: pytest
     assert r.code == 0, r
     data = json.loads(r.out)
     assert data["cuda_api"][0]["name"] == "cudaMalloc" and data["cuda_api"][0]["pct"] == 96.9
-    assert [(m["kind"], m["count"], m["total_ns"], m["bytes"]) for m in data["memory_ops"]] == [("htod", 2, 2432.0, 0.0), ("dtoh", 1, 2336.0, 0.0)]
-    assert [(x["name"], x["calls"], x["range_ns"], x["gpu_ns"]) for x in data["ranges"]] == [("Profile_Loop", 1, 3481709.0, None), ("Warmup", 1, 182472.0, None)]
+    assert [(m["kind"], m["count"], m["total_ns"], m["bytes"]) for m in data["memory_ops"]] == [
+        ("htod", 2, 2432.0, 0.0),
+        ("dtoh", 1, 2336.0, 0.0),
+    ]
+    assert [(x["name"], x["calls"], x["range_ns"], x["gpu_ns"]) for x in data["ranges"]] == [
+        ("Profile_Loop", 1, 3481709.0, None),
+        ("Warmup", 1, 182472.0, None),
+    ]
     assert data["timing_source"] == "none: no kernel times per NVTX range"
     assert any("nvtx_kern_sum" in n and "Profile_Loop, Warmup" in n for n in data["notes"])
     assert not any(n.startswith("memory operations") for n in data["notes"])  # 4.8 us beside a 1.8 ms kernel: no news
@@ -256,8 +306,16 @@ def test_a_range_is_never_a_kernel_even_in_an_older_torchprof_file(capsys: pytes
     assert r.code == 0, r
     data = json.loads(r.out)
     names = [k["name"] for k in data["kernels"]]
-    assert "step" not in names and set(names) == {"aten::mul_", "aten::matmul", "aten::ones", "aten::relu", "aten::randn"}
-    assert sum(k["time_pct"] for k in data["kernels"]) == pytest.approx(100.0, abs=0.3)  # without the range's double count
+    assert "step" not in names and set(names) == {
+        "aten::mul_",
+        "aten::matmul",
+        "aten::ones",
+        "aten::relu",
+        "aten::randn",
+    }
+    assert sum(k["time_pct"] for k in data["kernels"]) == pytest.approx(
+        100.0, abs=0.3
+    )  # without the range's double count
     old = {k["name"]: k for k in json.loads(OLD_TORCHPROF.read_text())["kernels"]}
     assert [(x["name"], x["calls"], x["range_ns"]) for x in data["ranges"]] == [("step", 3, old["step"]["total_ns"])]
     assert data["device_type"] == "cpu" and data["kernels_are"] == "cpu ops"

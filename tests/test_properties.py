@@ -52,7 +52,27 @@ NCU_CSV = sorted((FIXTURES / "ncu").glob("*.csv"))
 T = TypeVar("T")
 
 # Cells that break naive number parsing: empty, signs, exponents, NaN, huge, other digits.
-ODD_CELLS = ["", "nan", "NaN", "inf", "-inf", "1e400", "-1", "0", '"', '""', "1,2", "x", " ", "9" * 60, "٣", "1_000", "0x1F", "(1, 2, 3)", "n/a"]
+ODD_CELLS = [
+    "",
+    "nan",
+    "NaN",
+    "inf",
+    "-inf",
+    "1e400",
+    "-1",
+    "0",
+    '"',
+    '""',
+    "1,2",
+    "x",
+    " ",
+    "9" * 60,
+    "٣",
+    "1_000",
+    "0x1F",
+    "(1, 2, 3)",
+    "n/a",
+]
 
 
 def _ends_well(call: Callable[[], T], *kinds: type[NsightlabError]) -> T | None:
@@ -142,7 +162,9 @@ def _real_run_files() -> tuple[bytes, bytes]:
     """meta.json and result.json of a real run (a profile of fixture 03)."""
     result = analyze_path(NSYS_CSV[0])
     result.run_id = "abc123"
-    meta = store.RunMeta(id="abc123", kind="profile", name="x", created=datetime(2026, 1, 1, tzinfo=timezone.utc), target="this machine")
+    meta = store.RunMeta(
+        id="abc123", kind="profile", name="x", created=datetime(2026, 1, 1, tzinfo=timezone.utc), target="this machine"
+    )
     return meta.model_dump_json(indent=2).encode(), result.model_dump_json(indent=2).encode()
 
 
@@ -216,11 +238,38 @@ def test_any_run_folder_is_a_run_or_one_error_line(data: st.DataObject) -> None:
 # ---------------------------------------------------------------------------- config.yaml
 
 
-CONFIG_KEYS = ["protected_contexts", "clusters", "lab", "context", "namespace", "protected", "pod_name", "image", "instance_type", "node_selector", "cpu", "memory", "gpus", "deadline_seconds", "owner", "stg"]
-YAML_SCALARS = st.none() | st.booleans() | st.integers(-5, 10**20) | st.floats() | st.text(max_size=12) | st.sampled_from(["4", "500m", "24Gi", "1e3", "infGi", ".inf", "nsight-lab-{user}", "x;y", "{user}"])
+CONFIG_KEYS = [
+    "protected_contexts",
+    "clusters",
+    "lab",
+    "context",
+    "namespace",
+    "protected",
+    "pod_name",
+    "image",
+    "instance_type",
+    "node_selector",
+    "cpu",
+    "memory",
+    "gpus",
+    "deadline_seconds",
+    "owner",
+    "stg",
+]
+YAML_SCALARS = (
+    st.none()
+    | st.booleans()
+    | st.integers(-5, 10**20)
+    | st.floats()
+    | st.text(max_size=12)
+    | st.sampled_from(["4", "500m", "24Gi", "1e3", "infGi", ".inf", "nsight-lab-{user}", "x;y", "{user}"])
+)
 YAML_DOC = st.recursive(
     YAML_SCALARS,
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from(CONFIG_KEYS) | st.text(max_size=6), inner, max_size=4),
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(st.sampled_from(CONFIG_KEYS) | st.text(max_size=6), inner, max_size=4)
+    ),
     max_leaves=15,
 )
 
@@ -235,7 +284,14 @@ def config_bytes(draw: st.DrawFn) -> bytes:
     if kind == "doc":
         return _yaml(draw(YAML_DOC)).encode()
     if kind == "mutated":
-        return draw(mutated([_yaml(draw(YAML_DOC)), (Path(__file__).parents[1] / "nsightlab" / "data" / "config-starter.yaml").read_text()])).encode("utf-8", "surrogatepass")
+        return draw(
+            mutated(
+                [
+                    _yaml(draw(YAML_DOC)),
+                    (Path(__file__).parents[1] / "nsightlab" / "data" / "config-starter.yaml").read_text(),
+                ]
+            )
+        ).encode("utf-8", "surrogatepass")
     return draw(st.binary(max_size=120))
 
 
@@ -261,16 +317,39 @@ def test_any_config_file_loads_or_is_exit_2(body: bytes) -> None:
 
 
 # no '/': a file named in a kubeconfig is read, and these must not name /dev/zero
-KC_SCALARS = st.none() | st.booleans() | st.integers(-3, 3) | st.text(alphabet=st.characters(blacklist_characters="/\\"), max_size=10)
-KC_VALUES = st.recursive(KC_SCALARS, lambda inner: st.lists(inner, max_size=2) | st.dictionaries(st.text(max_size=4), inner, max_size=2), max_leaves=6)
+KC_SCALARS = (
+    st.none()
+    | st.booleans()
+    | st.integers(-3, 3)
+    | st.text(alphabet=st.characters(blacklist_characters="/\\"), max_size=10)
+)
+KC_VALUES = st.recursive(
+    KC_SCALARS,
+    lambda inner: st.lists(inner, max_size=2) | st.dictionaries(st.text(max_size=4), inner, max_size=2),
+    max_leaves=6,
+)
 KC_NAME = st.sampled_from(["stg", "dev", "prd-eu", "ｐｒｄ"])
-KC_REF = st.one_of(KC_NAME, st.lists(KC_SCALARS, max_size=2), st.dictionaries(st.text(max_size=3), KC_SCALARS, max_size=2), KC_SCALARS)
+KC_REF = st.one_of(
+    KC_NAME, st.lists(KC_SCALARS, max_size=2), st.dictionaries(st.text(max_size=3), KC_SCALARS, max_size=2), KC_SCALARS
+)
 KC_CONTEXT = st.fixed_dictionaries({"cluster": KC_REF}, optional={"user": KC_REF, "namespace": KC_REF})
 KC_CLUSTER = st.fixed_dictionaries(
     {"server": st.sampled_from(["https://127.0.0.1:1", "http://[::1", "ftp://x"]) | KC_VALUES},
-    optional={"certificate-authority-data": KC_VALUES, "insecure-skip-tls-verify": KC_VALUES, "tls-server-name": KC_VALUES},
+    optional={
+        "certificate-authority-data": KC_VALUES,
+        "insecure-skip-tls-verify": KC_VALUES,
+        "tls-server-name": KC_VALUES,
+    },
 )
-KC_USER = st.fixed_dictionaries({}, optional={"token": KC_VALUES, "client-certificate-data": KC_VALUES, "client-key-data": KC_VALUES, "exec": KC_VALUES})
+KC_USER = st.fixed_dictionaries(
+    {},
+    optional={
+        "token": KC_VALUES,
+        "client-certificate-data": KC_VALUES,
+        "client-key-data": KC_VALUES,
+        "exec": KC_VALUES,
+    },
+)
 
 
 def _entries(body_key: str, body: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
@@ -282,7 +361,12 @@ def _entries(body_key: str, body: st.SearchStrategy[Any]) -> st.SearchStrategy[A
 
 
 KC_DOC = st.fixed_dictionaries(
-    {"contexts": _entries("context", KC_CONTEXT)}, optional={"clusters": _entries("cluster", KC_CLUSTER), "users": _entries("user", KC_USER), "current-context": KC_NAME | KC_VALUES}
+    {"contexts": _entries("context", KC_CONTEXT)},
+    optional={
+        "clusters": _entries("cluster", KC_CLUSTER),
+        "users": _entries("user", KC_USER),
+        "current-context": KC_NAME | KC_VALUES,
+    },
 )
 
 
@@ -304,8 +388,16 @@ def corrupted_kubeconfig(draw: st.DrawFn) -> Any:
     given any value: where a loader's assumptions about shapes break."""
     names = draw(st.lists(KC_NAME, min_size=1, max_size=2, unique=True))
     doc: dict[str, Any] = {
-        "contexts": [{"name": n, "context": {"cluster": f"c-{n}", "user": f"u-{n}", "namespace": "ml-lab"}} for n in names],
-        "clusters": [{"name": f"c-{n}", "cluster": {"server": "https://127.0.0.1:1", "certificate-authority-data": "bm90IGEgY2VydA=="}} for n in names],
+        "contexts": [
+            {"name": n, "context": {"cluster": f"c-{n}", "user": f"u-{n}", "namespace": "ml-lab"}} for n in names
+        ],
+        "clusters": [
+            {
+                "name": f"c-{n}",
+                "cluster": {"server": "https://127.0.0.1:1", "certificate-authority-data": "bm90IGEgY2VydA=="},
+            }
+            for n in names
+        ],
         "users": [{"name": f"u-{n}", "user": {"token": "t"}} for n in names],
     }
     for _ in range(draw(st.sampled_from([1, 1, 1, 2]))):
@@ -346,7 +438,11 @@ def test_any_kubeconfig_loads_or_is_exit_4(body: bytes) -> None:
             for value in (kc.server(name), kc.namespace(name), kc.user_of(name)):
                 assert value is None or isinstance(value, str)
             plain_connection(kc, name)
-            ctx = _ends_well(lambda n=name: resolve_context(n, config=Config(), kubeconfig=kc, intent=Intent.CHANGE), SafetyError, ClusterError)  # type: ignore[misc]
+            ctx = _ends_well(
+                lambda n=name: resolve_context(n, config=Config(), kubeconfig=kc, intent=Intent.CHANGE),
+                SafetyError,
+                ClusterError,
+            )  # type: ignore[misc]
             assert ctx is None or (ctx.protected_reason is None and ctx.namespace)
 
 
@@ -363,7 +459,24 @@ def test_a_globs_literal_head_and_tail_never_reject_a_match(pattern: str, name: 
         assert protection_reason(name, [pattern if set("*?[") & set(pattern) else f"{pattern}*"]) is not None
 
 
-SUFFIXES = {"": 1, "n": Fraction(1, 10**9), "u": Fraction(1, 10**6), "m": Fraction(1, 1000), "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15, "E": 10**18, "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
+SUFFIXES = {
+    "": 1,
+    "n": Fraction(1, 10**9),
+    "u": Fraction(1, 10**6),
+    "m": Fraction(1, 1000),
+    "k": 10**3,
+    "M": 10**6,
+    "G": 10**9,
+    "T": 10**12,
+    "P": 10**15,
+    "E": 10**18,
+    "Ki": 2**10,
+    "Mi": 2**20,
+    "Gi": 2**30,
+    "Ti": 2**40,
+    "Pi": 2**50,
+    "Ei": 2**60,
+}
 
 
 @st.composite
@@ -391,7 +504,10 @@ def test_quantities_from_the_grammar_parse_to_their_value(q: tuple[str, Fraction
 
 
 @settings(max_examples=150)
-@given(st.text(max_size=20) | st.from_regex(r"[+-]?[0-9.]{0,6}([eE][+-]?[0-9]{0,4})?(Ki|Mi|Gi|[numkMGTPEe])?", fullmatch=True))
+@given(
+    st.text(max_size=20)
+    | st.from_regex(r"[+-]?[0-9.]{0,6}([eE][+-]?[0-9]{0,4})?(Ki|Mi|Gi|[numkMGTPEe])?", fullmatch=True)
+)
 def test_any_text_is_a_quantity_or_a_value_error(text: str) -> None:
     try:
         value = kubevalues.parse_quantity(text)

@@ -26,6 +26,13 @@ def test_ruff_clean() -> None:
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
+def test_ruff_format_clean() -> None:
+    """The tree is as `ruff format` (the version pinned in the dev extra) writes it."""
+    paths = [p for p in ("nsightlab", "tests", "lab_scripts", "bench") if (ROOT / p).is_dir()]
+    proc = subprocess.run([_tool("ruff"), "format", "--check", *paths], cwd=ROOT, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
 @pytest.mark.slow
 def test_mypy_clean() -> None:
     proc = subprocess.run([_tool("mypy")], cwd=ROOT, capture_output=True, text=True)

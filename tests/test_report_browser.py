@@ -22,7 +22,14 @@ from reportstore import Recorded, cli_json, copy_home, recorded
 pytest.importorskip("torch")
 pytest.importorskip("matplotlib")
 
-CHROMIUM = next((p for p in (shutil.which("chromium"), shutil.which("chromium-browser"), "/usr/bin/chromium") if p and os.path.exists(p)), None)
+CHROMIUM = next(
+    (
+        p
+        for p in (shutil.which("chromium"), shutil.which("chromium-browser"), "/usr/bin/chromium")
+        if p and os.path.exists(p)
+    ),
+    None,
+)
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (apt-get install chromium)")
 
 PROBE = """<script>
@@ -35,7 +42,7 @@ window.addEventListener("load", () => {
   document.title = "probe-done";
 });
 </script>
-"""
+"""  # noqa: E501
 
 
 def _chromium(tmp: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -55,7 +62,16 @@ def page(tmp_path_factory: pytest.TempPathFactory) -> Path:
     tmp = tmp_path_factory.mktemp("browser")
     with pytest.MonkeyPatch.context() as mp:
         mine: Recorded = copy_home(rec, tmp, mp)
-        files = cli_json("report", mine.ref_sweep, mine.cpu_f16, mine.ref_profile, mine.kern03, mine.ncu05, "--out", str(tmp / "report"))
+        files = cli_json(
+            "report",
+            mine.ref_sweep,
+            mine.cpu_f16,
+            mine.ref_profile,
+            mine.kern03,
+            mine.ncu05,
+            "--out",
+            str(tmp / "report"),
+        )
     assert [f["key"] for f in files["figures"]] == ["sweep", "roofline", f"kernels-{mine.kern03}"]
     return Path(files["html"])
 
@@ -77,7 +93,9 @@ def test_images_load(page: Path, tmp_path: Path) -> None:
     csp = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
     assert csp in text
     probe.write_text(text.replace(csp, csp + "; script-src 'unsafe-inline'").replace("</body>", PROBE + "</body>"))
-    proc = _chromium(tmp_path, "--virtual-time-budget=5000", "--run-all-compositor-stages-before-draw", "--dump-dom", probe.as_uri())
+    proc = _chromium(
+        tmp_path, "--virtual-time-budget=5000", "--run-all-compositor-stages-before-draw", "--dump-dom", probe.as_uri()
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     found = re.search(r'<pre id="probe">(.*?)</pre>', proc.stdout, flags=re.S)
     assert found, proc.stdout[-1500:]
@@ -99,7 +117,9 @@ def test_screenshot_shows_the_figures(page: Path, tmp_path: Path) -> None:
     from matplotlib import image
 
     shot = tmp_path / "shot.png"
-    proc = _chromium(tmp_path, "--virtual-time-budget=5000", "--window-size=1200,3000", f"--screenshot={shot}", page.as_uri())
+    proc = _chromium(
+        tmp_path, "--virtual-time-budget=5000", "--window-size=1200,3000", f"--screenshot={shot}", page.as_uri()
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     img = image.imread(shot)
     assert img.shape[:2] == (3000, 1200)

@@ -74,10 +74,17 @@ def test_report_of_everything(capsys: pytest.CaptureFixture[str], rec: Recorded,
     assert doc["html"] == str(out / "report.html") and doc["markdown"] == str(out / "report.md")
     assert set(doc["runs"]) == rec.all_ids and doc["selection"].startswith("the runs given")
     keys = [f["key"] for f in doc["figures"]]
-    assert keys == ["sweep", "roofline", f"kernels-{rec.cpu_profile}", f"kernels-{rec.kern03}"]  # ref lesson1 has no kernels
+    assert keys == [
+        "sweep",
+        "roofline",
+        f"kernels-{rec.cpu_profile}",
+        f"kernels-{rec.kern03}",
+    ]  # ref lesson1 has no kernels
     for f in doc["figures"]:
         assert Path(f["png"]).is_file() and Path(f["svg"]).is_file() and f["caption"]
-    assert sorted(p.name for p in out.iterdir()) == sorted(["report.html", "report.md"] + [f"{k}.{e}" for k in keys for e in ("png", "svg")])
+    assert sorted(p.name for p in out.iterdir()) == sorted(
+        ["report.html", "report.md"] + [f"{k}.{e}" for k in keys for e in ("png", "svg")]
+    )
     assert not list(tmp_path.glob(".lab-report.*"))  # no temporary folder left behind
     floor = doc["decode_floor"]
     measured = [x for x in floor["lines"] if x["basis"] == "measured"]
@@ -87,7 +94,14 @@ def test_report_of_everything(capsys: pytest.CaptureFixture[str], rec: Recorded,
     md = (out / "report.md").read_text()
     for k in keys:
         assert f"]({k}.png)" in md  # the Markdown shows the PNGs beside it
-    for heading in ("## Runs", "## Environment", "## Bandwidth sweep", "## Profiles", "## Nsight Compute", "## Decode floor"):
+    for heading in (
+        "## Runs",
+        "## Environment",
+        "## Bandwidth sweep",
+        "## Profiles",
+        "## Nsight Compute",
+        "## Decode floor",
+    ):
         assert heading in md
     assert "| instance type |" in md and "g7e.8xlarge" in md
     assert "gemvx::kernel\\<int, int" in md  # < escaped in a table cell
@@ -100,7 +114,9 @@ def test_report_of_everything(capsys: pytest.CaptureFixture[str], rec: Recorded,
 
 
 def test_html_is_self_contained_and_escaped(capsys: pytest.CaptureFixture[str], rec: Recorded, tmp_path: Path) -> None:
-    r = run_cli(capsys, "report", rec.kern03, rec.ref_sweep, rec.ref_profile, rec.ncu05, "--out", str(tmp_path / "r"), "--json")
+    r = run_cli(
+        capsys, "report", rec.kern03, rec.ref_sweep, rec.ref_profile, rec.ncu05, "--out", str(tmp_path / "r"), "--json"
+    )
     assert r.code == 0, r
     files = json.loads(r.out)
     text = Path(files["html"]).read_text()
@@ -172,7 +188,9 @@ def test_default_without_session_is_the_latest_of_each_kind(capsys: pytest.Captu
     assert any("has no runs yet" in n for n in doc["notes"])
 
 
-def test_no_runs_and_bad_refs(capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, rec: Recorded) -> None:
+def test_no_runs_and_bad_refs(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, rec: Recorded
+) -> None:
     bad = run_cli(capsys, "report", "nope99")
     assert bad.code == 2 and "no run matches 'nope99'" in bad.err
     monkeypatch.setenv("NSIGHTLAB_HOME", str(tmp_path / "empty"))
@@ -180,7 +198,9 @@ def test_no_runs_and_bad_refs(capsys: pytest.CaptureFixture[str], tmp_path: Path
     assert r.code == 2 and "there are no runs yet" in r.err
 
 
-def test_unfinished_run_is_skipped_with_a_note(capsys: pytest.CaptureFixture[str], rec: Recorded, tmp_path: Path) -> None:
+def test_unfinished_run_is_skipped_with_a_note(
+    capsys: pytest.CaptureFixture[str], rec: Recorded, tmp_path: Path
+) -> None:
     folder = next(p for p in (rec.home / "runs").iterdir() if p.name.endswith(rec.cpu_f32))
     (folder / "result.json").unlink()
     doc = _selected(capsys, rec.cpu_f32, rec.cpu_f16)
@@ -207,9 +227,16 @@ def test_terminal_writes_nothing(capsys: pytest.CaptureFixture[str], rec: Record
     none = run_cli(capsys, "report", rec.cpu_f16, "--terminal", "--weights-gb", "16")
     assert "No floor from these runs" in none.out and f"run {rec.cpu_f16} (float16) reached no DRAM plateau" in none.out
     as_json = json.loads(run_cli(capsys, "report", rec.ref_sweep, "--terminal", "--json").out)
-    assert as_json["kind"] == "report" and [s["heading"] for s in as_json["sections"]][:3] == ["Runs", "Environment", "Bandwidth sweep"]
+    assert as_json["kind"] == "report" and [s["heading"] for s in as_json["sections"]][:3] == [
+        "Runs",
+        "Environment",
+        "Bandwidth sweep",
+    ]
     table = next(i for s in as_json["sections"] for i in s["items"] if i["type"] == "table" and i.get("bars"))
-    assert table["columns"][:5] == ["SIZE", "TENSOR (GiB)", "TIME/CALL (ms)", "SPREAD", "TB/S"] and len(table["bars"]) == len(table["rows"]) == 7
+    assert (
+        table["columns"][:5] == ["SIZE", "TENSOR (GiB)", "TIME/CALL (ms)", "SPREAD", "TB/S"]
+        and len(table["bars"]) == len(table["rows"]) == 7
+    )
 
 
 def test_default_folder_and_printed_paths(capsys: pytest.CaptureFixture[str], rec: Recorded) -> None:
@@ -228,7 +255,21 @@ def test_open_uses_the_browser(rec: Recorded, tmp_path: Path) -> None:
     browser.write_text(f"import sys\nopen({str(seen)!r}, 'w').write(sys.argv[1])\n")
     env = {**os.environ, "BROWSER": f"{sys.executable} {browser} %s", "NSIGHTLAB_HOME": str(rec.home)}
     out = tmp_path / "r"
-    proc = subprocess.run([sys.executable, "-c", "from nsightlab.cli import main; main()", "report", rec.cpu_f16, "--out", str(out), "--open"], capture_output=True, text=True, env=env)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from nsightlab.cli import main; main()",
+            "report",
+            rec.cpu_f16,
+            "--out",
+            str(out),
+            "--open",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
     assert proc.returncode == 0, proc.stderr
     assert seen.read_text() == (out / "report.html").as_uri()
 
@@ -259,12 +300,16 @@ def test_missing_matplotlib_writes_nothing(rec: Recorded, tmp_path: Path) -> Non
     parent.mkdir()
     out = parent / "r"
     env = {**os.environ, "NSIGHTLAB_HOME": str(rec.home)}
-    proc = subprocess.run([sys.executable, "-c", code, "report", rec.cpu_f16, "--out", str(out)], capture_output=True, text=True, env=env)
+    proc = subprocess.run(
+        [sys.executable, "-c", code, "report", rec.cpu_f16, "--out", str(out)], capture_output=True, text=True, env=env
+    )
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr.strip() == "error: plotting needs matplotlib: pip install 'nsightlab[report]'."
     assert list(parent.iterdir()) == []  # neither the folder nor a temporary one
     # the terminal report needs no matplotlib
-    proc = subprocess.run([sys.executable, "-c", code, "report", rec.cpu_f16, "--terminal"], capture_output=True, text=True, env=env)
+    proc = subprocess.run(
+        [sys.executable, "-c", code, "report", rec.cpu_f16, "--terminal"], capture_output=True, text=True, env=env
+    )
     assert proc.returncode == 0 and "Bandwidth sweep" in proc.stdout
 
 

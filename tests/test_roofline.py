@@ -53,7 +53,12 @@ def test_spec_only_and_lookups() -> None:
     (line,) = h200.lines
     assert line.basis == "spec" and line.ms_per_token == pytest.approx(70e9 / 4.8e12 * 1e3)
     assert "sweep the GPU" in h200.summary[0]
-    assert find_gpu("g7e.8xlarge") == RTX == find_gpu("rtx-pro-6000-server") == find_gpu("nvidia rtx pro 6000 blackwell server edition")
+    assert (
+        find_gpu("g7e.8xlarge")
+        == RTX
+        == find_gpu("rtx-pro-6000-server")
+        == find_gpu("nvidia rtx pro 6000 blackwell server edition")
+    )
     with pytest.raises(UsageError, match="no GPU 'NVIDIA Z9'") as e:
         find_gpu("NVIDIA Z9")
     assert e.value.hint is not None and "h200" in e.value.hint
@@ -65,7 +70,9 @@ def test_a_sweep_without_plateau_gives_a_note_not_a_number() -> None:
     cpu = PlateauSource(run_id="c0ffee", dtype="float32", device_name="AMD EPYC", device_type="cpu", dram_tbps=None)
     floor = decode_floor(16, sweeps=[cpu])
     assert floor.lines == [] and "reached no DRAM plateau" in floor.notes[0]
-    est = PlateauSource(run_id="e57", dtype="float32", device_name="AMD EPYC", device_type="cpu", dram_tbps=0.02, dram_is_estimate=True)
+    est = PlateauSource(
+        run_id="e57", dtype="float32", device_name="AMD EPYC", device_type="cpu", dram_tbps=0.02, dram_is_estimate=True
+    )
     floor = decode_floor(1, sweeps=[est])
     assert floor.lines[0].estimate and floor.lines[0].ms_per_token == pytest.approx(50.0)
     assert any("estimate" in n for n in floor.notes)
@@ -86,7 +93,17 @@ def test_command_from_a_stored_sweep(capsys: pytest.CaptureFixture[str], rec: Re
     doc = json.loads(r.out)
     assert doc["kind"] == "decode-floor" and doc["weights_gb"] == 16
     assert '"weight_bytes": 16000000000,' in r.out  # a count of bytes: an integer, not 16000000000.0
-    assert {"basis", "label", "source", "gpu", "run_id", "bandwidth_tbps", "ms_per_token", "tokens_per_s", "estimate"} <= set(doc["lines"][0])
+    assert {
+        "basis",
+        "label",
+        "source",
+        "gpu",
+        "run_id",
+        "bandwidth_tbps",
+        "ms_per_token",
+        "tokens_per_s",
+        "estimate",
+    } <= set(doc["lines"][0])
     measured, spec = doc["lines"]
     assert measured["run_id"] == rec.ref_sweep and measured["ms_per_token"] == pytest.approx(10.94, abs=0.02)
     assert spec["ms_per_token"] == pytest.approx(10.02, abs=0.01)
@@ -123,10 +140,23 @@ def test_command_gpu_and_errors(capsys: pytest.CaptureFixture[str], rec: Recorde
     assert [x["basis"] for x in prof["lines"]] == ["spec"] and "measures no DRAM plateau" in prof["notes"][0]
 
 
-def test_command_without_sweeps_uses_the_session_gpu(capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_command_without_sweeps_uses_the_session_gpu(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("NSIGHTLAB_HOME", str(tmp_path / "home"))
     none = run_cli(capsys, "roofline", "--weights-gb", "16")
     assert none.code == 2 and "--gpu NAME" in none.err
-    save_session(Session(context="stg-online-use1", server="https://127.0.0.1:6443", namespace="ml-lab", pod="nsight-lab-me", uid="u1", owner="me", gpu_product="NVIDIA-RTX-PRO-6000-Blackwell-Server-Edition", created="2026-01-01T00:00:00Z"))  # type: ignore[arg-type]
+    save_session(
+        Session(
+            context="stg-online-use1",
+            server="https://127.0.0.1:6443",
+            namespace="ml-lab",
+            pod="nsight-lab-me",
+            uid="u1",
+            owner="me",
+            gpu_product="NVIDIA-RTX-PRO-6000-Blackwell-Server-Edition",
+            created="2026-01-01T00:00:00Z",
+        )
+    )  # type: ignore[arg-type]
     doc = json.loads(run_cli(capsys, "roofline", "--weights-gb", "16", "--json").out)
     assert doc["lines"][0]["gpu"] == RTX.name and "lab session's GPU" in doc["notes"][0]

@@ -63,9 +63,27 @@ def _make(base: Path) -> Store:
         _, ids["ncu"] = _record("ncu", "lesson1", ncu, T0 + timedelta(seconds=2))
         # the damaged ones, newer than the good ones
         when = T0 + timedelta(minutes=1)
-        for i, case in enumerate(["shape", "garbage", "truncated", "meta-truncated", "no-meta", "raw-only-old", "raw-only-new", "no-result", "sweep-shape"]):
+        for i, case in enumerate(
+            [
+                "shape",
+                "garbage",
+                "truncated",
+                "meta-truncated",
+                "no-meta",
+                "raw-only-old",
+                "raw-only-new",
+                "no-result",
+                "sweep-shape",
+            ]
+        ):
             kind = "sweep" if case == "sweep-shape" else "profile"
-            run, run_id = _record(kind, case, sweep if kind == "sweep" else profile, when + timedelta(seconds=i), dtype="float16" if kind == "sweep" else None)
+            run, run_id = _record(
+                kind,
+                case,
+                sweep if kind == "sweep" else profile,
+                when + timedelta(seconds=i),
+                dtype="float16" if kind == "sweep" else None,
+            )
             ids[case] = run_id
             result, meta = run.path / "result.json", run.path / "meta.json"
             if case in ("shape", "sweep-shape"):
@@ -139,11 +157,15 @@ def test_runs_lists_damaged_runs_marked_and_exits_0(capsys: pytest.CaptureFixtur
         assert x["damaged"] is True and x["complete"] is False, x
         assert what in x["problem"] and x["problem"].startswith(file), x
     # what the folder's name says, when meta.json cannot tell
-    assert by_id[st.ids["raw-only-old"]]["kind"] == "profile" and by_id[st.ids["raw-only-old"]]["name"] == "raw-only-old"
+    assert (
+        by_id[st.ids["raw-only-old"]]["kind"] == "profile" and by_id[st.ids["raw-only-old"]]["name"] == "raw-only-old"
+    )
     # not damaged: a run still being written, and one that stopped before its result
     new, unfinished = by_id[st.ids["raw-only-new"]], by_id[st.ids["no-result"]]
     assert new["damaged"] is False and new["complete"] is False and "still being written" in new["problem"]
-    assert unfinished["damaged"] is False and unfinished["complete"] is False and unfinished["problem"] == "did not finish"
+    assert (
+        unfinished["damaged"] is False and unfinished["complete"] is False and unfinished["problem"] == "did not finish"
+    )
 
     human = run_cli(capsys, "runs")
     assert human.code == 0, human
@@ -155,7 +177,9 @@ def test_runs_lists_damaged_runs_marked_and_exits_0(capsys: pytest.CaptureFixtur
 
 
 @pytest.mark.parametrize("case", sorted(DAMAGED))
-def test_show_analyze_and_report_name_the_damaged_file(capsys: pytest.CaptureFixture[str], st: Store, case: str) -> None:
+def test_show_analyze_and_report_name_the_damaged_file(
+    capsys: pytest.CaptureFixture[str], st: Store, case: str
+) -> None:
     file, what = DAMAGED[case]
     folder = st.folder(case)
     named = str(folder / file) if file else str(folder)
@@ -197,7 +221,11 @@ def test_roofline_and_compare_pass_over_a_damaged_sweep(capsys: pytest.CaptureFi
     doc = json.loads(r.out)
     assert any(x["run_id"] == st.ids["sweep"] for x in doc["lines"])
     assert any(st.ids["sweep-shape"] in n and "damaged" in n for n in doc["notes"])
-    _one_line(run_cli(capsys, "roofline", "--weights-gb", "16", "--run", st.ids["sweep-shape"]), "result.json", "not a sweep result")
+    _one_line(
+        run_cli(capsys, "roofline", "--weights-gb", "16", "--run", st.ids["sweep-shape"]),
+        "result.json",
+        "not a sweep result",
+    )
 
 
 def test_a_damaged_run_can_be_removed(capsys: pytest.CaptureFixture[str], st: Store) -> None:

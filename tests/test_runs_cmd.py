@@ -148,7 +148,9 @@ def test_rm_checks_every_id_first(capsys: pytest.CaptureFixture[str], rec: Recor
     assert _ids(rec.home) == rec.all_ids  # nothing removed
 
 
-def test_rm_refuses_a_folder_outside_the_store(capsys: pytest.CaptureFixture[str], rec: Recorded, tmp_path: Path) -> None:
+def test_rm_refuses_a_folder_outside_the_store(
+    capsys: pytest.CaptureFixture[str], rec: Recorded, tmp_path: Path
+) -> None:
     outside = tmp_path / "elsewhere"
     outside.mkdir()
     src = next((rec.home / "runs").iterdir())

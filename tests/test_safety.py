@@ -12,14 +12,17 @@ from nsightlab.config import ClusterAlias, Config, Session
 from nsightlab.errors import ClusterError, SafetyError
 
 
-def _kubeconfig_file(path: Path, contexts: dict[str, str | None], current: str | None = None, server: str = "https://127.0.0.1:6443") -> Path:
+def _kubeconfig_file(
+    path: Path, contexts: dict[str, str | None], current: str | None = None, server: str = "https://127.0.0.1:6443"
+) -> Path:
     doc = {
         "apiVersion": "v1",
         "kind": "Config",
         "clusters": [{"name": f"cl-{c}", "cluster": {"server": server}} for c in contexts],
         "users": [{"name": "u", "user": {"token": "t"}}],
         "contexts": [
-            {"name": c, "context": {"cluster": f"cl-{c}", "user": "u", **({"namespace": ns} if ns else {})}} for c, ns in contexts.items()
+            {"name": c, "context": {"cluster": f"cl-{c}", "user": "u", **({"namespace": ns} if ns else {})}}
+            for c, ns in contexts.items()
         ],
     }
     if current:
@@ -32,7 +35,13 @@ def _kubeconfig_file(path: Path, contexts: dict[str, str | None], current: str |
 def kc(tmp_path: Path) -> Kubeconfig:
     path = _kubeconfig_file(
         tmp_path / "config",
-        {"stg-online-use1": "serving", "prd-online-use1": "serving", "dev-ml-use1": None, "reproduce-bug": None, "eu.production.main": None},
+        {
+            "stg-online-use1": "serving",
+            "prd-online-use1": "serving",
+            "dev-ml-use1": None,
+            "reproduce-bug": None,
+            "eu.production.main": None,
+        },
         current="prd-online-use1",
     )
     return load_kubeconfig(path)
@@ -93,7 +102,9 @@ def test_protected_refused_for_change_allowed_for_read(kc: Kubeconfig) -> None:
     ro = resolve_context("prd-online-use1", config=Config(), kubeconfig=kc, intent=Intent.READ)
     assert ro.protected_reason is not None
     with pytest.raises(SafetyError) as err:
-        resolve_context("prd-online-use1", config=Config(), kubeconfig=kc, intent=Intent.CHANGE, action="create the lab pod")
+        resolve_context(
+            "prd-online-use1", config=Config(), kubeconfig=kc, intent=Intent.CHANGE, action="create the lab pod"
+        )
     assert err.value.exit_code == 3 and "prd" in err.value.message and "create the lab pod" in err.value.message
     with pytest.raises(SafetyError):
         resolve_context("eu.production.main", config=Config(), kubeconfig=kc, intent=Intent.CHANGE)
@@ -108,7 +119,12 @@ def test_config_patterns_add_to_defaults(kc: Kubeconfig) -> None:
 
 
 def test_alias_resolution_namespace_and_flag(kc: Kubeconfig) -> None:
-    cfg = Config(clusters={"stg": ClusterAlias(context="stg-online-use1", namespace="ml-lab"), "dev": ClusterAlias(context="dev-ml-use1", protected=True)})
+    cfg = Config(
+        clusters={
+            "stg": ClusterAlias(context="stg-online-use1", namespace="ml-lab"),
+            "dev": ClusterAlias(context="dev-ml-use1", protected=True),
+        }
+    )
     ctx = resolve_context("stg", config=cfg, kubeconfig=kc, intent=Intent.CHANGE)
     assert (ctx.name, ctx.alias, ctx.namespace) == ("stg-online-use1", "stg", "ml-lab")
     assert ctx.label == "stg (stg-online-use1)"
@@ -119,7 +135,15 @@ def test_alias_resolution_namespace_and_flag(kc: Kubeconfig) -> None:
 
 
 def test_session_stands_in_for_context(kc: Kubeconfig) -> None:
-    s = Session(context="stg-online-use1", server="https://x", namespace="ml-lab", pod="p", uid="u", owner="me", created=datetime.now(timezone.utc))
+    s = Session(
+        context="stg-online-use1",
+        server="https://x",
+        namespace="ml-lab",
+        pod="p",
+        uid="u",
+        owner="me",
+        created=datetime.now(timezone.utc),
+    )
     ctx = resolve_context(None, config=Config(), kubeconfig=kc, intent=Intent.CHANGE, session=s)
     assert ctx.from_session and ctx.name == "stg-online-use1" and ctx.namespace == "ml-lab"
 

@@ -36,7 +36,10 @@ def run_pod(sim: KubeSim, name: str, labels: dict[str, str]) -> dict[str, Any]:
         "spec": {"containers": [{"name": "main", "image": "busybox", "command": ["sleep", "3600"]}]},
     }
     client.CoreV1Api(sim.api_client()).create_namespaced_pod(NS, manifest)
-    sim.wait_until(lambda: (sim.get("pods", NS, name) or {}).get("status", {}).get("phase") == "Running", what=f"pod {name} running")
+    sim.wait_until(
+        lambda: (sim.get("pods", NS, name) or {}).get("status", {}).get("phase") == "Running",
+        what=f"pod {name} running",
+    )
     pod: dict[str, Any] = sim.get("pods", NS, name)
     return pod
 
@@ -59,7 +62,9 @@ def one_error(r: Result) -> str:
 # ---------------------------------------------------------------------------- the pod's identity
 
 
-def test_nothing_execs_into_a_pod_the_session_did_not_create(capsys: pytest.CaptureFixture[str], lab: dict[str, Any], home: Path, sim: KubeSim, tmp_path: Path) -> None:
+def test_nothing_execs_into_a_pod_the_session_did_not_create(
+    capsys: pytest.CaptureFixture[str], lab: dict[str, Any], home: Path, sim: KubeSim, tmp_path: Path
+) -> None:
     serving = run_pod(sim, "llmqu-canary", {"app.kubernetes.io/name": "llmqu"})
     edit_session(home, pod="llmqu-canary")  # session.json now names a pod nsightlab did not make
     sim.clear_requests()
@@ -85,7 +90,9 @@ def test_nothing_execs_into_a_pod_the_session_did_not_create(capsys: pytest.Capt
     assert session(home)["pod"] == "llmqu-canary"  # refused, not forgotten
 
 
-def test_doctor_does_not_probe_a_pod_the_session_did_not_create(capsys: pytest.CaptureFixture[str], lab: dict[str, Any], home: Path, sim: KubeSim) -> None:
+def test_doctor_does_not_probe_a_pod_the_session_did_not_create(
+    capsys: pytest.CaptureFixture[str], lab: dict[str, Any], home: Path, sim: KubeSim
+) -> None:
     run_pod(sim, "llmqu-canary", {"app.kubernetes.io/name": "llmqu"})
     edit_session(home, pod="llmqu-canary")
     sim.clear_requests()
@@ -100,10 +107,15 @@ def test_doctor_does_not_probe_a_pod_the_session_did_not_create(capsys: pytest.C
     [
         ({}, "label app.kubernetes.io/managed-by is missing"),
         ({"app.kubernetes.io/managed-by": "nsightlab", "nsightlab/owner": "bob"}, "label nsightlab/owner is 'bob'"),
-        ({"app.kubernetes.io/managed-by": "helm", "nsightlab/owner": OWNER}, "label app.kubernetes.io/managed-by is 'helm'"),
+        (
+            {"app.kubernetes.io/managed-by": "helm", "nsightlab/owner": OWNER},
+            "label app.kubernetes.io/managed-by is 'helm'",
+        ),
     ],
 )
-def test_without_a_session_the_labels_are_checked(capsys: pytest.CaptureFixture[str], home: Path, sim: KubeSim, labels: dict[str, str], words: str) -> None:
+def test_without_a_session_the_labels_are_checked(
+    capsys: pytest.CaptureFixture[str], home: Path, sim: KubeSim, labels: dict[str, str], words: str
+) -> None:
     run_pod(sim, POD, labels)  # someone else's pod under the lab pod's name
     sim.clear_requests()
     r = nsl(capsys, "shell", "--context", "stg", "--", "hostname")
@@ -116,7 +128,9 @@ def test_without_a_session_the_labels_are_checked(capsys: pytest.CaptureFixture[
 # ---------------------------------------------------------------------------- the session's server and namespace
 
 
-def test_a_session_whose_server_moved_is_refused_and_kept(capsys: pytest.CaptureFixture[str], lab: dict[str, Any], home: Path, sim: KubeSim, kubeconfig: Path, tmp_path: Path) -> None:
+def test_a_session_whose_server_moved_is_refused_and_kept(
+    capsys: pytest.CaptureFixture[str], lab: dict[str, Any], home: Path, sim: KubeSim, kubeconfig: Path, tmp_path: Path
+) -> None:
     with KubeSim(tls=True, scheduler=False) as other:
         other.load(realistic_cluster())
         other.write_kubeconfig(kubeconfig, CONTEXTS)  # the same context names, now on another server
@@ -133,7 +147,14 @@ def test_a_session_whose_server_moved_is_refused_and_kept(capsys: pytest.Capture
     assert sim.get("pods", NS, POD) is not None
 
 
-def test_a_session_whose_namespace_moved_is_refused_and_kept(capsys: pytest.CaptureFixture[str], lab: dict[str, Any], home: Path, sim: KubeSim, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_session_whose_namespace_moved_is_refused_and_kept(
+    capsys: pytest.CaptureFixture[str],
+    lab: dict[str, Any],
+    home: Path,
+    sim: KubeSim,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     sim.clear_requests()
     r = nsl(capsys, "status", "-n", "serving")
     assert r.code == 3, r
@@ -150,14 +171,18 @@ def test_a_session_whose_namespace_moved_is_refused_and_kept(capsys: pytest.Capt
     assert session(home)["uid"] == lab["uid"]
 
 
-def test_a_session_ends_on_a_404_from_its_own_server(capsys: pytest.CaptureFixture[str], lab: dict[str, Any], home: Path, sim: KubeSim) -> None:
+def test_a_session_ends_on_a_404_from_its_own_server(
+    capsys: pytest.CaptureFixture[str], lab: dict[str, Any], home: Path, sim: KubeSim
+) -> None:
     sim.remove("pods", NS, POD)
     r = nsl(capsys, "status", "--json")
     assert r.code == 0 and json.loads(r.out)["gone"], r
     assert not (home / "session.json").exists()
 
 
-def test_a_pod_replaced_under_the_same_name_ends_the_session(capsys: pytest.CaptureFixture[str], lab: dict[str, Any], home: Path, sim: KubeSim) -> None:
+def test_a_pod_replaced_under_the_same_name_ends_the_session(
+    capsys: pytest.CaptureFixture[str], lab: dict[str, Any], home: Path, sim: KubeSim
+) -> None:
     sim.remove("pods", NS, POD)
     other = run_pod(sim, POD, {"app.kubernetes.io/managed-by": "nsightlab", "nsightlab/owner": OWNER})
     sim.clear_requests()
@@ -191,7 +216,9 @@ def _unusable_homes(tmp_path: Path) -> list[Path]:
     return homes
 
 
-def test_create_checks_the_home_before_touching_the_cluster(capsys: pytest.CaptureFixture[str], home: Path, sim: KubeSim, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_create_checks_the_home_before_touching_the_cluster(
+    capsys: pytest.CaptureFixture[str], home: Path, sim: KubeSim, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     for bad in _unusable_homes(tmp_path):
         monkeypatch.setenv("NSIGHTLAB_HOME", str(bad))
         sim.clear_requests()

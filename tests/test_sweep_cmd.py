@@ -81,7 +81,9 @@ def test_sweep_on_this_machine(capsys: pytest.CaptureFixture[str], home: Path, d
     assert doc["element_size"] == ELEMENT_SIZE[ran] and doc["interpreted"] is False
     assert [row["log2"] for row in doc["rows"]] == [12, 16, 20]
     for row in doc["rows"]:
-        assert {"log2", "elements", "mib", "us", "tbps", "regime", "us_min", "us_median", "us_max", "spread"} <= set(row)
+        assert {"log2", "elements", "mib", "us", "tbps", "regime", "us_min", "us_median", "us_max", "spread"} <= set(
+            row
+        )
         assert row["regime"] in REGIMES
         assert row["elements"] == 1 << row["log2"]
         # bytes follow the element size of the dtype actually run
@@ -93,7 +95,14 @@ def test_sweep_on_this_machine(capsys: pytest.CaptureFixture[str], home: Path, d
         assert row["us_median"] == pytest.approx(row["us"])
         assert row["spread"] == pytest.approx((row["us_max"] - row["us_min"]) / row["us_median"])
     summary = doc["summary"]
-    assert {"launch_floor_us", "cache_peak_tbps", "dram_tbps", "dram_pct_of_spec", "plateau_status", "plateau_reason"} <= set(summary)
+    assert {
+        "launch_floor_us",
+        "cache_peak_tbps",
+        "dram_tbps",
+        "dram_pct_of_spec",
+        "plateau_status",
+        "plateau_reason",
+    } <= set(summary)
     assert summary["dram_pct_of_spec"] is None  # a CPU has no spec
     assert doc["device"]["type"] == "cpu" and doc["target"] == "this machine"
     assert doc["reference"]["matches_device"] is False
@@ -167,7 +176,9 @@ def test_predict_then_measure(capsys: pytest.CaptureFixture[str], home: Path) ->
     assert cmp["a"]["dtype"] == "float32" and cmp["b"]["dtype"] == "float64"
     assert cmp["a"]["run_id"] == f32["run_id"] and cmp["b"]["run_id"] == f64["run_id"]
     assert cmp["element_ratio"] == 2.0 and cmp["expected_time_ratio"] == 2.0 and cmp["expected_tbps_ratio"] == 1.0
-    assert cmp["time_tolerance"] == sweep.COMPARE_TIME_TOLERANCE and cmp["tbps_tolerance"] == sweep.COMPARE_TBPS_TOLERANCE
+    assert (
+        cmp["time_tolerance"] == sweep.COMPARE_TIME_TOLERANCE and cmp["tbps_tolerance"] == sweep.COMPARE_TBPS_TOLERANCE
+    )
     # ratios and spreads come from the two runs' own rows
     for pair in cmp["pairs"]:
         a = next(r for r in f32["rows"] if r["log2"] == pair["log2"])
@@ -183,7 +194,10 @@ def test_predict_then_measure(capsys: pytest.CaptureFixture[str], home: Path) ->
     assert len(dram) <= 1 and cmp["plateau_ratio"] is None and cmp["verdict"] == "inconclusive"
     assert cmp["reason"] == ("one DRAM-bound size" if dram else "no size was DRAM-bound in both runs")
     assert f"verdict: {cmp['verdict']} ({cmp['reason']})" in second.out
-    assert "Predict, then measure: float64" in second.out and "the time per call should be x2 and the TB/s the same" in second.out
+    assert (
+        "Predict, then measure: float64" in second.out
+        and "the time per call should be x2 and the TB/s the same" in second.out
+    )
 
     # two stored runs, nothing run: the same comparison
     before = runs(home)
@@ -198,7 +212,8 @@ def test_nsightlab_itself_does_not_import_torch(home: Path) -> None:
     code = (
         "import sys, json\n"
         "from nsightlab.cli import main\n"
-        "try:\n    main(['sweep', '--local', '--device', 'cpu', '--sizes', '10', '--iters', '1', '--warmup', '0', '--json'])\n"
+        "try:\n    main(['sweep', '--local', '--device', 'cpu', '--sizes', '10', '--iters', '1', '--warmup', "
+        "'0', '--json'])\n"
         "except SystemExit as e:\n    assert not e.code, e.code\n"
         "sys.stderr.write(json.dumps([m for m in ('torch', 'kubernetes', 'numpy') if m in sys.modules]))\n"
     )
@@ -280,7 +295,11 @@ def test_analyze_a_recorded_cpu_sweep() -> None:
     raw = {r.log2: r for r in record.rows}
     for row in result.rows:
         batches = raw[row.log2].batch_seconds_per_call
-        assert batches and row.us_min == pytest.approx(min(batches) * 1e6) and row.us_max == pytest.approx(max(batches) * 1e6)
+        assert (
+            batches
+            and row.us_min == pytest.approx(min(batches) * 1e6)
+            and row.us_max == pytest.approx(max(batches) * 1e6)
+        )
 
 
 def test_analyze_the_tutorials_reference_sweep(tmp_path: Path) -> None:
@@ -302,7 +321,9 @@ def test_analyze_the_tutorials_reference_sweep(tmp_path: Path) -> None:
 
 
 def test_analyze_refuses_what_is_not_a_sweep(tmp_path: Path) -> None:
-    with pytest.raises(ParseError, match=r"lesson1_cpu_float32_epyc-2c-l3-32mib.json: not a sweep JSON \(kind: lesson1\)"):
+    with pytest.raises(
+        ParseError, match=r"lesson1_cpu_float32_epyc-2c-l3-32mib.json: not a sweep JSON \(kind: lesson1\)"
+    ):
         sweeps.analyze_record_file(next(DATA.glob("lesson1_cpu_*.json")))
     bad = tmp_path / "bad.json"
     bad.write_text('{"kind": "sweep", "schema": 1')
@@ -311,7 +332,11 @@ def test_analyze_refuses_what_is_not_a_sweep(tmp_path: Path) -> None:
     doc = TUTORIAL.as_sweep_json()
     doc["rows"][0]["bytes_per_call"] //= 2
     bad.write_text(json.dumps(doc))
-    with pytest.raises(ParseError, match=r"bad.json: bad sweep JSON: .*bytes_per_call is 131072, but 2 x 65536 elements x 2 B is 262144 \(torch scale\)"):
+    with pytest.raises(
+        ParseError,
+        match=r"bad.json: bad sweep JSON: .*bytes_per_call is 131072, but 2 x 65536 elements x 2 B is 262144 \(torch "
+        r"scale\)",
+    ):
         sweeps.analyze_record_file(bad)
 
 
@@ -329,7 +354,10 @@ def test_scale_add_accounting_on_recorded_runs() -> None:
     torch_add = sweeps.analyze_record_file(SCALE_ADD["torch"])
     assert (torch_add.impl, torch_add.op, torch_add.kernels_per_call) == ("torch", "scale-add", 2)
     assert all(r.bytes_per_call == 4 * r.elements * 4 and r.kernels_per_call == 2 for r in torch_add.rows)
-    assert any("2 kernels per call (x.mul_, then x.add_)" in line and "4 x elements x 4 B" in line for line in torch_add.summary.lesson)
+    assert any(
+        "2 kernels per call (x.mul_, then x.add_)" in line and "4 x elements x 4 B" in line
+        for line in torch_add.summary.lesson
+    )
     fused = sweeps.analyze_record_file(SCALE_ADD["triton"])
     assert (fused.impl, fused.op, fused.kernels_per_call, fused.interpreted) == ("triton", "scale-add", 1, True)
     assert all(r.bytes_per_call == 2 * r.elements * 4 for r in fused.rows)
@@ -338,7 +366,12 @@ def test_scale_add_accounting_on_recorded_runs() -> None:
 @pytest.mark.parametrize(
     ("impl", "factor", "kernels", "message"),
     [
-        ("torch", 2, None, r"bytes_per_call is 8192, but 2 x 2 kernels x 1024 elements x 4 B is 16384 \(torch scale-add\)"),
+        (
+            "torch",
+            2,
+            None,
+            r"bytes_per_call is 8192, but 2 x 2 kernels x 1024 elements x 4 B is 16384 \(torch scale-add\)",
+        ),
         ("triton", 4, None, r"bytes_per_call is 16384, but 2 x 1024 elements x 4 B is 8192 \(triton scale-add\)"),
         ("torch", 4, 1, r"kernels_per_call is 1, but torch scale-add launches 2"),
     ],
@@ -368,8 +401,15 @@ def test_recorded_16_bit_on_a_cpu_cannot_test_the_prediction() -> None:
     cmp = sweep.compare_results(_cpu_result("float32"), _cpu_result("float16"))
     assert (cmp.a.dtype, cmp.b.dtype) == ("float16", "float32")  # smaller elements first
     assert cmp.dram_sizes == [27, 28] and cmp.launch_sizes == [10, 11, 12, 13, 14]
-    assert cmp.verdict == "inconclusive" and cmp.reason == "float16 on a CPU is not a bandwidth test: each element is converted"
-    assert cmp.lines[0] == "Measured in the DRAM regime (2^27, 2^28): time x2.10, TB/s x0.967 (float32 vs float16, medians); as predicted at 2^28, not at 2^27."
+    assert (
+        cmp.verdict == "inconclusive"
+        and cmp.reason == "float16 on a CPU is not a bandwidth test: each element is converted"
+    )
+    assert (
+        cmp.lines[0]
+        == "Measured in the DRAM regime (2^27, 2^28): time x2.10, TB/s x0.967 (float32 vs float16, medians); as "
+        "predicted at 2^28, not at 2^27."
+    )
     assert cmp.lines[1] == f"Inconclusive: {cmp.reason}."
 
 
@@ -381,7 +421,10 @@ def test_recorded_float32_and_float64_share_one_dram_size() -> None:
     (dram,) = [p for p in cmp.pairs if p.log2 == 27]
     assert dram.agrees is False and dram.tbps_ratio > 1 + sweep.COMPARE_TBPS_TOLERANCE
     assert cmp.verdict == "inconclusive" and cmp.reason == "one DRAM-bound size"
-    assert cmp.lines[1].startswith("Inconclusive: one DRAM-bound size. Rerun both with sizes several times the cache (at least 2^25 elements here: 4x the 32.0 MiB cache), e.g. --sizes 12,25,26.")
+    assert cmp.lines[1].startswith(
+        "Inconclusive: one DRAM-bound size. Rerun both with sizes several times the cache (at least 2^25 "
+        "elements here: 4x the 32.0 MiB cache), e.g. --sizes 12,25,26."
+    )
     assert cmp.model_dump(mode="json")["reason"] == "one DRAM-bound size"
 
 
@@ -393,7 +436,9 @@ def _tutorial_in(dtype: str, element_size: int, dram_time_factor: float | dict[i
     for row in doc["rows"]:
         row["bytes_per_call"] = 2 * row["elements"] * element_size
         if row["log2"] >= 28:
-            row["seconds_per_call"] *= dram_time_factor if isinstance(dram_time_factor, float) else dram_time_factor[row["log2"]]
+            row["seconds_per_call"] *= (
+                dram_time_factor if isinstance(dram_time_factor, float) else dram_time_factor[row["log2"]]
+            )
     return sweep.build_result(SweepRecord.model_validate(doc), target="test")
 
 
@@ -405,7 +450,11 @@ def test_prediction_check_on_the_tutorials_curve() -> None:
     assert doubled.time_ratio == pytest.approx(2.0) and doubled.tbps_ratio == pytest.approx(1.0)
     assert doubled.launch_sizes == [16, 20, 22] and doubled.launch_time_ratio == pytest.approx(1.0)
     assert doubled.lines[0].endswith("as predicted at every one.")
-    assert doubled.lines[-1] == "At the launch floor (2^16, 2^20, 2^22): time x1.00 (median); the bytes did not matter there, as predicted at every size."
+    assert (
+        doubled.lines[-1]
+        == "At the launch floor (2^16, 2^20, 2^22): time x1.00 (median); the bytes did not matter there, as "
+        "predicted at every size."
+    )
     # time that did not follow the bytes: float32 "twice as fast" in TB/s
     same_time = sweep.compare_results(f16, _tutorial_in("float32", 4, 1.0))
     assert same_time.dram_sizes == [28, 30] and same_time.tbps_ratio == pytest.approx(2.0)
@@ -450,7 +499,11 @@ def test_the_launch_line_agrees_with_its_rows() -> None:
     # the median (x1.00) is within tolerance, but the line names the row that is not
     assert "as predicted at 2^16, 2^22, not at 2^20 x1.40" in line and "as predicted at every" not in line
     table = compare_table(cmp)
-    assert [row[-1] for row in table.rows if row[0] in ("2^16", "2^20", "2^22")] == ["time x1 yes", "time x1 NO", "time x1 yes"]
+    assert [row[-1] for row in table.rows if row[0] in ("2^16", "2^20", "2^22")] == [
+        "time x1 yes",
+        "time x1 NO",
+        "time x1 yes",
+    ]
     assert cmp.verdict == "agrees"  # the DRAM sizes, each as predicted, decide it
 
 
@@ -488,7 +541,9 @@ def test_prediction_check_without_dram_sizes_is_inconclusive() -> None:
     cmp = sweep.compare_results(f16, sweep.build_result(SweepRecord.model_validate(doc32), target="test"))
     assert cmp.verdict == "inconclusive" and cmp.time_ratio is None and cmp.tbps_ratio is None
     assert cmp.reason == "no size was DRAM-bound in both runs"
-    assert cmp.lines[0].startswith("Inconclusive: no size was DRAM-bound in both runs. Rerun both with sizes several times the cache")
+    assert cmp.lines[0].startswith(
+        "Inconclusive: no size was DRAM-bound in both runs. Rerun both with sizes several times the cache"
+    )
     assert "(at least 2^28 elements here: 4x the 128 MiB cache), e.g. --sizes 12,28,29." in cmp.lines[0]
 
 
@@ -508,7 +563,21 @@ def test_render_the_tutorials_sweep(capsys: pytest.CaptureFixture[str], tmp_path
     out = capsys.readouterr().out
     lines = out.splitlines()
     # one unit per column, taken from its largest value (2 GiB, 2.94 ms)
-    assert lines[2].split() == ["SIZE", "TENSOR", "(GiB)", "TIME/CALL", "(ms)", "SPREAD", "TB/S", "%", "SPEC", "REGIME", "REF", "TB/S", "BAR"]
+    assert lines[2].split() == [
+        "SIZE",
+        "TENSOR",
+        "(GiB)",
+        "TIME/CALL",
+        "(ms)",
+        "SPREAD",
+        "TB/S",
+        "%",
+        "SPEC",
+        "REGIME",
+        "REF",
+        "TB/S",
+        "BAR",
+    ]
     rows = {line.split()[0]: line.split() for line in lines if line.startswith("2^")}
     # three significant figures; no spread in a published table (its cells are empty)
     assert rows["2^16"][:6] == ["2^16", "0.000122", "0.00590", "0.0444", "2.8%", "launch"]

@@ -65,14 +65,19 @@ def test_torch_and_triton_side_by_side(pair: dict[str, Any]) -> None:
     assert k["script_argv"][:2] == ["env", "TRITON_INTERPRET=1"] and "TRITON_INTERPRET=1" not in t["script_argv"]
     assert "it runs in its interpreter (TRITON_INTERPRET=1)" in pair["err"]
     assert k["interpreted"] is True and t["interpreted"] is False
-    assert all(row["regime"] == "interpreted" and row["interpreted"] is True and row["pct_of_dram_spec"] is None for row in k["rows"])
+    assert all(
+        row["regime"] == "interpreted" and row["interpreted"] is True and row["pct_of_dram_spec"] is None
+        for row in k["rows"]
+    )
     assert all(row["interpreted"] is False for row in t["rows"])
     assert all(row["interpreted"] is True and row["max_abs_error"] == 0.0 for row in k["record"]["rows"])
     ks = k["summary"]
     assert ks["dram_tbps"] is None and ks["cache_peak_tbps"] is None and ks["launch_floor_us"] is None
     assert ks["plateau_status"] == "interpreted" and any("interpreter" in n for n in ks["notes"])
     assert k["headline"] == "triton scale: interpreted: correctness only"
-    assert "No bandwidth can be read from this run" in ks["lesson"][0] and ks["lesson"][0].endswith("Every size matched torch's result exactly.")
+    assert "No bandwidth can be read from this run" in ks["lesson"][0] and ks["lesson"][0].endswith(
+        "Every size matched torch's result exactly."
+    )
     # the pairs, size by size; ratio = Triton's time / torch's
     assert [p["log2"] for p in doc["pairs"]] == [10, 12]
     for p, rt, rk in zip(doc["pairs"], t["rows"], k["rows"], strict=True):
@@ -88,7 +93,9 @@ def test_torch_and_triton_side_by_side(pair: dict[str, Any]) -> None:
 
 
 @pytest.mark.torch
-def test_the_pair_is_stored_as_two_sweep_runs(capsys: pytest.CaptureFixture[str], pair: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_pair_is_stored_as_two_sweep_runs(
+    capsys: pytest.CaptureFixture[str], pair: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("NSIGHTLAB_HOME", str(pair["home"]))
     t, k = pair["doc"]["runs"]
     listing = json.loads(run_cli(capsys, "runs", "--json").out)["runs"]
@@ -110,9 +117,14 @@ def test_the_pair_rendered(capsys: pytest.CaptureFixture[str], pair: dict[str, A
     render.sweep_impls(Env.create(width=220, stdin_tty=False), impls)
     out = capsys.readouterr().out
     t, k = impls.runs
-    assert out.startswith(f"torch vs Triton: float32 scale on {t.summary.device_name}, this machine (torch run {t.run_id}, triton run {k.run_id})")
+    assert out.startswith(
+        f"torch vs Triton: float32 scale on {t.summary.device_name}, this machine (torch run {t.run_id}, triton "
+        f"run {k.run_id})"
+    )
     header = out.splitlines()[2].split()
-    assert header[:2] == ["SIZE", "TENSOR"] and "TRITON/TORCH" in header and "TB/S" not in header  # interpreted: no TB/s
+    assert (
+        header[:2] == ["SIZE", "TENSOR"] and "TRITON/TORCH" in header and "TB/S" not in header
+    )  # interpreted: no TB/s
     rows = {line.split()[0]: line.split() for line in out.splitlines() if line.startswith("2^")}
     assert set(rows) == {"2^10", "2^12"} and rows["2^10"][-3] == "interpreted"
     assert "- verdict: interpreted: correctness only (Triton ran in its interpreter, with no GPU" in out
@@ -120,7 +132,9 @@ def test_the_pair_rendered(capsys: pytest.CaptureFixture[str], pair: dict[str, A
 
 
 @pytest.mark.torch
-def test_the_report_draws_both_curves(capsys: pytest.CaptureFixture[str], pair: dict[str, Any], monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_the_report_draws_both_curves(
+    capsys: pytest.CaptureFixture[str], pair: dict[str, Any], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     pytest.importorskip("matplotlib")
     from nsightlab.present import figures
 
@@ -139,7 +153,11 @@ def test_the_report_draws_both_curves(capsys: pytest.CaptureFixture[str], pair: 
     series = [a for a in plot.figure.axes[0].get_lines() if (a.get_gid() or "").startswith("series-")]
     assert len(series) == 2
     labels = [a.get_label() for a in series]
-    assert labels[0].startswith("float32, cpu") and labels[1].startswith("float32 triton, cpu") and labels[1].endswith("(interpreted: not bandwidth)")
+    assert (
+        labels[0].startswith("float32, cpu")
+        and labels[1].startswith("float32 triton, cpu")
+        and labels[1].endswith("(interpreted: not bandwidth)")
+    )
     assert series[1].get_linestyle() == ":"  # the interpreter's curve is drawn apart
 
 
@@ -167,10 +185,17 @@ def test_fused_scale_add_takes_half_the_time_at_the_plateau() -> None:
     torch_add = _tutorial_as("torch", "scale-add", 2.0)  # 4 B per element at the same TB/s
     fused = _tutorial_as("triton", "scale-add", 1.0, floor_us=9.0)  # one launch, Python's launcher
     impls = sweep.compare_impls(fused, torch_add)  # either order
-    assert impls.torch.run_id == torch_add.run_id and impls.torch.bytes_per_element == 8 and impls.triton.bytes_per_element == 4
+    assert (
+        impls.torch.run_id == torch_add.run_id
+        and impls.torch.bytes_per_element == 8
+        and impls.triton.bytes_per_element == 4
+    )
     assert impls.dram_sizes == [28, 30] and impls.dram_time_ratio == pytest.approx(0.5)
     assert [p.ratio for p in impls.pairs if p.log2 >= 28] == pytest.approx([0.5, 0.5])
-    assert impls.verdict == "same plateau" and impls.reason == "the same DRAM plateau within 5% (torch 1.46 TB/s, Triton 1.46 TB/s)"
+    assert (
+        impls.verdict == "same plateau"
+        and impls.reason == "the same DRAM plateau within 5% (torch 1.46 TB/s, Triton 1.46 TB/s)"
+    )
     dram, launch = impls.lesson[0], impls.lesson[1]
     assert dram.startswith("At the DRAM plateau (2^28, 2^30) the fused Triton kernel took 0.500x torch's time per call")
     assert "moves 4 B per element" in dram and "move 8 B" in dram and "Half the bytes, half the time" in dram
@@ -185,12 +210,19 @@ def test_fused_scale_add_takes_half_the_time_at_the_plateau() -> None:
 
 
 def test_the_same_plateau_and_the_launch_floor_of_each() -> None:
-    impls = sweep.compare_impls(_tutorial_as("torch", "scale", 1.0), _tutorial_as("triton", "scale", 1.0, floor_us=20.0))
+    impls = sweep.compare_impls(
+        _tutorial_as("torch", "scale", 1.0), _tutorial_as("triton", "scale", 1.0, floor_us=20.0)
+    )
     assert impls.verdict == "same plateau" and impls.plateau_ratio == pytest.approx(1.0)
     assert impls.torch.launch_floor_us == pytest.approx(5.7) and impls.triton.launch_floor_us == pytest.approx(20.0)
-    assert any(line.startswith("Both reach the same DRAM plateau (torch 1.46 TB/s, Triton 1.46 TB/s)") for line in impls.lesson)
+    assert any(
+        line.startswith("Both reach the same DRAM plateau (torch 1.46 TB/s, Triton 1.46 TB/s)") for line in impls.lesson
+    )
     floor = next(line for line in impls.lesson if line.startswith("Launch floor:"))
-    assert floor.startswith("Launch floor: torch 5.70 us, Triton 20.0 us. Triton's Python launch path costs 14.3 us more per call (3.51x torch's)")
+    assert floor.startswith(
+        "Launch floor: torch 5.70 us, Triton 20.0 us. Triton's Python launch path costs 14.3 us more per call "
+        "(3.51x torch's)"
+    )
 
 
 def test_which_one_falls_short_and_where() -> None:
@@ -202,7 +234,9 @@ def test_which_one_falls_short_and_where() -> None:
     k = sweep.build_result(SweepRecord.model_validate(doc), target="test")
     impls = sweep.compare_impls(t, k)
     assert impls.verdict == "triton falls short" and impls.plateau_ratio == pytest.approx(0.8)
-    assert impls.reason == "triton's DRAM plateau is 20% below torch's at 2^28, 2^30 (torch 1.46 TB/s, Triton 1.17 TB/s)"
+    assert (
+        impls.reason == "triton's DRAM plateau is 20% below torch's at 2^28, 2^30 (torch 1.46 TB/s, Triton 1.17 TB/s)"
+    )
 
 
 def test_no_plateau_is_no_verdict() -> None:

@@ -32,7 +32,17 @@ OTHER_BANDWIDTH = re.compile(r"\d\s*(?:GB/s|MB/s|TFLOPS\b)")
 def _store(result: SweepResult, folder_name: str, when: datetime) -> str:
     run, run_id = store.new_run("sweep", folder_name, now=when)
     result.run_id, result.run_dir, result.source = run_id, str(run.path), None
-    run.write_meta(RunMeta(id=run_id, kind="sweep", name=result.dtype, created=when, target="this machine", dtype=result.dtype, headline=result.headline))
+    run.write_meta(
+        RunMeta(
+            id=run_id,
+            kind="sweep",
+            name=result.dtype,
+            created=when,
+            target="this machine",
+            dtype=result.dtype,
+            headline=result.headline,
+        )
+    )
     run.write_result(result)
     return run_id
 
@@ -61,7 +71,8 @@ def test_the_same_figure_reads_the_same_everywhere(capsys: pytest.CaptureFixture
     assert f"DRAM {plateau}" in listing.out
     # the terminal and the report: the same summary lines, word for word
     for line in (
-        f"- DRAM plateau: {plateau} (2^24..2^26, within 2.7% of each other); a CPU has no spec in the table: the figure is this machine's own",
+        f"- DRAM plateau: {plateau} (2^24..2^26, within 2.7% of each other); a CPU has no spec in the table: the "
+        "figure is this machine's own",
         f"- launch floor: {floor} per call (2^10..2^13: fixed cost, not data)",
         f"- cache peak: {peak} at 2^19 (3.18x the DRAM plateau)",
         "- last-level cache used for the regimes: 32.0 MiB (sysfs L3 (last-level cache))",
@@ -104,9 +115,14 @@ def test_captions_follow_the_numbers() -> None:
     assert scale.rates is not None
     sweep.summary.dram_tbps = scale.rates.tbps / 0.98
     (near,) = roofline_remarks([prof], [sweep])
-    assert near.endswith(f"98% of the DRAM plateau measured on this CPU ({scale.rates.tbps / 0.98:.3g} TB/s, float64 sweep, run f64aaa): memory-bound.")
+    assert near.endswith(
+        f"98% of the DRAM plateau measured on this CPU ({scale.rates.tbps / 0.98:.3g} TB/s, float64 sweep, run "
+        "f64aaa): memory-bound."
+    )
     # without a plateau on the device, no claim at all
-    assert roofline_remarks([prof], []) == ["memory_bound_scale at 0.228 TB/s; no sweep measured a DRAM plateau on this device to compare it with."]
+    assert roofline_remarks([prof], []) == [
+        "memory_bound_scale at 0.228 TB/s; no sweep measured a DRAM plateau on this device to compare it with."
+    ]
     pytest.importorskip("matplotlib")
     from nsightlab.present import figures
 
@@ -125,11 +141,31 @@ def test_runs_stored_before_spreads_and_verdicts_still_load(capsys: pytest.Captu
     for row in data["rows"]:
         for key in ("us_min", "us_median", "us_max", "spread", "kernels_per_call", "interpreted"):
             del row[key]
-    for key in ("impl", "op", "kernels_per_call", "interpreted", "bandwidth_test", "plateau_status", "plateau_reason", "plateau_spread", "dram_sizes"):
+    for key in (
+        "impl",
+        "op",
+        "kernels_per_call",
+        "interpreted",
+        "bandwidth_test",
+        "plateau_status",
+        "plateau_reason",
+        "plateau_spread",
+        "dram_sizes",
+    ):
         del data["summary"][key]
     run, run_id = store.new_run("sweep", "float64", now=datetime(2026, 1, 1, tzinfo=timezone.utc))
     data["run_id"] = run_id
-    run.write_meta(RunMeta(id=run_id, kind="sweep", name="float64", created=datetime(2026, 1, 1, tzinfo=timezone.utc), target="this machine", dtype="float64", headline="DRAM 49.3 GB/s"))
+    run.write_meta(
+        RunMeta(
+            id=run_id,
+            kind="sweep",
+            name="float64",
+            created=datetime(2026, 1, 1, tzinfo=timezone.utc),
+            target="this machine",
+            dtype="float64",
+            headline="DRAM 49.3 GB/s",
+        )
+    )
     run.write_result(data)
     old = load_sweep_run(run_id)
     # judged again from its record by today's rules: the spread from its batches, the plateau

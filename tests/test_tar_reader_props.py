@@ -19,9 +19,37 @@ from hypothesis import strategies as st
 from nsightlab.cluster.transfer import extract_stream
 from nsightlab.errors import RemoteCommandError
 
-PARTS = ["run", "run", "run", "a", "b", "B", "sub", "..", ".", "", "x\ny", "caf\u00e9", "cafe\u0301", "\udcff", "l0", "l1", "n" * 300]
-TYPES = [tarfile.REGTYPE, tarfile.REGTYPE, tarfile.DIRTYPE, tarfile.SYMTYPE, tarfile.SYMTYPE, tarfile.LNKTYPE,
-         tarfile.CHRTYPE, tarfile.FIFOTYPE, tarfile.CONTTYPE, b"Z"]
+PARTS = [
+    "run",
+    "run",
+    "run",
+    "a",
+    "b",
+    "B",
+    "sub",
+    "..",
+    ".",
+    "",
+    "x\ny",
+    "caf\u00e9",
+    "cafe\u0301",
+    "\udcff",
+    "l0",
+    "l1",
+    "n" * 300,
+]
+TYPES = [
+    tarfile.REGTYPE,
+    tarfile.REGTYPE,
+    tarfile.DIRTYPE,
+    tarfile.SYMTYPE,
+    tarfile.SYMTYPE,
+    tarfile.LNKTYPE,
+    tarfile.CHRTYPE,
+    tarfile.FIFOTYPE,
+    tarfile.CONTTYPE,
+    b"Z",
+]
 
 names = st.lists(st.sampled_from(PARTS), min_size=1, max_size=5).map("/".join)
 targets = st.one_of(
@@ -63,7 +91,12 @@ def streams(draw: st.DrawFn) -> bytes:
     except (ValueError, tarfile.TarError, UnicodeError):  # a name USTAR cannot hold
         data = _build(items, tarfile.GNU_FORMAT)
     if draw(st.booleans()):  # an extended header of any records before a member
-        records = draw(st.one_of(st.binary(max_size=60), st.sampled_from([b"xx path=run/a\n", b"12 size=-5\n", b"99 path=x\n", b"13 size=1x\n"])))
+        records = draw(
+            st.one_of(
+                st.binary(max_size=60),
+                st.sampled_from([b"xx path=run/a\n", b"12 size=-5\n", b"99 path=x\n", b"13 size=1x\n"]),
+            )
+        )
         head = tarfile.TarInfo("run/PaxHeaders/x")
         head.type = tarfile.XHDTYPE
         head.size = len(records)

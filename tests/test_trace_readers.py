@@ -50,14 +50,20 @@ def test_real_gpu_trace_rows_read_by_column_meaning() -> None:
     assert reader.in_start_order
     assert len(ops) == 16
     first = ops[0]
-    # `1134711990,661398,123,,,,,,,,,,4.194,6337.593,Pinned,Device,NVIDIA RTX 5000 ... (0),1,,13,[CUDA memcpy Host-to-Device]`
+    # `1134711990,661398,123,,,,,,,,,,4.194,6337.593,Pinned,Device,NVIDIA RTX 5000 ... (0),1,,13,[CUDA memcpy
+    # Host-to-Device]`
     assert (first.start_ns, first.end_ns, first.corr_id, first.stream) == (1134711990, 1134711990 + 661398, 123, 13)
     assert (first.kind, first.bytes, first.line) == ("memcpy", 4_194_000, 2)
     assert first.device == "NVIDIA RTX 5000 Ada Generation Laptop GPU (0)"
     kernels = [op for op in ops if op.kind == "kernel"]
     # The quoted name holds three commas and stays whole.
     assert [k.name for k in kernels] == [SAXPY] * 4
-    assert [(k.start_ns, k.end_ns - k.start_ns, k.corr_id, k.bytes) for k in kernels][2] == (1498770795, 6816, 153, None)
+    assert [(k.start_ns, k.end_ns - k.start_ns, k.corr_id, k.bytes) for k in kernels][2] == (
+        1498770795,
+        6816,
+        153,
+        None,
+    )
     assert Counter(op.name for op in ops) == Counter(
         {"[CUDA memcpy Host-to-Device]": 8, SAXPY: 4, "[CUDA memcpy Device-to-Host]": 4}
     )
@@ -129,7 +135,9 @@ def _columns_as_rows(path: Path) -> list[tuple[object, ...]]:
 
 @pytest.mark.parametrize("path", [GPU_2026, GPU_2025])
 def test_columns_hold_what_the_record_reader_yields(path: Path) -> None:
-    records = [(o.start_ns, o.end_ns, o.name, o.kind, o.corr_id, o.device, o.stream) for o in gputrace.read_gpu_trace(path)]
+    records = [
+        (o.start_ns, o.end_ns, o.name, o.kind, o.corr_id, o.device, o.stream) for o in gputrace.read_gpu_trace(path)
+    ]
     assert _columns_as_rows(path) == records
     cols = gputrace.read_gpu_trace_columns(path)
     assert (cols.kernels, cols.in_start_order, len(cols.streams)) == (4, True, 2)
@@ -176,16 +184,28 @@ def test_projection_and_api_rows(tmp_path: Path) -> None:
     proj = write_csv(
         tmp_path / "r_nvtx_gpu_proj_trace.csv",
         PROJ_HEADER,
-        [proj_row("mode:eager", 1500, 6800, 0, 10000, 6, 1, None, 0), proj_row("decode_step", 1500, 2800, 1000, 4000, 3, 2, 1, 1)],
+        [
+            proj_row("mode:eager", 1500, 6800, 0, 10000, 6, 1, None, 0),
+            proj_row("decode_step", 1500, 2800, 1000, 4000, 3, 2, 1, 1),
+        ],
     )
     rows = list(gputrace.read_nvtx_gpu_proj(proj))
-    assert [(r.name, r.proj_start_ns, r.proj_end_ns, r.orig_start_ns, r.orig_end_ns, r.gpu_ops, r.parent_id) for r in rows] == [
+    assert [
+        (r.name, r.proj_start_ns, r.proj_end_ns, r.orig_start_ns, r.orig_end_ns, r.gpu_ops, r.parent_id) for r in rows
+    ] == [
         ("mode:eager", 1500, 6800, 0, 10000, 6, None),
         ("decode_step", 1500, 2800, 1000, 4000, 3, 1),
     ]
     api = write_csv(tmp_path / "r_cuda_api_trace.csv", API_HEADER, [api_row(1100, 40, "cudaLaunchKernel", 10, tid=101)])
     (call,) = gputrace.read_cuda_api(api)
-    assert (call.start_ns, call.end_ns, call.name, call.corr_id, call.pid, call.tid) == (1100, 1140, "cudaLaunchKernel", 10, 100, 101)
+    assert (call.start_ns, call.end_ns, call.name, call.corr_id, call.pid, call.tid) == (
+        1100,
+        1140,
+        "cudaLaunchKernel",
+        10,
+        100,
+        101,
+    )
 
 
 # ------------------------------------------------------------------ real Kineto
@@ -232,7 +252,11 @@ def test_layout_scan_reads_the_real_traces_as_the_general_way_does(
 ) -> None:
     # The fixture read NEGQ with the scan; the general way must give the very same records.
     assert list(kineto.KinetoReader(NEGQ, layout_scan=False)) == negq[0]
-    for path, flags in [(NSRES, {"launches_only": True, "cpu_ops": True}), (TRITON, {}), (TRITON, {"launches_only": True})]:
+    for path, flags in [
+        (NSRES, {"launches_only": True, "cpu_ops": True}),
+        (TRITON, {}),
+        (TRITON, {"launches_only": True}),
+    ]:
         scanned = list(kineto.KinetoReader(path, **flags))
         assert scanned and scanned == list(kineto.KinetoReader(path, layout_scan=False, **flags))
 
@@ -248,10 +272,27 @@ def test_launches_only_keeps_the_calls_that_put_work_on_the_gpu() -> None:
 _ODD_EVENTS = [
     kernel("upper", 30, 1, 3, cat="KERNEL"),  # read lower-cased: a kernel, yet not a spelling the scan takes
     {"name": "process_name", "ph": "M", "pid": 0, "tid": 0, "args": {"name": "python"}},  # `ph` not first
-    {"ph": "\\u0058", "cat": "kernel", "name": "escaped ph", "pid": 0, "tid": 7, "ts": 40, "dur": 1, "args": {"correlation": 4}},
+    {
+        "ph": "\\u0058",
+        "cat": "kernel",
+        "name": "escaped ph",
+        "pid": 0,
+        "tid": 7,
+        "ts": 40,
+        "dur": 1,
+        "args": {"correlation": 4},
+    },
     {"ph": "X", "cat": "ker\\u006eel", "name": "escaped cat", "pid": 0, "tid": 7, "ts": 41, "dur": 1},
     launch("cuda\\u004caunchKernel", 42, 1, 5),  # a launch whose name is escaped
-    {"ph": "X", "cat": "cuda_runtime", "pid": 1, "tid": 1, "name": "cudaLaunchKernel", "ts": 43, "dur": 1},  # name not after cat
+    {
+        "ph": "X",
+        "cat": "cuda_runtime",
+        "pid": 1,
+        "tid": 1,
+        "name": "cudaLaunchKernel",
+        "ts": 43,
+        "dur": 1,
+    },  # name not after cat
     {"ph": "X", "cat": "some_new_category", "name": "n", "pid": 1, "tid": 1, "ts": 44, "dur": 1},
     {"name": "name first", "ph": "X", "cat": "kernel", "pid": 0, "tid": 7, "ts": 45, "dur": 1},
 ]
@@ -303,13 +344,19 @@ _CATS = ["kernel", "Kernel", "gpu_memcpy", "Memset", "cuda_runtime", "Runtime", 
 _NAMES = ["cudaLaunchKernel", "cudaEventQuery", "cuLaunchKernel", "cudaMemcpyAsync", "k<float>(int)", 'q"uote', "a\nb",
           "\\u", "x\n  },\n  {y", ""]  # fmt: skip
 _LAYOUT_EVENT = st.fixed_dictionaries(
-    {"ph": st.sampled_from(["X", "X", "X", "f", "s", "i"]), "cat": st.sampled_from(_CATS), "name": st.sampled_from(_NAMES)},
+    {
+        "ph": st.sampled_from(["X", "X", "X", "f", "s", "i"]),
+        "cat": st.sampled_from(_CATS),
+        "name": st.sampled_from(_NAMES),
+    },
     optional={
         "pid": st.integers(0, 3) | st.just("Spans"),
         "tid": st.integers(0, 3),
         "ts": st.integers(0, 10**6) | st.decimals(0, 10**6, places=3).map(float),
         "dur": st.integers(0, 100) | st.floats(0, 100, allow_nan=False),
-        "args": st.fixed_dictionaries({}, optional={"correlation": st.integers(0, 9), "device": st.integers(0, 1), "stream": st.integers(0, 9)}),
+        "args": st.fixed_dictionaries(
+            {}, optional={"correlation": st.integers(0, 9), "device": st.integers(0, 1), "stream": st.integers(0, 9)}
+        ),
     },
 )
 
@@ -322,7 +369,12 @@ _LAYOUT_EVENT = st.fixed_dictionaries(
     launches_only=st.booleans(),
 )
 def test_layout_scan_property(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, events: list[dict[str, object]], chunk: int, cpu_ops: bool, launches_only: bool
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    events: list[dict[str, object]],
+    chunk: int,
+    cpu_ops: bool,
+    launches_only: bool,
 ) -> None:
     """Any events in Kineto's layout, read in chunks of any size: the scan gives what the
     general way gives, records or the same error."""
@@ -360,7 +412,11 @@ def test_driver_launch_and_legacy_categories(tmp_path: Path) -> None:
     assert call.correlation == k.correlation == 35
     legacy = write_kineto(
         tmp_path / "old.json",
-        [kernel("k", 10, 5, 3, cat="Kernel"), launch("cudaLaunchKernel", 8, 1, 3, cat="Runtime"), kernel("m", 20, 5, 4, cat="Memcpy")],
+        [
+            kernel("k", 10, 5, 3, cat="Kernel"),
+            launch("cudaLaunchKernel", 8, 1, 3, cat="Runtime"),
+            kernel("m", 20, 5, 4, cat="Memcpy"),
+        ],
     )
     kinds = [(type(e).__name__, getattr(e, "kind", None)) for e in kineto.read_kineto(legacy)]
     assert kinds == [("GpuEvent", "kernel"), ("LaunchCall", None), ("GpuEvent", "memcpy")]
@@ -388,7 +444,11 @@ def test_array_form_without_closing_bracket_and_small_chunks(tmp_path: Path, mon
     [
         ("", "not a Chrome trace", 1),
         ('{"schemaVersion": 1}', "no `traceEvents`", 1),
-        ('{"traceEvents": [\n{"ph": "X", "cat": "kernel", "name": "k", "ts": "soon", "dur": 1}\n]}', "without a numeric ts/dur", 2),
+        (
+            '{"traceEvents": [\n{"ph": "X", "cat": "kernel", "name": "k", "ts": "soon", "dur": 1}\n]}',
+            "without a numeric ts/dur",
+            2,
+        ),
         ('{"traceEvents": [\n{"ph": "X"},\n{"ph": "X"\n', "malformed JSON", 3),
         ('{"traceEvents": [{"ph": "X"}] } trailing', "extra data after the trace", 1),
     ],
@@ -407,7 +467,13 @@ def test_malformed_kineto_names_file_and_line(tmp_path: Path, text: str, message
 _FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 _GPU_SAMPLE = GPU_2026.read_bytes()
 _KINETO_SAMPLE = json.dumps(
-    {"traceEvents": [annotation("ProfilerStep#1", 1.5, 9), launch("cudaLaunchKernel", 2, 1, 5), kernel("k", 3.25, 1, 5)]}
+    {
+        "traceEvents": [
+            annotation("ProfilerStep#1", 1.5, 9),
+            launch("cudaLaunchKernel", 2, 1, 5),
+            kernel("k", 3.25, 1, 5),
+        ]
+    }
 ).encode()
 
 

@@ -46,7 +46,10 @@ GEMV = "void gemv_kernel<float, 128>(float const*, float*, int)"
 def _check_invariants(group: StepGroup) -> None:
     for t in group.steps:
         assert t.busy_ns + t.other_busy_ns + t.idle_ns == t.window_ns
-        assert min(t.busy_ns, t.other_busy_ns, t.idle_before_first_ns, t.idle_between_kernels_ns, t.idle_after_last_ns) >= 0
+        assert (
+            min(t.busy_ns, t.other_busy_ns, t.idle_before_first_ns, t.idle_between_kernels_ns, t.idle_after_last_ns)
+            >= 0
+        )
 
 
 # --------------------------------------------------------------------- Kineto
@@ -90,11 +93,21 @@ def test_kineto_steps_exactly(tmp_path: Path) -> None:
     one, two = group.steps
     # Step 1: CPU 1000..2000, its work 1200..2100 -> window 1000..2100; busy 100+50+90+150.
     assert (one.window_start_ns, one.window_end_ns, one.kernels, one.busy_ns) == (1_000_000, 2_100_000, 6, 440_000)
-    assert (one.idle_before_first_ns, one.idle_between_kernels_ns, one.idle_after_last_ns, one.other_busy_ns) == (200_000, 460_000, 0, 0)
+    assert (one.idle_before_first_ns, one.idle_between_kernels_ns, one.idle_after_last_ns, one.other_busy_ns) == (
+        200_000,
+        460_000,
+        0,
+        0,
+    )
     # Step 2: CPU 2000..3000; step 1's memcpy (until 2100) and the orphan kernel are GPU
     # work, so not idle, but not step 2's either.
     assert (two.window_start_ns, two.window_end_ns, two.kernels, two.busy_ns) == (2_000_000, 3_000_000, 2, 110_000)
-    assert (two.idle_before_first_ns, two.idle_between_kernels_ns, two.idle_after_last_ns, two.other_busy_ns) == (50_000, 150_000, 490_000, 200_000)
+    assert (two.idle_before_first_ns, two.idle_between_kernels_ns, two.idle_after_last_ns, two.other_busy_ns) == (
+        50_000,
+        150_000,
+        490_000,
+        200_000,
+    )
     _check_invariants(group)
     a = group.anatomy
     assert (a.source, a.step_range, a.count, a.kernels_per_step) == ("record_function", "ProfilerStep", 2, 4.0)
@@ -268,7 +281,10 @@ def test_unsorted_gpu_trace_sorted_in_memory(tmp_path: Path) -> None:
 
 def test_real_nsys_export_without_ranges_infers_steps() -> None:
     result = analyze_gpu_trace(
-        [DATA / "vernier_nsys2025.3.2_thor_cuda_gpu_trace.csv", DATA / "vernier_nsys2025.3.2_thor_nvtx_pushpop_trace.csv"]
+        [
+            DATA / "vernier_nsys2025.3.2_thor_cuda_gpu_trace.csv",
+            DATA / "vernier_nsys2025.3.2_thor_nvtx_pushpop_trace.csv",
+        ]
     )
     (group,) = result.groups
     # No decode_step/ProfilerStep range: the demo's 4 calls of (copy, copy, saxpy, copy back).
@@ -277,7 +293,10 @@ def test_real_nsys_export_without_ranges_infers_steps() -> None:
     assert result.device_names == ["NVIDIA Thor (0)"]
     _check_invariants(group)
     named = analyze_gpu_trace(
-        [DATA / "vernier_nsys2025.3.2_thor_cuda_gpu_trace.csv", DATA / "vernier_nsys2025.3.2_thor_nvtx_pushpop_trace.csv"],
+        [
+            DATA / "vernier_nsys2025.3.2_thor_cuda_gpu_trace.csv",
+            DATA / "vernier_nsys2025.3.2_thor_nvtx_pushpop_trace.csv",
+        ],
         step_range="copy_in",
     )
     assert [g.group for g in named.groups] == [None, "NvtxAnnotation.G1Phases"]
@@ -358,7 +377,9 @@ def test_no_repeating_step_is_reported(tmp_path: Path) -> None:
 
 # -------------------------------------------------------------- interval union
 
-_INTERVALS = st.lists(st.tuples(st.integers(0, 300), st.integers(0, 40)).map(lambda t: (t[0], t[0] + t[1])), max_size=40)
+_INTERVALS = st.lists(
+    st.tuples(st.integers(0, 300), st.integers(0, 40)).map(lambda t: (t[0], t[0] + t[1])), max_size=40
+)
 
 
 @settings(max_examples=300, deadline=None)
@@ -408,8 +429,12 @@ def test_verdicts_name_their_thresholds(tmp_path: Path) -> None:
     assert step_verdict(busy, floor=memory_floor(5_000_000, 3.35, "measured")).kind == "memory-bound"  # 1.34x
     far = step_verdict(busy, floor=memory_floor(1_000_000, 3.35, "spec"))
     assert far.kind == "memory-bound" and "largest kernels: gemv_kernel<float, 128>" in far.text
-    rated = step_verdict(busy, floor=memory_floor(1_000_000, 3.35, "spec"), kernel_bytes={GEMV: 400_000, "rms_norm_kernel": 10_000})
+    rated = step_verdict(
+        busy, floor=memory_floor(1_000_000, 3.35, "spec"), kernel_bytes={GEMV: 400_000, "rms_norm_kernel": 10_000}
+    )
     assert "lowest achieved bandwidth: rms_norm_kernel (0.1 TB/s), gemv_kernel<float, 128> (1 TB/s)" in rated.text
-    compute = step_verdict(busy, floor=memory_floor(1_000_000, 3.35, "spec"), flop_per_step=1e9, ridge_flop_per_byte=295)
+    compute = step_verdict(
+        busy, floor=memory_floor(1_000_000, 3.35, "spec"), flop_per_step=1e9, ridge_flop_per_byte=295
+    )
     assert compute.kind == "compute-bound" and "1e+03 FLOP per byte" in compute.text
     assert step_verdict(busy).kind == "busy"

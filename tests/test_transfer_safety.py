@@ -51,7 +51,14 @@ def _outside(tmp_path: Path) -> list[Path]:
 def test_regular_tree_extracts_with_digests(staging: Path) -> None:
     import hashlib
 
-    arc = _archive([_entry("run", tarfile.DIRTYPE), _file("run/a.csv", b"1,2\n"), _file("run/sub/b.json", b"{}"), _entry("run/link", tarfile.SYMTYPE, "a.csv")])
+    arc = _archive(
+        [
+            _entry("run", tarfile.DIRTYPE),
+            _file("run/a.csv", b"1,2\n"),
+            _file("run/sub/b.json", b"{}"),
+            _entry("run/link", tarfile.SYMTYPE, "a.csv"),
+        ]
+    )
     digests = extract_stream(arc, staging, "run")
     assert (staging / "run/a.csv").read_bytes() == b"1,2\n"
     assert (staging / "run/sub/b.json").read_bytes() == b"{}"
@@ -78,7 +85,9 @@ def test_regular_tree_extracts_with_digests(staging: Path) -> None:
         ([_entry("run/h", tarfile.LNKTYPE, "run/not-there")], "hard link"),
     ],
 )
-def test_unsafe_members_are_refused(tmp_path: Path, staging: Path, members: list[tuple[tarfile.TarInfo, bytes | None]], message: str) -> None:
+def test_unsafe_members_are_refused(
+    tmp_path: Path, staging: Path, members: list[tuple[tarfile.TarInfo, bytes | None]], message: str
+) -> None:
     with pytest.raises(UnsafeArchiveError, match=message):
         extract_stream(_archive(members), staging, "run")
     assert _outside(tmp_path) == []
@@ -86,7 +95,9 @@ def test_unsafe_members_are_refused(tmp_path: Path, staging: Path, members: list
 
 def test_no_write_through_a_symlink(tmp_path: Path, staging: Path) -> None:
     # a symlink inside the tree that later members try to write through
-    arc = _archive([_entry("run", tarfile.DIRTYPE), _entry("run/d", tarfile.SYMTYPE, "."), _file("run/d/x", b"through")])
+    arc = _archive(
+        [_entry("run", tarfile.DIRTYPE), _entry("run/d", tarfile.SYMTYPE, "."), _file("run/d/x", b"through")]
+    )
     with pytest.raises(UnsafeArchiveError, match="symlink"):
         extract_stream(arc, staging, "run")
     other = tmp_path / "dest" / ".staging2"
@@ -151,7 +162,12 @@ def _python_3_8() -> str | None:
     candidates = [shutil.which("python3.8"), *map(str, sorted(Path.home().glob(".pyenv/versions/3.8*/bin/python3.8")))]
     for candidate in filter(None, candidates):
         try:
-            done = subprocess.run([candidate, "-c", "import sys; print(sys.version_info[:2] == (3, 8))"], capture_output=True, text=True, timeout=30)
+            done = subprocess.run(
+                [candidate, "-c", "import sys; print(sys.version_info[:2] == (3, 8))"],
+                capture_output=True,
+                text=True,
+                timeout=30,
+            )
         except OSError:
             continue
         if done.stdout.strip() == "True":
@@ -188,20 +204,27 @@ def _bin_dir(tmp_path: Path, *, with_python: bool, old_python: bool = False, pyt
     ("with_python", "old_python", "python"),
     [
         (True, False, None),
-        pytest.param(True, False, PYTHON_3_8, marks=pytest.mark.skipif(PYTHON_3_8 is None, reason="no Python 3.8 here")),
+        pytest.param(
+            True, False, PYTHON_3_8, marks=pytest.mark.skipif(PYTHON_3_8 is None, reason="no Python 3.8 here")
+        ),
         (False, False, None),
         (False, True, None),
     ],
     ids=["python3", "python3.8", "tar+sha256sum", "python3.6"],
 )
-def test_pod_scripts_unpack_and_pack_with_digests(tmp_path: Path, with_python: bool, old_python: bool, python: str | None) -> None:
+def test_pod_scripts_unpack_and_pack_with_digests(
+    tmp_path: Path, with_python: bool, old_python: bool, python: str | None
+) -> None:
     import hashlib
     import os
 
     from nsightlab.cluster import podtar
     from nsightlab.cluster.transfer import _PACK_SH, _UNPACK_SH, _agent, parse_digests
 
-    env = {"PATH": str(_bin_dir(tmp_path, with_python=with_python, old_python=old_python, python=python)), "LC_ALL": "C"}
+    env = {
+        "PATH": str(_bin_dir(tmp_path, with_python=with_python, old_python=old_python, python=python)),
+        "LC_ALL": "C",
+    }
     src = tmp_path / "here" / "run"
     (src / "sub").mkdir(parents=True)
     (src / "a.bin").write_bytes(os.urandom(300_000))
@@ -215,7 +238,13 @@ def test_pod_scripts_unpack_and_pack_with_digests(tmp_path: Path, with_python: b
     (pod / "run" / "sub").mkdir(parents=True)
     (pod / "run" / "sub" / "keep.txt").write_text("the pod's own\n")
     # copy in: the pod gets the agent, then the tar; "into" an existing folder, merged
-    done = subprocess.run(["sh", "-c", _UNPACK_SH, "nsightlab", "run", str(pod), "0"], input=_agent() + archive, env=env, capture_output=True, timeout=60)
+    done = subprocess.run(
+        ["sh", "-c", _UNPACK_SH, "nsightlab", "run", str(pod), "0"],
+        input=_agent() + archive,
+        env=env,
+        capture_output=True,
+        timeout=60,
+    )
     assert done.returncode == 0, done.stderr
     assert ["P", "into"] in podtar.read_records(done.stdout)[0]
     remote = parse_digests(done.stdout)
@@ -226,16 +255,24 @@ def test_pod_scripts_unpack_and_pack_with_digests(tmp_path: Path, with_python: b
     assert [p.name for p in pod.iterdir()] == ["run"]  # no staging folder left
     digests["run/sub/keep.txt"] = (14, hashlib.sha256(b"the pod's own\n").hexdigest())
     # copy out: the agent on stdin; the tar on stdout, the digests on stderr
-    done = subprocess.run(["sh", "-c", _PACK_SH, "nsightlab", str(pod), "run"], input=_agent(), env=env, capture_output=True, timeout=60)
+    done = subprocess.run(
+        ["sh", "-c", _PACK_SH, "nsightlab", str(pod), "run"], input=_agent(), env=env, capture_output=True, timeout=60
+    )
     assert done.returncode == 0, done.stderr
     staging = tmp_path / "back"
     staging.mkdir()
     got = extract_stream(io.BytesIO(done.stdout), staging, "run")
     sent_back = parse_digests(done.stderr)
-    assert {k: (d.size, d.sha256) for k, d in got.items()} == {k: (d.size, d.sha256) for k, d in sent_back.items()} == digests
+    assert (
+        {k: (d.size, d.sha256) for k, d in got.items()}
+        == {k: (d.size, d.sha256) for k, d in sent_back.items()}
+        == digests
+    )
     assert hashlib.sha256((staging / "run" / "a.bin").read_bytes()).hexdigest() == digests["run/a.bin"][1]
     # a missing source: exit 44 and one line, whichever way the pod does it
-    done = subprocess.run(["sh", "-c", _PACK_SH, "nsightlab", str(pod), "nope"], input=_agent(), env=env, capture_output=True, timeout=60)
+    done = subprocess.run(
+        ["sh", "-c", _PACK_SH, "nsightlab", str(pod), "nope"], input=_agent(), env=env, capture_output=True, timeout=60
+    )
     assert done.returncode == 44 and b"no such file or directory" in done.stderr and done.stdout == b""
 
 
@@ -252,12 +289,22 @@ def _unpack_in_pod(tmp_path: Path, stream: bytes, piece: int) -> tuple[int, byte
     pod.mkdir()
     agent = _agent()
     length, _, source = agent.partition(b"\n")
-    runner = 'import sys\nn = int(sys.argv.pop(1)); exec(compile(sys.stdin.buffer.read(n), "podtar.py", "exec"), {"__name__": "__main__"})'
-    proc = subprocess.Popen([sys.executable, "-I", "-S", "-c", runner, length.decode(), "unpack", "run", str(pod), "1"],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    runner = (
+        'import sys\nn = int(sys.argv.pop(1)); exec(compile(sys.stdin.buffer.read(n), "podtar.py", "exec"), '
+        '{"__name__": "__main__"})'
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-I", "-S", "-c", runner, length.decode(), "unpack", "run", str(pod), "1"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
 
     got: dict[str, bytes] = {}
-    readers = [threading.Thread(target=lambda k=k, f=f: got.__setitem__(k, f.read())) for k, f in (("out", proc.stdout), ("err", proc.stderr))]
+    readers = [
+        threading.Thread(target=lambda k=k, f=f: got.__setitem__(k, f.read()))
+        for k, f in (("out", proc.stdout), ("err", proc.stderr))
+    ]
     for r in readers:
         r.start()
     assert proc.stdin is not None
@@ -328,7 +375,9 @@ def test_reader_handles_long_names_and_pax_from_gnu_tar(tmp_path: Path, staging:
     deep.parent.mkdir(parents=True)
     deep.write_text("deep\n")
     for fmt in ("gnu", "posix"):
-        out = subprocess.run(["tar", f"--format={fmt}", "-cf", "-", "-C", str(tmp_path / "src"), "run"], capture_output=True, check=True).stdout
+        out = subprocess.run(
+            ["tar", f"--format={fmt}", "-cf", "-", "-C", str(tmp_path / "src"), "run"], capture_output=True, check=True
+        ).stdout
         where = staging / fmt
         where.mkdir()
         got = extract_stream(io.BytesIO(out), where, "run")

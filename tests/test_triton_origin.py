@@ -31,9 +31,13 @@ def test_a_triton_kernel_in_a_kineto_trace() -> None:
     assert names.kernel_origin(k.name) == "triton"
 
 
-@pytest.mark.parametrize("trace", ["hta_trace_filter_sampled_rank0.json.gz", "hta_ns_resolution_rank0.pt.trace.json.gz"])
+@pytest.mark.parametrize(
+    "trace", ["hta_trace_filter_sampled_rank0.json.gz", "hta_ns_resolution_rank0.pt.trace.json.gz"]
+)
 def test_kernels_of_real_traces_without_triton_are_not_marked(trace: str) -> None:
-    kernels = {e.name for e in kineto.KinetoReader(TRACES / trace) if isinstance(e, kineto.GpuEvent) and e.kind == "kernel"}
+    kernels = {
+        e.name for e in kineto.KinetoReader(TRACES / trace) if isinstance(e, kineto.GpuEvent) and e.kind == "kernel"
+    }
     assert len(kernels) > 50
     assert [n for n in kernels if names.kernel_origin(n) == "triton"] == []
 
@@ -70,7 +74,9 @@ def test_triton_names_keep_their_kind(name: str, kind: str) -> None:
     assert names.kernel_origin(name) == "triton" and names.kernel_kind(name) == kind
 
 
-@pytest.mark.parametrize("name", ["kernel_0", "ampere_sgemm_128x64_nn", "gemv2T_kernel_val<int, int, float>", "scale_kernel"])
+@pytest.mark.parametrize(
+    "name", ["kernel_0", "ampere_sgemm_128x64_nn", "gemv2T_kernel_val<int, int, float>", "scale_kernel"]
+)
 def test_other_names_are_not_triton(name: str) -> None:
     assert names.kernel_origin(name) is None
 
@@ -86,7 +92,17 @@ def test_nsys_tables_have_the_field_and_mark_nothing_in_them() -> None:
 
 def _row(name: str, instances: int, total_ns: float, pct: float) -> nsys.KernelSummaryRow:
     avg = total_ns / instances
-    return nsys.KernelSummaryRow(name=name, time_pct=pct, total_ns=total_ns, instances=instances, avg_ns=avg, med_ns=avg, min_ns=avg, max_ns=avg, stddev_ns=0.0)
+    return nsys.KernelSummaryRow(
+        name=name,
+        time_pct=pct,
+        total_ns=total_ns,
+        instances=instances,
+        avg_ns=avg,
+        med_ns=avg,
+        min_ns=avg,
+        max_ns=avg,
+        stddev_ns=0.0,
+    )
 
 
 def test_profile_rows_mark_triton_kernels_beside_their_kind() -> None:

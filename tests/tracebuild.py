@@ -45,21 +45,110 @@ def write_csv(path: Path, header: Sequence[str], rows: Sequence[Sequence[object]
 
 
 def kernel_row(start: int, dur: int, corr: int, name: str, stream: int = 7) -> list[object]:
-    return [start, dur, corr, 128, 1, 1, 256, 1, 1, 32, "0.000", "0.000", None, None, None, None, DEVICE, 1, None, stream, name]
+    return [
+        start,
+        dur,
+        corr,
+        128,
+        1,
+        1,
+        256,
+        1,
+        1,
+        32,
+        "0.000",
+        "0.000",
+        None,
+        None,
+        None,
+        None,
+        DEVICE,
+        1,
+        None,
+        stream,
+        name,
+    ]
 
 
-def memcpy_row(start: int, dur: int, corr: int, mb: str, name: str = "[CUDA memcpy Device-to-Host]", stream: int = 7) -> list[object]:
-    return [start, dur, corr, None, None, None, None, None, None, None, None, None, mb, "1000.000", "Device", "Pinned", DEVICE, 1, None, stream, name]
+def memcpy_row(
+    start: int, dur: int, corr: int, mb: str, name: str = "[CUDA memcpy Device-to-Host]", stream: int = 7
+) -> list[object]:
+    return [
+        start,
+        dur,
+        corr,
+        None,
+        None,
+        None,
+        None,
+        None,
+        None,
+        None,
+        None,
+        None,
+        mb,
+        "1000.000",
+        "Device",
+        "Pinned",
+        DEVICE,
+        1,
+        None,
+        stream,
+        name,
+    ]
 
 
-def pushpop_row(start: int, end: int, name: str, range_id: int, parent: int | None, level: int, tid: int = 100) -> list[object]:
+def pushpop_row(
+    start: int, end: int, name: str, range_id: int, parent: int | None, level: int, tid: int = 100
+) -> list[object]:
     stack = f":{parent}:{range_id}" if parent else f":{range_id}"
-    return [start, end, end - start, 0, end - start, ":" + name, 100, tid, level, 0, range_id, parent, stack, "--" * level + ":" + name]
+    return [
+        start,
+        end,
+        end - start,
+        0,
+        end - start,
+        ":" + name,
+        100,
+        tid,
+        level,
+        0,
+        range_id,
+        parent,
+        stack,
+        "--" * level + ":" + name,
+    ]
 
 
-def proj_row(name: str, pstart: int, pend: int, ostart: int, oend: int, ops: int, range_id: int, parent: int | None, level: int, tid: int = 100) -> list[object]:
+def proj_row(
+    name: str,
+    pstart: int,
+    pend: int,
+    ostart: int,
+    oend: int,
+    ops: int,
+    range_id: int,
+    parent: int | None,
+    level: int,
+    tid: int = 100,
+) -> list[object]:
     stack = f":{parent}:{range_id}" if parent else f":{range_id}"
-    return [":" + name, pstart, pend - pstart, ostart, oend - ostart, "PushPop", 100, tid, ops, level, 0, range_id, parent, stack]
+    return [
+        ":" + name,
+        pstart,
+        pend - pstart,
+        ostart,
+        oend - ostart,
+        "PushPop",
+        100,
+        tid,
+        ops,
+        level,
+        0,
+        range_id,
+        parent,
+        stack,
+    ]
 
 
 def api_row(start: int, dur: int, name: str, corr: int, tid: int = 100) -> list[object]:
@@ -69,18 +158,26 @@ def api_row(start: int, dur: int, name: str, corr: int, tid: int = 100) -> list[
 # ------------------------------------------------------------------------ Kineto
 
 
-def x_event(cat: str, name: str, ts: float | int, dur: float | int, pid: int | str, tid: int | str, **args: Any) -> dict[str, Any]:
+def x_event(
+    cat: str, name: str, ts: float | int, dur: float | int, pid: int | str, tid: int | str, **args: Any
+) -> dict[str, Any]:
     event: dict[str, Any] = {"ph": "X", "cat": cat, "name": name, "pid": pid, "tid": tid, "ts": ts, "dur": dur}
     if args:
         event["args"] = args
     return event
 
 
-def kernel(name: str, ts: float | int, dur: float | int, corr: int, stream: int = 7, cat: str = "kernel") -> dict[str, Any]:
-    return x_event(cat, name, ts, dur, 0, stream, device=0, stream=stream, correlation=corr, grid=[1, 1, 1], block=[128, 1, 1])
+def kernel(
+    name: str, ts: float | int, dur: float | int, corr: int, stream: int = 7, cat: str = "kernel"
+) -> dict[str, Any]:
+    return x_event(
+        cat, name, ts, dur, 0, stream, device=0, stream=stream, correlation=corr, grid=[1, 1, 1], block=[128, 1, 1]
+    )
 
 
-def launch(name: str, ts: float | int, dur: float | int, corr: int, tid: int = 1, cat: str = "cuda_runtime") -> dict[str, Any]:
+def launch(
+    name: str, ts: float | int, dur: float | int, corr: int, tid: int = 1, cat: str = "cuda_runtime"
+) -> dict[str, Any]:
     return x_event(cat, name, ts, dur, 4242, tid, correlation=corr)
 
 
@@ -185,7 +282,9 @@ def _weight(name: str) -> int:
     return 3 if name in (GEMV, GEMM) else 1
 
 
-def decode_exports(doc: dict[str, Any], base: str, reports: Sequence[str], device: str = DEVICE, t0: int = 1_000_000_000) -> list[Path]:
+def decode_exports(
+    doc: dict[str, Any], base: str, reports: Sequence[str], device: str = DEVICE, t0: int = 1_000_000_000
+) -> list[Path]:
     """nsys trace exports of a run of lab_scripts/decode.py, built from its JSON.
 
     Every timed step takes exactly the script's own step time: its CPU range
@@ -271,14 +370,18 @@ def decode_exports(doc: dict[str, Any], base: str, reports: Sequence[str], devic
         elif report == "cuda_api_trace":
             out.append(write_csv(path, API_HEADER, api))
         elif report == "nvtx_pushpop_trace":
-            rows = [pushpop_row(s, e, n, i, p, lvl) for n, s, e, i, p, lvl in sorted(ranges, key=lambda r: (r[1], r[5]))]
+            rows = [
+                pushpop_row(s, e, n, i, p, lvl) for n, s, e, i, p, lvl in sorted(ranges, key=lambda r: (r[1], r[5]))
+            ]
             out.append(write_csv(path, PUSHPOP_HEADER, rows))
         elif report == "nvtx_gpu_proj_trace":
             rows = []
             for n, s, e, i, p, lvl in sorted(ranges, key=lambda r: (r[1], r[5])):
                 work = launched.get(i)
                 if work:
-                    rows.append(proj_row(n, min(a for a, _ in work), max(b for _, b in work), s, e, len(work), i, p, lvl))
+                    rows.append(
+                        proj_row(n, min(a for a, _ in work), max(b for _, b in work), s, e, len(work), i, p, lvl)
+                    )
             out.append(write_csv(path, PROJ_HEADER, rows))
     return out
 

@@ -144,7 +144,9 @@ def load_decode_record(path: Path) -> DecodeRecord | None:
         return DecodeRecord.model_validate(data)
     except ValidationError as e:
         err = e.errors()[0]
-        raise ParseError(f"bad decode JSON at {'.'.join(str(p) for p in err['loc'])}: {err['msg']}", source=path) from None
+        raise ParseError(
+            f"bad decode JSON at {'.'.join(str(p) for p in err['loc'])}: {err['msg']}", source=path
+        ) from None
 
 
 # ------------------------------------------------------------------------ results
@@ -340,8 +342,7 @@ def _ms_text(ms: float) -> str:
 
 
 RULE = (
-    f"(thresholds: launch-bound at >= {LAUNCH_BOUND_IDLE_PCT:g}% idle; "
-    f"at the floor within {NEAR_FLOOR_RATIO:g}x of it)"
+    f"(thresholds: launch-bound at >= {LAUNCH_BOUND_IDLE_PCT:g}% idle; at the floor within {NEAR_FLOOR_RATIO:g}x of it)"
 )
 
 
@@ -384,7 +385,8 @@ def verdict(
         where = f"; {units.ratio(ratio)} the floor" if ratio is not None else ""
         return Verdict(
             kind="no-trace",
-            text=f"{head}{where}; without a trace the {ops}, and how long the {unit} idles between them, are unknown {RULE}",
+            text=f"{head}{where}; without a trace the {ops}, and how long the {unit} idles between them, are unknown "
+            f"{RULE}",
             next_step="profile it (nsys, or --profiler torch) to see the kernels and the gaps between them",
             thresholds=thresholds,
         )
@@ -411,7 +413,9 @@ def verdict(
                     "replays (sampling, copies to the host); overlap it with the next replay"
                 )
             else:
-                nxt = "capture the step in a CUDA graph (--modes graphs), or launch fewer, fused kernels (torch.compile)"
+                nxt = (
+                    "capture the step in a CUDA graph (--modes graphs), or launch fewer, fused kernels (torch.compile)"
+                )
         return Verdict(kind="launch-bound", text=text, next_step=nxt, thresholds=thresholds)
     if base_kind == "compute-bound" and floor is not None and flop_per_step is not None and ridge is not None:
         intensity = flop_per_step / floor.bytes_per_step
@@ -428,7 +432,8 @@ def verdict(
     if base_kind == "near-memory-floor" and ratio is not None:
         return Verdict(
             kind="near-memory-floor",
-            text=f"{head}; the step is {units.ratio(ratio)} the floor: the {unit}'s memory bandwidth is the limit {RULE}",
+            text=f"{head}; the step is {units.ratio(ratio)} the floor: the {unit}'s memory bandwidth is the limit "
+            f"{RULE}",
             next_step=(
                 "fewer bytes per token (a smaller or quantized model, a shorter KV cache), faster "
                 "memory, or a larger batch, which reads the weights once for more tokens"
@@ -438,8 +443,14 @@ def verdict(
     largest = ", ".join(f"{k.short_name} ({_ms_text(k.ms_per_step)})" for k in anatomy.top_kernels[:3])
     if base_kind == "memory-bound" and ratio is not None:
         if cpu:
-            why = "its ops read memory slowly, or arithmetic on too few threads limits them (a CPU has no compute peak here to tell)"
-            nxt = "more threads (OMP_NUM_THREADS), a CPU-tuned matmul library, or a GPU; on a GPU, ncu gives each kernel's DRAM throughput"
+            why = (
+                "its ops read memory slowly, or arithmetic on too few threads limits them (a CPU has no compute peak "
+                "here to tell)"
+            )
+            nxt = (
+                "more threads (OMP_NUM_THREADS), a CPU-tuned matmul library, or a GPU; on a GPU, ncu gives each "
+                "kernel's DRAM throughput"
+            )
         else:
             why = f"its {ops} move their bytes slowly"
             nxt = "look at the largest kernels with ncu (DRAM throughput, achieved occupancy)"
@@ -491,7 +502,16 @@ def _steps_from_group(
         idle_ms_per_step=a.idle_ms_per_step,
         top_kernels=a.top_kernels,
         floor=floor,
-        verdict=verdict(a.step_ms, group, floor=floor, flop_per_step=flop_per_step, bandwidth=bandwidth, cpu=cpu, mode=mode, batch=batch),
+        verdict=verdict(
+            a.step_ms,
+            group,
+            floor=floor,
+            flop_per_step=flop_per_step,
+            bandwidth=bandwidth,
+            cpu=cpu,
+            mode=mode,
+            batch=batch,
+        ),
     )
 
 
@@ -654,7 +674,9 @@ def build_decode(
     notes: list[str] = []
     mismatch = bool(trace_device and record.device_name and device_name_of(trace_device) != record.device_name)
     if mismatch:
-        notes.append(f"the script describes its device as {record.device_name}; the trace's kernels ran on {trace_device}")
+        notes.append(
+            f"the script describes its device as {record.device_name}; the trace's kernels ran on {trace_device}"
+        )
     if anatomy is not None:
         notes.extend(attribution_lines(anatomy))
     m = record.model
@@ -676,10 +698,18 @@ def build_decode(
             )
             notes.extend(group.anatomy.notes)
             if group.timeline is not None:
-                timelines.append(ModeTimeline(mode=entry.mode, batch=entry.batch, ops_are="cpu" if cpu else "gpu", timeline=group.timeline))
+                timelines.append(
+                    ModeTimeline(
+                        mode=entry.mode, batch=entry.batch, ops_are="cpu" if cpu else "gpu", timeline=group.timeline
+                    )
+                )
             script_ms = entry.median_step_s * 1e3
             trace_ms = steps.step_ms.median
-            if script_ms > 0 and trace_ms > 0 and max(trace_ms, script_ms) / min(trace_ms, script_ms) > TIMING_DISAGREES_RATIO:
+            if (
+                script_ms > 0
+                and trace_ms > 0
+                and max(trace_ms, script_ms) / min(trace_ms, script_ms) > TIMING_DISAGREES_RATIO
+            ):
                 why = (
                     "; the profiler records every op, which slows a CPU step"
                     if cpu
@@ -692,7 +722,10 @@ def build_decode(
         else:
             steps = _steps_from_script(entry, bandwidth=bandwidth, cpu=cpu)
             if anatomy is not None:
-                notes.append(f"{entry.mode}, batch {entry.batch}: no steps of it in the trace; its steps come from the script's own timing")
+                notes.append(
+                    f"{entry.mode}, batch {entry.batch}: no steps of it in the trace; its steps come from the "
+                    "script's own timing"
+                )
         median = steps.step_ms.median
         tokens_per_s = entry.batch * 1000.0 / median if median > 0 else 0.0
         modes.append(DecodeMode(mode=entry.mode, batch=entry.batch, tokens_per_s=tokens_per_s, steps=steps))
@@ -716,7 +749,10 @@ def build_decode(
         chosen = "graphs" if any(e.mode == "graphs" for e in record.modes) else record.modes[0].mode
         pairs = [(e, md) for e, md in zip(record.modes, modes, strict=True) if e.mode == chosen]
         sweep = _batch_sweep(pairs, bandwidth)
-        notes.append(f"the batch sweep is the {chosen} mode's" + (" (launch gaps removed by the graph)" if chosen == "graphs" else ""))
+        notes.append(
+            f"the batch sweep is the {chosen} mode's"
+            + (" (launch gaps removed by the graph)" if chosen == "graphs" else "")
+        )
         lesson.extend(_sweep_lesson(sweep, chosen))
     lesson.extend(_crossover_lesson(record, bandwidth))
     if bandwidth is not None:
@@ -724,10 +760,17 @@ def build_decode(
     notes.extend(bandwidth_notes)
     cache = record.device.get("l2_bytes")
     smallest_entry = min(record.modes, key=lambda e: e.bytes_per_step_floor, default=None)
-    if not mismatch and bandwidth is not None and isinstance(cache, int) and smallest_entry is not None and smallest_entry.bytes_per_step_floor <= cache:
+    if (
+        not mismatch
+        and bandwidth is not None
+        and isinstance(cache, int)
+        and smallest_entry is not None
+        and smallest_entry.bytes_per_step_floor <= cache
+    ):
         where = "last-level cache" if record.device_type == "cpu" else "L2 cache"
         notes.append(
-            f"the bytes a step reads ({units.size(smallest_entry.bytes_per_step_floor)} at batch {smallest_entry.batch}) fit in "
+            f"the bytes a step reads ({units.size(smallest_entry.bytes_per_step_floor)} at batch "
+            f"{smallest_entry.batch}) fit in "
             f"the {units.size(cache)} {where}: they can come from the cache, faster than the DRAM floor allows"
         )
     if cpu and anatomy is not None:
@@ -772,7 +815,9 @@ def build_decode(
 ROOFLINE_MAX_BATCH = 8192
 
 
-def roofline_curve(entry: RecordEntry, model: RecordModel, bandwidth: Bandwidth, top: float, points: int = 64) -> list[RooflinePoint]:
+def roofline_curve(
+    entry: RecordEntry, model: RecordModel, bandwidth: Bandwidth, top: float, points: int = 64
+) -> list[RooflinePoint]:
     """The roofline's tokens/s at batches from 1 to `top` (geometric steps), from the
     script's linear model of bytes and FLOPs in the batch."""
     w, s, f = _linear_model(entry, model)
@@ -902,7 +947,9 @@ def steps_report(
     out = []
     for g in anatomy.groups:
         mode, batch = group_key(g.group)
-        steps = _steps_from_group(g, floor_bytes=floor_bytes, flop_per_step=None, bandwidth=bandwidth, cpu=cpu, mode=mode, batch=batch)
+        steps = _steps_from_group(
+            g, floor_bytes=floor_bytes, flop_per_step=None, bandwidth=bandwidth, cpu=cpu, mode=mode, batch=batch
+        )
         out.append(GroupSteps(group=g.group, **steps.model_dump()))
     return out
 

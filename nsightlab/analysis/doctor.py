@@ -46,8 +46,17 @@ def pod_checks(facts: dict[str, str], *, cli_args: str) -> list[Check]:
         if version:
             checks.append(Check(name=f"pod: {tool}", ok=True, detail=version))
         else:
-            fix = "Use an image that ships it (lab.image), or profile without it: `nsightlab profile lesson1 --profiler torch`." if tool == "nsys" else "Use an image that ships ncu (lab.image)."
-            checks.append(Check(name=f"pod: {tool}", ok=False, detail=f"{label} is not installed in the pod (not on PATH)", fix=fix))
+            fix = (
+                "Use an image that ships it (lab.image), or profile without it: `nsightlab profile lesson1 "
+                "--profiler torch`."
+                if tool == "nsys"
+                else "Use an image that ships ncu (lab.image)."
+            )
+            checks.append(
+                Check(
+                    name=f"pod: {tool}", ok=False, detail=f"{label} is not installed in the pod (not on PATH)", fix=fix
+                )
+            )
     checks.append(_torch_check(facts.get("torch", "")))
     noexec = "noexec" in facts.get("tmp_opts", "").split(",") or facts.get("tmp_exec") == "no"
     checks.append(
@@ -55,7 +64,9 @@ def pod_checks(facts: dict[str, str], *, cli_args: str) -> list[Check]:
             name="pod: /tmp allows exec",
             ok=not noexec,
             detail="/tmp is mounted noexec" if noexec else "yes",
-            fix="nsys stages its libraries in TMPDIR: nsightlab points TMPDIR at its work folder; do the same by hand." if noexec else None,
+            fix="nsys stages its libraries in TMPDIR: nsightlab points TMPDIR at its work folder; do the same by hand."
+            if noexec
+            else None,
         )
     )
     paranoid = facts.get("paranoid", "")
@@ -65,7 +76,8 @@ def pod_checks(facts: dict[str, str], *, cli_args: str) -> list[Check]:
             Check(
                 name="pod: perf_event_paranoid",
                 ok=None if high else True,
-                detail=f"{paranoid}" + (" (CPU sampling unavailable; the tutorial's -t cuda,nvtx run does not need it)" if high else ""),
+                detail=f"{paranoid}"
+                + (" (CPU sampling unavailable; the tutorial's -t cuda,nvtx run does not need it)" if high else ""),
                 fix="Add --sample=none --cpuctxsw=none to nsys (nsightlab does when needed)." if high else None,
             )
         )
@@ -88,7 +100,13 @@ def pod_checks(facts: dict[str, str], *, cli_args: str) -> list[Check]:
             )
         )
     else:
-        checks.append(Check(name="pod: GPU counters for ncu (RmProfilingAdminOnly)", ok=None, detail="/proc/driver/nvidia/params not readable"))
+        checks.append(
+            Check(
+                name="pod: GPU counters for ncu (RmProfilingAdminOnly)",
+                ok=None,
+                detail="/proc/driver/nvidia/params not readable",
+            )
+        )
     return checks
 
 
@@ -97,15 +115,23 @@ def _gpu_check(facts: dict[str, str]) -> Check:
     gpu = facts.get("gpu", "")
     if gpu:
         parts = [p.strip() for p in gpu.split(",")]
-        detail = parts[0] + (f", {parts[1]}" if len(parts) > 1 else "") + (f", driver {parts[2]}" if len(parts) > 2 else "")
+        detail = (
+            parts[0] + (f", {parts[1]}" if len(parts) > 1 else "") + (f", driver {parts[2]}" if len(parts) > 2 else "")
+        )
         return Check(name=name, ok=True, detail=detail)
     if facts.get("smi"):
-        return Check(name=name, ok=False, detail="nvidia-smi found no GPU", fix="The pod needs nvidia.com/gpu in its limits (lab.gpus) and a node with the NVIDIA device plugin.")
+        return Check(
+            name=name,
+            ok=False,
+            detail="nvidia-smi found no GPU",
+            fix="The pod needs nvidia.com/gpu in its limits (lab.gpus) and a node with the NVIDIA device plugin.",
+        )
     return Check(
         name=name,
         ok=False,
         detail="nvidia-smi is not installed in the pod",
-        fix="The NVIDIA container toolkit mounts it into a container that is given a GPU: the pod needs nvidia.com/gpu in its limits (lab.gpus) on a node with the NVIDIA device plugin.",
+        fix="The NVIDIA container toolkit mounts it into a container that is given a GPU: the pod needs "
+        "nvidia.com/gpu in its limits (lab.gpus) on a node with the NVIDIA device plugin.",
     )
 
 
@@ -114,17 +140,29 @@ def _torch_check(text: str) -> Check:
     name = "pod: PyTorch"
     parts = text.split()
     if not parts:
-        return Check(name=name, ok=False, detail="python3 cannot import torch", fix="The lab scripts need PyTorch with CUDA in the image (lab.image).")
+        return Check(
+            name=name,
+            ok=False,
+            detail="python3 cannot import torch",
+            fix="The lab scripts need PyTorch with CUDA in the image (lab.image).",
+        )
     version = parts[0]
     available = len(parts) > 1 and parts[1] == "True"
     cuda = parts[2] if len(parts) > 2 and parts[2] != "None" else None
     if available:
-        return Check(name=name, ok=True, detail=f"{version}, CUDA available" + (f" (built for CUDA {cuda})" if cuda else ""))
+        return Check(
+            name=name, ok=True, detail=f"{version}, CUDA available" + (f" (built for CUDA {cuda})" if cuda else "")
+        )
     if "+cpu" in version or (len(parts) > 2 and cuda is None):
         detail = f"CUDA not available: CPU-only build {version}"
     else:
         detail = f"CUDA not available: {version}" + (f" (built for CUDA {cuda})" if cuda else "") + " sees no GPU"
-    return Check(name=name, ok=False, detail=detail, fix="The lab scripts need a CUDA build of PyTorch in the image (lab.image) and a GPU in the pod.")
+    return Check(
+        name=name,
+        ok=False,
+        detail=detail,
+        fix="The lab scripts need a CUDA build of PyTorch in the image (lab.image) and a GPU in the pod.",
+    )
 
 
 def _has_sys_admin(cap_eff: str) -> bool:

@@ -81,7 +81,9 @@ class FleetPlan(Model):
     prices: dict[str, float] = Field(default_factory=dict)
     target_tokens_per_s: float | None = None
     targets: list[FleetTarget]
-    notes: list[str] = Field(default_factory=list)  # found while planning (e.g. a type too small for the lab's requests)
+    notes: list[str] = Field(
+        default_factory=list
+    )  # found while planning (e.g. a type too small for the lab's requests)
 
     def script_args(self) -> list[str]:
         """The sweep script's options. The Job asks for a GPU, so `auto` insists on one
@@ -111,7 +113,8 @@ def too_small(nodes: Iterable[Mapping[str, Any]], *, cpu: str, memory: str) -> l
     want_cpu, want_mem = float(r.parse_quantity(cpu)), float(r.parse_quantity(memory))
     return [
         f"{itype}: a Job asks for {cpu} CPU and {memory} of memory (lab.cpu, lab.memory) and its nodes have at most "
-        f"{sig(c)} CPU and {size(m)} allocatable: it cannot be scheduled there; lower lab.cpu and lab.memory in config.yaml"
+        f"{sig(c)} CPU and {size(m)} allocatable: it cannot be scheduled there; lower lab.cpu and lab.memory in "
+        "config.yaml"
         for itype, (c, m) in sorted(best.items())
         if want_cpu > c or want_mem > m
     ]
@@ -296,7 +299,9 @@ def measured_entry(target: FleetTarget, result: SweepResult, *, node: str | None
     )
 
 
-def outcome_entry(target: FleetTarget, status: Status, reason: str | None, *, node: str | None = None, log_tail: Sequence[str] = ()) -> FleetEntry:
+def outcome_entry(
+    target: FleetTarget, status: Status, reason: str | None, *, node: str | None = None, log_tail: Sequence[str] = ()
+) -> FleetEntry:
     """A Job that did not measure: not scheduled, failed, or past its deadline."""
     return FleetEntry(
         instance_type=target.instance_type,
@@ -331,7 +336,9 @@ def _median(values: Iterable[float | None]) -> float | None:
     return statistics.median(present) if present else None
 
 
-def decode_economics(weights_gb: float, *, dram_tbps: float | None, memory_bytes: int | None, usd_per_hour: float | None) -> DecodeEconomics:
+def decode_economics(
+    weights_gb: float, *, dram_tbps: float | None, memory_bytes: int | None, usd_per_hour: float | None
+) -> DecodeEconomics:
     """The decode floor of `weights_gb` on a measured plateau: ms per token, tokens/s
     (batch 1), whether the weights fit, and with a price the cost of a million tokens
     at that rate."""
@@ -352,7 +359,9 @@ def decode_economics(weights_gb: float, *, dram_tbps: float | None, memory_bytes
     )
 
 
-def summarize_types(entries: Sequence[FleetEntry], *, weights_gb: float | None = None, prices: Mapping[str, float] | None = None) -> list[FleetType]:
+def summarize_types(
+    entries: Sequence[FleetEntry], *, weights_gb: float | None = None, prices: Mapping[str, float] | None = None
+) -> list[FleetType]:
     """One line per instance type (in the entries' order): the median of its measured nodes."""
     order: list[str] = []
     for e in entries:
@@ -362,12 +371,18 @@ def summarize_types(entries: Sequence[FleetEntry], *, weights_gb: float | None =
     for itype in order:
         group = [e for e in entries if e.instance_type == itype]
         measured = [e for e in group if e.status == "measured"]
-        product = next((e.gpu_product for e in measured if e.gpu_product), None) or next((e.gpu_product for e in group if e.gpu_product), None)
+        product = next((e.gpu_product for e in measured if e.gpu_product), None) or next(
+            (e.gpu_product for e in group if e.gpu_product), None
+        )
         dram = _median(e.dram_tbps for e in measured)
         decode = None
         if weights_gb is not None:
-            memory = next((e.memory_bytes for e in measured if e.memory_bytes), None) or next((e.memory_bytes for e in group if e.memory_bytes), None)
-            decode = decode_economics(weights_gb, dram_tbps=dram, memory_bytes=memory, usd_per_hour=(prices or {}).get(itype))
+            memory = next((e.memory_bytes for e in measured if e.memory_bytes), None) or next(
+                (e.memory_bytes for e in group if e.memory_bytes), None
+            )
+            decode = decode_economics(
+                weights_gb, dram_tbps=dram, memory_bytes=memory, usd_per_hour=(prices or {}).get(itype)
+            )
         out.append(
             FleetType(
                 instance_type=itype,
@@ -404,7 +419,9 @@ def usd(x: float) -> str:
     return f"${sig(x)}"
 
 
-def decode_notes(types: Sequence[FleetType], entries: Sequence[FleetEntry], *, weights_gb: float, target_tokens_per_s: float | None) -> list[str]:
+def decode_notes(
+    types: Sequence[FleetType], entries: Sequence[FleetEntry], *, weights_gb: float, target_tokens_per_s: float | None
+) -> list[str]:
     """What the decode figures say: the cheapest type for the target, types the weights do
     not fit, and memory a small model leaves idle."""
     notes: list[str] = []
@@ -416,11 +433,18 @@ def decode_notes(types: Sequence[FleetType], entries: Sequence[FleetEntry], *, w
             continue
         if d.fits is False:
             notes.append(f"{t.instance_type}: {w} of weights do not fit in its {size(memory[t.instance_type])} GPU")
-        elif d.fits and t.measured and t.instance_type in memory and weights_gb * GB < IDLE_MEMORY_SHARE * memory[t.instance_type]:
+        elif (
+            d.fits
+            and t.measured
+            and t.instance_type in memory
+            and weights_gb * GB < IDLE_MEMORY_SHARE * memory[t.instance_type]
+        ):
             share = 100.0 * weights_gb * GB / memory[t.instance_type]
             notes.append(
-                f"{t.instance_type}: the weights fill {percent(share)} of its {size(memory[t.instance_type])}; decode speed comes "
-                "from bandwidth, not capacity, so most of that memory sits idle (room for a larger batch's KV cache, or a smaller GPU)"
+                f"{t.instance_type}: the weights fill {percent(share)} of its {size(memory[t.instance_type])}; "
+                "decode speed comes "
+                "from bandwidth, not capacity, so most of that memory sits idle (room for a larger batch's KV "
+                "cache, or a smaller GPU)"
             )
         if t.measured and d.ms_per_token is None:
             notes.append(f"{t.instance_type}: no DRAM plateau was measured, so no decode floor (sweep larger sizes)")
@@ -429,7 +453,10 @@ def decode_notes(types: Sequence[FleetType], entries: Sequence[FleetEntry], *, w
     priced = [t for t in types if t.decode is not None and t.decode.usd_per_hour is not None]
     if not priced:
         if any(t.decode is not None for t in types):
-            notes.append("no prices: set `prices: {g7e.8xlarge: 3.14}` (USD per hour) in config.yaml or pass --price TYPE=USD for the cost per million tokens")
+            notes.append(
+                "no prices: set `prices: {g7e.8xlarge: 3.14}` (USD per hour) in config.yaml or pass --price "
+                "TYPE=USD for the cost per million tokens"
+            )
         return notes
     goal = f", at least {sig(target_tokens_per_s)} tokens/s" if target_tokens_per_s is not None else ""
     best = cheapest(types, target_tokens_per_s)
@@ -438,11 +465,20 @@ def decode_notes(types: Sequence[FleetType], entries: Sequence[FleetEntry], *, w
         assert d.usd_per_million_tokens is not None and d.tokens_per_s is not None and d.usd_per_hour is not None
         notes.append(
             f"cheapest per million tokens at the decode floor ({w} fit{goal}): {best.instance_type}, "
-            f"{usd(d.usd_per_million_tokens)} per million tokens ({sig(d.tokens_per_s)} tokens/s at {usd(d.usd_per_hour)}/h)"
+            f"{usd(d.usd_per_million_tokens)} per million tokens ({sig(d.tokens_per_s)} tokens/s at "
+            f"{usd(d.usd_per_hour)}/h)"
         )
     else:
-        fastest = max((t for t in types if t.decode is not None and t.decode.tokens_per_s is not None), key=lambda t: t.decode.tokens_per_s or 0.0, default=None)  # type: ignore[union-attr]
-        best_text = f" (fastest: {fastest.instance_type} at {sig(fastest.decode.tokens_per_s)} tokens/s)" if fastest is not None and fastest.decode and fastest.decode.tokens_per_s else ""
+        fastest = max(
+            (t for t in types if t.decode is not None and t.decode.tokens_per_s is not None),
+            key=lambda t: t.decode.tokens_per_s or 0.0,  # type: ignore[union-attr]
+            default=None,
+        )
+        best_text = (
+            f" (fastest: {fastest.instance_type} at {sig(fastest.decode.tokens_per_s)} tokens/s)"
+            if fastest is not None and fastest.decode and fastest.decode.tokens_per_s
+            else ""
+        )
         reach = f" and reaches {sig(target_tokens_per_s)} tokens/s" if target_tokens_per_s is not None else ""
         notes.append(f"no priced type fits {w}{reach}{best_text}")
     return notes
@@ -459,16 +495,25 @@ def build_fleet_result(plan: FleetPlan, entries: Sequence[FleetEntry]) -> FleetR
     for e in rows:
         where = e.node if plan.every_node and e.node else e.instance_type
         if e.status == "not-scheduled":
-            notes.append(f"{where}: not scheduled within {sig(plan.schedule_timeout)} s ({e.reason or 'no reason given'}); its Job was deleted")
+            notes.append(
+                f"{where}: not scheduled within {sig(plan.schedule_timeout)} s "
+                f"({e.reason or 'no reason given'}); its Job was deleted"
+            )
         elif e.status in ("failed", "timeout"):
             notes.append(f"{where}: {e.status}: {e.reason or 'no reason given'}")
         if e.outlier:
-            group = [x.dram_tbps for x in rows if x.instance_type == e.instance_type and x.status == "measured" and x.dram_tbps is not None]
+            group = [
+                x.dram_tbps
+                for x in rows
+                if x.instance_type == e.instance_type and x.status == "measured" and x.dram_tbps is not None
+            ]
             median = statistics.median(group)
             assert e.dram_tbps is not None
             notes.append(
-                f"{e.node}: DRAM plateau {sig(e.dram_tbps)} TB/s, {percent(100 * (1 - e.dram_tbps / median))} below the median of "
-                f"its {len(group)} {e.instance_type} nodes ({sig(median)} TB/s): an outlier (check its clocks, temperature and ECC errors)"
+                f"{e.node}: DRAM plateau {sig(e.dram_tbps)} TB/s, {percent(100 * (1 - e.dram_tbps / median))} "
+                "below the median of "
+                f"its {len(group)} {e.instance_type} nodes ({sig(median)} TB/s): an outlier (check its clocks, "
+                "temperature and ECC errors)"
             )
     if plan.every_node and any(e.status == "measured" for e in rows) and all(e.outlier is None for e in rows):
         notes.append("no node reached a DRAM plateau, so none could be compared with its siblings (sweep larger sizes)")

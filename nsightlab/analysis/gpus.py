@@ -293,9 +293,7 @@ class DeviceSpec(Model):
     notes: tuple[str, ...] = ()
 
 
-def merge_device(
-    device: Mapping[str, Any], spec: GpuSpec | None = None, *, use_table: bool = True
-) -> DeviceSpec:
+def merge_device(device: Mapping[str, Any], spec: GpuSpec | None = None, *, use_table: bool = True) -> DeviceSpec:
     """Combine a lab script's `device` object with the spec table.
 
     `spec` defaults to the table's entry for the reported name (GPUs only, and only with
@@ -309,9 +307,7 @@ def merge_device(
         spec = lookup(name if isinstance(name, str) else None)
     notes: list[str] = []
 
-    def pick(
-        field: str, reported: Any, table: int | None, what: str
-    ) -> tuple[int | None, str | None]:
+    def pick(field: str, reported: Any, table: int | None, what: str) -> tuple[int | None, str | None]:
         if isinstance(reported, int) and reported > 0:
             if table and spec is not None and abs(reported - table) / table > 0.1:
                 notes.append(
@@ -324,9 +320,7 @@ def merge_device(
             return table, spec.source
         return None, None
 
-    memory, memory_src = pick(
-        "memory", device.get("memory_bytes"), spec.memory_bytes if spec else None, "memory"
-    )
+    memory, memory_src = pick("memory", device.get("memory_bytes"), spec.memory_bytes if spec else None, "memory")
     l2, l2_src = pick("l2", device.get("l2_bytes"), spec.l2_bytes if spec else None, "an L2 of")
     sm = device.get("sm_count")
     if not isinstance(sm, int) and spec is not None:

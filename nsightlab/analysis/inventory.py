@@ -157,7 +157,11 @@ def node_facts(node: dict[str, Any], now: datetime) -> NodeFacts:
     alloc_raw = (status.get("allocatable") or {}).get(r.GPU)
     alloc = int(r.parse_quantity(alloc_raw)) if alloc_raw is not None else 0
     cap_raw = (status.get("capacity") or {}).get(r.GPU)
-    is_gpu = alloc > 0 or (cap_raw is not None and int(r.parse_quantity(cap_raw)) > 0) or labels.get("nvidia.com/gpu.present") == "true"
+    is_gpu = (
+        alloc > 0
+        or (cap_raw is not None and int(r.parse_quantity(cap_raw)) > 0)
+        or labels.get("nvidia.com/gpu.present") == "true"
+    )
     ready = r.node_ready(node)
     unschedulable = bool((node.get("spec") or {}).get("unschedulable"))
     return NodeFacts(
@@ -214,7 +218,9 @@ def nodes_report(
         key = n.instance_type or "<none>"
         t = by_type.get(key)
         if t is None:
-            t = by_type[key] = InstanceTypeRow(instance_type=key, nodes=0, gpu_product=n.gpu_product, gpu_allocatable=0, gpu_requested=0, gpu_free=0)
+            t = by_type[key] = InstanceTypeRow(
+                instance_type=key, nodes=0, gpu_product=n.gpu_product, gpu_allocatable=0, gpu_requested=0, gpu_free=0
+            )
         t.nodes += 1
         t.gpu_allocatable += n.gpu_allocatable
         t.gpu_requested += n.gpu_requested
@@ -247,7 +253,9 @@ def build_nodes(
     now = now or datetime.now(timezone.utc)
     used: dict[str, int] = {}
     add_gpu_use(used, pods)
-    return nodes_report([node_facts(n, now) for n in nodes], used, context=context, server=server, lab_instance_type=lab_instance_type)
+    return nodes_report(
+        [node_facts(n, now) for n in nodes], used, context=context, server=server, lab_instance_type=lab_instance_type
+    )
 
 
 def pod_row(pod: dict[str, Any], now: datetime | None = None) -> PodRow:
@@ -264,7 +272,9 @@ def pod_row(pod: dict[str, Any], now: datetime | None = None) -> PodRow:
     )
 
 
-def build_pods(pods: list[dict[str, Any]], *, context: str, namespace: str | None, match: str | None, now: datetime | None = None) -> PodsReport:
+def build_pods(
+    pods: list[dict[str, Any]], *, context: str, namespace: str | None, match: str | None, now: datetime | None = None
+) -> PodsReport:
     now = now or datetime.now(timezone.utc)
     needle = (match or "").lower()
     rows = [pod_row(p, now) for p in pods if needle in str((p.get("metadata") or {}).get("name", "")).lower()]
@@ -310,9 +320,14 @@ def build_pod_detail(pod: dict[str, Any], node: dict[str, Any] | None, *, contex
     notes: list[str] = []
     sidecars = [c for c in inits if c.kind == "sidecar"]
     for c in sidecars:
-        held = f" and holds the pod's GPU ({r.GPU}: {c.limits.get(r.GPU) or c.requests.get(r.GPU)} in its limits)" if c.holds_gpu else ""
+        held = (
+            f" and holds the pod's GPU ({r.GPU}: {c.limits.get(r.GPU) or c.requests.get(r.GPU)} in its limits)"
+            if c.holds_gpu
+            else ""
+        )
         notes.append(
-            f"{c.name} is a native sidecar: an init container with restartPolicy: Always, so it starts before the app containers and keeps running beside them{held}."
+            f"{c.name} is a native sidecar: an init container with restartPolicy: Always, so it starts before "
+            f"the app containers and keeps running beside them{held}."
         )
     for c in inits:
         if c.kind == "init":
@@ -322,13 +337,17 @@ def build_pod_detail(pod: dict[str, Any], node: dict[str, Any] | None, *, contex
         notes.append(f"App container(s) {', '.join(gpu_apps)} ask for GPUs directly.")
     if gpus:
         notes.append(
-            f"The pod holds {gpus} whole GPU{'s' if gpus != 1 else ''}: GPUs are whole numbers, so it holds the entire card even if it uses a fraction of it."
+            f"The pod holds {gpus} whole GPU{'s' if gpus != 1 else ''}: GPUs are whole numbers, so it holds the "
+            "entire card even if it uses a fraction of it."
         )
     else:
         notes.append("The pod asks for no GPU.")
     for c in inits + apps:
         if c.requests and c.requests == c.limits:
-            notes.append(f"{c.name}: requests equal limits ({', '.join(f'{k}={v}' for k, v in c.limits.items())}): the scheduler reserves exactly what it may use.")
+            notes.append(
+                f"{c.name}: requests equal limits ({', '.join(f'{k}={v}' for k, v in c.limits.items())}): the "
+                "scheduler reserves exactly what it may use."
+            )
     if node is not None:
         where = f"{meta.get('name')} runs on node {spec.get('nodeName')}"
         if itype:
@@ -345,7 +364,9 @@ def build_pod_detail(pod: dict[str, Any], node: dict[str, Any] | None, *, contex
         notes.append(f"It tolerates the {r.GPU} taint, which keeps ordinary pods off GPU nodes.")
     sel = {str(k): str(v) for k, v in (spec.get("nodeSelector") or {}).items()}
     if sel:
-        notes.append("Its nodeSelector pins it to nodes labelled " + ", ".join(f"{k}={v}" for k, v in sel.items()) + ".")
+        notes.append(
+            "Its nodeSelector pins it to nodes labelled " + ", ".join(f"{k}={v}" for k, v in sel.items()) + "."
+        )
     return PodDetail(
         context=context,
         namespace=str(meta.get("namespace") or ""),
@@ -376,10 +397,18 @@ def find_pod(pods: list[dict[str, Any]], text: str) -> dict[str, Any] | None:
     return None
 
 
-_GPU_LABEL_PREFIXES = ("nvidia.com/", "karpenter.k8s.aws/instance-gpu", "node.kubernetes.io/instance-type", "karpenter.sh/nodepool", "eks.amazonaws.com/nodegroup")
+_GPU_LABEL_PREFIXES = (
+    "nvidia.com/",
+    "karpenter.k8s.aws/instance-gpu",
+    "node.kubernetes.io/instance-type",
+    "karpenter.sh/nodepool",
+    "eks.amazonaws.com/nodegroup",
+)
 
 
-def build_node_detail(node: dict[str, Any], pods: list[dict[str, Any]], *, context: str, now: datetime | None = None) -> NodeDetail:
+def build_node_detail(
+    node: dict[str, Any], pods: list[dict[str, Any]], *, context: str, now: datetime | None = None
+) -> NodeDetail:
     meta = node.get("metadata") or {}
     status = node.get("status") or {}
     name = str(meta.get("name"))
@@ -392,7 +421,8 @@ def build_node_detail(node: dict[str, Any], pods: list[dict[str, Any]], *, conte
     notes: list[str] = []
     if alloc:
         notes.append(
-            f"The NVIDIA device plugin advertises {r.GPU}: {alloc} (Allocatable); pods on it request {req}, so {max(0, alloc - req)} free."
+            f"The NVIDIA device plugin advertises {r.GPU}: {alloc} (Allocatable); pods on it request {req}, so "
+            f"{max(0, alloc - req)} free."
         )
     else:
         notes.append("This node advertises no nvidia.com/gpu: it is a CPU node (or the device plugin is not running).")
@@ -402,7 +432,9 @@ def build_node_detail(node: dict[str, Any], pods: list[dict[str, Any]], *, conte
     for p in holders:
         hs = r.gpu_holders(p)
         if hs:
-            notes.append(f"{(p.get('metadata') or {}).get('name')} holds {r.pod_gpus(p)} GPU(s) through {', '.join(hs)}.")
+            notes.append(
+                f"{(p.get('metadata') or {}).get('name')} holds {r.pod_gpus(p)} GPU(s) through {', '.join(hs)}."
+            )
     return NodeDetail(
         context=context,
         name=name,

@@ -73,7 +73,9 @@ class CleanupReport(Model):
 
 def _deadline(pod: dict[str, Any]) -> datetime | None:
     ads = (pod.get("spec") or {}).get("activeDeadlineSeconds")
-    start = r.parse_time((pod.get("status") or {}).get("startTime")) or r.parse_time((pod.get("metadata") or {}).get("creationTimestamp"))
+    start = r.parse_time((pod.get("status") or {}).get("startTime")) or r.parse_time(
+        (pod.get("metadata") or {}).get("creationTimestamp")
+    )
     if ads is None or start is None:
         return None
     return start + timedelta(seconds=int(ads))
@@ -90,7 +92,15 @@ def selected_instance_type(pod: dict[str, Any]) -> str | None:
     return str(value) if value else None
 
 
-def lab_pod(pod: dict[str, Any], node: dict[str, Any] | None, *, context: str, server: str | None, namespace: str, reused: bool = False) -> LabPod:
+def lab_pod(
+    pod: dict[str, Any],
+    node: dict[str, Any] | None,
+    *,
+    context: str,
+    server: str | None,
+    namespace: str,
+    reused: bool = False,
+) -> LabPod:
     """The lab pod's state from its object (and its node's, for the instance type and GPU)."""
     meta = pod.get("metadata") or {}
     status = pod.get("status") or {}

@@ -53,7 +53,10 @@ def verdict(k: ncu_parse.NcuKernel) -> tuple[Bound, str]:
     if dram is None and mem is None and sm is None:
         return "unknown", "no Speed Of Light figures in this output (profile with --section SpeedOfLight)"
     if dram is not None and dram >= HIGH:
-        return "memory", f"memory-bound: DRAM throughput at {dram:.0f}% of peak. Only moving fewer bytes makes it faster."
+        return (
+            "memory",
+            f"memory-bound: DRAM throughput at {dram:.0f}% of peak. Only moving fewer bytes makes it faster.",
+        )
     cache_busy = max(v for v in (mem, l2, 0.0) if v is not None)
     if cache_busy >= HIGH and (hit is None or hit >= L2_SERVED) and (dram is None or dram < HIGH):
         hit_text = f"{hit:.0f}% L2 hit rate, " if hit is not None else ""

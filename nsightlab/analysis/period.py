@@ -42,9 +42,7 @@ def _lag_score(seq: Sequence[int], lag: int) -> float:
     return same / n
 
 
-def find_period(
-    seq: Sequence[int], gaps: Sequence[int] | None = None, *, sample: int = 1 << 18
-) -> Period | None:
+def find_period(seq: Sequence[int], gaps: Sequence[int] | None = None, *, sample: int = 1 << 18) -> Period | None:
     """The repeating step of a kernel-name sequence (names as small ints), or None.
 
     1. Candidate periods: the most common distances between two calls of one kernel,
@@ -88,9 +86,7 @@ def find_period(
     # A divisor may lose up to ~2 names per period to a kernel that varies from step to
     # step (2/d of its score), within [0.01, 0.05].
     divisors = [
-        d
-        for d in candidates
-        if d < best and best % d == 0 and scores[d] >= scores[best] - max(0.01, min(0.05, 2 / d))
+        d for d in candidates if d < best and best % d == 0 and scores[d] >= scores[best] - max(0.01, min(0.05, 2 / d))
     ]
     if divisors:
         best = min(divisors)

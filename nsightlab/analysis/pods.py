@@ -210,7 +210,9 @@ def pod_ready(pod: dict[str, Any]) -> str:
     sidecars = {c.get("name") for c in spec.get("initContainers") or [] if is_sidecar(c)}
     total = len(spec.get("containers") or []) + len(sidecars)
     ready = sum(1 for cs in status.get("containerStatuses") or [] if cs.get("ready"))
-    ready += sum(1 for cs in status.get("initContainerStatuses") or [] if cs.get("name") in sidecars and cs.get("ready"))
+    ready += sum(
+        1 for cs in status.get("initContainerStatuses") or [] if cs.get("name") in sidecars and cs.get("ready")
+    )
     return f"{ready}/{total}"
 
 
@@ -219,7 +221,11 @@ def pod_restarts(pod: dict[str, Any]) -> int:
     spec = pod.get("spec") or {}
     sidecars = {c.get("name") for c in spec.get("initContainers") or [] if is_sidecar(c)}
     n = sum(int(cs.get("restartCount") or 0) for cs in status.get("containerStatuses") or [])
-    n += sum(int(cs.get("restartCount") or 0) for cs in status.get("initContainerStatuses") or [] if cs.get("name") in sidecars)
+    n += sum(
+        int(cs.get("restartCount") or 0)
+        for cs in status.get("initContainerStatuses") or []
+        if cs.get("name") in sidecars
+    )
     return n
 
 
@@ -257,7 +263,9 @@ def pod_status(pod: dict[str, Any]) -> str:
                 reason = state["waiting"]["reason"]
             elif state.get("terminated"):
                 term = state["terminated"]
-                reason = term.get("reason") or (f"Signal:{term['signal']}" if term.get("signal") else f"ExitCode:{term.get('exitCode')}")
+                reason = term.get("reason") or (
+                    f"Signal:{term['signal']}" if term.get("signal") else f"ExitCode:{term.get('exitCode')}"
+                )
             elif state.get("running") and cs.get("ready"):
                 running = True
         if reason == "Completed" and running:

@@ -186,7 +186,9 @@ def without_ranges(report: nsys.NsysReport, extra: set[str] | None = None) -> tu
     return report.model_copy(update={"kernels": kept, "nvtx": ranges}), [k.name for k in moved]
 
 
-def range_gpu_time(report: nsys.NsysReport, profiler: Profiler = "nsys") -> tuple[dict[str, tuple[float, int, str | None]], str]:
+def range_gpu_time(
+    report: nsys.NsysReport, profiler: Profiler = "nsys"
+) -> tuple[dict[str, tuple[float, int, str | None]], str]:
     """GPU time of each range's kernels: {range: (total ns, launches, main kernel)}, source."""
     out: dict[str, tuple[float, int, str | None]] = {}
     if report.nvtx_kernels:
@@ -243,7 +245,15 @@ def memory_op_lines(report: nsys.NsysReport) -> list[MemOpLine]:
         )
     for key, size in sizes.items():
         if key not in seen:
-            out.append(MemOpLine(operation=size.raw_operation, kind=size.operation, count=size.count, total_ns=None, bytes=size.total_mb * 1e6 if size.total_mb is not None else None))
+            out.append(
+                MemOpLine(
+                    operation=size.raw_operation,
+                    kind=size.operation,
+                    count=size.count,
+                    total_ns=None,
+                    bytes=size.total_mb * 1e6 if size.total_mb is not None else None,
+                )
+            )
     return out
 
 
@@ -271,27 +281,34 @@ def _memory_note(memory_ops: list[MemOpLine], kernels: list[KernelLine]) -> str 
     what = ", ".join(f"{m.count} {_MEM_WORDS.get(m.kind, (m.operation, m.operation))[m.count != 1]}" for m in timed)
     return (
         f"memory operations ({what}) took {units.duration(total / 1e9)} on the GPU: "
-        f"{units.ratio(total / top.total_ns)} the time of the largest kernel ({top.short_name}, {units.duration(top.total_ns / 1e9)}); "
+        f"{units.ratio(total / top.total_ns)} the time of the largest kernel ({top.short_name}, "
+        f"{units.duration(top.total_ns / 1e9)}); "
         "copies between host and device are time the kernels do not use"
     )
 
 
 NVTX_HOWTO = (
-    "wrap the code to measure in an NVTX range, `with torch.cuda.nvtx.range(\"step\"):` "
-    "(or `torch.cuda.nvtx.range_push(\"step\")` ... `torch.cuda.nvtx.range_pop()`), and trace it with `-t cuda,nvtx`"
+    'wrap the code to measure in an NVTX range, `with torch.cuda.nvtx.range("step"):` '
+    '(or `torch.cuda.nvtx.range_push("step")` ... `torch.cuda.nvtx.range_pop()`), and trace it with `-t cuda,nvtx`'
 )
-TORCH_RANGE_HOWTO = "wrap the code to measure in `with torch.profiler.record_function(\"step\"):`"
+TORCH_RANGE_HOWTO = 'wrap the code to measure in `with torch.profiler.record_function("step"):`'
 
 
 def _no_rates(report: nsys.NsysReport, profiler: Profiler) -> tuple[str, str]:
     """(timing source, the note saying why) when the profile has no per-range times."""
     if profiler == "torch" and not report.nvtx:
-        return "none: no labelled ranges", f"no labelled ranges in this profile, so no per-range times or rates: {TORCH_RANGE_HOWTO}"
+        return (
+            "none: no labelled ranges",
+            f"no labelled ranges in this profile, so no per-range times or rates: {TORCH_RANGE_HOWTO}",
+        )
     if not report.nvtx:
         return "none: no NVTX ranges", f"no NVTX ranges in this profile, so no per-range times or rates: {NVTX_HOWTO}"
     listed = ", ".join(_range_name(r.name) for r in report.nvtx[:4]) + (", ..." if len(report.nvtx) > 4 else "")
     if profiler == "torch":
-        return "none: no op times per labelled range", f"the labelled ranges ({listed}) come without the ops inside them, so no per-range times or rates"
+        return (
+            "none: no op times per labelled range",
+            f"the labelled ranges ({listed}) come without the ops inside them, so no per-range times or rates",
+        )
     return (
         "none: no kernel times per NVTX range",
         f"the NVTX ranges ({listed}) come without the kernels inside them, so no rates: "
@@ -325,7 +342,10 @@ def build_profile(
     # report_from_torch has moved an older torchprof's ranges already: say so all the same
     moved = list(dict.fromkeys([*(torch.ranges_among_kernels if torch else []), *moved]))
     if moved:
-        notes.append(f"{', '.join(moved)}: a range, not a kernel (the profile listed it among the kernels): shown as a range, and the Time (%) of the rest recomputed without it")
+        notes.append(
+            f"{', '.join(moved)}: a range, not a kernel (the profile listed it among the kernels): shown as a "
+            "range, and the Time (%) of the rest recomputed without it"
+        )
     # where the work ran: never from the node's labels or nvidia-smi
     device_type: str | None = None
     if torch is not None and torch.device_type:
@@ -442,7 +462,9 @@ def ops_label(result: ProfileResult) -> str:
     return "ops"
 
 
-def _instances_lesson(kernels: list[KernelLine], record: analysis.Lesson1Record, per_range: dict[str, tuple[float, int, str | None]]) -> list[str]:
+def _instances_lesson(
+    kernels: list[KernelLine], record: analysis.Lesson1Record, per_range: dict[str, tuple[float, int, str | None]]
+) -> list[str]:
     """Why the kernel summary says 23 and the rates use 20."""
     out: list[str] = []
     for work in record.ranges:
@@ -476,7 +498,9 @@ def load_record(path: Path) -> analysis.Lesson1Record | None:
         return analysis.Lesson1Record.model_validate(data)
     except ValidationError as e:
         err = e.errors()[0]
-        raise ParseError(f"bad work description at {'.'.join(str(p) for p in err['loc'])}: {validation_message(err)}", source=path) from None
+        raise ParseError(
+            f"bad work description at {'.'.join(str(p) for p in err['loc'])}: {validation_message(err)}", source=path
+        ) from None
 
 
 def _torch_ranges_among_kernels(data: dict[str, Any]) -> list[str]:
@@ -494,7 +518,9 @@ def _torch_ranges_among_kernels(data: dict[str, Any]) -> list[str]:
     on_cpu = old_device == "cpu" or data.get("device_type") == "cpu"
     if not on_cpu:
         return []
-    return [str(k.get("name")) for k in data.get("kernels") or [] if isinstance(k, dict) and "::" not in str(k.get("name"))]
+    return [
+        str(k.get("name")) for k in data.get("kernels") or [] if isinstance(k, dict) and "::" not in str(k.get("name"))
+    ]
 
 
 def torch_info(data: dict[str, Any]) -> TorchInfo:
@@ -530,7 +556,10 @@ def report_from_torch(data: dict[str, Any], source: str) -> nsys.NsysReport:
         )
     except ValidationError as e:
         err = e.errors()[0]
-        raise ParseError(f"bad torch.profiler table at {'.'.join(str(p) for p in err['loc'])}: {validation_message(err)}", source=source) from None
+        raise ParseError(
+            f"bad torch.profiler table at {'.'.join(str(p) for p in err['loc'])}: {validation_message(err)}",
+            source=source,
+        ) from None
     return without_ranges(report, set(_torch_ranges_among_kernels(data)))[0]
 
 

@@ -188,7 +188,9 @@ class SweepRecord(Model):
                 if value is not None and value != getattr(self, field):
                     raise ValueError(f"row 2^{row.log2}: {field} is {value}, but the sweep's is {getattr(self, field)}")
             if row.kernels_per_call is not None and row.kernels_per_call != kernels:
-                raise ValueError(f"row 2^{row.log2}: kernels_per_call is {row.kernels_per_call}, but {what} launches {kernels}")
+                raise ValueError(
+                    f"row 2^{row.log2}: kernels_per_call is {row.kernels_per_call}, but {what} launches {kernels}"
+                )
             expected = bytes_moved(row.elements, self.element_size, kernels)
             if row.bytes_per_call != expected:
                 factor = "2 x" if kernels == 1 else f"2 x {kernels} kernels x"
@@ -253,9 +255,7 @@ class Roofline(Model):
     pct_of_attainable: float
 
 
-def roofline(
-    *, flops_per_s: float, intensity: float, peak_flops_per_s: float, peak_bytes_per_s: float
-) -> Roofline:
+def roofline(*, flops_per_s: float, intensity: float, peak_flops_per_s: float, peak_bytes_per_s: float) -> Roofline:
     """The roofline verdict: under the memory roof if intensity < ridge, else under compute."""
     ridge = peak_flops_per_s / peak_bytes_per_s
     attainable = min(peak_flops_per_s, peak_bytes_per_s * intensity)
@@ -337,15 +337,11 @@ def rates(
         flops_label=flops_label if peak_flops_per_s else None,
         pct_of_flops_peak=100.0 * fps / peak_flops_per_s if peak_flops_per_s else None,
         roofline=roof,
-        memory_roof_flops_per_s=(
-            peak_bytes_per_s * intensity if peak_bytes_per_s and intensity is not None else None
-        ),
+        memory_roof_flops_per_s=(peak_bytes_per_s * intensity if peak_bytes_per_s and intensity is not None else None),
     )
 
 
-def compute_peak(
-    spec: DeviceSpec | None, dtype: str, kernel_kind: str
-) -> tuple[float | None, str | None]:
+def compute_peak(spec: DeviceSpec | None, dtype: str, kernel_kind: str) -> tuple[float | None, str | None]:
     """The FLOP/s peak that applies to a kernel, and a label naming it and its source.
 
     A GEMM in fp16/bf16 runs on the tensor cores (dense peak, FP32 accumulate: what torch
@@ -429,8 +425,7 @@ def analyze_lesson1(
         if rr.roofline is None and dev.device_type == "cuda":
             missing = "bandwidth" if rr.peak_bytes_per_s is None else "compute peak"
             notes.append(
-                f"{r.name}: no roofline verdict: the {missing} of "
-                f"{dev.name or 'this GPU'} is not in the table"
+                f"{r.name}: no roofline verdict: the {missing} of {dev.name or 'this GPU'} is not in the table"
             )
     if dev.device_type != "cuda":
         notes.append("measured on a CPU: no spec peaks apply; rates are this machine's own")
@@ -630,9 +625,7 @@ def classify_regimes(
     for pos, i in enumerate(non_launch):
         if regimes[i] is not None:
             continue
-        on_plateau = (
-            plateau is not None and bw[i] <= plateau * (1 + PLATEAU_TOLERANCE) and not beats_spec[i]
-        )
+        on_plateau = plateau is not None and bw[i] <= plateau * (1 + PLATEAU_TOLERANCE) and not beats_spec[i]
         if cache_bytes:
             regimes[i] = "dram" if on_plateau else "transition"
         elif spec and bw[i] > spec:
@@ -749,7 +742,9 @@ def name_plateau(points: Sequence[SweepPoint]) -> Plateau:
     point, and points that scatter more disagree: both inconclusive, with the reason."""
     dram = [p for p in sorted(points, key=lambda q: q.elements) if p.regime == "dram"]
     if not dram:
-        return Plateau(status="none", log2s=[], tbps=None, spread=None, reason="no size was DRAM-bound: add larger --sizes")
+        return Plateau(
+            status="none", log2s=[], tbps=None, spread=None, reason="no size was DRAM-bound: add larger --sizes"
+        )
     if len(dram) < PLATEAU_MIN_POINTS:
         (only,) = dram
         return Plateau(
@@ -826,8 +821,7 @@ def analyze_sweep(
     result = classify_regimes(inputs, cache_bytes=cache, dram_spec_bytes_per_s=spec_bw)
     regimes: list[Regime] = ["interpreted"] * len(rows) if interpreted else result.regimes
     points = [
-        _point(r, p, regime, record.kernels, cache, spec_bw)
-        for r, p, regime in zip(rows, inputs, regimes, strict=True)
+        _point(r, p, regime, record.kernels, cache, spec_bw) for r, p, regime in zip(rows, inputs, regimes, strict=True)
     ]
     cpu_16bit = dev.device_type == "cpu" and record.dtype in SIXTEEN_BIT
     bandwidth_test = not interpreted and not cpu_16bit
@@ -837,14 +831,21 @@ def analyze_sweep(
     if not interpreted:
         notes += _stalls(points)
     if interpreted:
-        plateau = Plateau(status="interpreted", log2s=[], tbps=None, spread=None, reason="interpreted: correctness only (Triton's interpreter, not the device, was timed)")
+        plateau = Plateau(
+            status="interpreted",
+            log2s=[],
+            tbps=None,
+            spread=None,
+            reason="interpreted: correctness only (Triton's interpreter, not the device, was timed)",
+        )
     elif cpu_16bit:
         plateau = Plateau(
             status="not a bandwidth test",
             log2s=[],
             tbps=None,
             spread=None,
-            reason=f"{record.dtype} on a CPU is not a bandwidth test: each element is converted, so the times measure arithmetic",
+            reason=f"{record.dtype} on a CPU is not a bandwidth test: each element is converted, so the times measure "
+            "arithmetic",
         )
     else:
         plateau = name_plateau([points[i] for i in result.plateau_rows])
@@ -885,7 +886,9 @@ def analyze_sweep(
     return SweepAnalysis(rows=points, summary=summary)
 
 
-def _point(r: SweepRow, p: RegimeInput, regime: Regime, kernels: int, cache: int | None, spec_bw: float | None) -> SweepPoint:
+def _point(
+    r: SweepRow, p: RegimeInput, regime: Regime, kernels: int, cache: int | None, spec_bw: float | None
+) -> SweepPoint:
     spread = r.spread_seconds()
     median = r.seconds_median if r.seconds_median is not None else r.seconds_per_call
     return SweepPoint(
@@ -917,7 +920,8 @@ def _stalls(points: Sequence[SweepPoint]) -> list[str]:
         time_growth, bytes_growth = b.seconds_per_call / a.seconds_per_call, b.bytes_per_call / a.bytes_per_call
         if time_growth > STALL_FACTOR * bytes_growth:
             out.append(
-                f"2^{b.log2} took {units.ratio(time_growth)} the time of 2^{a.log2} for {units.ratio(bytes_growth)} the bytes: "
+                f"2^{b.log2} took {units.ratio(time_growth)} the time of 2^{a.log2} for "
+                f"{units.ratio(bytes_growth)} the bytes: "
                 "something other than memory or launches held it (on a CPU, often a parallel op waiting for a "
                 "thread on a busy machine); rerun on a quieter machine, or with OMP_NUM_THREADS=1"
             )
@@ -944,8 +948,14 @@ def sweep_lesson(summary: SweepSummary, points: Sequence[SweepPoint], record: Sw
     if summary.interpreted:
         errors = [r.max_abs_error for r in (record.rows if record else []) if r.max_abs_error is not None]
         worst = max(errors, default=None)
-        checked = "" if worst is None else (
-            " Every size matched torch's result exactly." if worst == 0 else f" Every size matched torch's result (largest difference {units.sig(worst)})."
+        checked = (
+            ""
+            if worst is None
+            else (
+                " Every size matched torch's result exactly."
+                if worst == 0
+                else f" Every size matched torch's result (largest difference {units.sig(worst)})."
+            )
         )
         out.append(
             "Triton ran in its interpreter (TRITON_INTERPRET=1, no GPU here): NumPy executed every "
@@ -966,14 +976,24 @@ def sweep_lesson(summary: SweepSummary, points: Sequence[SweepPoint], record: Sw
         if gpu:
             what = "launching one kernel"
             if summary.kernels_per_call > 1:
-                what = f"launching {summary.kernels_per_call} kernels (one call of {summary.impl}'s {summary.op} is {summary.kernels_per_call} kernels)"
+                what = (
+                    f"launching {summary.kernels_per_call} kernels (one call of {summary.impl}'s {summary.op} is "
+                    f"{summary.kernels_per_call} kernels)"
+                )
             cure = (
                 "This is why LLM serving captures CUDA graphs and fuses kernels: a step of 1,000 "
                 f"such calls would spend {units.duration(1000 * floor_s)} on launches alone."
             )
         else:
-            what = "dispatching one torch operation" if summary.kernels_per_call == 1 else f"dispatching {summary.kernels_per_call} torch operations"
-            cure = f"1,000 such calls would spend {units.duration(1000 * floor_s)} on overhead alone; fusing them (torch.compile) is the cure."
+            what = (
+                "dispatching one torch operation"
+                if summary.kernels_per_call == 1
+                else f"dispatching {summary.kernels_per_call} torch operations"
+            )
+            cure = (
+                f"1,000 such calls would spend {units.duration(1000 * floor_s)} on overhead alone; fusing them "
+                "(torch.compile) is the cure."
+            )
         if summary.impl == "triton":
             what = "a launch through Triton's Python launcher" if gpu else what
         out.append(
@@ -1000,9 +1020,15 @@ def sweep_lesson(summary: SweepSummary, points: Sequence[SweepPoint], record: Sw
             )
         else:
             if summary.spec_dram_tbps and summary.cache_peak_tbps > summary.spec_dram_tbps:
-                versus = f"{units.ratio(summary.cache_peak_tbps / summary.spec_dram_tbps)} the DRAM spec ({summary.spec_label})"
+                versus = (
+                    f"{units.ratio(summary.cache_peak_tbps / summary.spec_dram_tbps)} the DRAM spec "
+                    f"({summary.spec_label})"
+                )
             elif plateau:
-                versus = f"{units.ratio(summary.cache_peak_tbps / plateau)} this device's measured DRAM plateau ({_tb(plateau)})"
+                versus = (
+                    f"{units.ratio(summary.cache_peak_tbps / plateau)} this device's measured DRAM plateau "
+                    f"({_tb(plateau)})"
+                )
             else:
                 versus = None
             partly = ""

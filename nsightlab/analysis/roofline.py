@@ -108,7 +108,10 @@ def find_gpu(name: str) -> GpuSpec:
         spec = for_instance_type(name)
     if spec is None:
         known = ", ".join(s.key for s in SPECS)
-        raise UsageError(f"no GPU '{name}' in the spec table", hint=f"Give a product name as nvidia-smi shows it, an instance type (g7e.8xlarge) or one of: {known}.")
+        raise UsageError(
+            f"no GPU '{name}' in the spec table",
+            hint=f"Give a product name as nvidia-smi shows it, an instance type (g7e.8xlarge) or one of: {known}.",
+        )
     return spec
 
 
@@ -164,7 +167,9 @@ def decode_floor(
                 )
             )
             if s.dram_is_estimate:
-                notes.append(f"{run}: the plateau is an estimate (no size was far beyond the cache); the floor may be optimistic")
+                notes.append(
+                    f"{run}: the plateau is an estimate (no size was far beyond the cache); the floor may be optimistic"
+                )
         if spec is not None and spec not in specs:
             specs.append(spec)
         elif spec is None and s.device_type == "cuda":
@@ -191,7 +196,8 @@ def _summary(floor: DecodeFloor) -> tuple[float | None, list[str]]:
     for m in (x for x in floor.lines if x.basis == "measured"):
         spec = next((x for x in floor.lines if x.basis == "spec" and x.gpu == m.gpu), None)
         text = (
-            f"{w} / {units.tbps(m.bandwidth_tbps * 1e12)} ({m.label}) = {units.duration(m.ms_per_token * 1e-3)} per token "
+            f"{w} / {units.tbps(m.bandwidth_tbps * 1e12)} ({m.label}) = {units.duration(m.ms_per_token * 1e-3)} "
+            "per token "
             f"at least, {units.sig(m.tokens_per_s)} tokens/s at most for one sequence"
         )
         if spec is not None:
@@ -199,7 +205,8 @@ def _summary(floor: DecodeFloor) -> tuple[float | None, list[str]]:
             pct = share if pct is None else pct
             text += (
                 f"; the spec ({spec.source}) would give {units.duration(spec.ms_per_token * 1e-3)}. The plateau is "
-                f"{units.percent(share)} of the spec, so the real floor is {units.percent(100 * (m.ms_per_token / spec.ms_per_token - 1))} "
+                f"{units.percent(share)} of the spec, so the real floor is "
+                f"{units.percent(100 * (m.ms_per_token / spec.ms_per_token - 1))} "
                 "above the spec's"
             )
         out.append(text + ".")

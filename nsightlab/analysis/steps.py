@@ -388,9 +388,7 @@ def _choose_steps(ranges: Sequence[_Range], step_range: str | None) -> tuple[str
 def _groups_of(steps: Sequence[_Range], ranges: Sequence[_Range], wanted: str) -> list[str | None]:
     """For each step, the names of the ranges on its thread that enclose it (outermost
     first, `ProfilerStep#N` and other steps left out), joined with ' > '; None if none."""
-    candidates = [
-        r for r in ranges if not range_matches(r.name, wanted) and not _is_profiler_step(r.name)
-    ]
+    candidates = [r for r in ranges if not range_matches(r.name, wanted) and not _is_profiler_step(r.name)]
     by_thread: dict[tuple[object, object], list[_Range]] = {}
     for r in candidates:
         by_thread.setdefault((r.pid, r.tid), []).append(r)
@@ -602,7 +600,9 @@ def _build_groups(
     for i, acc in enumerate(accs):
         after = timings[-1].window_end_ns if tile and timings else None
         timing = _timing(i, acc, ops.union, after)
-        if acc.cpu_start is not None and timing.window_start_ns > min(acc.cpu_start, timing.gpu_start_ns or acc.cpu_start):
+        if acc.cpu_start is not None and timing.window_start_ns > min(
+            acc.cpu_start, timing.gpu_start_ns or acc.cpu_start
+        ):
             queued += 1
         timings.append(timing)
     step_notes = list(notes)
@@ -612,11 +612,7 @@ def _build_groups(
             "ahead of the GPU): their windows begin where the previous step's ended, the step's "
             "own time on the GPU, as CUDA events recorded around it measure it"
         )
-    overlaps = sum(
-        1
-        for a, b in itertools.pairwise(timings)
-        if a.window_end_ns > b.window_start_ns
-    )
+    overlaps = sum(1 for a, b in itertools.pairwise(timings) if a.window_end_ns > b.window_start_ns)
     if overlaps:
         step_notes.append(
             f"{overlaps} step window(s) overlap the next step's: the GPU ran behind the CPU; "
@@ -647,7 +643,9 @@ def _build_groups(
     return groups
 
 
-def _timeline(ops: _Ops, step_of: Sequence[int], members: Sequence[int], timings: Sequence[StepTiming]) -> StepTimeline | None:
+def _timeline(
+    ops: _Ops, step_of: Sequence[int], members: Sequence[int], timings: Sequence[StepTiming]
+) -> StepTimeline | None:
     """The median step of a group (by window length) with every operation overlapping
     its window, times from the window's start."""
     if not members:
@@ -708,10 +706,7 @@ def _steps_from_ranges(
         return None
     steps.sort(key=lambda r: (r.start, r.end))
     labels = _groups_of(steps, ranges, wanted)
-    accs = [
-        _StepAcc(name=r.name, cpu_start=r.start, cpu_end=r.end, group=labels[i])
-        for i, r in enumerate(steps)
-    ]
+    accs = [_StepAcc(name=r.name, cpu_start=r.start, cpu_end=r.end, group=labels[i]) for i, r in enumerate(steps)]
     step_of = array("l", [-1]) * len(ops)
     starts = [r.start for r in steps]
     if attribution == "launch":
@@ -806,7 +801,9 @@ def _steps_from_sequence(ops: _Ops, notes: list[str]) -> list[StepGroup]:
 # --------------------------------------------------------------------- entry points
 
 
-def analyze_gpu_trace(paths: Sequence[str | Path], step_range: str | None = None, *, tile: bool = False) -> TraceAnatomy:
+def analyze_gpu_trace(
+    paths: Sequence[str | Path], step_range: str | None = None, *, tile: bool = False
+) -> TraceAnatomy:
     """The step anatomy of an nsys capture from its `nsys stats --format csv` exports.
 
     `paths` must hold one `cuda_gpu_trace` export and may hold `nvtx_pushpop_trace`,
@@ -837,7 +834,9 @@ def analyze_gpu_trace(paths: Sequence[str | Path], step_range: str | None = None
     if ops.seal():
         notes.append(f"{files['cuda_gpu_trace'].name} was not in start order: sorted in memory")
     if not len(ops):
-        raise UsageError(f"{files['cuda_gpu_trace']} holds no GPU operations", hint="was CUDA traced (`nsys profile -t cuda`)?")
+        raise UsageError(
+            f"{files['cuda_gpu_trace']} holds no GPU operations", hint="was CUDA traced (`nsys profile -t cuda`)?"
+        )
 
     ranges: list[_Range] = []
     if "nvtx_pushpop_trace" in files:
@@ -891,7 +890,9 @@ def analyze_gpu_trace(paths: Sequence[str | Path], step_range: str | None = None
     used = attribution if groups is not None else None
     if groups is None:
         groups = _steps_from_sequence(ops, notes)
-    return TraceAnatomy(input="nsys", trace=ops.summary(), groups=groups, device_names=devices, notes=notes, attribution=used)
+    return TraceAnatomy(
+        input="nsys", trace=ops.summary(), groups=groups, device_names=devices, notes=notes, attribution=used
+    )
 
 
 def analyze_kineto(path: str | Path, step_range: str | None = None, *, tile: bool = False) -> TraceAnatomy:
@@ -910,7 +911,9 @@ def analyze_kineto(path: str | Path, step_range: str | None = None, *, tile: boo
     ranges: list[_Range] = []
     for event in reader:
         if type(event) is kineto.GpuEvent:
-            ops.add(event.start_ns, event.end_ns, event.name, event.kind, (event.device, event.stream), event.correlation)
+            ops.add(
+                event.start_ns, event.end_ns, event.name, event.kind, (event.device, event.stream), event.correlation
+            )
         elif type(event) is kineto.LaunchCall:
             if event.correlation is not None:
                 launch_of[event.correlation] = event.start_ns
@@ -921,10 +924,16 @@ def analyze_kineto(path: str | Path, step_range: str | None = None, *, tile: boo
     if not len(ops):
         cpu = _kineto_cpu_ops(path, step_range)
         if cpu is None:
-            raise UsageError(f"{path} holds no GPU operations and no CPU ops", hint="profile with ProfilerActivity.CUDA (or CPU)")
+            raise UsageError(
+                f"{path} holds no GPU operations and no CPU ops", hint="profile with ProfilerActivity.CUDA (or CPU)"
+            )
         return cpu
     ops.set_launches(launch_of)
-    groups = _steps_from_ranges(ops, ranges, step_range, "record_function", "launch", notes, tile) if ranges or step_range else None
+    groups = (
+        _steps_from_ranges(ops, ranges, step_range, "record_function", "launch", notes, tile)
+        if ranges or step_range
+        else None
+    )
     used: Literal["launch"] | None = "launch" if groups is not None else None
     if groups is None:
         groups = _steps_from_sequence(ops, notes)
@@ -974,7 +983,11 @@ def _kineto_cpu_ops(path: str | Path, step_range: str | None) -> TraceAnatomy | 
     ops.seal()
     ops.launch = array("q", ops.start)  # an op runs where it is called: its own start
     notes = [CPU_OPS_NOTE]
-    groups = _steps_from_ranges(ops, ranges, step_range, "record_function", "launch", notes) if ranges or step_range else None
+    groups = (
+        _steps_from_ranges(ops, ranges, step_range, "record_function", "launch", notes)
+        if ranges or step_range
+        else None
+    )
     used: Literal["cpu-range"] | None = "cpu-range" if groups is not None else None
     if groups is None:
         groups = _steps_from_sequence(ops, notes)
@@ -990,5 +1003,3 @@ def _kineto_cpu_ops(path: str | Path, step_range: str | None) -> TraceAnatomy | 
 
 
 # -------------------------------------------------------------- floor and verdict
-
-

@@ -239,7 +239,12 @@ class SweepResult(Model):
         if self.summary.plateau_status is None:
             fresh = build_result(self.record, target=self.target)
             self.rows, self.summary, self.headline = fresh.rows, fresh.summary, fresh.headline
-            self.op, self.impl, self.kernels_per_call, self.interpreted = fresh.op, fresh.impl, fresh.kernels_per_call, fresh.interpreted
+            self.op, self.impl, self.kernels_per_call, self.interpreted = (
+                fresh.op,
+                fresh.impl,
+                fresh.kernels_per_call,
+                fresh.interpreted,
+            )
         return self
 
 
@@ -252,13 +257,17 @@ def record_from_json(data: Any, *, source: str | Path) -> SweepRecord:
         data = data["record"]  # a stored result.json
     if not isinstance(data, dict) or data.get("kind") != "sweep":
         kind = data.get("kind") if isinstance(data, dict) else type(data).__name__
-        raise ParseError(f"not a sweep JSON (kind: {kind})", source=source, hint="Give the file `lab_scripts/sweep.py --json` wrote.")
+        raise ParseError(
+            f"not a sweep JSON (kind: {kind})", source=source, hint="Give the file `lab_scripts/sweep.py --json` wrote."
+        )
     try:
         return SweepRecord.model_validate(data)
     except ValidationError as e:
         err = e.errors()[0]
         where = ".".join(str(x) for x in err["loc"])
-        raise ParseError(f"bad sweep JSON: {where + ': ' if where else ''}{validation_message(err)}", source=source) from None
+        raise ParseError(
+            f"bad sweep JSON: {where + ': ' if where else ''}{validation_message(err)}", source=source
+        ) from None
 
 
 def _tb(tbps: float) -> str:
@@ -278,7 +287,9 @@ def headline(summary: SweepSummary) -> str:
             # a datasheet figure is quoted as its datasheet gives it (as in the spec's label)
             text += f" ({units.percent(summary.dram_pct_of_spec)} of {summary.spec_dram_tbps:.4g} TB/s spec)"
         return text
-    status = {"one point": "DRAM one point: inconclusive", "disagree": "DRAM sizes disagree: inconclusive"}.get(summary.plateau_status or "", "no DRAM plateau")
+    status = {"one point": "DRAM one point: inconclusive", "disagree": "DRAM sizes disagree: inconclusive"}.get(
+        summary.plateau_status or "", "no DRAM plateau"
+    )
     if summary.cache_peak_tbps is not None:
         return f"{what}cache peak {_tb(summary.cache_peak_tbps)}, {status}"
     if summary.launch_floor_us is not None:
@@ -508,7 +519,10 @@ def compare_results(x: SweepResult, y: SweepResult) -> SweepCompare:
     else:
         reason = "no size was DRAM-bound in both runs"
     if verdict == "agrees":
-        lines.append(f"The measurement agrees with the prediction ({tol}): the op is bandwidth-bound, so bytes, not elements, set its speed.")
+        lines.append(
+            f"The measurement agrees with the prediction ({tol}): the op is bandwidth-bound, so bytes, not "
+            "elements, set its speed."
+        )
     elif verdict == "disagrees":
         assert tbps_ratio is not None
         conversion = (
@@ -546,11 +560,17 @@ def compare_results(x: SweepResult, y: SweepResult) -> SweepCompare:
         if not no:
             said = "the bytes did not matter there, as predicted at every size."
         elif not ok:
-            said = "not as predicted at any size: the time changed with the type there (noise at the floor, or those sizes were not all overhead)."
+            said = (
+                "not as predicted at any size: the time changed with the type there (noise at the floor, or those "
+                "sizes were not all overhead)."
+            )
         else:
             off = ", ".join(f"2^{p.log2} x{units.sig(p.time_ratio)}" for p in launch if p.agrees is False)
             said = f"as predicted at {_sizes_text(ok)}, not at {off} (noise at the floor: see the SPREAD columns)."
-        lines.append(f"At the launch floor ({_sizes_text([p.log2 for p in launch])}): time x{units.sig(launch_ratio)} (median); {said}")
+        lines.append(
+            f"At the launch floor ({_sizes_text([p.log2 for p in launch])}): time x{units.sig(launch_ratio)} "
+            f"(median); {said}"
+        )
     return SweepCompare(
         a=_side(a),
         b=_side(b),
@@ -578,7 +598,9 @@ def compare_results(x: SweepResult, y: SweepResult) -> SweepCompare:
 # ---------------------------------------------------------------------------- torch against Triton
 
 
-ImplsVerdict = Literal["same plateau", "triton falls short", "torch falls short", "inconclusive", "interpreted: correctness only"]
+ImplsVerdict = Literal[
+    "same plateau", "triton falls short", "torch falls short", "inconclusive", "interpreted: correctness only"
+]
 
 
 class ImplPair(Model):
@@ -720,7 +742,9 @@ def compare_impls(x: SweepResult, y: SweepResult) -> SweepImpls:
     verdict: ImplsVerdict
     if interpreted:
         verdict = "interpreted: correctness only"
-        reason = "Triton ran in its interpreter, with no GPU: its times measure NumPy running each program, not the device"
+        reason = (
+            "Triton ran in its interpreter, with no GPU: its times measure NumPy running each program, not the device"
+        )
         lesson.append(_matched(k))
         lesson.append(
             "The times say nothing about bandwidth or launches here: torch's are this CPU's, "
@@ -743,7 +767,11 @@ def compare_impls(x: SweepResult, y: SweepResult) -> SweepImpls:
         else:
             short, other = ("triton", "torch") if plateau_ratio < 1 else ("torch", "triton")
             verdict = "triton falls short" if short == "triton" else "torch falls short"
-            behind = [p.log2 for p in dram if (p.tbps_triton / p.tbps_torch if short == "triton" else p.tbps_torch / p.tbps_triton) < 1 - tol]
+            behind = [
+                p.log2
+                for p in dram
+                if (p.tbps_triton / p.tbps_torch if short == "triton" else p.tbps_torch / p.tbps_triton) < 1 - tol
+            ]
             gap = 1 - (plateau_ratio if short == "triton" else 1 / plateau_ratio)
             where = f" at {_sizes_text(behind)}" if behind else ""
             reason = f"{short}'s DRAM plateau is {units.percent(100 * gap)} below {other}'s{where} ({plateaus})"
@@ -762,18 +790,28 @@ def compare_impls(x: SweepResult, y: SweepResult) -> SweepImpls:
     if t.op == "scale-add":
         if dram_ratio is not None:
             half = abs(dram_ratio - 0.5) <= 0.5 * COMPARE_TIME_TOLERANCE
-            bw = f"torch {_tb(statistics.median(p.tbps_torch for p in dram))}, Triton {_tb(statistics.median(p.tbps_triton for p in dram))}"
+            bw = (
+                f"torch {_tb(statistics.median(p.tbps_torch for p in dram))}, Triton "
+                f"{_tb(statistics.median(p.tbps_triton for p in dram))}"
+            )
             lesson.append(
                 f"At the DRAM plateau ({_sizes_text([p.log2 for p in dram])}) the fused Triton kernel took "
                 f"{units.ratio(dram_ratio)} torch's time per call: it moves {ks.bytes_per_element} B per element "
                 f"(one kernel reading and writing once) where torch's two kernels (x.mul_, then x.add_) move "
                 f"{ts.bytes_per_element} B, at TB/s of {bw}. "
-                + ("Half the bytes, half the time: at the plateau a kernel is only as fast as the bytes it moves, so the win is moving fewer of them (fusing), not faster arithmetic."
-                   if half
-                   else f"Half the bytes would predict 0.500x; the measured {units.ratio(dram_ratio)} says the two did not run at the same TB/s.")
+                + (
+                    "Half the bytes, half the time: at the plateau a kernel is only as fast as the bytes it "
+                    "moves, so the win is moving fewer of them (fusing), not faster arithmetic."
+                    if half
+                    else f"Half the bytes would predict 0.500x; the measured {units.ratio(dram_ratio)} says the two "
+                    "did not run at the same TB/s."
+                )
             )
         else:
-            lesson.append("No size was DRAM-bound in both runs, so the saving from fusing (half the bytes) is not measured here: add larger --sizes.")
+            lesson.append(
+                "No size was DRAM-bound in both runs, so the saving from fusing (half the bytes) is not measured "
+                "here: add larger --sizes."
+            )
         if launch_ratio is not None and t_floor is not None and k_floor is not None:
             if k_floor < t_floor:
                 lesson.append(
@@ -783,8 +821,10 @@ def compare_impls(x: SweepResult, y: SweepResult) -> SweepImpls:
                 )
             else:
                 lesson.append(
-                    f"At the launch floor ({_sizes_text([p.log2 for p in launch])}) torch pays two launches per call, yet "
-                    f"its floor ({_floor_text(ts, 'torch')}) is below Triton's single launch ({_floor_text(ks, 'Triton')}): "
+                    f"At the launch floor ({_sizes_text([p.log2 for p in launch])}) torch pays two launches per "
+                    "call, yet "
+                    f"its floor ({_floor_text(ts, 'torch')}) is below Triton's single launch "
+                    f"({_floor_text(ks, 'Triton')}): "
                     "Triton's Python launch path costs more than two of torch's C++ launches."
                 )
     else:
@@ -795,7 +835,10 @@ def compare_impls(x: SweepResult, y: SweepResult) -> SweepImpls:
                 "(fusing ops: --op scale-add), not cleverer arithmetic."
             )
         elif verdict != "inconclusive":
-            lesson.append(f"{reason[0].upper()}{reason[1:]}: the two kernels move the same bytes, so the slower one leaves memory bandwidth unused there.")
+            lesson.append(
+                f"{reason[0].upper()}{reason[1:]}: the two kernels move the same bytes, so the slower one leaves "
+                "memory bandwidth unused there."
+            )
     if t_floor is not None and k_floor is not None and t.op != "scale-add":
         extra = k_floor - t_floor
         launcher = "Triton's Python launch path" if gpu else "Triton's launch path"

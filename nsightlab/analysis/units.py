@@ -24,7 +24,13 @@ SIG_DIGITS = 3
 # (name, seconds per unit), smallest first
 _TIME_UNITS: tuple[tuple[str, float], ...] = (("ns", 1e-9), ("us", 1e-6), ("ms", 1e-3), ("s", 1.0))
 # (name, bytes per unit), smallest first: binary units for buffers and tensors
-_SIZE_UNITS: tuple[tuple[str, int], ...] = (("B", 1), ("KiB", 1 << 10), ("MiB", 1 << 20), ("GiB", 1 << 30), ("TiB", 1 << 40))
+_SIZE_UNITS: tuple[tuple[str, int], ...] = (
+    ("B", 1),
+    ("KiB", 1 << 10),
+    ("MiB", 1 << 20),
+    ("GiB", 1 << 30),
+    ("TiB", 1 << 40),
+)
 
 
 def sig(x: float, digits: int = SIG_DIGITS) -> str:

@@ -29,6 +29,7 @@ def _version(value: bool) -> None:
         typer.echo(f"nsightlab {__version__}")
         raise typer.Exit()
 
+
 def _request_timeout(value: Optional[str]) -> Optional[str]:  # noqa: UP045
     """--request-timeout, set for this command (also when absent: tests run many commands
     in one process)."""
@@ -43,21 +44,32 @@ def _request_timeout(value: Optional[str]) -> Optional[str]:  # noqa: UP045
     answers.set_request_timeout(seconds)
     return value
 
+
 @app.callback()
 def _root(
-    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True, help="Show the version and exit.")] = False,
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Show the version and exit.")
+    ] = False,
     config: Annotated[
         Optional[Path],  # noqa: UP045
-        typer.Option("--config", help="config file (default: $NSIGHTLAB_HOME/config.yaml).", envvar="NSIGHTLAB_CONFIG", show_default=False),
+        typer.Option(
+            "--config",
+            help="config file (default: $NSIGHTLAB_HOME/config.yaml).",
+            envvar="NSIGHTLAB_CONFIG",
+            show_default=False,
+        ),
     ] = None,
-    traceback: Annotated[bool, typer.Option("--traceback", help="Show the full traceback of an unexpected error.")] = False,
+    traceback: Annotated[
+        bool, typer.Option("--traceback", help="Show the full traceback of an unexpected error.")
+    ] = False,
     request_timeout: Annotated[
         Optional[str],  # noqa: UP045
         typer.Option(
             "--request-timeout",
             metavar="DURATION",
             callback=_request_timeout,
-            help="how long to wait for each answer of the API server, as kubectl's: seconds or a duration (30s, 2m, 1m30s); 0 waits forever. [default: 60s]",
+            help="how long to wait for each answer of the API server, as kubectl's: seconds or a duration (30s, 2m, "
+            "1m30s); 0 waits forever. [default: 60s]",
             show_default=False,
         ),
     ] = None,
@@ -75,6 +87,7 @@ def _root(
       nsightlab cleanup
     """
     STATE.config_path = config
+
 
 _built: "list[object]" = []
 
@@ -161,9 +174,11 @@ def main(argv: list[str] | None = None) -> None:
             sys.exit(int(ExitCode.BUG))
         text = escape_controls(str(e))  # it may quote user input: still one line
         sys.stderr.write(
-            f"error: unexpected {type(e).__name__}: {text}. This is a bug in nsightlab; rerun with --traceback and report it.\n"
+            f"error: unexpected {type(e).__name__}: {text}. This is a bug in nsightlab; rerun with --traceback "
+            "and report it.\n"
         )
         sys.exit(int(ExitCode.BUG))
+
 
 def _click_exceptions() -> ModuleType:
     """Click's exception classes as Typer raises them (its own copy of Click since 0.29)."""
@@ -172,6 +187,7 @@ def _click_exceptions() -> ModuleType:
     except ImportError:  # Typer before 0.29 uses Click itself
         from click import exceptions  # type: ignore[no-redef]
     return exceptions
+
 
 def entry() -> None:
     """The console script (and `python -m nsightlab`): `main()`, then a quick exit.

@@ -38,32 +38,49 @@ class _State:
     # Click drops the `--` itself, and `profile --serving` must know where it was
     after_dashes: list[str] | None = None
 
+
 STATE = _State()
 
 # Options shared by many commands.
 ContextOpt = Annotated[
     Optional[str],  # noqa: UP045 - Typer needs Optional at runtime on 3.10
-    typer.Option("--context", "-c", help="kubeconfig context or alias from config.yaml (the current-context is never used).", show_default=False),
+    typer.Option(
+        "--context",
+        "-c",
+        help="kubeconfig context or alias from config.yaml (the current-context is never used).",
+        show_default=False,
+    ),
 ]
 
 KubeconfigOpt = Annotated[
     Optional[Path],  # noqa: UP045
-    typer.Option("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, merged, else ~/.kube/config).", show_default=False),
+    typer.Option(
+        "--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, merged, else ~/.kube/config).", show_default=False
+    ),
 ]
 
 NamespaceOpt = Annotated[
     Optional[str],  # noqa: UP045
-    typer.Option("--namespace", "-n", help="namespace (default: the alias's, else the context's, else 'default').", show_default=False),
+    typer.Option(
+        "--namespace",
+        "-n",
+        help="namespace (default: the alias's, else the context's, else 'default').",
+        show_default=False,
+    ),
 ]
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout instead of tables.")]
 
 YesOpt = Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")]
 
-LocalOpt = Annotated[bool, typer.Option("--local", help="Run on this machine (its GPU, or the CPU) instead of the lab pod.")]
+LocalOpt = Annotated[
+    bool, typer.Option("--local", help="Run on this machine (its GPU, or the CPU) instead of the lab pod.")
+]
 
 
-def number(kind: type[float] | type[int] = float, *, minimum: float | None = None, above: float | None = None) -> Callable[[Any], Any]:
+def number(
+    kind: type[float] | type[int] = float, *, minimum: float | None = None, above: float | None = None
+) -> Callable[[Any], Any]:
     """The parser of a numeric option: a finite number (NaN and the infinities are not),
     a whole one for `kind=int`, at least `minimum` / more than `above`. Anything else is a
     usage error, said in one line by `cli.usage` ("--iters 'nan' is not a whole number;
@@ -96,6 +113,7 @@ def make_env(json_out: bool = False) -> "Env":
     from nsightlab.present.console import Env
 
     return Env.create(json=json_out)
+
 
 def show(env: "Env", result: Any, draw: "Callable[[Env, Any], None]") -> None:
     """One JSON document on stdout with --json, else the human rendering."""

@@ -1,7 +1,7 @@
 """`init` and `config`: the starter config file and the effective configuration."""
 
 import shlex
-from typing import TYPE_CHECKING, Annotated, Optional
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -16,11 +16,26 @@ if TYPE_CHECKING:
 
 @app.command()
 def init(
-    context: Annotated[Optional[str], typer.Option("--context", help="kubeconfig context for the 'stg' alias (asked on a terminal).", show_default=False)] = None,  # noqa: UP045
-    namespace: Annotated[Optional[str], typer.Option("--namespace", "-n", help="namespace for the lab pod (asked on a terminal).", show_default=False)] = None,  # noqa: UP045
-    image: Annotated[Optional[str], typer.Option("--image", help="lab pod image, with nsys, ncu and PyTorch (asked on a terminal).", show_default=False)] = None,  # noqa: UP045
+    context: Annotated[
+        str | None,
+        typer.Option(
+            "--context", help="kubeconfig context for the 'stg' alias (asked on a terminal).", show_default=False
+        ),
+    ] = None,
+    namespace: Annotated[
+        str | None,
+        typer.Option("--namespace", "-n", help="namespace for the lab pod (asked on a terminal).", show_default=False),
+    ] = None,
+    image: Annotated[
+        str | None,
+        typer.Option(
+            "--image", help="lab pod image, with nsys, ncu and PyTorch (asked on a terminal).", show_default=False
+        ),
+    ] = None,
     kubeconfig: KubeconfigOpt = None,
-    force: Annotated[bool, typer.Option("--force", help="Overwrite an existing config file (values not given are kept from it).")] = False,
+    force: Annotated[
+        bool, typer.Option("--force", help="Overwrite an existing config file (values not given are kept from it).")
+    ] = False,
 ) -> None:
     """Write a commented starter config.yaml: the 'stg' alias and the tutorial's lab pod.
 
@@ -50,7 +65,9 @@ def init(
     env.note(f"wrote {path}")
     env.write(f"{path}\n")
     config_opt = "" if STATE.config_path is None else f"--config {shlex.quote(str(path))} "
-    env.note(f"next: nsightlab {config_opt}doctor --context {configure.STARTER_ALIAS}    # checks access, GPUs and the image")
+    env.note(
+        f"next: nsightlab {config_opt}doctor --context {configure.STARTER_ALIAS}    # checks access, GPUs and the image"
+    )
     env.note(f"then: nsightlab {config_opt}create --context {configure.STARTER_ALIAS}    # the lab pod")
 
 
@@ -78,7 +95,9 @@ def _check_context(name: str, kc: "Kubeconfig | None") -> None:
     names = kc.context_names()
     close = difflib.get_close_matches(name, names, n=1, cutoff=0.6)
     guess = f"Did you mean {close[0]}? " if close else ""
-    raise UsageError(f"context '{name}' is not in {kc.path_arg()}", hint=f"{guess}Its contexts: {', '.join(names) or '(none)'}.")
+    raise UsageError(
+        f"context '{name}' is not in {kc.path_arg()}", hint=f"{guess}Its contexts: {', '.join(names) or '(none)'}."
+    )
 
 
 def _ask_for_missing(env: "Env", values: dict[str, "str | None"], kc: "Kubeconfig | None") -> None:
@@ -89,7 +108,11 @@ def _ask_for_missing(env: "Env", values: dict[str, "str | None"], kc: "Kubeconfi
     missing = [(key, flag) for key, flag, _ in configure.STARTER_FLAGS if not values[key]]
     if not env.stdin_tty:
         example = " ".join(f"{flag} {shlex.quote(values[key] or word)}" for key, flag, word in configure.STARTER_FLAGS)
-        contexts = f" Contexts in {kc.path_arg()}: {', '.join(kc.context_names())}." if kc is not None and not values["context"] else ""
+        contexts = (
+            f" Contexts in {kc.path_arg()}: {', '.join(kc.context_names())}."
+            if kc is not None and not values["context"]
+            else ""
+        )
         raise UsageError(
             f"nsightlab init needs {', '.join(flag for _, flag in missing)} (there is no terminal to ask on)",
             hint=f"Run `nsightlab init {example}` with your values.{contexts}",
@@ -100,7 +123,11 @@ def _ask_for_missing(env: "Env", values: dict[str, "str | None"], kc: "Kubeconfi
         usual = kc.namespace(values["context"] or "") if kc is not None else None
         values["namespace"] = _ask(env, "Namespace for the lab pod", "namespace", default=usual)
     if not values["image"]:
-        values["image"] = _ask(env, "Lab pod image (with nsys, ncu and PyTorch, e.g. registry.example.com/triton-vllm-container:1.0-1)", "image")
+        values["image"] = _ask(
+            env,
+            "Lab pod image (with nsys, ncu and PyTorch, e.g. registry.example.com/triton-vllm-container:1.0-1)",
+            "image",
+        )
 
 
 def _ask(env: "Env", question: str, key: str, *, default: "str | None" = None) -> str:
@@ -126,7 +153,11 @@ def _ask_context(env: "Env", kc: "Kubeconfig | None") -> str:
     if kc is not None and names:
         env.note(f"Contexts in {kc.path_arg()}:")
         for i, name in enumerate(names, 1):
-            guarded = "   (protected: nsightlab never changes anything there)" if protection_reason(name, list(DEFAULT_PROTECTED)) else ""
+            guarded = (
+                "   (protected: nsightlab never changes anything there)"
+                if protection_reason(name, list(DEFAULT_PROTECTED))
+                else ""
+            )
             env.note(f"  {i:>2}  {name}{guarded}")
     while True:
         answer = _ask(env, "Context of your staging cluster (number or name)", "context")

@@ -27,7 +27,9 @@ app.add_typer(explore_app, name="explore")
 def explore_nodes(
     context: ContextOpt = None,
     kubeconfig: KubeconfigOpt = None,
-    gpu_only: Annotated[bool, typer.Option("--gpu-only", help="List GPU nodes only (the counts per type still cover all).")] = False,
+    gpu_only: Annotated[
+        bool, typer.Option("--gpu-only", help="List GPU nodes only (the counts per type still cover all).")
+    ] = False,
     json_out: JsonOpt = False,
 ) -> None:
     """Every node with its instance type and GPUs (allocatable, requested, free).
@@ -46,9 +48,13 @@ def explore_nodes(
     from nsightlab.present import render
 
     env = make_env(json_out)
-    with connect(context, kubeconfig, config_path=STATE.config_path, intent=Intent.READ) as c, env.status(f"listing nodes and pods on {c.ctx.name}"):
+    with (
+        connect(context, kubeconfig, config_path=STATE.config_path, intent=Intent.READ) as c,
+        env.status(f"listing nodes and pods on {c.ctx.name}"),
+    ):
         report = explore.explore_nodes(c.kube, lab_instance_type=c.config.lab.instance_type, gpu_only=gpu_only)
     show(env, report, render.nodes)
+
 
 @explore_app.command("pods")
 def explore_pods(
@@ -75,6 +81,7 @@ def explore_pods(
         report = explore.explore_pods(c.kube, namespace=None if all_namespaces else c.ctx.namespace, match=match)
     show(env, report, render.pods)
 
+
 @explore_app.command("pod")
 def explore_pod(
     name: Annotated[str, typer.Argument(help="pod name, or text its name contains (the first match is shown).")],
@@ -98,6 +105,7 @@ def explore_pod(
     with connect(context, kubeconfig, config_path=STATE.config_path, intent=Intent.READ, namespace=namespace) as c:
         detail = explore.explore_pod(c.kube, name, namespace=c.ctx.namespace, note=env.note)
     show(env, detail, render.pod_detail)
+
 
 @explore_app.command("node")
 def explore_node(

@@ -24,7 +24,11 @@ if TYPE_CHECKING:
     from nsightlab.present.console import Env
 
 fleet_app = typer.Typer(rich_markup_mode=None, no_args_is_help=True)
-app.add_typer(fleet_app, name="fleet", help="Measure every GPU type (or node) of a cluster at once, as Kubernetes Jobs: sweep, status, collect.")
+app.add_typer(
+    fleet_app,
+    name="fleet",
+    help="Measure every GPU type (or node) of a cluster at once, as Kubernetes Jobs: sweep, status, collect.",
+)
 
 
 class _Device(str, Enum):
@@ -33,8 +37,21 @@ class _Device(str, Enum):
     cpu = "cpu"
 
 
-MaxParallelOpt = Annotated[Optional[int], typer.Option("--max-parallel", help="Jobs (GPUs) at once (default 4).", parser=number(int, minimum=1), show_default=False)]  # noqa: UP045
-ScheduleTimeoutOpt = Annotated[Optional[float], typer.Option("--schedule-timeout", help="seconds a Job may wait for a GPU before it is reported not-scheduled and deleted (default 120).", parser=number(minimum=0.1), show_default=False)]  # noqa: UP045
+MaxParallelOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--max-parallel", help="Jobs (GPUs) at once (default 4).", parser=number(int, minimum=1), show_default=False
+    ),
+]
+ScheduleTimeoutOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--schedule-timeout",
+        help="seconds a Job may wait for a GPU before it is reported not-scheduled and deleted (default 120).",
+        parser=number(minimum=0.1),
+        show_default=False,
+    ),
+]
 KeepOpt = Annotated[bool, typer.Option("--keep", help="Leave the Jobs and the ConfigMap in place when done.")]
 
 
@@ -43,21 +60,101 @@ def fleet_sweep(
     context: ContextOpt = None,
     kubeconfig: KubeconfigOpt = None,
     namespace: NamespaceOpt = None,
-    types: Annotated[Optional[str], typer.Option("--types", metavar="TYPE,TYPE", help="instance types to measure (default: every GPU instance type of the nodes).", show_default=False)] = None,  # noqa: UP045
-    every_node: Annotated[bool, typer.Option("--every-node", help="One Job per GPU node (pinned by kubernetes.io/hostname): find the slow ones.")] = False,
-    dtype: Annotated[Optional[str], typer.Option("--dtype", metavar="TYPE", help="element type: float16 (fp16, half), bfloat16 (bf16), float32 (fp32, float) or float64 (fp64, double); default float16, float32 with --device cpu.", show_default=False)] = None,  # noqa: UP045
-    sizes: Annotated[Optional[str], typer.Option("--sizes", metavar="N,N,...", help="log2 of the element counts, 10..34 (default: the script's, 16..30 on a GPU).", show_default=False)] = None,  # noqa: UP045
-    iters: Annotated[Optional[int], typer.Option("--iters", help="timed calls per size (default 50).", parser=number(int, minimum=1), show_default=False)] = None,  # noqa: UP045
-    warmup: Annotated[Optional[int], typer.Option("--warmup", help="warm-up calls per size (default 5).", parser=number(int, minimum=0), show_default=False)] = None,  # noqa: UP045
-    device: Annotated[_Device, typer.Option("--device", help="auto and cuda: the Job's GPU, which torch must see (else the Job fails); cpu: the node's CPU on purpose.")] = _Device.auto,
+    types: Annotated[
+        str | None,
+        typer.Option(
+            "--types",
+            metavar="TYPE,TYPE",
+            help="instance types to measure (default: every GPU instance type of the nodes).",
+            show_default=False,
+        ),
+    ] = None,
+    every_node: Annotated[
+        bool,
+        typer.Option(
+            "--every-node", help="One Job per GPU node (pinned by kubernetes.io/hostname): find the slow ones."
+        ),
+    ] = False,
+    dtype: Annotated[
+        str | None,
+        typer.Option(
+            "--dtype",
+            metavar="TYPE",
+            help="element type: float16 (fp16, half), bfloat16 (bf16), float32 (fp32, float) or float64 (fp64, "
+            "double); default float16, float32 with --device cpu.",
+            show_default=False,
+        ),
+    ] = None,
+    sizes: Annotated[
+        str | None,
+        typer.Option(
+            "--sizes",
+            metavar="N,N,...",
+            help="log2 of the element counts, 10..34 (default: the script's, 16..30 on a GPU).",
+            show_default=False,
+        ),
+    ] = None,
+    iters: Annotated[
+        int | None,
+        typer.Option(
+            "--iters", help="timed calls per size (default 50).", parser=number(int, minimum=1), show_default=False
+        ),
+    ] = None,
+    warmup: Annotated[
+        int | None,
+        typer.Option(
+            "--warmup", help="warm-up calls per size (default 5).", parser=number(int, minimum=0), show_default=False
+        ),
+    ] = None,
+    device: Annotated[
+        _Device,
+        typer.Option(
+            "--device",
+            help="auto and cuda: the Job's GPU, which torch must see (else the Job fails); cpu: the node's CPU on "
+            "purpose.",
+        ),
+    ] = _Device.auto,
     max_parallel: MaxParallelOpt = None,
     schedule_timeout: ScheduleTimeoutOpt = None,
-    job_deadline: Annotated[int, typer.Option("--job-deadline", help="seconds a Job may run (its activeDeadlineSeconds, Pending included) before it is a timeout.", parser=number(int, minimum=1))] = 1800,
-    weights_gb: Annotated[Optional[float], typer.Option("--weights-gb", help="a model's weights in GB (10^9 bytes): per type, the decode floor, tokens/s and whether it fits.", parser=number(above=0), show_default=False)] = None,  # noqa: UP045
-    price: Annotated[Optional[list[str]], typer.Option("--price", metavar="TYPE=USD", help="USD per hour of an instance type (repeatable; adds to config.yaml's prices).", show_default=False)] = None,  # noqa: UP045
-    target_tokens_per_s: Annotated[Optional[float], typer.Option("--target-tokens-per-s", help="with --weights-gb: name the cheapest type that reaches this many tokens/s (batch 1).", parser=number(above=0), show_default=False)] = None,  # noqa: UP045
+    job_deadline: Annotated[
+        int,
+        typer.Option(
+            "--job-deadline",
+            help="seconds a Job may run (its activeDeadlineSeconds, Pending included) before it is a timeout.",
+            parser=number(int, minimum=1),
+        ),
+    ] = 1800,
+    weights_gb: Annotated[
+        float | None,
+        typer.Option(
+            "--weights-gb",
+            help="a model's weights in GB (10^9 bytes): per type, the decode floor, tokens/s and whether it fits.",
+            parser=number(above=0),
+            show_default=False,
+        ),
+    ] = None,
+    price: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--price",
+            metavar="TYPE=USD",
+            help="USD per hour of an instance type (repeatable; adds to config.yaml's prices).",
+            show_default=False,
+        ),
+    ] = None,
+    target_tokens_per_s: Annotated[
+        float | None,
+        typer.Option(
+            "--target-tokens-per-s",
+            help="with --weights-gb: name the cheapest type that reaches this many tokens/s (batch 1).",
+            parser=number(above=0),
+            show_default=False,
+        ),
+    ] = None,
     keep: KeepOpt = False,
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the ConfigMap and the Jobs as YAML and create nothing.")] = False,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Print the ConfigMap and the Jobs as YAML and create nothing.")
+    ] = False,
     yes: YesOpt = False,
     json_out: JsonOpt = False,
 ) -> None:
@@ -109,13 +206,26 @@ def fleet_sweep(
     if dry_run:
         _dry_run(env, context, kubeconfig, namespace, opts, template)
         return
-    with connect(context, kubeconfig, config_path=STATE.config_path, intent=Intent.CHANGE, namespace=namespace, action="start a fleet of Jobs") as c:
+    with connect(
+        context,
+        kubeconfig,
+        config_path=STATE.config_path,
+        intent=Intent.CHANGE,
+        namespace=namespace,
+        action="start a fleet of Jobs",
+    ) as c:
         place = fl.Place.of(c.ctx)
         plan = fl.plan_fleet(c.kube, place, c.config, opts)
         fl.manifests(template, c.config, plan)  # a config that cannot make them fails here, before any change
         fl.check_size(env, plan, yes=yes)
         per = "GPU node" if plan.every_node else "instance type"
-        confirm_change(env, c.ctx, f"start fleet {plan.fleet_id}: {len(plan.targets)} Job{'s' if len(plan.targets) != 1 else ''} (one per {per}, 1 GPU each, at most {plan.max_parallel} at once)", yes=yes)
+        confirm_change(
+            env,
+            c.ctx,
+            f"start fleet {plan.fleet_id}: {len(plan.targets)} Job{'s' if len(plan.targets) != 1 else ''} (one "
+            f"per {per}, 1 GPU each, at most {plan.max_parallel} at once)",
+            yes=yes,
+        )
         env.note(fl.status_note(plan))
         with fleetview.progress(env) as live:
             result = fl.run_fleet(env, c.kube, place, c.config, plan, template, live, keep=keep, create=True)
@@ -128,10 +238,19 @@ def _refuse_placeholders(context: Optional[str], namespace: Optional[str]) -> No
     from nsightlab.config import load_config
 
     loaded = load_config(STATE.config_path)
-    configure.refuse_placeholders(loaded, alias=context if context in loaded.config.clusters else None, namespace_given=namespace is not None)
+    configure.refuse_placeholders(
+        loaded, alias=context if context in loaded.config.clusters else None, namespace_given=namespace is not None
+    )
 
 
-def _dry_run(env: "Env", context: Optional[str], kubeconfig: Optional[Path], namespace: Optional[str], opts: "FleetOptions", template: dict[str, Any]) -> None:  # noqa: UP045
+def _dry_run(
+    env: "Env",
+    context: str | None,
+    kubeconfig: Path | None,
+    namespace: str | None,
+    opts: "FleetOptions",
+    template: dict[str, Any],
+) -> None:
     """The ConfigMap and the Jobs as they would be created; reads the nodes at most."""
     from nsightlab.cluster import fleetjobs as fj
     from nsightlab.cluster.connect import connect
@@ -169,7 +288,9 @@ def _finish(env: "Env", result: "FleetResult") -> None:
 
 @fleet_app.command("collect")
 def fleet_collect(
-    fleet_id: Annotated[str, typer.Argument(metavar="ID", help="the fleet's id (as `fleet sweep` and `fleet status` print it).")],
+    fleet_id: Annotated[
+        str, typer.Argument(metavar="ID", help="the fleet's id (as `fleet sweep` and `fleet status` print it).")
+    ],
     context: ContextOpt = None,
     kubeconfig: KubeconfigOpt = None,
     namespace: NamespaceOpt = None,
@@ -201,17 +322,36 @@ def fleet_collect(
     context, namespace = _fleet_place(env, fleet_id, context, namespace)
     _refuse_placeholders(context, namespace)
     template = fj.load_job_template(assets.fleet_job_template())
-    with connect(context, kubeconfig, config_path=STATE.config_path, intent=Intent.CHANGE, namespace=namespace, action="collect a fleet") as c:
+    with connect(
+        context,
+        kubeconfig,
+        config_path=STATE.config_path,
+        intent=Intent.CHANGE,
+        namespace=namespace,
+        action="collect a fleet",
+    ) as c:
         place = fl.Place.of(c.ctx)
-        plan, has_configmap = fl.running_fleet_plan(c.kube, place, c.config, fleet_id, max_parallel=max_parallel, schedule_timeout=schedule_timeout)
-        confirm_change(env, c.ctx, f"collect fleet {fleet_id} ({len(plan.targets)} Jobs), then delete its Jobs" + ("" if keep else " and ConfigMap"), yes=yes)
+        plan, has_configmap = fl.running_fleet_plan(
+            c.kube, place, c.config, fleet_id, max_parallel=max_parallel, schedule_timeout=schedule_timeout
+        )
+        confirm_change(
+            env,
+            c.ctx,
+            f"collect fleet {fleet_id} ({len(plan.targets)} Jobs), then delete its Jobs"
+            + ("" if keep else " and ConfigMap"),
+            yes=yes,
+        )
         env.note(fl.status_note(plan))
         with fleetview.progress(env) as live:
-            result = fl.run_fleet(env, c.kube, place, c.config, plan, template, live, keep=keep, create=not has_configmap)
+            result = fl.run_fleet(
+                env, c.kube, place, c.config, plan, template, live, keep=keep, create=not has_configmap
+            )
     _finish(env, result)
 
 
-def _fleet_place(env: "Env", fleet_id: str, context: Optional[str], namespace: Optional[str]) -> tuple[Optional[str], Optional[str]]:  # noqa: UP045
+def _fleet_place(
+    env: "Env", fleet_id: str, context: str | None, namespace: str | None
+) -> tuple[Optional[str], Optional[str]]:  # noqa: UP045
     """--context as given, else where this machine started the fleet (said so)."""
     from nsightlab.measure import fleet as fl
 
@@ -220,7 +360,9 @@ def _fleet_place(env: "Env", fleet_id: str, context: Optional[str], namespace: O
     found = fl.stored_place(fleet_id)
     if found is None:
         return None, namespace
-    env.note(f"using the context of fleet {fleet_id} as it was started here: {found[0]}, namespace {namespace or found[1]}")
+    env.note(
+        f"using the context of fleet {fleet_id} as it was started here: {found[0]}, namespace {namespace or found[1]}"
+    )
     return found[0], namespace or found[1]
 
 
@@ -246,7 +388,9 @@ def fleet_status(
     from nsightlab.present import render
 
     env = make_env(json_out)
-    with connect(context, kubeconfig, config_path=STATE.config_path, intent=Intent.READ, namespace=namespace, use_session=True) as c:
+    with connect(
+        context, kubeconfig, config_path=STATE.config_path, intent=Intent.READ, namespace=namespace, use_session=True
+    ) as c:
         note_session(env, c)
         report = fj.fleet_status(c.kube, c.ctx.namespace, c.config.owner(), context=c.ctx.name)
     show(env, report, render.fleet_status)

@@ -3,7 +3,7 @@
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Optional
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -29,11 +29,36 @@ def create(
     context: ContextOpt = None,
     kubeconfig: KubeconfigOpt = None,
     namespace: NamespaceOpt = None,
-    manifest: Annotated[Optional[Path], typer.Option("--manifest", help="pod template to fill instead of manifests/pod.yaml.")] = None,  # noqa: UP045
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the final manifest as YAML and send nothing.")] = False,
-    timeout: Annotated[float, typer.Option("--timeout", help="seconds to wait for Ready before giving up (exit 5), at least 1.", parser=number(minimum=1))] = 600,
-    no_wait: Annotated[bool, typer.Option("--no-wait", help="Create the pod, record the session and return at once; follow it with `nsightlab status` and `nsightlab events`.")] = False,
-    profiling_caps: Annotated[bool, typer.Option("--profiling-caps", help="Add CAP_SYS_ADMIN so ncu can read GPU counters (weakens isolation: only with your platform team's OK).")] = False,
+    manifest: Annotated[
+        Path | None, typer.Option("--manifest", help="pod template to fill instead of manifests/pod.yaml.")
+    ] = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Print the final manifest as YAML and send nothing.")
+    ] = False,
+    timeout: Annotated[
+        float,
+        typer.Option(
+            "--timeout",
+            help="seconds to wait for Ready before giving up (exit 5), at least 1.",
+            parser=number(minimum=1),
+        ),
+    ] = 600,
+    no_wait: Annotated[
+        bool,
+        typer.Option(
+            "--no-wait",
+            help="Create the pod, record the session and return at once; follow it with `nsightlab status` and "
+            "`nsightlab events`.",
+        ),
+    ] = False,
+    profiling_caps: Annotated[
+        bool,
+        typer.Option(
+            "--profiling-caps",
+            help="Add CAP_SYS_ADMIN so ncu can read GPU counters (weakens isolation: only with your platform team's "
+            "OK).",
+        ),
+    ] = False,
     yes: YesOpt = False,
     json_out: JsonOpt = False,
 ) -> None:
@@ -64,10 +89,13 @@ def create(
 
         raise UsageError(
             f"there is no config file yet ({loaded.path}): the lab pod needs an image, and --context stg an alias",
-            hint="Write one with `nsightlab init`: it asks for the context, the namespace and the image (or pass --context, --namespace, --image).",
+            hint="Write one with `nsightlab init`: it asks for the context, the namespace and the image (or pass "
+            "--context, --namespace, --image).",
         )
     # a placeholder from an old starter config must not reach a manifest, printed or sent
-    configure.refuse_placeholders(loaded, alias=context if context in cfg.clusters else None, namespace_given=namespace is not None)
+    configure.refuse_placeholders(
+        loaded, alias=context if context in cfg.clusters else None, namespace_given=namespace is not None
+    )
     template = lab.load_template(manifest or assets.pod_template())
     if dry_run:
         kc = load_kubeconfig(kubeconfig) if context else None
@@ -82,17 +110,37 @@ def create(
         return
     ensure_home()  # the session must be recordable before a GPU is taken
     if profiling_caps:
-        env.warn("--profiling-caps adds CAP_SYS_ADMIN to the lab pod: it weakens isolation; use it only with your platform team's OK.")
-    with connect(context, kubeconfig, config_path=STATE.config_path, intent=Intent.CHANGE, namespace=namespace, action="create the lab pod") as c:
+        env.warn(
+            "--profiling-caps adds CAP_SYS_ADMIN to the lab pod: it weakens isolation; use it only with your "
+            "platform team's OK."
+        )
+    with connect(
+        context,
+        kubeconfig,
+        config_path=STATE.config_path,
+        intent=Intent.CHANGE,
+        namespace=namespace,
+        action="create the lab pod",
+    ) as c:
         m = lab.build_manifest(template, c.config, namespace=c.ctx.namespace, profiling_caps=profiling_caps)
-        confirm_change(env, c.ctx, f"create lab pod {m['metadata']['name']} ({c.config.lab.gpus} GPU on a {c.config.lab.instance_type})", yes=yes)
+        confirm_change(
+            env,
+            c.ctx,
+            f"create lab pod {m['metadata']['name']} ({c.config.lab.gpus} GPU on a {c.config.lab.instance_type})",
+            yes=yes,
+        )
         result = lab.create(env, c.kube, c.ctx, c.config, m, timeout=timeout, wait=not no_wait)
     if env.json:
         env.print_json(result)
     elif no_wait and not result.ready:
-        render.lab_pod(env, result, title="Lab pod created, not waiting for it" if not result.reused else "Lab pod reused, not waiting for it")
+        render.lab_pod(
+            env,
+            result,
+            title="Lab pod created, not waiting for it" if not result.reused else "Lab pod reused, not waiting for it",
+        )
     else:
         render.lab_pod(env, result, title="Lab pod ready" if not result.reused else "Lab pod ready (reused)")
+
 
 @app.command()
 def status(
@@ -114,16 +162,32 @@ def status(
     from nsightlab.present import render
 
     env = make_env(json_out)
-    with connect(context, kubeconfig, config_path=STATE.config_path, intent=Intent.READ, namespace=namespace, use_session=True) as c:
+    with connect(
+        context, kubeconfig, config_path=STATE.config_path, intent=Intent.READ, namespace=namespace, use_session=True
+    ) as c:
         note_session(env, c)
         report = lab.status(c.kube, c.ctx, lab_pod_name(c, require_ready=False), note=env.note)
     show(env, report, render.status)
 
+
 @app.command()
 def logs(
-    follow: Annotated[bool, typer.Option("--follow", "-f", help="Keep streaming until Ctrl-C or the container ends.")] = False,
-    tail: Annotated[Optional[int], typer.Option("--tail", metavar="N", help="only the last N lines (default: all).", parser=number(int, minimum=0), show_default=False)] = None,  # noqa: UP045
-    container: Annotated[Optional[str], typer.Option("--container", help="the container (default: the pod's first).", show_default=False)] = None,  # noqa: UP045
+    follow: Annotated[
+        bool, typer.Option("--follow", "-f", help="Keep streaming until Ctrl-C or the container ends.")
+    ] = False,
+    tail: Annotated[
+        int | None,
+        typer.Option(
+            "--tail",
+            metavar="N",
+            help="only the last N lines (default: all).",
+            parser=number(int, minimum=0),
+            show_default=False,
+        ),
+    ] = None,
+    container: Annotated[
+        str | None, typer.Option("--container", help="the container (default: the pod's first).", show_default=False)
+    ] = None,
     context: ContextOpt = None,
     kubeconfig: KubeconfigOpt = None,
     namespace: NamespaceOpt = None,
@@ -148,9 +212,24 @@ def logs(
     env = make_env()
     decoder = codecs.getincrementaldecoder("utf-8")("replace")  # a character may span two pieces
     try:
-        with connect(context, kubeconfig, config_path=STATE.config_path, intent=Intent.READ, namespace=namespace, use_session=True) as c:
+        with connect(
+            context,
+            kubeconfig,
+            config_path=STATE.config_path,
+            intent=Intent.READ,
+            namespace=namespace,
+            use_session=True,
+        ) as c:
             note_session(env, c)
-            stream_log(c.kube, c.ctx, lab_pod_name(c, require_ready=False), write=lambda data: env.write(decoder.decode(data)), container=container, tail=tail, follow=follow)
+            stream_log(
+                c.kube,
+                c.ctx,
+                lab_pod_name(c, require_ready=False),
+                write=lambda data: env.write(decoder.decode(data)),
+                container=container,
+                tail=tail,
+                follow=follow,
+            )
     except KeyboardInterrupt:
         if not follow:
             raise
@@ -179,7 +258,9 @@ def events(
     from nsightlab.present import render
 
     env = make_env(json_out)
-    with connect(context, kubeconfig, config_path=STATE.config_path, intent=Intent.READ, namespace=namespace, use_session=True) as c:
+    with connect(
+        context, kubeconfig, config_path=STATE.config_path, intent=Intent.READ, namespace=namespace, use_session=True
+    ) as c:
         note_session(env, c)
         report = lab_events(c.kube, c.ctx, lab_pod_name(c, require_ready=False))
     show(env, report, render.events)
@@ -187,7 +268,10 @@ def events(
 
 @app.command(context_settings={"allow_interspersed_args": False})
 def shell(
-    command: Annotated[Optional[list[str]], typer.Argument(help="a command to run instead of an interactive shell (after --).", show_default=False)] = None,  # noqa: UP045
+    command: Annotated[
+        list[str] | None,
+        typer.Argument(help="a command to run instead of an interactive shell (after --).", show_default=False),
+    ] = None,
     context: ContextOpt = None,
     kubeconfig: KubeconfigOpt = None,
     namespace: NamespaceOpt = None,
@@ -208,7 +292,15 @@ def shell(
     from nsightlab.cluster.safety import Intent
 
     env = make_env()
-    with connect(context, kubeconfig, config_path=STATE.config_path, intent=Intent.CHANGE, namespace=namespace, use_session=True, action="exec into a pod") as c:
+    with connect(
+        context,
+        kubeconfig,
+        config_path=STATE.config_path,
+        intent=Intent.CHANGE,
+        namespace=namespace,
+        use_session=True,
+        action="exec into a pod",
+    ) as c:
         note_session(env, c)
         pod = lab_pod_name(c)
         if command:
@@ -216,6 +308,7 @@ def shell(
         else:
             code = sh.interactive(c.kube, c.ctx.namespace, pod)
     raise typer.Exit(code)
+
 
 @app.command()
 def copy(
@@ -244,7 +337,10 @@ def copy(
 
     remote_src, remote_dst = transfer.parse_remote(src), transfer.parse_remote(dst)
     if (remote_src is None) == (remote_dst is None):
-        raise UsageError("exactly one of SRC and DST must be in the pod, written :PATH", hint="e.g. `nsightlab copy lesson1.py :/tmp/`")
+        raise UsageError(
+            "exactly one of SRC and DST must be in the pod, written :PATH",
+            hint="e.g. `nsightlab copy lesson1.py :/tmp/`",
+        )
     env = make_env(json_out)
     hashing: list[transfer.Hashing] = []
 
@@ -255,17 +351,32 @@ def copy(
             # the local side's checksums are worked out while the client starts and connects
             hashing.append(transfer.Hashing(Path(src)))
 
-    with connect(context, kubeconfig, config_path=STATE.config_path, intent=Intent.CHANGE, namespace=namespace, use_session=True, action="copy files to or from a pod", allowed=allowed) as c:
+    with connect(
+        context,
+        kubeconfig,
+        config_path=STATE.config_path,
+        intent=Intent.CHANGE,
+        namespace=namespace,
+        use_session=True,
+        action="copy files to or from a pod",
+        allowed=allowed,
+    ) as c:
         note_session(env, c)
         pod = lab_pod_name(c)
         # (the copy itself may say more precisely what it left: its Interrupted passes through)
-        with OnInterrupt("the copy was stopped before it finished; files are put in place only once whole and verified"), _progress(env, "copying") as progress:
+        with (
+            OnInterrupt("the copy was stopped before it finished; files are put in place only once whole and verified"),
+            _progress(env, "copying") as progress,
+        ):
             if remote_dst is not None:
-                result = transfer.copy_in(c.kube, c.ctx.namespace, pod, Path(src), remote_dst, progress=progress, hashed=hashing[0])
+                result = transfer.copy_in(
+                    c.kube, c.ctx.namespace, pod, Path(src), remote_dst, progress=progress, hashed=hashing[0]
+                )
             else:
                 assert remote_src is not None  # (dst as typed: a trailing slash means a folder)
                 result = transfer.copy_out(c.kube, c.ctx.namespace, pod, remote_src, dst, progress=progress)
     show(env, result, render.copy_result)
+
 
 @contextmanager
 def _progress(env: "Env", label: str) -> Iterator[Callable[[int], None]]:
@@ -281,17 +392,27 @@ def _progress(env: "Env", label: str) -> Iterator[Callable[[int], None]]:
         TransferSpeedColumn,
     )
 
-    with Progress(SpinnerColumn(), TextColumn(label), DownloadColumn(), TransferSpeedColumn(), console=env.err, transient=True) as p:
+    with Progress(
+        SpinnerColumn(), TextColumn(label), DownloadColumn(), TransferSpeedColumn(), console=env.err, transient=True
+    ) as p:
         task = p.add_task(label, total=None)
         yield lambda n: p.update(task, completed=n)
+
 
 @app.command()
 def cleanup(
     context: ContextOpt = None,
     kubeconfig: KubeconfigOpt = None,
     namespace: NamespaceOpt = None,
-    all_mine: Annotated[bool, typer.Option("--all-mine", help="Delete every lab pod and every fleet of yours in the namespace.")] = False,
-    fleet: Annotated[Optional[str], typer.Option("--fleet", metavar="ID", help="Delete fleet ID's Jobs and ConfigMap (not the lab pod).", show_default=False)] = None,  # noqa: UP045
+    all_mine: Annotated[
+        bool, typer.Option("--all-mine", help="Delete every lab pod and every fleet of yours in the namespace.")
+    ] = False,
+    fleet: Annotated[
+        str | None,
+        typer.Option(
+            "--fleet", metavar="ID", help="Delete fleet ID's Jobs and ConfigMap (not the lab pod).", show_default=False
+        ),
+    ] = None,
     yes: YesOpt = False,
     json_out: JsonOpt = False,
 ) -> None:
@@ -322,12 +443,22 @@ def cleanup(
         if found is not None:
             context, namespace = found[0], namespace or found[1]
             env.note(f"using the context of fleet {fleet} as it was started here: {context}, namespace {namespace}")
-    with connect(context, kubeconfig, config_path=STATE.config_path, intent=Intent.CHANGE, namespace=namespace, use_session=True, action="delete pods") as c:
+    with connect(
+        context,
+        kubeconfig,
+        config_path=STATE.config_path,
+        intent=Intent.CHANGE,
+        namespace=namespace,
+        use_session=True,
+        action="delete pods",
+    ) as c:
         note_session(env, c)
         owner = c.config.owner()
         if fleet is not None:
             confirm_change(env, c.ctx, f"delete the Jobs and the ConfigMap of fleet {fleet}", yes=yes)
-            report = CleanupReport(context=c.ctx.name, namespace=c.ctx.namespace, deleted=[], already_gone=[], skipped=[])
+            report = CleanupReport(
+                context=c.ctx.name, namespace=c.ctx.namespace, deleted=[], already_gone=[], skipped=[]
+            )
             report.fleets = delete_fleets(env, c.kube, c.ctx.namespace, owner, [fleet])
         else:
             name = lab_pod_name(c, require_ready=False)
@@ -337,6 +468,7 @@ def cleanup(
             if all_mine:
                 report.fleets = delete_fleets(env, c.kube, c.ctx.namespace, owner, None)
     show(env, report, render.cleanup)
+
 
 @app.command()
 def doctor(
@@ -364,7 +496,15 @@ def doctor(
     from nsightlab.present import render
 
     env = make_env(json_out)
-    with connect(context, kubeconfig, config_path=STATE.config_path, intent=Intent.READ, namespace=namespace, use_session=True, pin_session=False) as c:
+    with connect(
+        context,
+        kubeconfig,
+        config_path=STATE.config_path,
+        intent=Intent.READ,
+        namespace=namespace,
+        use_session=True,
+        pin_session=False,
+    ) as c:
         report = doc.run(c.kube, c.ctx, c.config, session=c.session)
     if env.json:
         env.print_json({**report.model_dump(mode="json"), "ok": not report.failed})

@@ -1,7 +1,7 @@
 """Lab work on a target: profile, ncu, sweep."""
 
 from enum import Enum
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -24,37 +24,141 @@ class ProfilerChoice(str, Enum):
     torch = "torch"
     none = "none"
 
+
 # `profile decode` only: passed to lab_scripts/decode.py (None: the script's default)
 _DECODE = "decode (options for `profile decode`)"
-PresetOpt = Annotated[Optional[str], typer.Option("--preset", help="decode: the model's shape: tiny, llama-1b, llama-3b, llama-8b, qwen-0.5b (default: llama-1b on a GPU, tiny on a CPU).", show_default=False, rich_help_panel=_DECODE)]  # noqa: UP045
-BatchOpt = Annotated[Optional[str], typer.Option("--batch", metavar="B,B,...", help="decode: batch sizes, e.g. 1,8,32,128 (default 1).", show_default=False, rich_help_panel=_DECODE)]  # noqa: UP045
-TokensOpt = Annotated[Optional[int], typer.Option("--tokens", help="decode: timed decode steps per mode and batch (default 128).", parser=number(int, minimum=1), show_default=False, rich_help_panel=_DECODE)]  # noqa: UP045
-PromptOpt = Annotated[Optional[int], typer.Option("--prompt-len", help="decode: prompt positions before the first step (default 128).", parser=number(int, minimum=1), show_default=False, rich_help_panel=_DECODE)]  # noqa: UP045
-ModesOpt = Annotated[Optional[str], typer.Option("--modes", metavar="eager,graphs", help="decode: launch each kernel from Python (eager), replay a CUDA graph (graphs), or both (the default on a GPU).", show_default=False, rich_help_panel=_DECODE)]  # noqa: UP045
-DtypeOpt = Annotated[Optional[str], typer.Option("--dtype", help="decode: bfloat16, float16 or float32 (default bfloat16 on a GPU, float32 on a CPU).", show_default=False, rich_help_panel=_DECODE)]  # noqa: UP045
+PresetOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--preset",
+        help="decode: the model's shape: tiny, llama-1b, llama-3b, llama-8b, qwen-0.5b (default: llama-1b on a GPU, "
+        "tiny on a CPU).",
+        show_default=False,
+        rich_help_panel=_DECODE,
+    ),
+]
+BatchOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--batch",
+        metavar="B,B,...",
+        help="decode: batch sizes, e.g. 1,8,32,128 (default 1).",
+        show_default=False,
+        rich_help_panel=_DECODE,
+    ),
+]
+TokensOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--tokens",
+        help="decode: timed decode steps per mode and batch (default 128).",
+        parser=number(int, minimum=1),
+        show_default=False,
+        rich_help_panel=_DECODE,
+    ),
+]
+PromptOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--prompt-len",
+        help="decode: prompt positions before the first step (default 128).",
+        parser=number(int, minimum=1),
+        show_default=False,
+        rich_help_panel=_DECODE,
+    ),
+]
+ModesOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--modes",
+        metavar="eager,graphs",
+        help="decode: launch each kernel from Python (eager), replay a CUDA graph (graphs), or both (the default on a "
+        "GPU).",
+        show_default=False,
+        rich_help_panel=_DECODE,
+    ),
+]
+DtypeOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--dtype",
+        help="decode: bfloat16, float16 or float32 (default bfloat16 on a GPU, float32 on a CPU).",
+        show_default=False,
+        rich_help_panel=_DECODE,
+    ),
+]
+
 
 class _Device(str, Enum):
     auto = "auto"
     cuda = "cuda"
     cpu = "cpu"
 
-DeviceOpt = Annotated[_Device, typer.Option("--device", help="auto (the GPU where the target requests one, else what torch sees), cuda, or cpu (measure the CPU on purpose).")]
+
+DeviceOpt = Annotated[
+    _Device,
+    typer.Option(
+        "--device",
+        help="auto (the GPU where the target requests one, else what torch sees), cuda, or cpu (measure the CPU on "
+        "purpose).",
+    ),
+]
+
 
 @app.command(context_settings={"allow_interspersed_args": True})
 def profile(
     script: Annotated[str, typer.Argument(help="a built-in lab script (lesson1) or a path to your .py file.")],
-    script_args: Annotated[Optional[list[str]], typer.Argument(help="arguments for the script (after --).", show_default=False)] = None,  # noqa: UP045
-    profiler: Annotated[ProfilerChoice, typer.Option("--profiler", help="nsys, or torch (torch.profiler: for targets without Nsight); `profile decode` also takes none (the script's own step times).")] = ProfilerChoice.nsys,
-    nsys_args: Annotated[str, typer.Option("--nsys-args", help="extra options for `nsys profile`, e.g. '--sample=none'.")] = "",
-    serving: Annotated[bool, typer.Option("--serving", help="Profile a server: the command after -- runs as given (e.g. vllm serve ...), with the nsys options vLLM's profiling guide asks for.")] = False,
-    delay: Annotated[Optional[int], typer.Option("--delay", metavar="SECONDS", parser=number(int, minimum=0), help="with --serving and --duration: start collecting this many seconds after the server starts.", show_default=False)] = None,  # noqa: UP045
-    duration: Annotated[Optional[int], typer.Option("--duration", metavar="SECONDS", parser=number(int, minimum=1), help="with --serving: collect this many seconds, then nsys ends the server (default: between the server's cudaProfilerStart and Stop).", show_default=False)] = None,  # noqa: UP045
+    script_args: Annotated[
+        list[str] | None, typer.Argument(help="arguments for the script (after --).", show_default=False)
+    ] = None,
+    profiler: Annotated[
+        ProfilerChoice,
+        typer.Option(
+            "--profiler",
+            help="nsys, or torch (torch.profiler: for targets without Nsight); `profile decode` also takes none (the "
+            "script's own step times).",
+        ),
+    ] = ProfilerChoice.nsys,
+    nsys_args: Annotated[
+        str, typer.Option("--nsys-args", help="extra options for `nsys profile`, e.g. '--sample=none'.")
+    ] = "",
+    serving: Annotated[
+        bool,
+        typer.Option(
+            "--serving",
+            help="Profile a server: the command after -- runs as given (e.g. vllm serve ...), with the nsys options "
+            "vLLM's profiling guide asks for.",
+        ),
+    ] = False,
+    delay: Annotated[
+        int | None,
+        typer.Option(
+            "--delay",
+            metavar="SECONDS",
+            parser=number(int, minimum=0),
+            help="with --serving and --duration: start collecting this many seconds after the server starts.",
+            show_default=False,
+        ),
+    ] = None,
+    duration: Annotated[
+        int | None,
+        typer.Option(
+            "--duration",
+            metavar="SECONDS",
+            parser=number(int, minimum=1),
+            help="with --serving: collect this many seconds, then nsys ends the server (default: between the server's "
+            "cudaProfilerStart and Stop).",
+            show_default=False,
+        ),
+    ] = None,
     device: DeviceOpt = _Device.auto,
     local: LocalOpt = False,
     context: ContextOpt = None,
     kubeconfig: KubeconfigOpt = None,
     namespace: NamespaceOpt = None,
-    top: Annotated[int, typer.Option("--top", help="kernels to show (all of them are in --json).", parser=number(int, minimum=1))] = 15,
+    top: Annotated[
+        int, typer.Option("--top", help="kernels to show (all of them are in --json).", parser=number(int, minimum=1))
+    ] = 15,
     preset: PresetOpt = None,
     batch: BatchOpt = None,
     tokens: TokensOpt = None,
@@ -111,29 +215,73 @@ def profile(
         # the server's command is everything after `--`, verbatim: none of it is ours
         command = STATE.after_dashes
         if not command or [script, *args] != command:
-            raise UsageError("with --serving, the server's command goes after --, and nothing else", hint="e.g. `nsightlab profile --serving -- vllm serve MODEL --profiler-config.profiler cuda`.")
+            raise UsageError(
+                "with --serving, the server's command goes after --, and nothing else",
+                hint="e.g. `nsightlab profile --serving -- vllm serve MODEL --profiler-config.profiler cuda`.",
+            )
         if delay is not None and duration is None:
-            raise UsageError("--delay needs --duration: a server does not stop by itself, so a window that starts late needs an end")
+            raise UsageError(
+                "--delay needs --duration: a server does not stop by itself, so a window that starts late needs an end"
+            )
         plan = Serving(delay=delay, duration=duration)
         args = list(command)
     elif delay is not None or duration is not None:
-        raise UsageError("--delay and --duration go with --serving", hint="For a script, pass nsys's own with --nsys-args, e.g. --nsys-args '--delay=5'.")
+        raise UsageError(
+            "--delay and --duration go with --serving",
+            hint="For a script, pass nsys's own with --nsys-args, e.g. --nsys-args '--delay=5'.",
+        )
     env = make_env(json_out)
-    decode_opts = {"--preset": preset, "--batch": batch, "--tokens": tokens, "--prompt-len": prompt_len, "--modes": modes, "--dtype": dtype}
+    decode_opts = {
+        "--preset": preset,
+        "--batch": batch,
+        "--tokens": tokens,
+        "--prompt-len": prompt_len,
+        "--modes": modes,
+        "--dtype": dtype,
+    }
     if script == "decode" and not serving:
         from nsightlab.measure.decode import DecodeOptions, run_decode
 
-        options = DecodeOptions(preset=preset, batch=batch, tokens=tokens, prompt_len=prompt_len, modes=modes, dtype=dtype, extra=args)
+        options = DecodeOptions(
+            preset=preset, batch=batch, tokens=tokens, prompt_len=prompt_len, modes=modes, dtype=dtype, extra=args
+        )
         options.check()
-        with open_target(env, local=local, context=context, kubeconfig=kubeconfig, namespace=namespace, config_path=STATE.config_path, action="profile decode in a pod") as w:
-            decoded = run_decode(env, w.target, w.meta, options=options, profiler=profiler.value, nsys_args=shlex.split(nsys_args), device=plan_device(w, device.value))
+        with open_target(
+            env,
+            local=local,
+            context=context,
+            kubeconfig=kubeconfig,
+            namespace=namespace,
+            config_path=STATE.config_path,
+            action="profile decode in a pod",
+        ) as w:
+            decoded = run_decode(
+                env,
+                w.target,
+                w.meta,
+                options=options,
+                profiler=profiler.value,
+                nsys_args=shlex.split(nsys_args),
+                device=plan_device(w, device.value),
+            )
         show(env, decoded, render.decode)
         return
     given = [flag for flag, value in decode_opts.items() if value is not None]
     if given or profiler is ProfilerChoice.none:
         flags = ", ".join(given) or "--profiler none"
-        raise UsageError(f"{flags}: only `profile decode` takes {'this option' if len(given) < 2 else 'these options'}", hint=f"Pass your script's own options after --: `nsightlab profile {script} -- ...`.")
-    with open_target(env, local=local, context=context, kubeconfig=kubeconfig, namespace=namespace, config_path=STATE.config_path, action="profile in a pod") as w:
+        raise UsageError(
+            f"{flags}: only `profile decode` takes {'this option' if len(given) < 2 else 'these options'}",
+            hint=f"Pass your script's own options after --: `nsightlab profile {script} -- ...`.",
+        )
+    with open_target(
+        env,
+        local=local,
+        context=context,
+        kubeconfig=kubeconfig,
+        namespace=namespace,
+        config_path=STATE.config_path,
+        action="profile in a pod",
+    ) as w:
         result = run_profile(
             env,
             w.target,
@@ -150,13 +298,24 @@ def profile(
     else:
         render.profile(env, result, top=top)
 
+
 @app.command(context_settings={"allow_interspersed_args": True})
 def ncu(
-    script: Annotated[str, typer.Argument(help="a built-in lab script (lesson1) or a path to your .py file.")] = "lesson1",
-    script_args: Annotated[Optional[list[str]], typer.Argument(help="arguments for the script (after --).", show_default=False)] = None,  # noqa: UP045
-    kernel: Annotated[str, typer.Option("--kernel", "-k", help="regex of the kernel to profile (default: lesson1's scale kernel).")] = "vectorized_elementwise",
-    section: Annotated[Optional[list[str]], typer.Option("--section", help="ncu section(s) to collect.", show_default=False)] = None,  # noqa: UP045
-    count: Annotated[int, typer.Option("--count", "-c", help="kernel launches to profile.", parser=number(int, minimum=1))] = 1,
+    script: Annotated[
+        str, typer.Argument(help="a built-in lab script (lesson1) or a path to your .py file.")
+    ] = "lesson1",
+    script_args: Annotated[
+        list[str] | None, typer.Argument(help="arguments for the script (after --).", show_default=False)
+    ] = None,
+    kernel: Annotated[
+        str, typer.Option("--kernel", "-k", help="regex of the kernel to profile (default: lesson1's scale kernel).")
+    ] = "vectorized_elementwise",
+    section: Annotated[
+        list[str] | None, typer.Option("--section", help="ncu section(s) to collect.", show_default=False)
+    ] = None,
+    count: Annotated[
+        int, typer.Option("--count", "-c", help="kernel launches to profile.", parser=number(int, minimum=1))
+    ] = 1,
     device: DeviceOpt = _Device.auto,
     local: LocalOpt = False,
     context: ContextOpt = None,
@@ -182,9 +341,30 @@ def ncu(
 
     env = make_env(json_out)
     if device is _Device.cpu:
-        raise UsageError("ncu profiles GPU kernels: --device cpu leaves it nothing to measure", hint="On the CPU use `nsightlab profile --profiler torch --device cpu`.")
-    with open_target(env, local=local, context=context, kubeconfig=kubeconfig, namespace=namespace, config_path=STATE.config_path, action="run ncu in a pod") as w:
-        result = run_ncu(env, w.target, w.meta, script=script, script_args=list(script_args or []), kernel=kernel, sections=list(section or ["SpeedOfLight"]), count=count, device=plan_device(w, device.value))
+        raise UsageError(
+            "ncu profiles GPU kernels: --device cpu leaves it nothing to measure",
+            hint="On the CPU use `nsightlab profile --profiler torch --device cpu`.",
+        )
+    with open_target(
+        env,
+        local=local,
+        context=context,
+        kubeconfig=kubeconfig,
+        namespace=namespace,
+        config_path=STATE.config_path,
+        action="run ncu in a pod",
+    ) as w:
+        result = run_ncu(
+            env,
+            w.target,
+            w.meta,
+            script=script,
+            script_args=list(script_args or []),
+            kernel=kernel,
+            sections=list(section or ["SpeedOfLight"]),
+            count=count,
+            device=plan_device(w, device.value),
+        )
     show(env, result, render.ncu)
 
 
@@ -192,17 +372,86 @@ class _Op(str, Enum):
     scale = "scale"
     scale_add = "scale-add"
 
+
 @app.command()
 def sweep(
-    dtype: Annotated[Optional[str], typer.Option("--dtype", metavar="TYPE", help="element type: float16 (fp16, half), bfloat16 (bf16), float32 (fp32, float) or float64 (fp64, double); default float16 on a GPU, float32 on a CPU (16-bit floats on a CPU time conversion, not memory); with --compare the other element size.", show_default=False)] = None,  # noqa: UP045
-    sizes: Annotated[Optional[str], typer.Option("--sizes", metavar="N,N,...", help="log2 of the element counts, 10..34, e.g. 16,20,24 (default: 16..30 on a GPU; on a CPU from 12 to two sizes 4x past the last-level cache).", show_default=False)] = None,  # noqa: UP045
-    iters: Annotated[Optional[int], typer.Option("--iters", help="timed calls per size (default 50 on a GPU, 10 on a CPU).", parser=number(int, minimum=1), show_default=False)] = None,  # noqa: UP045
-    warmup: Annotated[Optional[int], typer.Option("--warmup", help="warm-up calls per size (default 5 on a GPU, 2 on a CPU).", parser=number(int, minimum=0), show_default=False)] = None,  # noqa: UP045
-    impl: Annotated[Optional[str], typer.Option("--impl", metavar="torch|triton|torch,triton", help="torch (default), a Triton kernel of the same op, or both side by side on the same target.", show_default=False)] = None,  # noqa: UP045
-    op: Annotated[Optional[_Op], typer.Option("--op", help="scale: x *= 1.0001 (default); scale-add: x = x * 0.999 + 0.001 (torch: two kernels, Triton: one fused).", show_default=False)] = None,  # noqa: UP045
-    compare: Annotated[Optional[list[str]], typer.Option("--compare", metavar="RUN", help="a stored sweep (id, prefix or 'latest') to check against; give it twice to compare two stored runs without running anything.", show_default=False)] = None,  # noqa: UP045
+    dtype: Annotated[
+        str | None,
+        typer.Option(
+            "--dtype",
+            metavar="TYPE",
+            help="element type: float16 (fp16, half), bfloat16 (bf16), float32 (fp32, float) or float64 (fp64, "
+            "double); default float16 on a GPU, float32 on a CPU (16-bit floats on a CPU time conversion, not "
+            "memory); with --compare the other element size.",
+            show_default=False,
+        ),
+    ] = None,
+    sizes: Annotated[
+        str | None,
+        typer.Option(
+            "--sizes",
+            metavar="N,N,...",
+            help="log2 of the element counts, 10..34, e.g. 16,20,24 (default: 16..30 on a GPU; on a CPU from 12 to "
+            "two sizes 4x past the last-level cache).",
+            show_default=False,
+        ),
+    ] = None,
+    iters: Annotated[
+        int | None,
+        typer.Option(
+            "--iters",
+            help="timed calls per size (default 50 on a GPU, 10 on a CPU).",
+            parser=number(int, minimum=1),
+            show_default=False,
+        ),
+    ] = None,
+    warmup: Annotated[
+        int | None,
+        typer.Option(
+            "--warmup",
+            help="warm-up calls per size (default 5 on a GPU, 2 on a CPU).",
+            parser=number(int, minimum=0),
+            show_default=False,
+        ),
+    ] = None,
+    impl: Annotated[
+        str | None,
+        typer.Option(
+            "--impl",
+            metavar="torch|triton|torch,triton",
+            help="torch (default), a Triton kernel of the same op, or both side by side on the same target.",
+            show_default=False,
+        ),
+    ] = None,
+    op: Annotated[
+        _Op | None,
+        typer.Option(
+            "--op",
+            help="scale: x *= 1.0001 (default); scale-add: x = x * 0.999 + 0.001 (torch: two kernels, Triton: one "
+            "fused).",
+            show_default=False,
+        ),
+    ] = None,
+    compare: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--compare",
+            metavar="RUN",
+            help="a stored sweep (id, prefix or 'latest') to check against; give it twice to compare two stored runs "
+            "without running anything.",
+            show_default=False,
+        ),
+    ] = None,
     local: LocalOpt = False,
-    device: Annotated[Optional[_Device], typer.Option("--device", help="auto (the GPU where the target requests one, else what torch sees), cuda, or cpu (on purpose); with --compare, the stored run's. [default: auto]", show_default=False)] = None,  # noqa: UP045
+    device: Annotated[
+        _Device | None,
+        typer.Option(
+            "--device",
+            help="auto (the GPU where the target requests one, else what torch sees), cuda, or cpu (on purpose); with "
+            "--compare, the stored run's. [default: auto]",
+            show_default=False,
+        ),
+    ] = None,
     context: ContextOpt = None,
     kubeconfig: KubeconfigOpt = None,
     namespace: NamespaceOpt = None,
@@ -257,11 +506,39 @@ def sweep(
     )
     for line in plan.notes:
         env.note(line)
-    with open_target(env, local=local, context=context, kubeconfig=kubeconfig, namespace=namespace, config_path=STATE.config_path, action="run a sweep in a pod") as w:
+    with open_target(
+        env,
+        local=local,
+        context=context,
+        kubeconfig=kubeconfig,
+        namespace=namespace,
+        config_path=STATE.config_path,
+        action="run a sweep in a pod",
+    ) as w:
         if len(plan.impls) > 1:
-            both = sw.run_impls(env, w, op=plan.op, dtype=plan.dtype, sizes=plan.sizes, iters=plan.iters, warmup=plan.warmup, device=plan.device)
+            both = sw.run_impls(
+                env,
+                w,
+                op=plan.op,
+                dtype=plan.dtype,
+                sizes=plan.sizes,
+                iters=plan.iters,
+                warmup=plan.warmup,
+                device=plan.device,
+            )
         else:
-            one = sw.run_sweep(env, w, dtype=plan.dtype, sizes=plan.sizes, iters=plan.iters, warmup=plan.warmup, device=plan.device, against=plan.against, impl=plan.impls[0], op=plan.op)
+            one = sw.run_sweep(
+                env,
+                w,
+                dtype=plan.dtype,
+                sizes=plan.sizes,
+                iters=plan.iters,
+                warmup=plan.warmup,
+                device=plan.device,
+                against=plan.against,
+                impl=plan.impls[0],
+                op=plan.op,
+            )
     if len(plan.impls) > 1:
         show(env, both, render.sweep_impls)
     else:

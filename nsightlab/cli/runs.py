@@ -11,7 +11,11 @@ runs_app = typer.Typer(rich_markup_mode=None)  # help: the docstring of runs_mai
 app.add_typer(runs_app, name="runs")
 
 
-KindOpt = Annotated[Optional[str], typer.Option("--kind", help="only runs of this kind: profile, decode, sweep, ncu or fleet.", show_default=False)]  # noqa: UP045
+KindOpt = Annotated[
+    str | None,
+    typer.Option("--kind", help="only runs of this kind: profile, decode, sweep, ncu or fleet.", show_default=False),
+]
+
 
 def _runs_list(kind: str | None, json_out: bool) -> None:
     from nsightlab.present import render
@@ -20,6 +24,7 @@ def _runs_list(kind: str | None, json_out: bool) -> None:
     env = make_env(json_out)
     listing = list_runs(kind)
     show(env, listing, render.runs_list)
+
 
 @runs_app.callback(invoke_without_command=True)
 def runs_main(ctx: typer.Context, kind: KindOpt = None, json_out: JsonOpt = False) -> None:
@@ -38,6 +43,7 @@ def runs_main(ctx: typer.Context, kind: KindOpt = None, json_out: JsonOpt = Fals
     if ctx.invoked_subcommand is None:
         _runs_list(kind, json_out)
 
+
 @runs_app.command("list")
 def runs_list(kind: KindOpt = None, json_out: JsonOpt = False) -> None:
     """List stored runs (the same as `nsightlab runs`).
@@ -47,6 +53,7 @@ def runs_list(kind: KindOpt = None, json_out: JsonOpt = False) -> None:
       nsightlab runs list --kind profile
     """
     _runs_list(kind, json_out)
+
 
 @runs_app.command("show")
 def runsshow(
@@ -66,6 +73,7 @@ def runsshow(
     env = make_env(json_out)
     detail = show_run(run)
     show(env, detail, render.run_detail)
+
 
 @runs_app.command("rm")
 def runs_rm(
@@ -100,12 +108,39 @@ def runs_rm(
         removed = remove_runs(chosen)
     show(env, removed, render.runs_removed)
 
+
 @app.command()
 def analyze(
-    path: Annotated[Path, typer.Argument(help="a stored run (id, prefix, 'latest') or its folder, nsys CSV exports (folder), a cuda_gpu_trace CSV, a Kineto trace (.json, .json.gz), a .nsys-rep, nsys console output, an ncu CSV, or a lesson1/torchprof/sweep/decode JSON.")],
-    step_range: Annotated[Optional[str], typer.Option("--step-range", metavar="NAME", help="the ranges that are steps (default: decode_step, else ProfilerStep, else inferred from a repeating kernel sequence).", show_default=False)] = None,  # noqa: UP045
-    weights_gb: Annotated[Optional[float], typer.Option("--weights-gb", help="bytes one step reads, in GB (10^9): adds each step's memory floor.", show_default=False)] = None,  # noqa: UP045
-    kv_gb: Annotated[Optional[float], typer.Option("--kv-gb", help="KV cache GB a step reads, added to --weights-gb.", show_default=False)] = None,  # noqa: UP045
+    path: Annotated[
+        Path,
+        typer.Argument(
+            help="a stored run (id, prefix, 'latest') or its folder, nsys CSV exports (folder), a cuda_gpu_trace CSV, "
+            "a Kineto trace (.json, .json.gz), a .nsys-rep, nsys console output, an ncu CSV, or a "
+            "lesson1/torchprof/sweep/decode JSON."
+        ),
+    ],
+    step_range: Annotated[
+        str | None,
+        typer.Option(
+            "--step-range",
+            metavar="NAME",
+            help="the ranges that are steps (default: decode_step, else ProfilerStep, else inferred from a repeating "
+            "kernel sequence).",
+            show_default=False,
+        ),
+    ] = None,
+    weights_gb: Annotated[
+        float | None,
+        typer.Option(
+            "--weights-gb",
+            help="bytes one step reads, in GB (10^9): adds each step's memory floor.",
+            show_default=False,
+        ),
+    ] = None,
+    kv_gb: Annotated[
+        float | None,
+        typer.Option("--kv-gb", help="KV cache GB a step reads, added to --weights-gb.", show_default=False),
+    ] = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Offline: the same tables as the live commands, from files you already have.
@@ -148,17 +183,45 @@ def analyze(
     else:
         render.sweep(env, result)  # type: ignore[arg-type]
 
+
 WeightsOpt = Annotated[
     Optional[float],  # noqa: UP045
-    typer.Option("--weights-gb", help="model weights in GB (10^9 bytes), e.g. 16 for 8B parameters in fp16: the per-token decode floor.", parser=number(above=0), show_default=False),
+    typer.Option(
+        "--weights-gb",
+        help="model weights in GB (10^9 bytes), e.g. 16 for 8B parameters in fp16: the per-token decode floor.",
+        parser=number(above=0),
+        show_default=False,
+    ),
 ]
+
 
 @app.command()
 def report(
-    runs: Annotated[Optional[list[str]], typer.Argument(help="runs to report (ids, prefixes, 'latest'); default: the lab session's runs, else the latest of each kind.", show_default=False)] = None,  # noqa: UP045
-    out: Annotated[Optional[Path], typer.Option("--out", "-o", help="folder for report.html, report.md and the figures (default: $NSIGHTLAB_HOME/reports/<time>).", show_default=False)] = None,  # noqa: UP045
+    runs: Annotated[
+        list[str] | None,
+        typer.Argument(
+            help="runs to report (ids, prefixes, 'latest'); default: the lab session's runs, else the latest of each "
+            "kind.",
+            show_default=False,
+        ),
+    ] = None,
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            "--out",
+            "-o",
+            help="folder for report.html, report.md and the figures (default: $NSIGHTLAB_HOME/reports/<time>).",
+            show_default=False,
+        ),
+    ] = None,
     weights_gb: WeightsOpt = None,
-    terminal: Annotated[bool, typer.Option("--terminal", help="Show the report here (Rich, bars for sweeps) instead of writing files; with --out, both.")] = False,
+    terminal: Annotated[
+        bool,
+        typer.Option(
+            "--terminal",
+            help="Show the report here (Rich, bars for sweeps) instead of writing files; with --out, both.",
+        ),
+    ] = False,
     open_html: Annotated[bool, typer.Option("--open", help="Open report.html in the browser once written.")] = False,
     json_out: JsonOpt = False,
 ) -> None:
@@ -196,11 +259,33 @@ def report(
     if open_html and not rep.open_in_browser(files.html):
         env.warn(f"could not open a browser; open {files.html} yourself")
 
+
 @app.command()
 def roofline(
-    weights_gb: Annotated[float, typer.Option("--weights-gb", help="model weights in GB (10^9 bytes), e.g. 16 for 8B parameters in fp16.", parser=number(above=0))],
-    run: Annotated[Optional[str], typer.Option("--run", help="a stored sweep (its measured DRAM plateau and its GPU's spec); default: the latest sweep.", show_default=False)] = None,  # noqa: UP045
-    gpu: Annotated[Optional[str], typer.Option("--gpu", help="a GPU's spec only: product name, table key or instance type (g7e.8xlarge).", show_default=False)] = None,  # noqa: UP045
+    weights_gb: Annotated[
+        float,
+        typer.Option(
+            "--weights-gb",
+            help="model weights in GB (10^9 bytes), e.g. 16 for 8B parameters in fp16.",
+            parser=number(above=0),
+        ),
+    ],
+    run: Annotated[
+        str | None,
+        typer.Option(
+            "--run",
+            help="a stored sweep (its measured DRAM plateau and its GPU's spec); default: the latest sweep.",
+            show_default=False,
+        ),
+    ] = None,
+    gpu: Annotated[
+        str | None,
+        typer.Option(
+            "--gpu",
+            help="a GPU's spec only: product name, table key or instance type (g7e.8xlarge).",
+            show_default=False,
+        ),
+    ] = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Roofline math for your model: the floor on one decode step, weight bytes /

@@ -88,8 +88,10 @@ def describe_body(content_type: str | None, body: bytes) -> str:
 def not_json(peer: Peer, what: str, status: int, content_type: str | None, body: bytes) -> ClusterError:
     """A 2xx answer that is not JSON: something between us and the API server answered."""
     return ClusterError(
-        f"the API server {peer.server} answered with {describe_body(content_type, body)} while trying to {what} (HTTP {status})",
-        hint=f"Check the server of context '{peer.context}' in the kubeconfig, and that you are logged in to any proxy or VPN in front of it.",
+        f"the API server {peer.server} answered with {describe_body(content_type, body)} while trying to {what} "
+        f"(HTTP {status})",
+        hint=f"Check the server of context '{peer.context}' in the kubeconfig, and that you are logged in to any "
+        "proxy or VPN in front of it.",
     )
 
 
@@ -106,7 +108,8 @@ def malformed(peer: Peer, what: str, raw: bytes) -> ClusterError:
     if _HTML_START.match(raw[:512]):
         return not_json(peer, what, 200, None, raw)
     return ClusterError(
-        f"the API server {peer.server} sent JSON that is cut off or malformed ({len(raw)} bytes) while trying to {what}",
+        f"the API server {peer.server} sent JSON that is cut off or malformed ({len(raw)} bytes) while trying to "
+        f"{what}",
         hint="Try again; if it persists, check any proxy between you and the cluster.",
     )
 
@@ -147,7 +150,6 @@ def retry_after(status: int, headers: Mapping[str, str]) -> float | None:
         seconds = float(value)
     except ValueError:
         try:
-
             seconds = (parsedate_to_datetime(value) - datetime.now(timezone.utc)).total_seconds()
         except (TypeError, ValueError):
             return 1.0
@@ -156,13 +158,19 @@ def retry_after(status: int, headers: Mapping[str, str]) -> float | None:
     return min(max(seconds, 0.0), 3600.0)
 
 
-def server_error(peer: Peer, what: str, status: int, body: bytes, content_type: str | None, *, wait: float | None) -> ClusterError:
+def server_error(
+    peer: Peer, what: str, status: int, body: bytes, content_type: str | None, *, wait: float | None
+) -> ClusterError:
     """Any error status the callers do not handle themselves (they do 401, 403, 404, 409, 410)."""
     reason, message = status_of(body, content_type)
     said = f" {reason}" if reason else ""
     detail = f": {message}" if message else ""
     if status == 429:
-        waited = f"; it asks to wait {wait:g} s more, past the request timeout ({peer.timeout_text()})" if wait is not None else ""
+        waited = (
+            f"; it asks to wait {wait:g} s more, past the request timeout ({peer.timeout_text()})"
+            if wait is not None
+            else ""
+        )
         return ClusterError(
             f"the API server {peer.server} is too busy to answer (429{said}{detail}) while trying to {what}{waited}",
             hint="Try again in a moment, or give it longer with --request-timeout (e.g. --request-timeout 2m).",
@@ -192,8 +200,15 @@ def _chain(reason: object) -> list[object]:
 
 
 _DROPPED = {
-    "ConnectionResetError", "ConnectionAbortedError", "BrokenPipeError", "RemoteDisconnected", "IncompleteRead",
-    "ProtocolError", "SSLEOFError", "SSLZeroReturnError", "WebSocketConnectionClosedException",
+    "ConnectionResetError",
+    "ConnectionAbortedError",
+    "BrokenPipeError",
+    "RemoteDisconnected",
+    "IncompleteRead",
+    "ProtocolError",
+    "SSLEOFError",
+    "SSLZeroReturnError",
+    "WebSocketConnectionClosedException",
 }
 
 
@@ -217,13 +232,16 @@ def transport_error(peer: Peer, what: str, reason: object) -> ClusterError:
         detail = "timed out"
     elif any("Timeout" in n for n in names) or "timed out" in low:
         return ClusterError(
-            f"the API server {peer.server} did not answer within {peer.timeout_text()} (--request-timeout) while trying to {what}",
-            hint="Check that the cluster is healthy, or give it longer with --request-timeout (e.g. --request-timeout 2m).",
+            f"the API server {peer.server} did not answer within {peer.timeout_text()} (--request-timeout) while "
+            f"trying to {what}",
+            hint="Check that the cluster is healthy, or give it longer with --request-timeout (e.g. --request-timeout "
+            "2m).",
         )
     elif names & _DROPPED or any(w in low for w in ("reset", "closed", "aborted", "lost", "ended")):
         why = "connection reset" if "ConnectionResetError" in names or "reset" in low else "closed the connection"
         return ClusterError(
-            f"the API server {peer.server} dropped the connection without a whole answer ({why}) while trying to {what}",
+            f"the API server {peer.server} dropped the connection without a whole answer ({why}) while trying to "
+            f"{what}",
             hint="Check your network/VPN and any proxy in front of the cluster, then try again.",
         )
     else:

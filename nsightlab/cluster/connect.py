@@ -63,7 +63,16 @@ def connect(
     if kc_path is None and context is None and session is not None and session.kubeconfig:
         kc_path = Path(session.kubeconfig) if os.pathsep not in session.kubeconfig else None
     kc = load_kubeconfig(kc_path)
-    ctx = resolve_context(context, config=cfg, kubeconfig=kc, intent=intent, session=session, namespace=namespace, action=action, ended=ended)
+    ctx = resolve_context(
+        context,
+        config=cfg,
+        kubeconfig=kc,
+        intent=intent,
+        session=session,
+        namespace=namespace,
+        action=action,
+        ended=ended,
+    )
     pinned = session_for(ctx, session)
     if pinned is not None and pin_session:
         check_pin(ctx, pinned)
@@ -96,7 +105,11 @@ def lab_pod_name(c: Cluster, *, require_ready: bool = True) -> str:
             )
         check_lab_pod(pod, ctx=c.ctx, owner=s.owner if s is not None else c.config.owner(), session=s)
         if not r.pod_is_ready(pod):
-            raise PodNotReadyError(f"lab pod {name} is {r.pod_status(pod)}, not Ready", hint=f"Wait for it with `nsightlab create {c.ctx.cli_args}`, or see `nsightlab events {c.ctx.cli_args}`.")
+            raise PodNotReadyError(
+                f"lab pod {name} is {r.pod_status(pod)}, not Ready",
+                hint=f"Wait for it with `nsightlab create {c.ctx.cli_args}`, or see `nsightlab events "
+                f"{c.ctx.cli_args}`.",
+            )
         c.pod = pod
     return name
 

@@ -31,7 +31,6 @@ if TYPE_CHECKING:
     from nsightlab.config import Config, Session
 
 
-
 def api_checks(kube: Kube, ctx: ResolvedContext, config: Config) -> tuple[list[Check], bool]:
     """The read-only checks through the API: kubeconfig, server, namespace, permissions,
     GPUs of the lab's type, the image. Also says whether the server answered at all."""
@@ -41,7 +40,8 @@ def api_checks(kube: Kube, ctx: ResolvedContext, config: Config) -> tuple[list[C
         Check(
             name="kubeconfig and context",
             ok=True,
-            detail=f"context {ctx.label} from {kc.path_arg()}, user {kc.user_of(ctx.name) or '?'}" + (f"; protected ({ctx.protected_reason}): read-only" if ctx.protected_reason else ""),
+            detail=f"context {ctx.label} from {kc.path_arg()}, user {kc.user_of(ctx.name) or '?'}"
+            + (f"; protected ({ctx.protected_reason}): read-only" if ctx.protected_reason else ""),
         )
     )
     try:
@@ -49,7 +49,11 @@ def api_checks(kube: Kube, ctx: ResolvedContext, config: Config) -> tuple[list[C
     except ClusterError as e:
         checks.append(Check(name="API server reachable", ok=False, detail=e.message, fix=_fix(e)))
         return checks, False
-    checks.append(Check(name="API server reachable", ok=True, detail=f"{kube.server}, Kubernetes {version.get('gitVersion', '?')}"))
+    checks.append(
+        Check(
+            name="API server reachable", ok=True, detail=f"{kube.server}, Kubernetes {version.get('gitVersion', '?')}"
+        )
+    )
     namespace = _namespace_check(kube, ctx)
     checks.append(namespace)
     if namespace.ok is not False:
@@ -64,7 +68,10 @@ def api_checks(kube: Kube, ctx: ResolvedContext, config: Config) -> tuple[list[C
             name="lab image configured",
             ok=image_ok,
             detail=image or "lab.image is not set",
-            fix=None if image_ok else "Set it with `nsightlab init --force --image REGISTRY/IMAGE:TAG` (the image with nsys, ncu and PyTorch).",
+            fix=None
+            if image_ok
+            else "Set it with `nsightlab init --force --image REGISTRY/IMAGE:TAG` (the image with nsys, ncu and "
+            "PyTorch).",
         )
     )
     return checks, True
@@ -84,7 +91,9 @@ def _namespace_check(kube: Kube, ctx: ResolvedContext) -> Check:
     try:
         exists = kube.namespace_exists(ns)
     except Forbidden as e:
-        return Check(name="namespace", ok=None, detail=skipped_note(e.what, f"not needed; the checks below are for {ns}"))
+        return Check(
+            name="namespace", ok=None, detail=skipped_note(e.what, f"not needed; the checks below are for {ns}")
+        )
     except ClusterError as e:
         return Check(name="namespace", ok=False, detail=e.message, fix=_fix(e))
     if exists:
@@ -106,7 +115,13 @@ def _review(kube: Kube, ns: str, p: Permission) -> tuple[bool | None, str]:
 
 
 def permission_checks(
-    kube: Kube, ctx: ResolvedContext, permissions: list[Permission] | tuple[Permission, ...], *, needed: bool, role: str, label: str = ""
+    kube: Kube,
+    ctx: ResolvedContext,
+    permissions: list[Permission] | tuple[Permission, ...],
+    *,
+    needed: bool,
+    role: str,
+    label: str = "",
 ) -> list[Check]:
     """One check per resource, each verb reviewed with a SelfSubjectAccessReview.
 
@@ -126,7 +141,10 @@ def permission_checks(
         if failed:
             checks.append(Check(name=name, ok=None, detail="could not review: " + "; ".join(failed)))
         elif denied:
-            ask = f"Ask for {', '.join(denied)} on {rule.name} in namespace {ns}: the README's Permissions section has {role}."
+            ask = (
+                f"Ask for {', '.join(denied)} on {rule.name} in namespace {ns}: the README's Permissions section has "
+                f"{role}."
+            )
             if none_granted:
                 ask += f" Nothing is granted in {ns}: if it is not your team's namespace, pass -n NAMESPACE."
             detail = f"in {ns}: denied {', '.join(denied)}"
@@ -135,7 +153,9 @@ def permission_checks(
             checks.append(Check(name=name, ok=False if needed else None, detail=detail, fix=ask))
         else:
             reasons = {reason for _, (_, reason) in mine if reason}
-            checks.append(Check(name=name, ok=True, detail=f"in {ns}" + (f" ({reasons.pop()})" if len(reasons) == 1 else "")))
+            checks.append(
+                Check(name=name, ok=True, detail=f"in {ns}" + (f" ({reasons.pop()})" if len(reasons) == 1 else ""))
+            )
     return checks
 
 
@@ -152,22 +172,40 @@ def _gpu_checks(kube: Kube, ctx: ResolvedContext, config: Config) -> list[Check]
             Check(
                 name=name,
                 ok=None,
-                detail=skipped_note(e.what, "no free-GPU count before create, no explore nodes; the lab runs without them"),
+                detail=skipped_note(
+                    e.what, "no free-GPU count before create, no explore nodes; the lab runs without them"
+                ),
                 fix="For those, ask for a ClusterRole with get/list on nodes and list on pods.",
             )
         ]
     except ClusterError as e:
         return [Check(name=name, ok=False, detail=e.message, fix=_fix(e))]
     if not free:
-        return [Check(name=name, ok=False, detail="none in this cluster", fix=f"Set lab.instance_type in config.yaml to a GPU type that {explore} lists.")]
+        return [
+            Check(
+                name=name,
+                ok=False,
+                detail="none in this cluster",
+                fix=f"Set lab.instance_type in config.yaml to a GPU type that {explore} lists.",
+            )
+        ]
     g = free[0]
     checks = [Check(name=name, ok=True, detail=f"{g.nodes} node(s), {g.gpu_allocatable} GPU(s), {g.gpu_free} free now")]
     if g.gpu_free < config.lab.gpus:
-        checks.append(Check(name=f"a free GPU on {itype}", ok=False, detail="all GPUs of this type are in use", fix=f"Wait, or ask for one; {explore} shows each node's GPUs."))
+        checks.append(
+            Check(
+                name=f"a free GPU on {itype}",
+                ok=False,
+                detail="all GPUs of this type are in use",
+                fix=f"Wait, or ask for one; {explore} shows each node's GPUs.",
+            )
+        )
     return checks
 
 
-def probe_pod(kube: Kube, ctx: ResolvedContext, config: Config, session: Session | None) -> tuple[str, str | None, Check | None]:
+def probe_pod(
+    kube: Kube, ctx: ResolvedContext, config: Config, session: Session | None
+) -> tuple[str, str | None, Check | None]:
     """The lab pod the in-pod checks would exec into and its node, or the note saying why
     they are skipped."""
     s = session_for(ctx, session)
@@ -183,9 +221,29 @@ def probe_pod(kube: Kube, ctx: ResolvedContext, config: Config, session: Session
     except ClusterError as e:
         return name, None, Check(name="lab pod", ok=None, detail=e.message)
     if pod is None:
-        return name, None, Check(name="lab pod", ok=None, detail=f"no lab pod {name} up: in-pod checks skipped (`{create_command(ctx)}` starts one)")
+        return (
+            name,
+            None,
+            Check(
+                name="lab pod",
+                ok=None,
+                detail=f"no lab pod {name} up: in-pod checks skipped (`{create_command(ctx)}` starts one)",
+            ),
+        )
     if not r.pod_is_ready(pod):
-        return name, None, Check(name="lab pod", ok=None, detail=f"{name} is {r.pod_status(pod)}: in-pod checks skipped")
+        return (
+            name,
+            None,
+            Check(name="lab pod", ok=None, detail=f"{name} is {r.pod_status(pod)}: in-pod checks skipped"),
+        )
     if ctx.protected_reason:
-        return name, None, Check(name="lab pod", ok=None, detail=f"{name} is up, but this context is protected: nsightlab does not exec here")
+        return (
+            name,
+            None,
+            Check(
+                name="lab pod",
+                ok=None,
+                detail=f"{name} is up, but this context is protected: nsightlab does not exec here",
+            ),
+        )
     return name, (pod.get("spec") or {}).get("nodeName"), None

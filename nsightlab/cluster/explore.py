@@ -72,7 +72,9 @@ def gpu_use(kube: Kube) -> dict[str, int]:
     """
 
     used: dict[str, int] = {}
-    for raw, decoded in kube.raw_pages("/api/v1/pods", what="list pods in all namespaces", query={"fieldSelector": NON_TERMINAL}):
+    for raw, decoded in kube.raw_pages(
+        "/api/v1/pods", what="list pods in all namespaces", query={"fieldSelector": NON_TERMINAL}
+    ):
         if decoded is None and _GPU_MARK not in raw:
             continue
         page = decoded if decoded is not None else loads(raw)
@@ -146,9 +148,21 @@ def explore_pod(kube: Kube, text: str, *, namespace: str, note: Callable[[str], 
             _namespace_is_there(kube, namespace)
         pod = find_pod(pods, text)
     if pod is None:
-        raise ClusterError(f"no pod matching '{text}' in namespace {namespace}", hint=f"List them with `nsightlab explore pods --context {shlex.quote(kube.ctx.alias or kube.ctx.name)} -n {shlex.quote(namespace)}`.")
+        raise ClusterError(
+            f"no pod matching '{text}' in namespace {namespace}",
+            hint=f"List them with `nsightlab explore pods --context {shlex.quote(kube.ctx.alias or kube.ctx.name)} -n "
+            f"{shlex.quote(namespace)}`.",
+        )
     node_name = (pod.get("spec") or {}).get("nodeName")
-    node = optional(lambda: kube.get_node(node_name), consequence="the node's instance type and GPU model are not shown", note=note) if node_name else None
+    node = (
+        optional(
+            lambda: kube.get_node(node_name),
+            consequence="the node's instance type and GPU model are not shown",
+            note=note,
+        )
+        if node_name
+        else None
+    )
     return build_pod_detail(pod, node, context=kube.ctx.name)
 
 
@@ -159,6 +173,9 @@ def explore_pod(kube: Kube, text: str, *, namespace: str, note: Callable[[str], 
 def explore_node(kube: Kube, name: str) -> NodeDetail:
     node = kube.get_node(name)
     if node is None:
-        raise ClusterError(f"no node named '{name}' on context '{kube.ctx.name}'", hint=f"List them with `nsightlab explore nodes --context {shlex.quote(kube.ctx.alias or kube.ctx.name)}`.")
+        raise ClusterError(
+            f"no node named '{name}' on context '{kube.ctx.name}'",
+            hint=f"List them with `nsightlab explore nodes --context {shlex.quote(kube.ctx.alias or kube.ctx.name)}`.",
+        )
     pods, _ = kube.list_pods(None, field_selector=f"spec.nodeName={name},{NON_TERMINAL}")
     return build_node_detail(node, pods, context=kube.ctx.name)

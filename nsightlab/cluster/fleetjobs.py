@@ -64,7 +64,14 @@ DEFAULT_TTL = 86400
 WRAPPER = "fleetrun.py"
 SCRIPT = "sweep.py"
 # A container waiting for one of these will not start by itself: the Job is failed at once.
-FATAL_WAITING = {"ErrImagePull", "ImagePullBackOff", "InvalidImageName", "CreateContainerConfigError", "CreateContainerError", "RunContainerError"}
+FATAL_WAITING = {
+    "ErrImagePull",
+    "ImagePullBackOff",
+    "InvalidImageName",
+    "CreateContainerConfigError",
+    "CreateContainerError",
+    "RunContainerError",
+}
 
 
 # ---------------------------------------------------------------------------- names and labels
@@ -109,13 +116,20 @@ def is_ours(obj: dict[str, Any], owner: str, fleet_id: str | None = None) -> boo
 
 
 def _labels(plan: FleetPlan) -> dict[str, str]:
-    return {MANAGED_BY: "nsightlab", OWNER: owner_label(plan.owner), FLEET: plan.fleet_id, "app.kubernetes.io/name": APP}
+    return {
+        MANAGED_BY: "nsightlab",
+        OWNER: owner_label(plan.owner),
+        FLEET: plan.fleet_id,
+        "app.kubernetes.io/name": APP,
+    }
 
 
 # ---------------------------------------------------------------------------- targets
 
 
-def discover_targets(kube: Kube, *, types: Sequence[str] | None, every_node: bool, config: Config) -> tuple[list[tuple[str, str, str | None, str | None]], list[str]]:
+def discover_targets(
+    kube: Kube, *, types: Sequence[str] | None, every_node: bool, config: Config
+) -> tuple[list[tuple[str, str, str | None, str | None]], list[str]]:
     """(key, instance type, node, GPU product) to measure, from the nodes: each GPU
     instance type (as `explore nodes` counts them), or each GPU node. With `types`, only
     those. Also notes on types too small for the Job's requests. Raises Forbidden (exit 4)
@@ -155,7 +169,10 @@ def named_targets(types: Sequence[str]) -> list[tuple[str, str, str | None, str 
 
 def make_targets(fleet_id: str, found: Sequence[tuple[str, str, str | None, str | None]]) -> list[FleetTarget]:
     names = job_names(fleet_id, [key for key, *_ in found])
-    return [FleetTarget(key=key, instance_type=itype, node=node, job=name, gpu_product=product) for (key, itype, node, product), name in zip(found, names, strict=True)]
+    return [
+        FleetTarget(key=key, instance_type=itype, node=node, job=name, gpu_product=product)
+        for (key, itype, node, product), name in zip(found, names, strict=True)
+    ]
 
 
 # ---------------------------------------------------------------------------- manifests
@@ -295,7 +312,7 @@ def pending_reason(pod: dict[str, Any]) -> str | None:
     sched = r.condition(pod, "PodScheduled")
     if sched and sched.get("status") == "False":
         return str(sched.get("message") or sched.get("reason") or "Unschedulable")
-    for cs in ((pod.get("status") or {}).get("containerStatuses") or []):
+    for cs in (pod.get("status") or {}).get("containerStatuses") or []:
         waiting = (cs.get("state") or {}).get("waiting") or {}
         if waiting.get("reason"):
             return f"{waiting['reason']}: {waiting.get('message', '')}".rstrip(": ")
@@ -304,7 +321,7 @@ def pending_reason(pod: dict[str, Any]) -> str | None:
 
 def fatal_waiting(pod: dict[str, Any]) -> str | None:
     """A waiting reason that will not resolve itself (a bad image), with its message."""
-    for cs in ((pod.get("status") or {}).get("containerStatuses") or []):
+    for cs in (pod.get("status") or {}).get("containerStatuses") or []:
         waiting = (cs.get("state") or {}).get("waiting") or {}
         if waiting.get("reason") in FATAL_WAITING:
             return f"{waiting['reason']}: {waiting.get('message', '')}".rstrip(": ")
@@ -339,8 +356,16 @@ class FleetWatch:
             self._streams[kind] = resp
 
         if kind == "job":
-            return self.kube.watch_jobs(self.namespace, label_selector=self.label_selector, resource_version=rv, timeout_seconds=50, on_open=opened)
-        return self.kube.watch_pods(self.namespace, label_selector=self.label_selector, resource_version=rv, timeout_seconds=50, on_open=opened)
+            return self.kube.watch_jobs(
+                self.namespace,
+                label_selector=self.label_selector,
+                resource_version=rv,
+                timeout_seconds=50,
+                on_open=opened,
+            )
+        return self.kube.watch_pods(
+            self.namespace, label_selector=self.label_selector, resource_version=rv, timeout_seconds=50, on_open=opened
+        )
 
     def _relist(self, kind: str) -> str:
         if kind == "job":
@@ -396,7 +421,9 @@ def _job_phase(job: dict[str, Any], pods: Sequence[dict[str, Any]]) -> str:
     return "pending"
 
 
-def fleet_status(kube: Kube, namespace: str, owner: str, *, context: str, now: datetime | None = None) -> FleetStatusReport:
+def fleet_status(
+    kube: Kube, namespace: str, owner: str, *, context: str, now: datetime | None = None
+) -> FleetStatusReport:
     """This owner's fleets in the namespace: id, age, Jobs by phase, and how many targets
     of its plan have no Job (not created yet: an interrupted fleet)."""
     now = now or datetime.now(timezone.utc)
@@ -422,7 +449,10 @@ def fleet_status(kube: Kube, namespace: str, owner: str, *, context: str, now: d
         if plan is not None:
             planned = len(plan.targets)
             counts.waiting = max(0, planned - len(group))
-        created = min((t for t in (r.parse_time((j.get("metadata") or {}).get("creationTimestamp")) for j in group) if t), default=None)
+        created = min(
+            (t for t in (r.parse_time((j.get("metadata") or {}).get("creationTimestamp")) for j in group) if t),
+            default=None,
+        )
         lines.append(
             FleetStatusLine(
                 fleet_id=fleet_id,
@@ -476,4 +506,3 @@ def delete_fleets(env: Env, kube: Kube, namespace: str, owner: str, fleet_ids: S
         if touched:
             report.fleets.append(fleet_id)
     return report
-

@@ -77,7 +77,10 @@ def seg(name: str) -> str:
     collection).
     """
     if not name:
-        raise UsageError("an empty name cannot be sent to the API server", hint="Check the pod, node or namespace name you gave (or the lab session's).")
+        raise UsageError(
+            "an empty name cannot be sent to the API server",
+            hint="Check the pod, node or namespace name you gave (or the lab session's).",
+        )
     quoted = quote(name, safe="")
     return quoted.replace(".", "%2E") if quoted in (".", "..") else quoted
 
@@ -131,7 +134,9 @@ def _loads(raw: bytes) -> Any:
 class Kube:
     """A client for one context. Methods return plain JSON dicts."""
 
-    def __init__(self, ctx: ResolvedContext, *, connect_timeout: float | None = None, read_timeout: float | None = None) -> None:
+    def __init__(
+        self, ctx: ResolvedContext, *, connect_timeout: float | None = None, read_timeout: float | None = None
+    ) -> None:
 
         self.ctx = ctx
         self.namespace = ctx.namespace
@@ -164,8 +169,10 @@ class Kube:
                 self._tls = _tls_context(plain)
             except (OSError, ValueError) as e:  # ssl.SSLError is an OSError
                 raise ClusterError(
-                    f"cannot use context '{self.ctx.name}' from {self.ctx.kubeconfig.path_arg()}: bad certificate or key ({e})",
-                    hint="Check the kubeconfig's certificate-authority and client-certificate/client-key for that context.",
+                    f"cannot use context '{self.ctx.name}' from {self.ctx.kubeconfig.path_arg()}: bad "
+                    f"certificate or key ({e})",
+                    hint="Check the kubeconfig's certificate-authority and client-certificate/client-key for that "
+                    "context.",
                 ) from None
             pool_args.update(ssl_context=self._tls, cert_reqs="CERT_REQUIRED" if plain.verify else "CERT_NONE")
             if not plain.verify:
@@ -257,7 +264,9 @@ class Kube:
             headers["Authorization"] = authorization
         url = self.server + path
         if query:
-            url += "?" + urlencode({k: ("true" if v is True else "false" if v is False else v) for k, v in query.items() if v is not None})
+            url += "?" + urlencode(
+                {k: ("true" if v is True else "false" if v is False else v) for k, v in query.items() if v is not None}
+            )
         data: bytes | None = None
         if body is not None:
             data = json.dumps(body).encode()
@@ -271,7 +280,13 @@ class Kube:
                 # by name: Timeout's first parameter is `total`, which would cap every read,
                 # a watch's or a followed log's too, at the connect timeout
                 resp = self._pool.request(
-                    method, url, body=data, headers=headers, timeout=urllib3.Timeout(connect=connect, read=read), preload_content=False, retries=_retries()
+                    method,
+                    url,
+                    body=data,
+                    headers=headers,
+                    timeout=urllib3.Timeout(connect=connect, read=read),
+                    preload_content=False,
+                    retries=_retries(),
                 )
             except urllib3.exceptions.MaxRetryError as e:
                 raise self._unreachable(what, e.reason) from None
@@ -280,7 +295,9 @@ class Kube:
             if 200 <= resp.status < 300:
                 ctype = resp.headers.get("Content-Type")
                 if not (answers.is_text_type(ctype) if text else answers.is_json_type(ctype)):
-                    raise answers.not_json(self._peer(), what, resp.status, ctype, answers.read(self._peer(), what, resp))
+                    raise answers.not_json(
+                        self._peer(), what, resp.status, ctype, answers.read(self._peer(), what, resp)
+                    )
                 return resp
             payload = answers.read(self._peer(), what, resp)
             wait = answers.retry_after(resp.status, resp.headers)
@@ -321,17 +338,27 @@ class Kube:
         """A request with no (whole) answer: refused, reset, timed out, TLS."""
         return answers.transport_error(self._peer(), what, reason)
 
-    def _translate(self, what: str, status: int, body: bytes, *, content_type: str | None = "application/json", wait: float | None = None) -> ClusterError:
+    def _translate(
+        self,
+        what: str,
+        status: int,
+        body: bytes,
+        *,
+        content_type: str | None = "application/json",
+        wait: float | None = None,
+    ) -> ClusterError:
         message = answers.status_of(body, content_type)[1]
         if status == 401:
             return ClusterError(
-                f"the API server rejected our credentials (401 Unauthorized) while trying to {what} on context '{self.ctx.name}'",
+                f"the API server rejected our credentials (401 Unauthorized) while trying to {what} on context "
+                f"'{self.ctx.name}'",
                 hint="Log in again (e.g. refresh your cloud credentials) and check the user of that context.",
             )
         if status == 403:
             refused = Forbidden(
                 f"forbidden: cannot {what} ({message})",
-                hint=f"Ask the cluster admins for that permission (the README's Permissions section has the Role the lab needs), or run `nsightlab doctor {self.ctx.cli_args}` to see what you may do.",
+                hint="Ask the cluster admins for that permission (the README's Permissions section has the Role the "
+                f"lab needs), or run `nsightlab doctor {self.ctx.cli_args}` to see what you may do.",
             )
             refused.what = what
             return refused
@@ -352,7 +379,9 @@ class Kube:
         result: dict[str, Any] = self.get_json("/version", what="read the server version")
         return result
 
-    def raw_pages(self, path: str, *, what: str, query: dict[str, Any] | None = None, page_size: int = PAGE_SIZE) -> Iterator[tuple[bytes, dict[str, Any] | None]]:
+    def raw_pages(
+        self, path: str, *, what: str, query: dict[str, Any] | None = None, page_size: int = PAGE_SIZE
+    ) -> Iterator[tuple[bytes, dict[str, Any] | None]]:
         """Every page of a list (limit/continue) as raw JSON bytes, with the decoded page
         when it had to be decoded to find the continue token (else None).
 
@@ -385,7 +414,9 @@ class Kube:
                     return
                 raw = ahead.result()
 
-    def pages(self, path: str, *, what: str, query: dict[str, Any] | None = None, page_size: int = PAGE_SIZE) -> Iterator[dict[str, Any]]:
+    def pages(
+        self, path: str, *, what: str, query: dict[str, Any] | None = None, page_size: int = PAGE_SIZE
+    ) -> Iterator[dict[str, Any]]:
         """Every page of a list, decoded (see raw_pages)."""
         for raw, decoded in self.raw_pages(path, what=what, query=query, page_size=page_size):
             page: dict[str, Any] = decoded if decoded is not None else answers.decode(self._peer(), what, raw)
@@ -413,11 +444,15 @@ class Kube:
         query = {"labelSelector": label_selector, "fieldSelector": field_selector}
         if namespace is None:
             return self._list("/api/v1/pods", what="list pods in all namespaces", query=query)
-        return self._list(f"/api/v1/namespaces/{seg(namespace)}/pods", what=f"list pods in namespace {namespace}", query=query)
+        return self._list(
+            f"/api/v1/namespaces/{seg(namespace)}/pods", what=f"list pods in namespace {namespace}", query=query
+        )
 
     def get_pod(self, namespace: str, name: str) -> dict[str, Any] | None:
         try:
-            result: dict[str, Any] = self.get_json(f"/api/v1/namespaces/{seg(namespace)}/pods/{seg(name)}", what=f"get pod {name} in namespace {namespace}")
+            result: dict[str, Any] = self.get_json(
+                f"/api/v1/namespaces/{seg(namespace)}/pods/{seg(name)}", what=f"get pod {name} in namespace {namespace}"
+            )
         except NotFound:
             return None
         return result
@@ -431,9 +466,21 @@ class Kube:
 
     def list_events(self, namespace: str, *, field_selector: str | None = None) -> list[dict[str, Any]]:
         """core/v1 Events of one namespace (e.g. `involvedObject.name=POD`)."""
-        return self._list(f"/api/v1/namespaces/{seg(namespace)}/events", what=f"list events in namespace {namespace}", query={"fieldSelector": field_selector})[0]
+        return self._list(
+            f"/api/v1/namespaces/{seg(namespace)}/events",
+            what=f"list events in namespace {namespace}",
+            query={"fieldSelector": field_selector},
+        )[0]
 
-    def pod_log(self, namespace: str, name: str, *, container: str | None = None, tail_lines: int | None = None, follow: bool = False) -> Iterator[bytes]:
+    def pod_log(
+        self,
+        namespace: str,
+        name: str,
+        *,
+        container: str | None = None,
+        tail_lines: int | None = None,
+        follow: bool = False,
+    ) -> Iterator[bytes]:
         """A container's log, in pieces as they come; with `follow`, until the container
         ends or the pod goes (the server closes the stream), with no read timeout: a log
         is quiet as long as its program is."""
@@ -442,7 +489,9 @@ class Kube:
 
         what = f"read the log of pod {name} in namespace {namespace}"
         query = {"container": container, "tailLines": tail_lines, "follow": True if follow else None}
-        resp = self.request("GET", f"/api/v1/namespaces/{seg(namespace)}/pods/{seg(name)}/log", what=what, query=query, text=True)
+        resp = self.request(
+            "GET", f"/api/v1/namespaces/{seg(namespace)}/pods/{seg(name)}/log", what=what, query=query, text=True
+        )
         if follow:  # its headers came within the request timeout; the lines then come when they come
             _stream_timeout(resp, None)
         try:
@@ -485,7 +534,9 @@ class Kube:
         result: dict[str, Any] = self._json(resp, what)
         return result
 
-    def delete_pod(self, namespace: str, name: str, *, uid: str | None = None, grace_seconds: int | None = None) -> bool:
+    def delete_pod(
+        self, namespace: str, name: str, *, uid: str | None = None, grace_seconds: int | None = None
+    ) -> bool:
         """Delete a pod (only the one with `uid`, when given). False if it was already gone."""
         body: dict[str, Any] = {"apiVersion": "v1", "kind": "DeleteOptions"}
         if uid:
@@ -494,7 +545,10 @@ class Kube:
             body["gracePeriodSeconds"] = grace_seconds
         try:
             what = f"delete pod {name} in namespace {namespace}"
-            self._json(self.request("DELETE", f"/api/v1/namespaces/{seg(namespace)}/pods/{seg(name)}", what=what, body=body), what)
+            self._json(
+                self.request("DELETE", f"/api/v1/namespaces/{seg(namespace)}/pods/{seg(name)}", what=what, body=body),
+                what,
+            )
         except NotFound:
             return False
         return True
@@ -530,30 +584,55 @@ class Kube:
         return self._create(f"/apis/batch/v1/namespaces/{seg(namespace)}/jobs", "job", namespace, manifest)
 
     def get_job(self, namespace: str, name: str) -> dict[str, Any] | None:
-        return self._get(f"/apis/batch/v1/namespaces/{seg(namespace)}/jobs/{seg(name)}", f"get job {name} in namespace {namespace}")
+        return self._get(
+            f"/apis/batch/v1/namespaces/{seg(namespace)}/jobs/{seg(name)}", f"get job {name} in namespace {namespace}"
+        )
 
     def list_jobs(self, namespace: str, *, label_selector: str | None = None) -> tuple[list[dict[str, Any]], str]:
         """Jobs of one namespace, and the list's resourceVersion (to watch from)."""
-        return self._list(f"/apis/batch/v1/namespaces/{seg(namespace)}/jobs", what=f"list jobs in namespace {namespace}", query={"labelSelector": label_selector})
+        return self._list(
+            f"/apis/batch/v1/namespaces/{seg(namespace)}/jobs",
+            what=f"list jobs in namespace {namespace}",
+            query={"labelSelector": label_selector},
+        )
 
     def delete_job(self, namespace: str, name: str, *, uid: str | None = None, propagation: str = "Background") -> bool:
         """Delete a Job (only the one with `uid`, when given) and, by default, its pods after
         it (batch/v1 would orphan them when no policy is sent). False if it was already gone."""
-        return self._delete(f"/apis/batch/v1/namespaces/{seg(namespace)}/jobs/{seg(name)}", f"delete job {name} in namespace {namespace}", uid=uid, propagation=propagation)
+        return self._delete(
+            f"/apis/batch/v1/namespaces/{seg(namespace)}/jobs/{seg(name)}",
+            f"delete job {name} in namespace {namespace}",
+            uid=uid,
+            propagation=propagation,
+        )
 
     def create_configmap(self, namespace: str, manifest: dict[str, Any]) -> dict[str, Any]:
         return self._create(f"/api/v1/namespaces/{seg(namespace)}/configmaps", "configmap", namespace, manifest)
 
     def get_configmap(self, namespace: str, name: str) -> dict[str, Any] | None:
-        return self._get(f"/api/v1/namespaces/{seg(namespace)}/configmaps/{seg(name)}", f"get configmap {name} in namespace {namespace}")
+        return self._get(
+            f"/api/v1/namespaces/{seg(namespace)}/configmaps/{seg(name)}",
+            f"get configmap {name} in namespace {namespace}",
+        )
 
     def list_configmaps(self, namespace: str, *, label_selector: str | None = None) -> list[dict[str, Any]]:
-        return self._list(f"/api/v1/namespaces/{seg(namespace)}/configmaps", what=f"list configmaps in namespace {namespace}", query={"labelSelector": label_selector})[0]
+        return self._list(
+            f"/api/v1/namespaces/{seg(namespace)}/configmaps",
+            what=f"list configmaps in namespace {namespace}",
+            query={"labelSelector": label_selector},
+        )[0]
 
     def delete_configmap(self, namespace: str, name: str, *, uid: str | None = None) -> bool:
-        return self._delete(f"/api/v1/namespaces/{seg(namespace)}/configmaps/{seg(name)}", f"delete configmap {name} in namespace {namespace}", uid=uid, propagation=None)
+        return self._delete(
+            f"/api/v1/namespaces/{seg(namespace)}/configmaps/{seg(name)}",
+            f"delete configmap {name} in namespace {namespace}",
+            uid=uid,
+            propagation=None,
+        )
 
-    def access_review(self, verb: str, resource: str, namespace: str | None, *, subresource: str | None = None, group: str = "") -> tuple[bool, str]:
+    def access_review(
+        self, verb: str, resource: str, namespace: str | None, *, subresource: str | None = None, group: str = ""
+    ) -> tuple[bool, str]:
         """SelfSubjectAccessReview: may the current user do this? (allowed, reason)."""
         attrs: dict[str, Any] = {"verb": verb, "resource": resource, "group": group}
         if namespace:
@@ -566,14 +645,21 @@ class Kube:
             "spec": {"resourceAttributes": attrs},
         }
         what = f"review access to {verb} {resource}{'/' + subresource if subresource else ''}"
-        data = self._json(self.request("POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", what=what, body=body), what)
+        data = self._json(
+            self.request("POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", what=what, body=body), what
+        )
         status = data.get("status") or {}
         return bool(status.get("allowed")), str(status.get("reason") or status.get("evaluationError") or "")
 
     # ------------------------------------------------------------------ watch
 
     def _watch(
-        self, path: str, what: str, query: dict[str, Any], timeout_seconds: int, on_open: Callable[[Any], None] | None = None
+        self,
+        path: str,
+        what: str,
+        query: dict[str, Any],
+        timeout_seconds: int,
+        on_open: Callable[[Any], None] | None = None,
     ) -> Iterator[tuple[str, dict[str, Any]]]:
         q = {**query, "watch": True, "timeoutSeconds": timeout_seconds}
         # The API server sends a watch's headers at once: they must come within the request
@@ -595,8 +681,19 @@ class Kube:
         on_open: Callable[[Any], None] | None = None,
     ) -> Iterator[tuple[str, dict[str, Any]]]:
         """Yield (event type, object) from one watch request until the server ends it."""
-        query = {"fieldSelector": field_selector, "labelSelector": label_selector, "resourceVersion": resource_version, "allowWatchBookmarks": True}
-        yield from self._watch(f"/api/v1/namespaces/{seg(namespace)}/pods", f"watch pods in namespace {namespace}", query, timeout_seconds, on_open)
+        query = {
+            "fieldSelector": field_selector,
+            "labelSelector": label_selector,
+            "resourceVersion": resource_version,
+            "allowWatchBookmarks": True,
+        }
+        yield from self._watch(
+            f"/api/v1/namespaces/{seg(namespace)}/pods",
+            f"watch pods in namespace {namespace}",
+            query,
+            timeout_seconds,
+            on_open,
+        )
 
     def watch_jobs(
         self,
@@ -609,7 +706,13 @@ class Kube:
     ) -> Iterator[tuple[str, dict[str, Any]]]:
         """Yield (event type, Job) from one watch request until the server ends it."""
         query = {"labelSelector": label_selector, "resourceVersion": resource_version, "allowWatchBookmarks": True}
-        yield from self._watch(f"/apis/batch/v1/namespaces/{seg(namespace)}/jobs", f"watch jobs in namespace {namespace}", query, timeout_seconds, on_open)
+        yield from self._watch(
+            f"/apis/batch/v1/namespaces/{seg(namespace)}/jobs",
+            f"watch jobs in namespace {namespace}",
+            query,
+            timeout_seconds,
+            on_open,
+        )
 
     def watch_events(
         self,
@@ -620,7 +723,12 @@ class Kube:
         timeout_seconds: int = 60,
     ) -> Iterator[tuple[str, dict[str, Any]]]:
         query = {"fieldSelector": field_selector, "resourceVersion": resource_version}
-        yield from self._watch(f"/api/v1/namespaces/{seg(namespace)}/events", f"watch events in namespace {namespace}", query, timeout_seconds)
+        yield from self._watch(
+            f"/api/v1/namespaces/{seg(namespace)}/events",
+            f"watch events in namespace {namespace}",
+            query,
+            timeout_seconds,
+        )
 
     def _events(self, resp: Any, what: str) -> Iterator[tuple[str, dict[str, Any]]]:
         # loaded by the commands that connect; --help and offline commands never pay for it
@@ -737,15 +845,26 @@ class Kube:
         raw = body if isinstance(body, bytes) else str(body or "").encode()
         ctype = {k.lower(): v for k, v in (headers or {}).items()}.get("content-type")
         if 200 <= status < 300:  # not the upgrade (101) an exec needs: something else answered
-            return answers.not_json(self._peer(), what, status, ctype, raw) if not answers.is_json_type(ctype) else ClusterError(
-                f"the API server {self.server} answered {status} instead of starting the exec stream while trying to {what}",
-                hint="A proxy in front of the cluster may not pass websockets on.",
+            return (
+                answers.not_json(self._peer(), what, status, ctype, raw)
+                if not answers.is_json_type(ctype)
+                else ClusterError(
+                    f"the API server {self.server} answered {status} instead of starting the exec stream while "
+                    f"trying to {what}",
+                    hint="A proxy in front of the cluster may not pass websockets on.",
+                )
             )
         message = answers.status_of(raw, ctype)[1]
         if status == 400:
-            return PodNotReadyError(f"cannot {what}: {message or 'the pod is not running'}", hint=f"Check it with `nsightlab status {self.ctx.cli_args}`.")
+            return PodNotReadyError(
+                f"cannot {what}: {message or 'the pod is not running'}",
+                hint=f"Check it with `nsightlab status {self.ctx.cli_args}`.",
+            )
         if status == 404:
-            return NotFound(f"cannot {what}: {message or 'no such pod'}", hint=f"The pod is gone; create a new one with `nsightlab create {self.ctx.cli_args}`.")
+            return NotFound(
+                f"cannot {what}: {message or 'no such pod'}",
+                hint=f"The pod is gone; create a new one with `nsightlab create {self.ctx.cli_args}`.",
+            )
         return self._translate(what, status, raw, content_type=ctype)
 
 
@@ -856,7 +975,9 @@ def _mask_into(out: bytearray, at: int, key: bytes, data: bytes | bytearray | me
     words = n // 4
     if words:
         dst = np.frombuffer(out, dtype=np.uint32, count=words, offset=at)
-        np.bitwise_xor(np.frombuffer(data, dtype=np.uint32, count=words), np.frombuffer(key, dtype=np.uint32)[0], out=dst)
+        np.bitwise_xor(
+            np.frombuffer(data, dtype=np.uint32, count=words), np.frombuffer(key, dtype=np.uint32)[0], out=dst
+        )
     for i in range(words * 4, n):
         out[at + i] = data[i] ^ key[i % 4]
 
@@ -961,7 +1082,9 @@ class ExecSession:
         frames[:, :_STDIN_HEAD_LEN] = np.frombuffer(_frame_head(_OP_BIN, STDIN_FRAME + 1), dtype=np.uint8)
         frames[:, _STDIN_HEAD_LEN : _STDIN_HEAD_LEN + 4] = keys
         frames[:, _STDIN_HEAD_LEN + 4] = STDIN
-        frames[:, _STDIN_HEAD_LEN + 5 :] = np.frombuffer(data, dtype=np.uint8, count=full * STDIN_FRAME).reshape(full, STDIN_FRAME)
+        frames[:, _STDIN_HEAD_LEN + 5 :] = np.frombuffer(data, dtype=np.uint8, count=full * STDIN_FRAME).reshape(
+            full, STDIN_FRAME
+        )
         words = np.frombuffer(out, dtype=np.uint32, count=full * whole // 4).reshape(full, whole // 4)
         words[:, (_STDIN_HEAD_LEN + 4) // 4 :] ^= keys.copy().view(np.uint32)
         del frames, words  # (they hold the buffer: it could not be resized while they live)
@@ -1079,7 +1202,9 @@ class ExecSession:
         except OSError:
             return 0
 
-    def _direct(self, opcode: int, n: int, pos: int, timeout: float | None) -> tuple[int, int, bytes | memoryview] | None:
+    def _direct(
+        self, opcode: int, n: int, pos: int, timeout: float | None
+    ) -> tuple[int, int, bytes | memoryview] | None:
         """A big data frame received straight into its own buffer: TLS decrypts into
         it, and nothing is copied after (a copy of hundreds of MiB passes through here)."""
         payload = bytearray(n)

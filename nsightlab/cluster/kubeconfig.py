@@ -79,7 +79,10 @@ def load_kubeconfig(explicit: str | os.PathLike[str] | None = None) -> Kubeconfi
     paths, origin = kubeconfig_paths(explicit)
     folders = [p for p in paths if p.is_dir()]
     if folders:
-        raise ClusterError(f"kubeconfig {folders[0]} is a folder, not a file", hint="Give the kubeconfig file itself (e.g. ~/.kube/config).")
+        raise ClusterError(
+            f"kubeconfig {folders[0]} is a folder, not a file",
+            hint="Give the kubeconfig file itself (e.g. ~/.kube/config).",
+        )
     # kubectl skips the files of KUBECONFIG that do not exist; so does nsightlab
     existing = [p for p in paths if p.exists()]
     if explicit and not existing:
@@ -129,7 +132,11 @@ def _merge(kc: Kubeconfig, path: Path, data: Any) -> None:
             raise ClusterError(f"kubeconfig {path} is malformed ('{key}' is not a list)", hint=_FIX)
         body_key = key[:-1]  # "contexts" -> "context"
         for entry in entries:
-            if not isinstance(entry, dict) or not isinstance(entry.get("name"), (str, int, float)) or isinstance(entry.get("name"), bool):
+            if (
+                not isinstance(entry, dict)
+                or not isinstance(entry.get("name"), (str, int, float))
+                or isinstance(entry.get("name"), bool)
+            ):
                 raise ClusterError(f"kubeconfig {path} is malformed (an entry of '{key}' has no name)", hint=_FIX)
             name = str(entry["name"])
             body = entry.get(body_key)
@@ -139,7 +146,10 @@ def _merge(kc: Kubeconfig, path: Path, data: Any) -> None:
                 raise ClusterError(f"kubeconfig {path} is malformed ({body_key} '{name}' is not a mapping)", hint=_FIX)
             for field_name in _STRING_FIELDS[key]:
                 if field_name in body and body[field_name] is not None and not isinstance(body[field_name], str):
-                    raise ClusterError(f"kubeconfig {path} is malformed (the '{field_name}' of {body_key} '{name}' is not a string)", hint=_FIX)
+                    raise ClusterError(
+                        f"kubeconfig {path} is malformed (the '{field_name}' of {body_key} '{name}' is not a string)",
+                        hint=_FIX,
+                    )
             if name not in target:
                 target[name] = body
                 kc.origins[f"{key}/{name}"] = path
@@ -154,8 +164,19 @@ def _merge(kc: Kubeconfig, path: Path, data: Any) -> None:
 # a server, its CA, client certificates and a bearer token. Anything else (exec credential
 # plugins, auth providers, basic auth, token files, proxies) goes through the official
 # loader, which knows them all.
-PLAIN_CLUSTER_KEYS = frozenset({"server", "certificate-authority", "certificate-authority-data", "insecure-skip-tls-verify", "tls-server-name", "extensions"})
-PLAIN_USER_KEYS = frozenset({"client-certificate", "client-certificate-data", "client-key", "client-key-data", "token", "extensions"})
+PLAIN_CLUSTER_KEYS = frozenset(
+    {
+        "server",
+        "certificate-authority",
+        "certificate-authority-data",
+        "insecure-skip-tls-verify",
+        "tls-server-name",
+        "extensions",
+    }
+)
+PLAIN_USER_KEYS = frozenset(
+    {"client-certificate", "client-certificate-data", "client-key", "client-key-data", "token", "extensions"}
+)
 
 
 @dataclass(frozen=True)
@@ -203,7 +224,9 @@ def plain_connection(kc: Kubeconfig, context: str) -> PlainConnection | None:
             return base64.standard_b64decode(str(data).encode()) if data else None
         if entry.get(name):
             base = kc.origins.get(origin)
-            path = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(base)) if base else "", str(entry[name])))
+            path = os.path.normpath(
+                os.path.join(os.path.dirname(os.path.abspath(base)) if base else "", str(entry[name]))
+            )
             with open(path, "rb") as fh:
                 return fh.read()
         return None

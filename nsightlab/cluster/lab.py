@@ -45,7 +45,15 @@ MANAGED_BY = "app.kubernetes.io/managed-by"
 OWNER = "nsightlab/owner"
 PLACEHOLDER = "CHANGE-ME"
 # Waiting reasons that will not fix themselves: stop waiting at once.
-FATAL_WAITING = {"ErrImagePull", "ImagePullBackOff", "InvalidImageName", "CrashLoopBackOff", "CreateContainerConfigError", "CreateContainerError", "RunContainerError"}
+FATAL_WAITING = {
+    "ErrImagePull",
+    "ImagePullBackOff",
+    "InvalidImageName",
+    "CrashLoopBackOff",
+    "CreateContainerConfigError",
+    "CreateContainerError",
+    "RunContainerError",
+}
 
 
 def owner_label(owner: str) -> str:
@@ -88,15 +96,18 @@ def check_pin(ctx: ResolvedContext, session: Session) -> None:
     alias). Sends no request: an answer from elsewhere must never speak for the session."""
     if _server(ctx.server) != _server(session.server):
         raise SafetyError(
-            f"the lab session was created on server {session.server or '?'} (context {session.context}, namespace {session.namespace}), "
+            f"the lab session was created on server {session.server or '?'} (context {session.context}, "
+            f"namespace {session.namespace}), "
             f"but context {ctx.name} now points at server {ctx.server or '?'}",
-            hint=f"Check that context's server in {ctx.kubeconfig.path_arg()}; if the lab pod on {session.server or '?'} is gone for good, delete {session_path()}.",
+            hint=f"Check that context's server in {ctx.kubeconfig.path_arg()}; if the lab pod on "
+            f"{session.server or '?'} is gone for good, delete {session_path()}.",
         )
     if ctx.namespace != session.namespace:
         raise SafetyError(
             f"the lab session's pod {session.pod} is in namespace {session.namespace} (context {session.context}), "
             f"but this command would use namespace {ctx.namespace}",
-            hint=f"Pass --namespace {session.namespace} (or fix the alias's namespace in config.yaml) to work with the lab session; "
+            hint=f"Pass --namespace {session.namespace} (or fix the alias's namespace in config.yaml) to work with "
+            "the lab session; "
             f"`nsightlab cleanup --namespace {session.namespace}` ends it.",
         )
 
@@ -126,14 +137,16 @@ def check_lab_pod(pod: dict[str, Any], *, ctx: ResolvedContext, owner: str, sess
         uid = str(meta.get("uid") or "")
         if ns != session.namespace or uid != session.uid:
             raise SafetyError(
-                f"the lab session's pod {session.pod} has uid {_short(session.uid)}, but pod {name} in {ns} has uid {_short(uid)}: "
+                f"the lab session's pod {session.pod} has uid {_short(session.uid)}, but pod {name} in {ns} has "
+                f"uid {_short(uid)}: "
                 "it is not the pod nsightlab created",
                 hint="Run `nsightlab status`.",
             )
     problems = _label_problems(pod, owner)
     if problems:
         raise SafetyError(
-            f"pod {name} in {ns} is not a lab pod of {owner} ({', '.join(problems)}): nsightlab works only in the lab pods it creates",
+            f"pod {name} in {ns} is not a lab pod of {owner} ({', '.join(problems)}): nsightlab works only in "
+            "the lab pods it creates",
             hint="Create yours with `nsightlab create`, or set lab.pod_name in config.yaml to a name of your own.",
         )
 
@@ -197,7 +210,10 @@ def load_manifest(path: Path, model: type[BaseModel], *, api_version: str, kind:
         key = ".".join(str(p) for p in err["loc"])
         raise UsageError(f"{path}: bad {what} at '{key}': {validation_message(err)}") from None
     if data.get("apiVersion") != api_version or data.get("kind") != kind:
-        raise UsageError(f"{path}: the template must be apiVersion {api_version}, kind {kind} (got {data.get('apiVersion')}/{data.get('kind')})")
+        raise UsageError(
+            f"{path}: the template must be apiVersion {api_version}, kind {kind} (got "
+            f"{data.get('apiVersion')}/{data.get('kind')})"
+        )
     return data
 
 
@@ -209,14 +225,20 @@ def check_lab_values(config: Config, *, needs: str) -> None:
     if not lab.image or PLACEHOLDER in lab.image:
         raise UsageError(
             "lab.image is not set in config.yaml",
-            hint=f"Set it to the image with {needs} (the serving sidecar's image), e.g. `nsightlab init --force --image REGISTRY/triton-vllm-container:1.0-1`.",
+            hint=f"Set it to the image with {needs} (the serving sidecar's image), e.g. `nsightlab init --force "
+            "--image REGISTRY/triton-vllm-container:1.0-1`.",
         )
     for key, value in lab.node_selector.items():
         if PLACEHOLDER in key or PLACEHOLDER in value:
-            raise UsageError(f"lab.node_selector still holds a placeholder ({key}: {value})", hint="Fill it in config.yaml or remove it.")
+            raise UsageError(
+                f"lab.node_selector still holds a placeholder ({key}: {value})",
+                hint="Fill it in config.yaml or remove it.",
+            )
 
 
-def build_manifest(template: dict[str, Any], config: Config, *, namespace: str, profiling_caps: bool = False) -> dict[str, Any]:
+def build_manifest(
+    template: dict[str, Any], config: Config, *, namespace: str, profiling_caps: bool = False
+) -> dict[str, Any]:
     """Fill the template from the config; pure."""
     lab = config.lab
     check_lab_values(config, needs="nsys, ncu and PyTorch")
@@ -279,7 +301,9 @@ def free_gpus(kube: Kube, instance_type: str | None = None) -> list[GpuFree]:
     if 0 < len(nodes) <= 10:
         for n in nodes:
             name = n["metadata"]["name"]
-            pods += kube.list_pods(None, field_selector=f"spec.nodeName={name},status.phase!=Succeeded,status.phase!=Failed")[0]
+            pods += kube.list_pods(
+                None, field_selector=f"spec.nodeName={name},status.phase!=Succeeded,status.phase!=Failed"
+            )[0]
     elif nodes:
         pods = kube.list_pods(None, field_selector="status.phase!=Succeeded,status.phase!=Failed")[0]
     used = requested_by_node(pods)
@@ -353,7 +377,8 @@ def find_existing(kube: Kube, namespace: str, name: str, owner: str) -> dict[str
     if pod is not None:
         if not is_ours(pod, owner):
             raise ClusterError(
-                f"a pod named {name} already exists in namespace {namespace} and is not an nsightlab lab pod of {owner}",
+                f"a pod named {name} already exists in namespace {namespace} and is not an nsightlab lab pod of "
+                f"{owner}",
                 hint="Set lab.pod_name in config.yaml to another name.",
             )
         return pod
@@ -365,7 +390,17 @@ def find_existing(kube: Kube, namespace: str, name: str, owner: str) -> dict[str
 class _Waiter:
     """Follows one pod with a watch (resuming after drops) and its events, until Ready."""
 
-    def __init__(self, kube: Kube, env: Env, namespace: str, name: str, uid: str, resource_version: str, *, create_command: str = "nsightlab create") -> None:
+    def __init__(
+        self,
+        kube: Kube,
+        env: Env,
+        namespace: str,
+        name: str,
+        uid: str,
+        resource_version: str,
+        *,
+        create_command: str = "nsightlab create",
+    ) -> None:
         self.kube = kube
         self.create_command = create_command
         self.env = env
@@ -383,7 +418,9 @@ class _Waiter:
         rv: str | None = None
         while not self._stop.is_set():
             try:
-                for etype, ev in self.kube.watch_events(self.namespace, field_selector=field, resource_version=rv, timeout_seconds=30):
+                for etype, ev in self.kube.watch_events(
+                    self.namespace, field_selector=field, resource_version=rv, timeout_seconds=30
+                ):
                     rv = (ev.get("metadata") or {}).get("resourceVersion") or rv
                     if etype in ("ADDED", "MODIFIED"):
                         self._event(ev)
@@ -429,7 +466,10 @@ class _Waiter:
                         raise TimeoutError
                     try:
                         for etype, obj in self.kube.watch_pods(
-                            self.namespace, field_selector=f"metadata.name={self.name}", resource_version=self.rv, timeout_seconds=max(1, min(60, int(left) + 1))
+                            self.namespace,
+                            field_selector=f"metadata.name={self.name}",
+                            resource_version=self.rv,
+                            timeout_seconds=max(1, min(60, int(left) + 1)),
                         ):
                             failures = 0
                             self.rv = (obj.get("metadata") or {}).get("resourceVersion") or self.rv
@@ -438,7 +478,10 @@ class _Waiter:
                             if (obj.get("metadata") or {}).get("uid") != self.uid:
                                 continue
                             if etype == "DELETED":
-                                raise PodNotReadyError(f"pod {self.name} was deleted while waiting for it", hint=f"Create it again with `{self.create_command}`.")
+                                raise PodNotReadyError(
+                                    f"pod {self.name} was deleted while waiting for it",
+                                    hint=f"Create it again with `{self.create_command}`.",
+                                )
                             self.pod = obj
                             self._drain_events()
                             spinner.update(self._describe())
@@ -450,7 +493,10 @@ class _Waiter:
                     except Gone:
                         fresh = self.kube.get_pod(self.namespace, self.name)
                         if fresh is None or (fresh.get("metadata") or {}).get("uid") != self.uid:
-                            raise PodNotReadyError(f"pod {self.name} was deleted while waiting for it", hint=f"Create it again with `{self.create_command}`.") from None
+                            raise PodNotReadyError(
+                                f"pod {self.name} was deleted while waiting for it",
+                                hint=f"Create it again with `{self.create_command}`.",
+                            ) from None
                         self.pod = fresh
                         self.rv = fresh["metadata"].get("resourceVersion", "")
                         done = self._verdict()
@@ -478,12 +524,17 @@ class _Waiter:
                 continue
             self.seen_events.append(ev)
             kind = ev.get("type", "Normal")
-            self.env.note(f"  event {kind}/{ev.get('reason')}: {ev.get('message', '')}", style="yellow" if kind == "Warning" else None)
+            self.env.note(
+                f"  event {kind}/{ev.get('reason')}: {ev.get('message', '')}",
+                style="yellow" if kind == "Warning" else None,
+            )
 
     def _describe(self) -> str:
         """One short line for the spinner: the status, and the conditions not yet true."""
         pod = self.pod or {}
-        waiting = [str(c.get("type")) for c in (pod.get("status") or {}).get("conditions") or [] if c.get("status") != "True"]
+        waiting = [
+            str(c.get("type")) for c in (pod.get("status") or {}).get("conditions") or [] if c.get("status") != "True"
+        ]
         node = (pod.get("spec") or {}).get("nodeName")
         text = f"pod {self.name}: {r.pod_status(pod)}"
         if node:
@@ -501,12 +552,17 @@ class _Waiter:
             reason = (pod.get("status") or {}).get("reason") or r.pod_status(pod)
             message = (pod.get("status") or {}).get("message") or ""
             raise PodNotReadyError(f"pod {self.name} ended ({phase}: {reason}) while waiting for it. {message}".strip())
-        for cs in ((pod.get("status") or {}).get("containerStatuses") or []) + ((pod.get("status") or {}).get("initContainerStatuses") or []):
+        for cs in ((pod.get("status") or {}).get("containerStatuses") or []) + (
+            (pod.get("status") or {}).get("initContainerStatuses") or []
+        ):
             waiting = (cs.get("state") or {}).get("waiting") or {}
             if waiting.get("reason") in FATAL_WAITING:
                 raise PodNotReadyError(
-                    f"pod {self.name}: container {cs.get('name')} is in {waiting['reason']}: {waiting.get('message', '').strip()}".rstrip(": "),
-                    hint="Check lab.image in config.yaml (name, tag, registry access)." if "Image" in waiting["reason"] else "The container keeps failing; check the template's command and the image.",
+                    f"pod {self.name}: container {cs.get('name')} is in {waiting['reason']}: "
+                    f"{waiting.get('message', '').strip()}".rstrip(": "),
+                    hint="Check lab.image in config.yaml (name, tag, registry access)."
+                    if "Image" in waiting["reason"]
+                    else "The container keeps failing; check the template's command and the image.",
                 )
         return None
 
@@ -560,13 +616,20 @@ def _create(
         if free is None:
             pass  # said so in the note
         elif not free:
-            env.warn(f"no node of instance type {itype} exists right now; the pod will wait for one (an autoscaler may add it).")
+            env.warn(
+                f"no node of instance type {itype} exists right now; the pod will wait for one (an autoscaler "
+                "may add it)."
+            )
         elif total_free < config.lab.gpus:
-            env.warn(f"0 GPUs of {itype} are free right now ({free[0].nodes} nodes, {free[0].gpu_allocatable} GPUs, all in use); the pod may stay Pending.")
+            env.warn(
+                f"0 GPUs of {itype} are free right now ({free[0].nodes} nodes, {free[0].gpu_allocatable} GPUs, "
+                "all in use); the pod may stay Pending."
+            )
         else:
             env.note(f"{total_free} GPU{'s' if total_free != 1 else ''} of {itype} free right now")
         progress.state = (
-            f"the lab pod {name} may have been created; `nsightlab status --context {ctx.alias or ctx.name} --namespace {ns}` shows it, "
+            f"the lab pod {name} may have been created; `nsightlab status --context {ctx.alias or ctx.name} "
+            f"--namespace {ns}` shows it, "
             f"`{cleanup_command(ctx)}` removes it"
         )
         pod = kube.create_pod(ns, manifest)
@@ -577,12 +640,16 @@ def _create(
     uid = pod["metadata"]["uid"]
     early = lab_pod(pod, None, context=ctx.name, server=ctx.server, namespace=ns, reused=reused)
     _record(ctx, pod, early, owner)
-    progress.state = f"the lab pod {name} stays in place; `nsightlab status` shows it, `{cleanup_command(ctx)}` removes it"
+    progress.state = (
+        f"the lab pod {name} stays in place; `nsightlab status` shows it, `{cleanup_command(ctx)}` removes it"
+    )
     if not wait and not r.pod_is_ready(pod):
         early.next_steps = follow_steps(ctx)
         return early
     if not r.pod_is_ready(pod):
-        waiter = _Waiter(kube, env, ns, name, uid, pod["metadata"].get("resourceVersion", ""), create_command=create_command(ctx))
+        waiter = _Waiter(
+            kube, env, ns, name, uid, pod["metadata"].get("resourceVersion", ""), create_command=create_command(ctx)
+        )
         try:
             pod = waiter.wait(timeout)
         except TimeoutError:
@@ -591,7 +658,8 @@ def _create(
             state = r.pod_status(waiter.pod or pod)
             raise Interrupted(
                 f"interrupted while waiting: the lab pod {name} is still being created ({state}) and stays in place; "
-                f"`nsightlab status` shows it, `{cleanup_command(ctx)}` removes it, `{create_command(ctx)}` waits again",
+                f"`nsightlab status` shows it, `{cleanup_command(ctx)}` removes it, `{create_command(ctx)}` "
+                "waits again",
             ) from None
     node = lab_node(kube, pod, note=env.note)
     result = lab_pod(pod, node, context=ctx.name, server=ctx.server, namespace=ctx.namespace, reused=reused)
@@ -606,12 +674,20 @@ def _record(ctx: ResolvedContext, pod: dict[str, Any], lab: LabPod, owner: str) 
         record_session(ctx, pod, lab, owner)
     except OSError as e:  # NSIGHTLAB_HOME was checked first; this is it failing since
         raise UsageError(
-            f"the lab pod {lab.pod} exists, but the lab session could not be saved to {session_path()} ({e.strerror or e})",
-            hint=f"Fix NSIGHTLAB_HOME and run `nsightlab create` again to record it (the pod is reused), or delete it with `{cleanup_command(ctx)}`.",
+            f"the lab pod {lab.pod} exists, but the lab session could not be saved to {session_path()} "
+            f"({e.strerror or e})",
+            hint="Fix NSIGHTLAB_HOME and run `nsightlab create` again to record it (the pod is reused), or delete it "
+            f"with `{cleanup_command(ctx)}`.",
         ) from None
 
 
-def lab_node(kube: Kube, pod: dict[str, Any], *, note: Callable[[str], None] | None, consequence: str = "the node's GPU model is not shown") -> dict[str, Any] | None:
+def lab_node(
+    kube: Kube,
+    pod: dict[str, Any],
+    *,
+    note: Callable[[str], None] | None,
+    consequence: str = "the node's GPU model is not shown",
+) -> dict[str, Any] | None:
     """The node the pod runs on (its GPU model and instance type), when this account may
     read nodes; else None and one note (the instance type then comes from the pod's node
     selector, see analysis.labpod.lab_pod)."""
@@ -639,7 +715,9 @@ def _not_ready(kube: Kube, ctx: ResolvedContext, config: Config, waiter: _Waiter
     failed = [e for e in waiter.seen_events if e.get("reason") == "FailedScheduling"]
     if failed and not sched:
         parts.append(f"FailedScheduling: {failed[-1].get('message')}")
-    return PodNotReadyError("; ".join(parts), hint=f"The pod is left in place; delete it with `{cleanup_command(ctx)}`.")
+    return PodNotReadyError(
+        "; ".join(parts), hint=f"The pod is left in place; delete it with `{cleanup_command(ctx)}`."
+    )
 
 
 def _wait_gone(kube: Kube, namespace: str, name: str, uid: str | None, *, timeout: float) -> bool:
@@ -652,7 +730,12 @@ def _wait_gone(kube: Kube, namespace: str, name: str, uid: str | None, *, timeou
             return True
         rv = pod["metadata"].get("resourceVersion")
         try:
-            for etype, obj in kube.watch_pods(namespace, field_selector=f"metadata.name={name}", resource_version=rv, timeout_seconds=max(1, int(end - time.monotonic()))):
+            for etype, obj in kube.watch_pods(
+                namespace,
+                field_selector=f"metadata.name={name}",
+                resource_version=rv,
+                timeout_seconds=max(1, int(end - time.monotonic())),
+            ):
                 if etype == "DELETED" and (not uid or obj["metadata"].get("uid") == uid):
                     return True
         except ClusterError:
@@ -670,30 +753,61 @@ def status(kube: Kube, ctx: ResolvedContext, name: str, *, note: Callable[[str],
     pod = kube.get_pod(ctx.namespace, name)
     if pod is None:
         forget_session(ctx, [name])
-        return StatusReport(context=ctx.name, namespace=ctx.namespace, pod=name, gone=True, lab=None, next_steps=[create_command(ctx)])
+        return StatusReport(
+            context=ctx.name, namespace=ctx.namespace, pod=name, gone=True, lab=None, next_steps=[create_command(ctx)]
+        )
     session = session_for(ctx, load_session())
     uid = (pod.get("metadata") or {}).get("uid")
     if session is not None and session.pod == name and uid != session.uid:
         forget_session(ctx, [name])
         gone = (
-            f"the lab session's pod {name} (uid {session.uid}) is gone; pod {name} in {ctx.namespace} now has uid {uid} "
+            f"the lab session's pod {name} (uid {session.uid}) is gone; pod {name} in {ctx.namespace} now has "
+            f"uid {uid} "
             "and is not the pod nsightlab created"
         )
-        return StatusReport(context=ctx.name, namespace=ctx.namespace, pod=name, gone=True, lab=None, note=gone, next_steps=[create_command(ctx)])
+        return StatusReport(
+            context=ctx.name,
+            namespace=ctx.namespace,
+            pod=name,
+            gone=True,
+            lab=None,
+            note=gone,
+            next_steps=[create_command(ctx)],
+        )
     node = lab_node(kube, pod, note=note)
-    return StatusReport(context=ctx.name, namespace=ctx.namespace, pod=name, gone=False, lab=lab_pod(pod, node, context=ctx.name, server=ctx.server, namespace=ctx.namespace))
+    return StatusReport(
+        context=ctx.name,
+        namespace=ctx.namespace,
+        pod=name,
+        gone=False,
+        lab=lab_pod(pod, node, context=ctx.name, server=ctx.server, namespace=ctx.namespace),
+    )
 
 
-def cleanup(env: Env, kube: Kube, ctx: ResolvedContext, *, owner: str, names: list[str], all_mine: bool, wait: float = 120) -> CleanupReport:
+def cleanup(
+    env: Env, kube: Kube, ctx: ResolvedContext, *, owner: str, names: list[str], all_mine: bool, wait: float = 120
+) -> CleanupReport:
     """Delete this owner's lab pod(s); never a pod without both nsightlab labels, nor,
     with a lab session, its pod when the uid is not the one `create` recorded."""
     with OnInterrupt("nothing was deleted") as progress:
         return _cleanup(progress, env, kube, ctx, owner=owner, names=names, all_mine=all_mine, wait=wait)
 
 
-def _cleanup(progress: OnInterrupt, env: Env, kube: Kube, ctx: ResolvedContext, *, owner: str, names: list[str], all_mine: bool, wait: float) -> CleanupReport:
+def _cleanup(
+    progress: OnInterrupt,
+    env: Env,
+    kube: Kube,
+    ctx: ResolvedContext,
+    *,
+    owner: str,
+    names: list[str],
+    all_mine: bool,
+    wait: float,
+) -> CleanupReport:
     ns = ctx.namespace
-    report = CleanupReport(context=ctx.name, namespace=ns, deleted=[], already_gone=[], skipped=[], owner=owner, all_mine=all_mine)
+    report = CleanupReport(
+        context=ctx.name, namespace=ns, deleted=[], already_gone=[], skipped=[], owner=owner, all_mine=all_mine
+    )
     targets: dict[str, dict[str, Any]] = {}
     if all_mine:
         mine, _ = kube.list_pods(ns, label_selector=selector(owner))
@@ -716,7 +830,10 @@ def _cleanup(progress: OnInterrupt, env: Env, kube: Kube, ctx: ResolvedContext, 
             env.warn(f"not deleting pod {name}: it is not an nsightlab lab pod of {owner}")
             continue
         uid = pod["metadata"]["uid"]
-        progress.state = f"the deletion of {', '.join([*(n for n, _ in pending), name])} was asked for; it goes on by itself (`nsightlab status` shows when it is gone)"
+        progress.state = (
+            f"the deletion of {', '.join([*(n for n, _ in pending), name])} was asked for; it goes on by itself "
+            "(`nsightlab status` shows when it is gone)"
+        )
         if kube.delete_pod(ns, name, uid=uid):
             pending.append((name, uid))
         else:
@@ -726,7 +843,10 @@ def _cleanup(progress: OnInterrupt, env: Env, kube: Kube, ctx: ResolvedContext, 
             if _wait_gone(kube, ns, name, uid, timeout=wait):
                 report.deleted.append(name)
             else:
-                raise ClusterError(f"pod {name} is still terminating after {int(wait)} s", hint=f"It will go on its own; check with `nsightlab status {ctx.cli_args}`.")
+                raise ClusterError(
+                    f"pod {name} is still terminating after {int(wait)} s",
+                    hint=f"It will go on its own; check with `nsightlab status {ctx.cli_args}`.",
+                )
     forget_session(ctx, report.deleted, how="deleted")
     forget_session(ctx, report.already_gone, how="gone")
     return report
@@ -739,5 +859,10 @@ def forget_session(ctx: ResolvedContext, pods: list[str], *, how: Literal["delet
     the next command can say so (see config.end_session)."""
 
     session = session_for(ctx, load_session())
-    if session and _server(session.server) == _server(ctx.server) and session.namespace == ctx.namespace and session.pod in pods:
+    if (
+        session
+        and _server(session.server) == _server(ctx.server)
+        and session.namespace == ctx.namespace
+        and session.pod in pods
+    ):
         end_session(session, how=how)

@@ -26,7 +26,10 @@ def log_container(pod: dict[str, Any], requested: str | None) -> str:
         default = ((pod.get("metadata") or {}).get("annotations") or {}).get(DEFAULT_CONTAINER)
         return str(default) if default in names else names[0]
     if requested not in names and requested not in init:
-        raise UsageError(f"pod {pod['metadata']['name']} has no container '{requested}'", hint=f"Its containers: {', '.join(names + init)}.")
+        raise UsageError(
+            f"pod {pod['metadata']['name']} has no container '{requested}'",
+            hint=f"Its containers: {', '.join(names + init)}.",
+        )
     return requested
 
 
@@ -56,7 +59,10 @@ def stream_log(
     until the container ends or the pod goes."""
     pod = kube.get_pod(ctx.namespace, name)
     if pod is None:
-        raise PodNotReadyError(f"no lab pod {name} in namespace {ctx.namespace} (context {ctx.name})", hint=f"Create one with `{create_command(ctx)}`.")
+        raise PodNotReadyError(
+            f"no lab pod {name} in namespace {ctx.namespace} (context {ctx.name})",
+            hint=f"Create one with `{create_command(ctx)}`.",
+        )
     chosen = log_container(pod, container)
     waiting = _not_started(pod, chosen)
     if waiting is not None:
@@ -74,4 +80,6 @@ def lab_events(kube: Kube, ctx: ResolvedContext, name: str) -> EventsReport:
     pod = kube.get_pod(ctx.namespace, name)
     uid = (pod.get("metadata") or {}).get("uid") if pod else None
     raw = kube.list_events(ctx.namespace, field_selector=f"involvedObject.kind=Pod,involvedObject.name={name}")
-    return EventsReport(context=ctx.name, namespace=ctx.namespace, pod=name, uid=uid, gone=pod is None, events=pod_events(raw, uid=uid))
+    return EventsReport(
+        context=ctx.name, namespace=ctx.namespace, pod=name, uid=uid, gone=pod is None, events=pod_events(raw, uid=uid)
+    )

@@ -216,7 +216,9 @@ class Reader:
             elif info.type in (tarfile.XHDTYPE, tarfile.SOLARIS_XHDTYPE):
                 pax.update(_pax(self._data(info)))
             elif info.type == tarfile.XGLTYPE:  # defaults for all that follow: none that matter here
-                changes = sorted(k for k in _pax(self._data(info)) if k in ("path", "linkpath", "size") or k.startswith("GNU.sparse"))
+                changes = sorted(
+                    k for k in _pax(self._data(info)) if k in ("path", "linkpath", "size") or k.startswith("GNU.sparse")
+                )
                 if changes:
                     raise Unsafe(f"refusing a global PAX header that sets {', '.join(changes)}")
                 continue
@@ -335,7 +337,9 @@ def extract(source: Source, staging: str, top: str, *, readinto: Callable[[memor
     return place_members(iter(reader.next, None), staging, top, lambda info, dest: _write(reader, info, dest, readinto))
 
 
-def place_members(members: Iterable[tarfile.TarInfo], staging: str, top: str, write: Callable[[tarfile.TarInfo, str], str]) -> Digests:
+def place_members(
+    members: Iterable[tarfile.TarInfo], staging: str, top: str, write: Callable[[tarfile.TarInfo, str], str]
+) -> Digests:
     """Place each member under `staging` as `extract` says; `write(info, dest)` writes a
     regular member's contents into a new file at `dest` and returns its sha256."""
     tree = _Tree(staging, top)
@@ -361,7 +365,9 @@ def place_members(members: Iterable[tarfile.TarInfo], staging: str, top: str, wr
             else:
                 target = "/".join(safe_parts(info.linkname, top))
                 if target not in digests:
-                    raise Unsafe(f"refusing hard link {shown(rel)} -> {shown(info.linkname)}: not a file of this archive")
+                    raise Unsafe(
+                        f"refusing hard link {shown(rel)} -> {shown(info.linkname)}: not a file of this archive"
+                    )
                 _hard_link(os.path.join(staging, *target.split("/")), dest)
                 digests[rel] = digests[target]
         except FileExistsError:  # a name that differs only in case, on a filesystem that ignores it
@@ -407,7 +413,9 @@ def _hash_write(fd: int, h: Any, view: memoryview) -> None:
         view = view[os.write(fd, view) :]
 
 
-def _content_threaded(reader: Reader, info: tarfile.TarInfo, fd: int, h: Any, readinto: Callable[[memoryview], int]) -> None:
+def _content_threaded(
+    reader: Reader, info: tarfile.TarInfo, fd: int, h: Any, readinto: Callable[[memoryview], int]
+) -> None:
 
     free: Any = queue.Queue()  # four 1 MiB buffers, reused: no allocation per read
     for _ in range(4):
@@ -472,7 +480,10 @@ def merge_plan(staged: str, final: str) -> Plan:
             there = None
         if there is not None:
             if is_dir and stat.S_ISLNK(there):
-                raise Clash(f"{shown(dst)} is a symlink and the copy brings a folder of that name; nothing is written through a link")
+                raise Clash(
+                    f"{shown(dst)} is a symlink and the copy brings a folder of that name; nothing is written "
+                    "through a link"
+                )
             if is_dir and not stat.S_ISDIR(there):
                 raise Clash(f"{shown(dst)} is a file and the copy brings a folder of that name")
             if not is_dir and (stat.S_ISDIR(there) or (stat.S_ISLNK(there) and os.path.isdir(dst))):
@@ -527,7 +538,13 @@ def _chunks(path: str, h: Any) -> Iterator[bytes]:
             yield chunk
 
 
-def pack(path: str, arcname: str, emit: Callable[[Any], Any], digests: Digests, chunks: Callable[[str, Any], Iterator[Any]] = _chunks) -> int:
+def pack(
+    path: str,
+    arcname: str,
+    emit: Callable[[Any], Any],
+    digests: Digests,
+    chunks: Callable[[str, Any], Iterator[Any]] = _chunks,
+) -> int:
     """Write `path` (file or folder) as tar members to `emit`, recording
     {arcname path: (size, sha256)} of every regular file in `digests`. Returns the bytes
     emitted. `chunks(path, hash)` yields a file's contents, hashed."""

@@ -78,7 +78,9 @@ def _glob_bounds(pattern: str) -> tuple[str, str]:
     return pattern[:head_end], pattern[max(tail_start, head_end) :]
 
 
-def protection_reason(name: str, patterns: list[str], *, alias: str | None = None, alias_flag: bool = False) -> str | None:
+def protection_reason(
+    name: str, patterns: list[str], *, alias: str | None = None, alias_flag: bool = False
+) -> str | None:
     """Why a context is protected, or None.
 
     A pattern without glob characters matches a whole token of the name (split on
@@ -112,7 +114,11 @@ def protection_reason(name: str, patterns: list[str], *, alias: str | None = Non
                     hit = form.startswith(head) and form.endswith(tail) and fnmatch.fnmatchcase(form, pform)
                 if hit:
                     read_as = f" (read as '{form}')" if i else ""
-                    what = f"contains the protected token '{pattern}'" if bounds is None else f"matches the protected pattern '{pattern}'"
+                    what = (
+                        f"contains the protected token '{pattern}'"
+                        if bounds is None
+                        else f"matches the protected pattern '{pattern}'"
+                    )
                     return f"'{candidate}'{read_as} {what}"
     return None
 
@@ -128,7 +134,9 @@ def _no_session(ended: EndedSession, kubeconfig: Kubeconfig, config: Config) -> 
     """After cleanup: say that the lab session ended, when, and how to start the next."""
 
     when = ended.ended.astimezone()
-    at = when.strftime("%H:%M") if when.date() == datetime.now().astimezone().date() else when.strftime("%Y-%m-%d %H:%M")
+    at = (
+        when.strftime("%H:%M") if when.date() == datetime.now().astimezone().date() else when.strftime("%Y-%m-%d %H:%M")
+    )
     how = "was deleted" if ended.how == "deleted" else "was found gone"
     name = ended.alias if ended.alias and ended.alias in config.clusters else ended.context
     entry = config.clusters.get(name)
@@ -215,7 +223,9 @@ def announce(env: Env, ctx: ResolvedContext, what: str) -> None:
     """The one line naming context, API server and namespace, before any change."""
     via = " (from the lab session)" if ctx.from_session else ""
     # names from the kubeconfig and the command line: shown, never obeyed by the terminal
-    env.note(escape_controls(f"{what}: context {ctx.label}{via}, server {ctx.server or '?'}, namespace {ctx.namespace}"))
+    env.note(
+        escape_controls(f"{what}: context {ctx.label}{via}, server {ctx.server or '?'}, namespace {ctx.namespace}")
+    )
 
 
 def confirm_change(env: Env, ctx: ResolvedContext, what: str, *, yes: bool) -> None:

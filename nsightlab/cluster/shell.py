@@ -31,10 +31,21 @@ def _exit_code(session: ExecSession, kube: Kube) -> int:
     failure = session.failure_message()
     if failure:
         raise RemoteCommandError(f"the command could not run: {failure}", returncode=127)
-    raise ClusterError(f"the connection dropped ({session.what})", hint=f"Check the pod with `nsightlab status {kube.ctx.cli_args}`.")
+    raise ClusterError(
+        f"the connection dropped ({session.what})", hint=f"Check the pod with `nsightlab status {kube.ctx.cli_args}`."
+    )
 
 
-def run_command(kube: Kube, namespace: str, pod: str, argv: list[str], *, forward_stdin: bool = False, stdout: BinaryIO | None = None, stderr: BinaryIO | None = None) -> int:
+def run_command(
+    kube: Kube,
+    namespace: str,
+    pod: str,
+    argv: list[str],
+    *,
+    forward_stdin: bool = False,
+    stdout: BinaryIO | None = None,
+    stderr: BinaryIO | None = None,
+) -> int:
     """Run one command, streaming its output as it comes; returns its exit code."""
     out = stdout or sys.stdout.buffer
     err = stderr or sys.stderr.buffer
@@ -53,7 +64,13 @@ def run_command(kube: Kube, namespace: str, pod: str, argv: list[str], *, forwar
     return _exit_code(session, kube)
 
 
-def _pump(session: ExecSession, fd_in: int | None, write: Callable[[int, bytes], None], *, before_wait: Callable[[], None] | None = None) -> None:
+def _pump(
+    session: ExecSession,
+    fd_in: int | None,
+    write: Callable[[int, bytes], None],
+    *,
+    before_wait: Callable[[], None] | None = None,
+) -> None:
     """Move bytes until the remote side ends: local input -> stdin frames, frames -> write().
 
     `fd_in` None: nothing to send. At local end of input, stdin is closed (v5).
@@ -89,7 +106,9 @@ def interactive(kube: Kube, namespace: str, pod: str, argv: list[str] | None = N
     import tty
 
     if not sys.stdin.isatty():
-        raise RemoteCommandError("an interactive shell needs a terminal", hint="Run one command instead: `nsightlab shell -- CMD ARGS`.")
+        raise RemoteCommandError(
+            "an interactive shell needs a terminal", hint="Run one command instead: `nsightlab shell -- CMD ARGS`."
+        )
     session = kube.exec(namespace, pod, argv or SHELL_ARGV, stdin=True, tty=True)
     fd_in = sys.stdin.fileno()
     fd_out = sys.stdout.fileno()
@@ -110,7 +129,9 @@ def interactive(kube: Kube, namespace: str, pod: str, argv: list[str] | None = N
         os.write(fd_out, data)  # a TTY has one output stream
 
     previous = signal.signal(signal.SIGWINCH, on_winch)
-    with OnInterrupt(f"the shell in pod {pod} was closed"):  # (in raw mode Ctrl-C goes to the pod: only a signal gets here)
+    with OnInterrupt(
+        f"the shell in pod {pod} was closed"
+    ):  # (in raw mode Ctrl-C goes to the pod: only a signal gets here)
         try:
             tty.setraw(fd_in)
             _pump(session, fd_in, write, before_wait=send_size)

@@ -76,12 +76,14 @@ need_verify() {
   command -v sha256sum >/dev/null 2>&1 ||
     { echo "neither python3 nor sha256sum in the pod: cannot verify the copy" >&2; exit 45; }
 }
-"""
+"""  # noqa: E501
 
 # stdin: the agent, then a tar of $1; put it at $2 (into $2 when that is a folder;
 # $3=1: it must be one), merging into what is there by podtar's rule: every clash is
 # looked for before anything moves, then folders are made and files renamed into place.
-_UNPACK_SH = _DIGESTS_SH + r"""
+_UNPACK_SH = (
+    _DIGESTS_SH
+    + r"""
 name="$1"; dst="$2"; want_dir="$3"
 if command -v python3 >/dev/null 2>&1; then agent unpack "$name" "$dst" "$want_dir"; fi
 skip_agent
@@ -121,10 +123,13 @@ if [ -e "$final" ] || [ -h "$final" ]; then
 else mv "$tmp/$name" "$final" || exit 49
 fi
 printf '\0P\t%s\0' "$where"
-"""
+"""  # noqa: E501
+)
 
 # stdin: the agent. stdout: a tar of $1/$2; stderr at the end: the digests.
-_PACK_SH = _DIGESTS_SH + r"""
+_PACK_SH = (
+    _DIGESTS_SH
+    + r"""
 parent="$1"; name="$2"
 cd "$parent" 2>/dev/null || { echo "no such directory: $parent" >&2; exit 44; }
 [ -e "$name" ] || [ -L "$name" ] || { echo "no such file or directory: $parent/$name" >&2; exit 44; }
@@ -134,6 +139,7 @@ need_verify
 tar -cf - "$name" || exit $?
 digests . "$name" >&2
 """
+)
 
 
 def _agent() -> bytes:
@@ -188,14 +194,16 @@ def _compare(local: dict[str, Digest], remote: dict[str, Digest], where: str, hi
     extra = sorted(set(local) - set(remote))
     if missing or extra:
         raise RemoteCommandError(
-            f"copy verification failed ({where}): file lists differ (missing here: {_names(missing) or 'none'}; unexpected: {_names(extra) or 'none'})",
+            f"copy verification failed ({where}): file lists differ (missing here: {_names(missing) or 'none'}; "
+            f"unexpected: {_names(extra) or 'none'})",
             hint=hint,
         )
     for rel, d in local.items():
         r = remote[rel]
         if d.size != r.size or d.sha256 != r.sha256:
             raise RemoteCommandError(
-                f"copy verification failed for {shown(rel)}: {d.size} bytes sha256 {d.sha256[:12]} here, {r.size} bytes sha256 {r.sha256[:12]} in the pod",
+                f"copy verification failed for {shown(rel)}: {d.size} bytes sha256 {d.sha256[:12]} here, "
+                f"{r.size} bytes sha256 {r.sha256[:12]} in the pod",
                 hint=hint,
             )
 
@@ -320,7 +328,12 @@ def _wind_down(session: ExecSession, seconds: float = 2.0) -> None:
 
 
 def _send_tar(
-    session: ExecSession, src: Path, member: str, progress: Progress | None, hashed: Hashing | None = None, ctrl_c: _CtrlC | None = None
+    session: ExecSession,
+    src: Path,
+    member: str,
+    progress: Progress | None,
+    hashed: Hashing | None = None,
+    ctrl_c: _CtrlC | None = None,
 ) -> tuple[dict[str, Digest], int]:
     """Write the tar members of `src` (stored as `member`) straight into stdin frames:
     file contents in 1 MiB frames, read (and hashed, unless `hashed` has done it) on a
@@ -360,7 +373,15 @@ def _send_tar(
 
 
 def copy_in(
-    kube: Kube, ns: str, pod: str, src: Path, dst: str, *, container: str | None = None, progress: Progress | None = None, hashed: Hashing | None = None
+    kube: Kube,
+    ns: str,
+    pod: str,
+    src: Path,
+    dst: str,
+    *,
+    container: str | None = None,
+    progress: Progress | None = None,
+    hashed: Hashing | None = None,
 ) -> CopyResult:
     """Copy a local file or folder to `dst` in the pod (scp semantics for a trailing /),
     merging into a folder that is there (see the module's docstring)."""
@@ -380,7 +401,13 @@ def copy_in(
     out, err = bytearray(), bytearray()
     with _CtrlC() as ctrl_c:
         try:
-            session = kube.exec(ns, pod, ["sh", "-c", _UNPACK_SH, "nsightlab", member, target, want_dir], container=container, stdin=True)
+            session = kube.exec(
+                ns,
+                pod,
+                ["sh", "-c", _UNPACK_SH, "nsightlab", member, target, want_dir],
+                container=container,
+                stdin=True,
+            )
             try:
                 try:
                     ctrl_c.deferring = True
@@ -408,7 +435,8 @@ def copy_in(
         except KeyboardInterrupt:
             if sent_all:
                 raise Interrupted(
-                    f"interrupted after the whole copy was sent: {where} may hold it, not verified", hint="Copy it again to have it verified."
+                    f"interrupted after the whole copy was sent: {where} may hold it, not verified",
+                    hint="Copy it again to have it verified.",
                 ) from None
             raise Interrupted(f"interrupted: nothing was placed in {where}") from None
     code = session.returncode()
@@ -417,9 +445,16 @@ def copy_in(
         hint = "It may have been placed, not verified; copy it again." if sent_all else "Nothing was placed; try again."
         raise ClusterError(f"the exec stream dropped while copying {shown(str(src))} to {where}", hint=hint)
     if code == podtar.E_NODIR:
-        raise RemoteCommandError(f"{message} (in pod {pod})", returncode=code, hint="Create it first, e.g. `nsightlab shell -- mkdir -p DIR`.")
+        raise RemoteCommandError(
+            f"{message} (in pod {pod})",
+            returncode=code,
+            hint="Create it first, e.g. `nsightlab shell -- mkdir -p DIR`.",
+        )
     if code == podtar.E_CLASH:
-        raise UsageError(f"cannot copy {shown(str(src))} to {where}: {message} (in pod {pod})", hint="Move it away, or copy to another folder.")
+        raise UsageError(
+            f"cannot copy {shown(str(src))} to {where}: {message} (in pod {pod})",
+            hint="Move it away, or copy to another folder.",
+        )
     if code != 0:
         if "No space left" in message:
             raise RemoteCommandError(f"no space left in the pod while copying to {shown(dst)}", returncode=code)
@@ -460,7 +495,9 @@ def _extract(source: Callable[[], bytes | memoryview], staging: Path, top: str) 
     except OSError as e:
         if e.errno == 28:
             raise
-        raise RemoteCommandError(f"cannot write {shown(os.path.basename(str(e.filename or '')))} here: {e.strerror or e}") from None
+        raise RemoteCommandError(
+            f"cannot write {shown(os.path.basename(str(e.filename or '')))} here: {e.strerror or e}"
+        ) from None
     return {rel: Digest(size, sha) for rel, (size, sha) in found.items()}
 
 
@@ -505,11 +542,22 @@ def _placed(staged: Path, plan: list[tuple[str, bool]] | None, files: list[str])
     if plan is None:  # one rename: all or nothing
         return [] if os.path.lexists(staged) else files
     top = staged.name
-    return [posixpath.join(top, rel) if rel else top for rel, is_dir in plan if not is_dir and not os.path.lexists(staged / rel if rel else staged)]
+    return [
+        posixpath.join(top, rel) if rel else top
+        for rel, is_dir in plan
+        if not is_dir and not os.path.lexists(staged / rel if rel else staged)
+    ]
 
 
 def copy_out(
-    kube: Kube, ns: str, pod: str, src: str, dst: str | Path, *, container: str | None = None, progress: Progress | None = None
+    kube: Kube,
+    ns: str,
+    pod: str,
+    src: str,
+    dst: str | Path,
+    *,
+    container: str | None = None,
+    progress: Progress | None = None,
 ) -> CopyResult:
     """Copy a file or folder from the pod to `dst` here: into it when it is a folder
     (merging into what is there, see the module's docstring), else as that name. A
@@ -540,7 +588,10 @@ def copy_out(
             try:
                 plan = podtar.merge_plan(str(staged), str(final))
             except podtar.Clash as e:
-                raise UsageError(f"cannot copy {pod}:{shown(src)} here: {e}; nothing was changed", hint="Move it away, or copy to another folder.") from None
+                raise UsageError(
+                    f"cannot copy {pod}:{shown(src)} here: {e}; nothing was changed",
+                    hint="Move it away, or copy to another folder.",
+                ) from None
             placing = True
             podtar.place(str(staged), str(final), plan)
         except KeyboardInterrupt:
@@ -548,12 +599,15 @@ def copy_out(
                 raise Interrupted(f"interrupted: nothing was placed in {shown(str(final))}") from None
             done = _placed(staged, plan, sorted(local))
             raise Interrupted(
-                f"interrupted while placing: {len(done)} of {len(local)} files were placed in {shown(str(final))} ({_names(done) or 'none'}); the other {len(local) - len(done)} were not",
+                f"interrupted while placing: {len(done)} of {len(local)} files were placed in "
+                f"{shown(str(final))} ({_names(done) or 'none'}); the other {len(local) - len(done)} were not",
                 hint="Copy it again to finish.",
             ) from None
         except OSError as e:
             if e.errno == 28:
-                raise RemoteCommandError(f"no space left on this machine while copying to {shown(str(final))}") from None
+                raise RemoteCommandError(
+                    f"no space left on this machine while copying to {shown(str(final))}"
+                ) from None
             what = "place" if placing else "write"
             raise RemoteCommandError(f"cannot {what} {shown(str(e.filename or final))}: {e.strerror or e}") from None
     finally:
@@ -571,10 +625,21 @@ def copy_out(
 
 
 def _fetch(
-    kube: Kube, ns: str, pod: str, src: str, parent: str, name: str, staging: Path, final: Path, container: str | None, progress: Progress | None
+    kube: Kube,
+    ns: str,
+    pod: str,
+    src: str,
+    parent: str,
+    name: str,
+    staging: Path,
+    final: Path,
+    container: str | None,
+    progress: Progress | None,
 ) -> dict[str, Digest]:
     """The pod's `parent/name` extracted into `staging` and verified; its digests."""
-    session = kube.exec(ns, pod, ["sh", "-c", _PACK_SH, "nsightlab", parent or "/", name], container=container, stdin=True)
+    session = kube.exec(
+        ns, pod, ["sh", "-c", _PACK_SH, "nsightlab", parent or "/", name], container=container, stdin=True
+    )
     stdout = _Stdout(session, progress)
     failure: RemoteCommandError | None = None
     local: dict[str, Digest] = {}
@@ -592,13 +657,22 @@ def _fetch(
         session.close()
     code = session.returncode()
     if code is None:
-        raise ClusterError(f"the exec stream dropped while copying {shown(src)} from pod {pod}", hint="Nothing was placed; try again.")
+        raise ClusterError(
+            f"the exec stream dropped while copying {shown(src)} from pod {pod}", hint="Nothing was placed; try again."
+        )
     message = pod_text(stdout.stderr)
     if code == podtar.E_MISSING:
         raise RemoteCommandError(f"{message or 'no such file'} (in pod {pod})", returncode=code)
     if failure is not None and code == 0:
         raise failure
     if code != 0:
-        raise RemoteCommandError(f"copying {shown(src)} out of pod {pod} failed: {message or f'exit {code}'}", returncode=code)
-    _compare(local, parse_digests(bytes(stdout.stderr)), f"{pod}:{shown(src)} -> {shown(str(final))}", "Nothing was placed; try again.")
+        raise RemoteCommandError(
+            f"copying {shown(src)} out of pod {pod} failed: {message or f'exit {code}'}", returncode=code
+        )
+    _compare(
+        local,
+        parse_digests(bytes(stdout.stderr)),
+        f"{pod}:{shown(src)} -> {shown(str(final))}",
+        "Nothing was placed; try again.",
+    )
     return local

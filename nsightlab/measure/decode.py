@@ -80,7 +80,15 @@ NSYS_TRACE_ARGS = ("-t", "cuda,nvtx", "--cuda-graph-trace=node")
 # decode.py's exit codes (lab_scripts/README.md)
 SCRIPT_USAGE_EXIT = 2
 SCRIPT_NO_ROOM_EXIT = 4  # (3, no GPU: measure.device.SCRIPT_NO_GPU_EXIT)
-_DTYPES = {"bfloat16": "bfloat16", "bf16": "bfloat16", "float16": "float16", "fp16": "float16", "half": "float16", "float32": "float32", "fp32": "float32"}
+_DTYPES = {
+    "bfloat16": "bfloat16",
+    "bf16": "bfloat16",
+    "float16": "float16",
+    "fp16": "float16",
+    "half": "float16",
+    "float32": "float32",
+    "fp32": "float32",
+}
 _MODES = ("eager", "graphs")
 RAW_LOG = "profile.log"  # the command's output as it came, library noise included
 
@@ -102,7 +110,9 @@ class DecodeOptions:
         if self.batch is not None:
             parts = [p.strip() for p in self.batch.split(",")]
             if not parts or not all(p.isdigit() and int(p) > 0 for p in parts):
-                raise UsageError(f"--batch must be positive whole numbers separated by commas (1,8,32), got '{self.batch}'")
+                raise UsageError(
+                    f"--batch must be positive whole numbers separated by commas (1,8,32), got '{self.batch}'"
+                )
         if self.modes is not None:
             modes = [m.strip() for m in self.modes.split(",")]
             bad = [m for m in modes if m not in _MODES]
@@ -158,7 +168,9 @@ def run_decode(
     `device` is the `--device` decision (`nsightlab.measure.device.plan_device`). Ctrl-C
     stores the run whole or not at all (`LabWork`)."""
     with LabWork("decode profile", target) as work:
-        return _run_decode(env, target, meta_fields, work, options=options, profiler=profiler, nsys_args=nsys_args, device=device)
+        return _run_decode(
+            env, target, meta_fields, work, options=options, profiler=profiler, nsys_args=nsys_args, device=device
+        )
 
 
 def _run_decode(
@@ -179,7 +191,8 @@ def _run_decode(
         raise RemoteCommandError(
             f"nsys (Nsight Systems) is not installed on {target.label}",
             returncode=127,
-            hint="Use an image that ships it, or `--profiler torch` (torch.profiler's trace), or `--profiler none` (the script's own step times)",
+            hint="Use an image that ships it, or `--profiler torch` (torch.profiler's trace), or `--profiler none` "
+            "(the script's own step times)",
         )
     wd = target.workdir()
     remote_script = posixpath.join(wd, SCRIPT)
@@ -214,7 +227,17 @@ def _run_decode(
         prof_script = posixpath.join(wd, "torchprof.py")
         target.put(assets.lab_script("torchprof.py"), prof_script)
         prof_json = posixpath.join(wd, "torchprof.json")
-        argv = [target.python, prof_script, "--out", prof_json, "--trace", posixpath.join(wd, TRACE), "--ranges", "decode_step", *argv_script[1:]]
+        argv = [
+            target.python,
+            prof_script,
+            "--out",
+            prof_json,
+            "--trace",
+            posixpath.join(wd, TRACE),
+            "--ranges",
+            "decode_step",
+            *argv_script[1:],
+        ]
         env.note(f"running on {target.label} under torch.profiler: {shlex.join(argv_script[1:])}")
         code = target.stream(argv, on_stdout=out_cb, on_stderr=err_cb)
         if code != 0:
@@ -250,7 +273,15 @@ def _run_decode(
         result.notes.append(f"measured on the CPU on purpose (--device cpu), {device.place} with a GPU")
     timelines = build.timelines
     timelines.run_id = run_id
-    command = ["nsightlab", "profile", "decode", "--profiler", profiler, *(["--device", device.requested] if device.requested != "auto" else []), *options.script_args(device)[2:]]
+    command = [
+        "nsightlab",
+        "profile",
+        "decode",
+        "--profiler",
+        profiler,
+        *(["--device", device.requested] if device.requested != "auto" else []),
+        *options.script_args(device)[2:],
+    ]
     cpu = result.device.startswith("cpu")
     meta = RunMeta(
         id=run_id,
@@ -265,7 +296,11 @@ def _run_decode(
         device=record.device_name if cpu else result.device,
         device_type="cpu" if cpu else "cuda",
         device_requested=device.requested,
-        **{k: v for k, v in meta_fields.items() if k in RunMeta.model_fields and k not in ("gpu", "dtype", "device", "device_type", "device_requested")},
+        **{
+            k: v
+            for k, v in meta_fields.items()
+            if k in RunMeta.model_fields and k not in ("gpu", "dtype", "device", "device_type", "device_requested")
+        },
     )
     run.write_meta(meta)
     atomic_write_json(run.path / TIMELINE_FILE, timelines.model_dump(mode="json"))
@@ -282,7 +317,10 @@ def load_preset_name(options: DecodeOptions) -> str:
 def _anatomy(raw: Path, profiler: DecodeProfiler) -> tuple[TraceAnatomy | None, str | None]:
     """The step anatomy of what came back, or None and why there is none."""
     if profiler == "none":
-        return None, "no profiler (--profiler none): steps come from the script's own timing, without kernels or idle time"
+        return (
+            None,
+            "no profiler (--profiler none): steps come from the script's own timing, without kernels or idle time",
+        )
     if profiler == "torch":
         trace = raw / TRACE
         if not trace.is_file():

@@ -77,7 +77,9 @@ def no_gpu_error(plan: DevicePlan, returncode: int, stderr_lines: Iterable[str])
     if reason is None:
         return None
     remedy = "use an image with CUDA torch" if plan.place != "on this machine" else "install a CUDA build of torch here"
-    return RemoteCommandError(f"torch {plan.place} cannot see the GPU: {reason}; {remedy}, or --device cpu", returncode=returncode)
+    return RemoteCommandError(
+        f"torch {plan.place} cannot see the GPU: {reason}; {remedy}, or --device cpu", returncode=returncode
+    )
 
 
 def ran_on_cpu_warning(plan: DevicePlan, device_type: str | None, script: str) -> str | None:

@@ -26,7 +26,7 @@ echo "tmp_exec=$( (printf '#!/bin/sh\nexit 0\n' > /tmp/.nsightlab-x && chmod +x 
 echo "paranoid=$(cat /proc/sys/kernel/perf_event_paranoid 2>/dev/null)"
 echo "rm_admin_only=$(grep -i RmProfilingAdminOnly /proc/driver/nvidia/params 2>/dev/null | awk -F: '{gsub(/ /, "", $2); print $2}')"
 echo "capsys=$(grep CapEff /proc/self/status 2>/dev/null | awk '{print $2}')"
-"""
+"""  # noqa: E501
 
 
 def run(kube: Kube, ctx: ResolvedContext, config: Config, *, session: Session | None) -> DoctorReport:
@@ -47,7 +47,10 @@ def _pod_section(kube: Kube, ctx: ResolvedContext, config: Config, session: Sess
         done = target.run(["sh", "-c", _PROBE_SH], check=False)
     except Forbidden as e:
         exec_rule = next(rule for rule in rules(LAB_PERMISSIONS) if rule.resource == "pods/exec")
-        fix = f"Ask for {', '.join(exec_rule.verbs)} on pods/exec in namespace {ctx.namespace}: the README's Permissions section has the Role."
+        fix = (
+            f"Ask for {', '.join(exec_rule.verbs)} on pods/exec in namespace {ctx.namespace}: the README's "
+            "Permissions section has the Role."
+        )
         return [Check(name="lab pod", ok=False, detail=f"cannot exec into {name}: {e.message}", fix=fix)]
     except NsightlabError as e:
         return [Check(name="lab pod", ok=False, detail=f"cannot exec into {name}: {e.message}", fix=e.hint)]

@@ -150,7 +150,17 @@ def parse_types(text: str | None) -> list[str] | None:
 
 def types_hint(place: Place, opts: FleetOptions, example: str) -> str:
     """The command to run instead, naming the type(s) (a hint that runs as printed)."""
-    cmd = ["nsightlab", "fleet", "sweep", "--context", place.label, "--namespace", place.namespace, "--types", ",".join(opts.types or [example])]
+    cmd = [
+        "nsightlab",
+        "fleet",
+        "sweep",
+        "--context",
+        place.label,
+        "--namespace",
+        place.namespace,
+        "--types",
+        ",".join(opts.types or [example]),
+    ]
     if opts.dtype:
         cmd += ["--dtype", opts.dtype]
     if opts.sizes:
@@ -164,14 +174,18 @@ def types_hint(place: Place, opts: FleetOptions, example: str) -> str:
     return shlex.join(cmd)
 
 
-def plan_fleet(kube: Kube | None, place: Place, config: Config, opts: FleetOptions, *, fleet_id: str | None = None) -> FleetPlan:
+def plan_fleet(
+    kube: Kube | None, place: Place, config: Config, opts: FleetOptions, *, fleet_id: str | None = None
+) -> FleetPlan:
     """The targets (from --types alone, or from the nodes) and the sweep's options.
     `kube` may be None when --types names everything and nothing is to be read."""
     dtype = None
     if opts.dtype is not None:
         dtype = canonical_dtype(opts.dtype)
         if dtype is None:
-            raise UsageError(f"--dtype '{opts.dtype}' is not an element type the sweep knows", hint=f"Use one of {dtype_choices()}.")
+            raise UsageError(
+                f"--dtype '{opts.dtype}' is not an element type the sweep knows", hint=f"Use one of {dtype_choices()}."
+            )
     sizes = parse_sizes(opts.sizes) if opts.sizes is not None else None
     if opts.max_parallel < 1:
         raise UsageError("--max-parallel must be at least 1")
@@ -183,16 +197,29 @@ def plan_fleet(kube: Kube | None, place: Place, config: Config, opts: FleetOptio
         found = fj.named_targets(opts.types)
     else:
         if kube is None:
-            raise UsageError("finding the GPU types needs the cluster", hint="Pass --context, or name the types with --types.")
+            raise UsageError(
+                "finding the GPU types needs the cluster", hint="Pass --context, or name the types with --types."
+            )
         try:
             found, notes = fj.discover_targets(kube, types=opts.types, every_node=opts.every_node, config=config)
         except Forbidden as e:
             if opts.every_node:
-                raise ClusterError(f"cannot list the nodes to find the GPU nodes ({e.message})", hint="--every-node needs `list nodes`; without it, measure per type with `" + types_hint(place, opts, config.lab.instance_type) + "`.") from None
-            raise ClusterError(f"cannot list the nodes to find the GPU instance types ({e.message})", hint="Name the types yourself: `" + types_hint(place, opts, config.lab.instance_type) + "`.") from None
+                raise ClusterError(
+                    f"cannot list the nodes to find the GPU nodes ({e.message})",
+                    hint="--every-node needs `list nodes`; without it, measure per type with `"
+                    + types_hint(place, opts, config.lab.instance_type)
+                    + "`.",
+                ) from None
+            raise ClusterError(
+                f"cannot list the nodes to find the GPU instance types ({e.message})",
+                hint="Name the types yourself: `" + types_hint(place, opts, config.lab.instance_type) + "`.",
+            ) from None
         if not found:
             which = f" of type {', '.join(opts.types)}" if opts.types else ""
-            raise ClusterError(f"no GPU node{which} on context '{place.context}'", hint=f"See them with `nsightlab explore nodes --context {place.label}`.")
+            raise ClusterError(
+                f"no GPU node{which} on context '{place.context}'",
+                hint=f"See them with `nsightlab explore nodes --context {place.label}`.",
+            )
     prices = {**config.prices, **opts.prices}
     return FleetPlan(
         fleet_id=fleet_id,
@@ -225,7 +252,8 @@ def check_size(env: Env, plan: FleetPlan, *, yes: bool) -> None:
         return
     if not env.stdin_tty:
         raise UsageError(
-            f"--every-node would start {n} Jobs (one per GPU node, each holding a GPU while it runs); refusing without confirmation",
+            f"--every-node would start {n} Jobs (one per GPU node, each holding a GPU while it runs); refusing "
+            "without confirmation",
             hint="Pass --yes to start them, or measure one per type without --every-node.",
         )
     if not env.confirm(f"Start {n} Jobs, one per GPU node (at most {plan.max_parallel} at once)?"):
@@ -234,7 +262,9 @@ def check_size(env: Env, plan: FleetPlan, *, yes: bool) -> None:
 
 def fleet_scripts() -> dict[str, str]:
     """What the Jobs run, as the ConfigMap's data: the wrapper, the sweep and its module."""
-    return {name: assets.lab_script(name).read_text(encoding="utf-8") for name in (fj.WRAPPER, fj.SCRIPT, assets.LAB_COMMON)}
+    return {
+        name: assets.lab_script(name).read_text(encoding="utf-8") for name in (fj.WRAPPER, fj.SCRIPT, assets.LAB_COMMON)
+    }
 
 
 def manifests(template: dict[str, Any], config: Config, plan: FleetPlan) -> list[dict[str, Any]]:
@@ -324,14 +354,24 @@ def _save_entries(run: Run, entries: dict[str, FleetEntry]) -> None:
     what the JSON leaves out (the GPU's memory and spec, the log's last lines)."""
     atomic_write_json(
         run.raw / RAW_ENTRIES,
-        {k: {**e.model_dump(mode="json"), "memory_bytes": e.memory_bytes, "spec_dram_tbps": e.spec_dram_tbps, "log_tail": e.log_tail} for k, e in entries.items()},
+        {
+            k: {
+                **e.model_dump(mode="json"),
+                "memory_bytes": e.memory_bytes,
+                "spec_dram_tbps": e.spec_dram_tbps,
+                "log_tail": e.log_tail,
+            }
+            for k, e in entries.items()
+        },
     )
 
 
 # ---------------------------------------------------------------------------- storing a result
 
 
-def store_sweep(plan: FleetPlan, target: FleetTarget, *, record_json: str, log: str, pod: dict[str, Any], node: str | None) -> SweepResult:
+def store_sweep(
+    plan: FleetPlan, target: FleetTarget, *, record_json: str, log: str, pod: dict[str, Any], node: str | None
+) -> SweepResult:
     """A sweep run from what a Job's log carried: raw/sweep.json and sweep.log, meta.json
     (fleet id, context, instance type, node, GPU), result.json last. Raises ParseError
     when the JSON is not a sweep record (then no folder is left)."""
@@ -380,7 +420,13 @@ def store_sweep(plan: FleetPlan, target: FleetTarget, *, record_json: str, log: 
                 instance_type=target.instance_type,
                 gpu=dev.name if dev.type == "cuda" else target.gpu_product,
                 image=containers[0].get("image"),
-                versions={"torch": dev.torch, "cuda": dev.cuda, "python": dev.python, "driver": dev.driver, "nsightlab": __version__},
+                versions={
+                    "torch": dev.torch,
+                    "cuda": dev.cuda,
+                    "python": dev.python,
+                    "driver": dev.driver,
+                    "nsightlab": __version__,
+                },
                 command=command,
                 dtype=record.dtype,
                 headline=result.headline,
@@ -412,7 +458,17 @@ class _Runner:
     the watch events of its Jobs and pods, deletes what waits past the schedule timeout,
     and turns each finished Job into an entry (storing its sweep)."""
 
-    def __init__(self, env: Env, kube: Kube, place: Place, config: Config, plan: FleetPlan, template: dict[str, Any], progress: Progress, run: Run) -> None:
+    def __init__(
+        self,
+        env: Env,
+        kube: Kube,
+        place: Place,
+        config: Config,
+        plan: FleetPlan,
+        template: dict[str, Any],
+        progress: Progress,
+        run: Run,
+    ) -> None:
         self.env = env
         self.kube = kube
         self.place = place
@@ -497,7 +553,12 @@ class _Runner:
             except Conflict:
                 found = self.kube.get_job(self.ns, slot.target.job)
                 if found is None or not fj.is_ours(found, self.plan.owner, self.plan.fleet_id):
-                    self._finish(slot, outcome_entry(slot.target, "failed", f"a Job named {slot.target.job} exists and is not this fleet's"))
+                    self._finish(
+                        slot,
+                        outcome_entry(
+                            slot.target, "failed", f"a Job named {slot.target.job} exists and is not this fleet's"
+                        ),
+                    )
                     continue
                 slot.job = found
             else:
@@ -508,7 +569,11 @@ class _Runner:
     def _next_deadline(self) -> float:
         """Seconds until the next Job would be past --schedule-timeout."""
         now = time.monotonic()
-        waits = [s.started + self.plan.schedule_timeout - now for s in self.slots if s.entry is None and s.started is not None and not self._scheduled(s)]
+        waits = [
+            s.started + self.plan.schedule_timeout - now
+            for s in self.slots
+            if s.entry is None and s.started is not None and not self._scheduled(s)
+        ]
         return min(waits, default=TICK)
 
     @staticmethod
@@ -537,7 +602,10 @@ class _Runner:
         if uid and job["metadata"].get("uid") != uid:
             return  # an older Job of the same name
         if etype == "DELETED":
-            self._finish(slot, outcome_entry(slot.target, "failed", "its Job was deleted before it finished", node=self._node(slot)))
+            self._finish(
+                slot,
+                outcome_entry(slot.target, "failed", "its Job was deleted before it finished", node=self._node(slot)),
+            )
             return
         slot.job = job
         done = fj.job_finished(job)
@@ -548,14 +616,20 @@ class _Runner:
         slot = self.by_job.get(fj.job_of_pod(pod) or "")
         if slot is None or slot.entry is not None or slot.job is None or etype == "DELETED":
             return
-        owner = next((o.get("uid") for o in (pod.get("metadata") or {}).get("ownerReferences") or [] if o.get("controller")), None)
+        owner = next(
+            (o.get("uid") for o in (pod.get("metadata") or {}).get("ownerReferences") or [] if o.get("controller")),
+            None,
+        )
         if owner != (slot.job.get("metadata") or {}).get("uid"):
             return  # a pod of an earlier Job of that name, still going away
         slot.pod = pod
         fatal = fj.fatal_waiting(pod)
         if fatal is not None:
             self.kube.delete_job(self.ns, slot.target.job, uid=((slot.job or {}).get("metadata") or {}).get("uid"))
-            self._finish(slot, outcome_entry(slot.target, "failed", f"its container cannot start ({fatal})", node=self._node(slot)))
+            self._finish(
+                slot,
+                outcome_entry(slot.target, "failed", f"its container cannot start ({fatal})", node=self._node(slot)),
+            )
 
     def _node(self, slot: _Slot) -> str | None:
         return ((slot.pod or {}).get("spec") or {}).get("nodeName") or slot.target.node
@@ -564,9 +638,13 @@ class _Runner:
         """The finished Job's pod as it is now (the pods' watch may not have told its end yet)."""
         if slot.pod is not None:
             return self.kube.get_pod(self.ns, slot.pod["metadata"]["name"])  # None: gone (a deadline deletes it)
-        pods, _ = self.kube.list_pods(self.ns, label_selector=f"{fj.FLEET}={self.plan.fleet_id},job-name={slot.target.job}")
+        pods, _ = self.kube.list_pods(
+            self.ns, label_selector=f"{fj.FLEET}={self.plan.fleet_id},job-name={slot.target.job}"
+        )
         uid = ((slot.job or {}).get("metadata") or {}).get("uid")
-        mine = [p for p in pods if uid in (o.get("uid") for o in (p.get("metadata") or {}).get("ownerReferences") or [])]
+        mine = [
+            p for p in pods if uid in (o.get("uid") for o in (p.get("metadata") or {}).get("ownerReferences") or [])
+        ]
         return mine[-1] if mine else None
 
     def _collect(self, slot: _Slot, outcome: str, reason: str, message: str) -> None:
@@ -593,9 +671,20 @@ class _Runner:
                 self._finish(slot, outcome_entry(slot.target, "failed", why, node=node, log_tail=last))
                 return
             try:
-                result = store_sweep(self.plan, slot.target, record_json=json.dumps(data), log=log, pod=pod or {}, node=node)
+                result = store_sweep(
+                    self.plan, slot.target, record_json=json.dumps(data), log=log, pod=pod or {}, node=node
+                )
             except ParseError as e:
-                self._finish(slot, outcome_entry(slot.target, "failed", f"the result in its log is not a sweep: {e.message}", node=node, log_tail=last))
+                self._finish(
+                    slot,
+                    outcome_entry(
+                        slot.target,
+                        "failed",
+                        f"the result in its log is not a sweep: {e.message}",
+                        node=node,
+                        log_tail=last,
+                    ),
+                )
                 return
             self._finish(slot, measured_entry(slot.target, result, node=node))
             return
@@ -605,7 +694,12 @@ class _Runner:
             return
         code = _exit_code(pod)
         why = last[-1] if last else (message or reason or "the Job failed")
-        self._finish(slot, outcome_entry(slot.target, "failed", (f"exit {code}: " if code is not None else "") + why, node=node, log_tail=last))
+        self._finish(
+            slot,
+            outcome_entry(
+                slot.target, "failed", (f"exit {code}: " if code is not None else "") + why, node=node, log_tail=last
+            ),
+        )
 
     def _finish(self, slot: _Slot, entry: FleetEntry) -> None:
         slot.entry = entry
@@ -621,14 +715,35 @@ class _Runner:
         for s in self.slots:
             elapsed = None if s.started is None else (s.ended or now) - s.started
             if s.entry is not None:
-                out.append(JobRow(key=s.target.key, instance_type=s.target.instance_type, phase=s.entry.status, node=s.entry.node, reason=s.entry.reason, elapsed_s=elapsed, log_tail=s.entry.log_tail))
+                out.append(
+                    JobRow(
+                        key=s.target.key,
+                        instance_type=s.target.instance_type,
+                        phase=s.entry.status,
+                        node=s.entry.node,
+                        reason=s.entry.reason,
+                        elapsed_s=elapsed,
+                        log_tail=s.entry.log_tail,
+                    )
+                )
             elif s.job is None:
-                out.append(JobRow(key=s.target.key, instance_type=s.target.instance_type, phase="waiting", node=s.target.node))
+                out.append(
+                    JobRow(key=s.target.key, instance_type=s.target.instance_type, phase="waiting", node=s.target.node)
+                )
             else:
                 pod = s.pod or {}
                 phase = (pod.get("status") or {}).get("phase") or "Pending"
                 reason = fj.pending_reason(pod) if phase == "Pending" and pod else None
-                out.append(JobRow(key=s.target.key, instance_type=s.target.instance_type, phase=phase, node=self._node(s), reason=reason, elapsed_s=elapsed))
+                out.append(
+                    JobRow(
+                        key=s.target.key,
+                        instance_type=s.target.instance_type,
+                        phase=phase,
+                        node=self._node(s),
+                        reason=reason,
+                        elapsed_s=elapsed,
+                    )
+                )
         return out
 
 
@@ -640,7 +755,18 @@ def _exit_code(pod: dict[str, Any] | None) -> int | None:
     return None
 
 
-def run_fleet(env: Env, kube: Kube, place: Place, config: Config, plan: FleetPlan, template: dict[str, Any], progress: Progress, *, keep: bool, create: bool) -> FleetResult:
+def run_fleet(
+    env: Env,
+    kube: Kube,
+    place: Place,
+    config: Config,
+    plan: FleetPlan,
+    template: dict[str, Any],
+    progress: Progress,
+    *,
+    keep: bool,
+    create: bool,
+) -> FleetResult:
     """Create the fleet's ConfigMap (when `create`), run and follow its Jobs to the end,
     store the fleet run, then delete the Jobs and the ConfigMap unless `keep`. Ctrl-C
     leaves everything running and says how to collect it (exit 130)."""
@@ -663,7 +789,17 @@ def run_fleet(env: Env, kube: Kube, place: Place, config: Config, plan: FleetPla
                     fj.delete_fleets(env, kube, plan.namespace, plan.owner, [plan.fleet_id])
                 store.remove(run)
                 raise
-            raise ClusterError(e.message, hint=" ".join(x for x in (e.hint, f"The Jobs already started go on: collect them with `{collect_command(place, plan.fleet_id)}`.") if x)) from None
+            raise ClusterError(
+                e.message,
+                hint=" ".join(
+                    x
+                    for x in (
+                        e.hint,
+                        f"The Jobs already started go on: collect them with `{collect_command(place, plan.fleet_id)}`.",
+                    )
+                    if x
+                ),
+            ) from None
     except KeyboardInterrupt:
         started = sum(1 for s in runner.slots if s.job is not None)
         left = (
@@ -673,16 +809,23 @@ def run_fleet(env: Env, kube: Kube, place: Place, config: Config, plan: FleetPla
         )
         raise Interrupted(
             f"interrupted: {left}",
-            hint=f"Collect the fleet with `{collect_command(place, plan.fleet_id)}` (or remove it with `{cleanup_command(place, plan.fleet_id)}`).",
+            hint=f"Collect the fleet with `{collect_command(place, plan.fleet_id)}` (or remove it with "
+            f"`{cleanup_command(place, plan.fleet_id)}`).",
         ) from None
     result = build_fleet_result(plan, entries)
     run.write_meta(_fleet_meta(plan, result))
     run.write_result(result)
     if keep:
-        env.note(f"the Jobs and the ConfigMap of fleet {plan.fleet_id} are kept; remove them with `{cleanup_command(place, plan.fleet_id)}`")
+        env.note(
+            f"the Jobs and the ConfigMap of fleet {plan.fleet_id} are kept; remove them with "
+            f"`{cleanup_command(place, plan.fleet_id)}`"
+        )
     else:
         gone = fj.delete_fleets(env, kube, plan.namespace, plan.owner, [plan.fleet_id])
-        env.note(f"deleted {len(gone.jobs)} Job{'s' if len(gone.jobs) != 1 else ''} and {len(gone.configmaps)} ConfigMap of fleet {plan.fleet_id}")
+        env.note(
+            f"deleted {len(gone.jobs)} Job{'s' if len(gone.jobs) != 1 else ''} and {len(gone.configmaps)} "
+            f"ConfigMap of fleet {plan.fleet_id}"
+        )
     return result
 
 
@@ -694,7 +837,10 @@ def load_plan(kube: Kube, place: Place, owner: str, fleet_id: str) -> tuple[Flee
     except Forbidden:
         cm = None
     if cm is not None and not fj.is_ours(cm, owner, fleet_id):
-        raise ClusterError(f"configmap {fj.configmap_name(fleet_id)} in namespace {place.namespace} is not a fleet of {owner}", hint=f"See your fleets with `nsightlab fleet status {place.options()}`.")
+        raise ClusterError(
+            f"configmap {fj.configmap_name(fleet_id)} in namespace {place.namespace} is not a fleet of {owner}",
+            hint=f"See your fleets with `nsightlab fleet status {place.options()}`.",
+        )
     plan = fj.plan_of(cm) if cm is not None else None
     if plan is None:
         run = find_fleet_run(fleet_id)
@@ -715,16 +861,23 @@ def failure(result: FleetResult) -> NsightlabError | None:
     bad = [e for e in result.entries if e.status in ("failed", "timeout")]
     if bad:
         names = ", ".join(e.instance_type + (f" on {e.node}" if e.node else "") for e in bad)
-        return RemoteCommandError(f"{len(bad)} Job{'s' if len(bad) != 1 else ''} of fleet {result.fleet_id} failed or timed out ({names})", hint="The reasons and the logs' last lines are above.")
+        return RemoteCommandError(
+            f"{len(bad)} Job{'s' if len(bad) != 1 else ''} of fleet {result.fleet_id} failed or timed out ({names})",
+            hint="The reasons and the logs' last lines are above.",
+        )
     if result.entries and all(e.status == "not-scheduled" for e in result.entries):
         return PodNotReadyError(
-            f"no Job of fleet {result.fleet_id} could be scheduled: no free GPU of {', '.join(sorted({e.instance_type for e in result.entries}))}",
-            hint=f"See the free GPUs with `nsightlab explore nodes --context {result.context}`, then try again later or raise --schedule-timeout.",
+            f"no Job of fleet {result.fleet_id} could be scheduled: no free GPU of "
+            f"{', '.join(sorted({e.instance_type for e in result.entries}))}",
+            hint=f"See the free GPUs with `nsightlab explore nodes --context {result.context}`, then try again later "
+            "or raise --schedule-timeout.",
         )
     return None
 
 
-def running_fleet_plan(kube: Kube, place: Place, config: Config, fleet_id: str, *, max_parallel: int | None, schedule_timeout: float | None) -> tuple[FleetPlan, bool]:
+def running_fleet_plan(
+    kube: Kube, place: Place, config: Config, fleet_id: str, *, max_parallel: int | None, schedule_timeout: float | None
+) -> tuple[FleetPlan, bool]:
     """The plan `fleet collect` follows, with the options given to it."""
     plan, has_configmap = load_plan(kube, place, config.owner(), fleet_id)
     update: dict[str, Any] = {}
@@ -737,8 +890,11 @@ def running_fleet_plan(kube: Kube, place: Place, config: Config, fleet_id: str, 
 
 def status_note(plan: FleetPlan) -> str:
     what = "GPU node" if plan.every_node else "instance type"
-    return f"fleet {plan.fleet_id}: {len(plan.targets)} Job{'s' if len(plan.targets) != 1 else ''}, one per {what}, at most {plan.max_parallel} at once, {plan.dtype} on {'the CPU (--device cpu)' if plan.device == 'cpu' else 'the GPU'}"
-
+    return (
+        f"fleet {plan.fleet_id}: {len(plan.targets)} Job{'s' if len(plan.targets) != 1 else ''}, one per {what}, at "
+        f"most {plan.max_parallel} at once, {plan.dtype} on "
+        f"{'the CPU (--device cpu)' if plan.device == 'cpu' else 'the GPU'}"
+    )
 
 
 def stored_place(fleet_id: str) -> tuple[str, str] | None:

@@ -28,7 +28,6 @@ if TYPE_CHECKING:
 DEFAULT_KERNEL = "vectorized_elementwise"  # the scale kernel of lesson1
 
 
-
 def counters_hint(target: Target) -> str:
     """The two ways forward when ncu may not read the counters, as commands for this target
     (the lab pod is made anew: `create` would reuse the one without the capability)."""
@@ -39,7 +38,9 @@ def counters_hint(target: Target) -> str:
     else:
         args = kube.ctx.cli_args
         doctor = f"`nsightlab doctor {args}`"
-        recreate = f"recreate the lab pod with `nsightlab cleanup {args}` then `nsightlab create {args} --profiling-caps`"
+        recreate = (
+            f"recreate the lab pod with `nsightlab cleanup {args}` then `nsightlab create {args} --profiling-caps`"
+        )
     return (
         "ncu needs the GPU's performance counters. Two ways forward: ask the platform team for a "
         f"profiling-enabled node (driver option NVreg_RestrictProfilingToAdminUsers=0; {doctor} "
@@ -68,7 +69,18 @@ def run_ncu(
     """
     plan = device or DevicePlan(requested="auto", script_arg="auto", wants_gpu=False, place=f"on {target.label}")
     with LabWork("ncu run", target) as work:
-        return _ncu(work, env, target, meta_fields, script=script, script_args=script_args, kernel=kernel, sections=sections, count=count, plan=plan)
+        return _ncu(
+            work,
+            env,
+            target,
+            meta_fields,
+            script=script,
+            script_args=script_args,
+            kernel=kernel,
+            sections=sections,
+            count=count,
+            plan=plan,
+        )
 
 
 def _ncu(
@@ -86,7 +98,11 @@ def _ncu(
 ) -> NcuResult:
     local_script, name = resolve_script(script)
     if target.which("ncu") is None:
-        raise RemoteCommandError(f"ncu (Nsight Compute) is not installed on {target.label}", returncode=127, hint="Use an image that ships Nsight Compute.")
+        raise RemoteCommandError(
+            f"ncu (Nsight Compute) is not installed on {target.label}",
+            returncode=127,
+            hint="Use an image that ships Nsight Compute.",
+        )
     version = target.run(["ncu", "--version"], check=False).out
     run, run_id = work.new_run("ncu", name)
     wd = target.workdir()
@@ -109,7 +125,10 @@ def _ncu(
     raw.write_text(text, encoding="utf-8")
     blocked = ncu_parse.detect_counter_permission_error(text + "\n" + "\n".join(tail))
     if blocked:
-        raise CountersNotPermittedError(f"ncu cannot read GPU counters on {target.label}: {blocked.split(' - ')[0].strip('= ')}", hint=counters_hint(target))
+        raise CountersNotPermittedError(
+            f"ncu cannot read GPU counters on {target.label}: {blocked.split(' - ')[0].strip('= ')}",
+            hint=counters_hint(target),
+        )
     if code != 0:
         no_gpu = no_gpu_error(plan, code, tail)
         if no_gpu is not None:
@@ -117,7 +136,11 @@ def _ncu(
         raise RemoteCommandError(f"ncu failed on {target.label} (exit {code}): {last_error(tail)}", returncode=code)
     report = ncu_parse.parse_ncu_csv(text, source=str(raw))
     if not report.kernels:
-        raise RemoteCommandError(f"ncu profiled no kernel matching regex:{kernel} on {target.label}", hint=f"Check --kernel against the names `nsightlab profile {shlex.quote(script)}{' --local' if target.label == 'this machine' else ''}` shows.")
+        raise RemoteCommandError(
+            f"ncu profiled no kernel matching regex:{kernel} on {target.label}",
+            hint="Check --kernel against the names `nsightlab profile "
+            f"{shlex.quote(script)}{' --local' if target.label == 'this machine' else ''}` shows.",
+        )
     result = from_report(report, target.label)
     result.run_id = run_id
     try:
@@ -144,7 +167,11 @@ def _ncu(
             device=gpu,
             device_type="cuda",  # ncu measures GPU kernels only
             device_requested=plan.requested,
-            **{k: v for k, v in meta_fields.items() if k in RunMeta.model_fields and k not in ("gpu", "device", "device_type", "device_requested")},
+            **{
+                k: v
+                for k, v in meta_fields.items()
+                if k in RunMeta.model_fields and k not in ("gpu", "device", "device_type", "device_requested")
+            },
         )
     )
     run.write_result(result)

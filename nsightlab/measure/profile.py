@@ -168,7 +168,9 @@ def _failed(target: Target, what: str, code: int, tail: list[str], plan: DeviceP
     in nsightlab's words (exit 6, `nsightlab.measure.device`), else the last line it wrote."""
     lines = tail
     no_gpu = no_gpu_error(plan, code, lines) if plan is not None else None
-    return no_gpu or RemoteCommandError(f"{what} failed on {target.label} (exit {code}): {last_error(tail)}", returncode=code)
+    return no_gpu or RemoteCommandError(
+        f"{what} failed on {target.label} (exit {code}): {last_error(tail)}", returncode=code
+    )
 
 
 @contextmanager
@@ -220,12 +222,16 @@ def _nsys_run(
         text = "\n".join(tail)
         importer = nsys.detect_importer_error(text)
         if server and code != 0 and not importer:
-            raise RemoteCommandError(f"the server ended on {target.label} (exit {code}) before nsys wrote a report: {last_error(tail)}", returncode=code)
+            raise RemoteCommandError(
+                f"the server ended on {target.label} (exit {code}) before nsys wrote a report: {last_error(tail)}",
+                returncode=code,
+            )
         raise RemoteCommandError(
             f"nsys wrote no {BASE}.nsys-rep on {target.label}" + (f": {importer}" if importer else ""),
             hint="A target-only nsys install writes only a .qdstrm: use the full Nsight Systems CLI in the image."
             if importer or not server
-            else "Nothing was collected: the server never called cudaProfilerStart (see `nsightlab profile --help`), or use --duration.",
+            else "Nothing was collected: the server never called cudaProfilerStart (see `nsightlab profile --help`), "
+            "or use --duration.",
         )
     if server and code != 0:
         env.note(f"the server ended with exit {code} (nsys ends it when the collection is over)")
@@ -241,15 +247,33 @@ def export_stats(env: Env, target: Target, wd: str, reports: Sequence[str]) -> t
     lists) from `wd`'s report. Returns the files to fetch and the listing of `wd`; the
     WARNING of a stale export is an error."""
     base = posixpath.join(wd, BASE)
-    stats = ["nsys", "stats", "--force-export=true", "--format", "csv", "-o", base, "-r", ",".join(reports), f"{base}.nsys-rep"]
+    stats = [
+        "nsys",
+        "stats",
+        "--force-export=true",
+        "--format",
+        "csv",
+        "-o",
+        base,
+        "-r",
+        ",".join(reports),
+        f"{base}.nsys-rep",
+    ]
     env.note(f"exporting: {shlex.join(stats)}")
     done = target.run(stats, check=False)
     try:
         nsys.check_stats_output(done.out + "\n" + done.err, source="nsys stats")
     except ParseError as e:
-        raise RemoteCommandError(e.message, hint="nsightlab always passes --force-export=true; if you see this, the export on the target is stale or broken.") from None
+        raise RemoteCommandError(
+            e.message,
+            hint="nsightlab always passes --force-export=true; if you see this, the export on the target is stale or "
+            "broken.",
+        ) from None
     if done.returncode != 0:
-        raise RemoteCommandError(f"nsys stats failed on {target.label} (exit {done.returncode}): {done.err.strip()[-300:]}", returncode=done.returncode)
+        raise RemoteCommandError(
+            f"nsys stats failed on {target.label} (exit {done.returncode}): {done.err.strip()[-300:]}",
+            returncode=done.returncode,
+        )
     listing = target.run(["ls", "-1", wd], what="listing the work folder").out.split()
     wanted = [f for f in listing if f.startswith(f"{BASE}_") and f.endswith(".csv")] + [f"{BASE}.nsys-rep"]
     return wanted, listing
@@ -277,7 +301,18 @@ def run_profile(
     `--device`; a user's own script gets none, and where its ops ran is read from the
     profile afterwards (a CPU run on a target that requests a GPU is warned about)."""
     with LabWork("profile", target) as work:
-        return _profile(work, env, target, meta_fields, script=script, script_args=script_args, profiler=profiler, nsys_args=nsys_args, serving=serving, device=device)
+        return _profile(
+            work,
+            env,
+            target,
+            meta_fields,
+            script=script,
+            script_args=script_args,
+            profiler=profiler,
+            nsys_args=nsys_args,
+            serving=serving,
+            device=device,
+        )
 
 
 def _profile(
@@ -297,7 +332,10 @@ def _profile(
         if profiler != "nsys":
             raise UsageError("--serving profiles under nsys only (drop --profiler torch)")
         if not script_args:
-            raise UsageError("--serving needs the server's command after --", hint="e.g. `nsightlab profile --serving -- vllm serve MODEL --profiler-config.profiler cuda`.")
+            raise UsageError(
+                "--serving needs the server's command after --",
+                hint="e.g. `nsightlab profile --serving -- vllm serve MODEL --profiler-config.profiler cuda`.",
+            )
         _require_nsys(target)
         name = command_name(script_args)
         run, run_id = work.new_run("profile", name)
@@ -305,9 +343,31 @@ def _profile(
             wd = target.workdir()
             env.note(f"profiling a server: {serving.describe()}")
             log = bytearray()
-            wanted_files, _, version = _nsys_run(env, target, wd, list(script_args), options=[*serving.nsys_options(), *nsys_args], env_vars=SERVING_ENV, server=True, log=log)
+            wanted_files, _, version = _nsys_run(
+                env,
+                target,
+                wd,
+                list(script_args),
+                options=[*serving.nsys_options(), *nsys_args],
+                env_vars=SERVING_ENV,
+                server=True,
+                log=log,
+            )
             command = ["nsightlab", "profile", "--serving", *_serving_flags(serving), "--", *script_args]
-            return _finish(run, run_id, target, wd, wanted_files, meta_fields, name=name, profiler="nsys", versions={"nsys": version}, work_json=None, command=command, log=bytes(log))
+            return _finish(
+                run,
+                run_id,
+                target,
+                wd,
+                wanted_files,
+                meta_fields,
+                name=name,
+                profiler="nsys",
+                versions={"nsys": version},
+                work_json=None,
+                command=command,
+                log=bytes(log),
+            )
     plan = device or DevicePlan(requested="auto", script_arg="auto", wants_gpu=False, place=f"on {target.label}")
     local_script, name = resolve_script(script)
     builtin = script in BUILTIN
@@ -329,12 +389,22 @@ def _profile(
         versions: dict[str, str | None] = {}
         log = bytearray()
         if profiler == "nsys":
-            wanted_files, listing, versions["nsys"] = _nsys_run(env, target, wd, argv_script, options=nsys_args, env_vars={}, log=log, plan=plan)
+            wanted_files, listing, versions["nsys"] = _nsys_run(
+                env, target, wd, argv_script, options=nsys_args, env_vars={}, log=log, plan=plan
+            )
         else:
             prof_script = posixpath.join(wd, "torchprof.py")
             target.put(assets.lab_script("torchprof.py"), prof_script)
             prof_json = posixpath.join(wd, "torchprof.json")
-            argv = [target.python, prof_script, "--out", prof_json, "--trace", posixpath.join(wd, TRACE), *argv_script[1:]]
+            argv = [
+                target.python,
+                prof_script,
+                "--out",
+                prof_json,
+                "--trace",
+                posixpath.join(wd, TRACE),
+                *argv_script[1:],
+            ]
             env.note(f"running on {target.label} under torch.profiler: {shlex.join(argv_script[1:])}")
             out_cb, err_cb, tail = streamer(env, log)
             code = target.stream(argv, on_stdout=out_cb, on_stderr=err_cb)
@@ -344,8 +414,30 @@ def _profile(
             wanted_files = ["torchprof.json"] + ([TRACE] if TRACE in listing else [])
         if builtin and posixpath.basename(work_json) in listing:
             wanted_files.append(posixpath.basename(work_json))
-        command = ["nsightlab", "profile", script, *(["--profiler", profiler]), *(["--device", plan.requested] if plan.requested != "auto" else []), *(["--", *script_args] if script_args else [])]
-        result = _finish(run, run_id, target, wd, wanted_files, meta_fields, name=name, profiler=profiler, versions=versions, work_json=work_json, command=command, log=bytes(log), plan=plan, script_file=None if builtin else local_script.name)
+        command = [
+            "nsightlab",
+            "profile",
+            script,
+            *(["--profiler", profiler]),
+            *(["--device", plan.requested] if plan.requested != "auto" else []),
+            *(["--", *script_args] if script_args else []),
+        ]
+        result = _finish(
+            run,
+            run_id,
+            target,
+            wd,
+            wanted_files,
+            meta_fields,
+            name=name,
+            profiler=profiler,
+            versions=versions,
+            work_json=work_json,
+            command=command,
+            log=bytes(log),
+            plan=plan,
+            script_file=None if builtin else local_script.name,
+        )
     for warning in result.warnings:
         env.warn(warning)
     return result
@@ -395,10 +487,19 @@ def _finish(
         info = torch_info(data)
     record = load_record(run.raw / posixpath.basename(work_json)) if work_json else None
     if record is not None:
-        versions.update({"torch": record.device.torch, "cuda": record.device.cuda, "python": record.device.python, "driver": record.device.driver})
+        versions.update(
+            {
+                "torch": record.device.torch,
+                "cuda": record.device.cuda,
+                "python": record.device.python,
+                "driver": record.device.driver,
+            }
+        )
     elif info is not None and info.device:
         versions.update({k: info.device.get(k) for k in ("torch", "cuda", "python", "driver") if k in info.device})
-    result = build_profile(report, record, script=name, profiler=profiler, target=target.label, versions=versions, torch=info)
+    result = build_profile(
+        report, record, script=name, profiler=profiler, target=target.label, versions=versions, torch=info
+    )
     result.run_id = run_id
     result.run_dir = str(run.path)
     result.files = fetched
@@ -423,7 +524,11 @@ def _finish(
         device=result.device_name,
         device_type=result.device_type,
         device_requested=result.device_requested,
-        **{k: v for k, v in meta_fields.items() if k in RunMeta.model_fields and k not in ("gpu", "device", "device_type", "device_requested")},
+        **{
+            k: v
+            for k, v in meta_fields.items()
+            if k in RunMeta.model_fields and k not in ("gpu", "device", "device_type", "device_requested")
+        },
     )
     run.write_meta(meta)
     run.write_result(result)

@@ -129,14 +129,18 @@ def plan_sweep(
     if dtype is not None:
         known = canonical_dtype(dtype)
         if known is None:
-            raise UsageError(f"--dtype '{dtype}' is not an element type the sweep knows", hint=f"Use one of {dtype_choices()}.")
+            raise UsageError(
+                f"--dtype '{dtype}' is not an element type the sweep knows", hint=f"Use one of {dtype_choices()}."
+            )
         dtype = known
     impls = parse_impls(impl) if impl is not None else None
     if op is not None and op not in OPS:
         raise UsageError(f"--op: '{op}' is not scale or scale-add")
     size_list = parse_sizes(sizes) if sizes is not None else None
     if compare is not None and impls is not None and len(impls) > 1:
-        raise UsageError("--compare checks one implementation against a stored run: give --impl torch or --impl triton with it")
+        raise UsageError(
+            "--compare checks one implementation against a stored run: give --impl torch or --impl triton with it"
+        )
     against = load_sweep_run(compare) if compare is not None else None
     notes: list[str] = []
     if against is not None:
@@ -149,11 +153,21 @@ def plan_sweep(
             device = theirs.device.type
         impls = impls or [theirs.impl]
         op = op or theirs.op
-        what = f"{dtype}" + (f" at 2^{size_list[0]}..2^{size_list[-1]}" if size_list else "") + (f" on {device}" if device else "")
-        notes.append(f"comparing with run {against.run_id} ({theirs.dtype} on {theirs.device.name or theirs.device.type}): this run measures {what}")
+        what = (
+            f"{dtype}"
+            + (f" at 2^{size_list[0]}..2^{size_list[-1]}" if size_list else "")
+            + (f" on {device}" if device else "")
+        )
+        notes.append(
+            f"comparing with run {against.run_id} ({theirs.dtype} on "
+            f"{theirs.device.name or theirs.device.type}): this run measures {what}"
+        )
     impls = impls or ["torch"]
     if "triton" in impls and dtype is not None and dtype not in TRITON_DTYPES:
-        raise UsageError(f"--impl triton takes {', '.join(TRITON_DTYPES)}, not {dtype}", hint="Triton passes a Python float as a 32-bit scalar, so float64 could not match torch.")
+        raise UsageError(
+            f"--impl triton takes {', '.join(TRITON_DTYPES)}, not {dtype}",
+            hint="Triton passes a Python float as a 32-bit scalar, so float64 could not match torch.",
+        )
     return SweepPlan(
         dtype=dtype,
         sizes=size_list,
@@ -276,17 +290,33 @@ def run_sweep(
     if dtype is not None:
         known = canonical_dtype(dtype)
         if known is None:
-            raise UsageError(f"--dtype '{dtype}' is not an element type the sweep knows", hint=f"Use one of {dtype_choices()}.")
+            raise UsageError(
+                f"--dtype '{dtype}' is not an element type the sweep knows", hint=f"Use one of {dtype_choices()}."
+            )
         dtype = known
     if impl not in IMPLS or op not in OPS:
-        raise UsageError(f"--impl {impl} --op {op}: the sweep knows --impl {' or '.join(IMPLS)} and --op {' or '.join(OPS)}")
+        raise UsageError(
+            f"--impl {impl} --op {op}: the sweep knows --impl {' or '.join(IMPLS)} and --op {' or '.join(OPS)}"
+        )
     if impl == "triton" and dtype is not None and dtype not in TRITON_DTYPES:
         raise UsageError(f"--impl triton takes {', '.join(TRITON_DTYPES)}, not {dtype}")
     plan = plan_device(where, device)
     if plan.note():
         env.note(str(plan.note()))
     with LabWork("sweep", where.target) as work:
-        return _sweep(work, env, where, dtype=dtype, sizes=sizes, iters=iters, warmup=warmup, against=against, plan=plan, impl=impl, op=op)
+        return _sweep(
+            work,
+            env,
+            where,
+            dtype=dtype,
+            sizes=sizes,
+            iters=iters,
+            warmup=warmup,
+            against=against,
+            plan=plan,
+            impl=impl,
+            op=op,
+        )
 
 
 def _sweep(
@@ -362,9 +392,21 @@ def run_impls(
     sweep run, and the two compared size by size. Triton goes first (a missing triton or
     a wrong result stops it before the longer torch run), and torch then runs at the type
     and sizes Triton ran, so that every size has both."""
-    triton = run_sweep(env, where, dtype=dtype, sizes=sizes, iters=iters, warmup=warmup, device=device, impl="triton", op=op)
+    triton = run_sweep(
+        env, where, dtype=dtype, sizes=sizes, iters=iters, warmup=warmup, device=device, impl="triton", op=op
+    )
     ran = sorted({r.log2 for r in triton.record.rows} | {s.log2 for s in triton.record.skipped})
-    torch = run_sweep(env, where, dtype=triton.dtype, sizes=sizes or ran or None, iters=iters, warmup=warmup, device=device, impl="torch", op=op)
+    torch = run_sweep(
+        env,
+        where,
+        dtype=triton.dtype,
+        sizes=sizes or ran or None,
+        iters=iters,
+        warmup=warmup,
+        device=device,
+        impl="torch",
+        op=op,
+    )
     return compare_impls(torch, triton)
 
 
@@ -420,7 +462,14 @@ def _store(
                 device_type=dev.type,
                 device_requested=plan.requested,
                 image=_str(where.meta.get("image")),
-                versions={"torch": dev.torch, "cuda": dev.cuda, "python": dev.python, "driver": dev.driver, "nsightlab": __version__, **({"triton": record.triton} if record.impl == "triton" else {})},
+                versions={
+                    "torch": dev.torch,
+                    "cuda": dev.cuda,
+                    "python": dev.python,
+                    "driver": dev.driver,
+                    "nsightlab": __version__,
+                    **({"triton": record.triton} if record.impl == "triton" else {}),
+                },
                 command=command,
                 dtype=record.dtype,
                 headline=result.headline,
@@ -441,11 +490,19 @@ def _str(value: object) -> str | None:
 def _failure_hint(last: str, code: int, where: Where) -> str | None:
     local = not where.meta.get("context")
     if "No module named 'torch'" in last:
-        return "Install torch here (pip install torch) or run in the lab pod." if local else "The lab pod's image needs PyTorch."
+        return (
+            "Install torch here (pip install torch) or run in the lab pod."
+            if local
+            else "The lab pod's image needs PyTorch."
+        )
     if code == 127:
         return "Python was not found on the target."
     if code == SCRIPT_NO_TRITON_EXIT:
-        return "Install triton here (pip install 'nsightlab[triton]'), or use --impl torch." if local else "The lab pod's image needs triton for --impl triton; use --impl torch there."
+        return (
+            "Install triton here (pip install 'nsightlab[triton]'), or use --impl torch."
+            if local
+            else "The lab pod's image needs triton for --impl triton; use --impl torch there."
+        )
     if code == SCRIPT_CHECK_FAILED_EXIT:
         return "The Triton kernel's result differs from torch's: the numbers would mean nothing, so nothing was stored."
     return "The script's output is above."

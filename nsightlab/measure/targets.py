@@ -65,7 +65,9 @@ class Target(Protocol):
 
     def run(self, argv: Sequence[str], *, check: bool = True, what: str | None = None) -> Completed: ...
 
-    def stream(self, argv: Sequence[str], *, on_stdout: Sink, on_stderr: Sink, env: dict[str, str] | None = None) -> int: ...
+    def stream(
+        self, argv: Sequence[str], *, on_stdout: Sink, on_stderr: Sink, env: dict[str, str] | None = None
+    ) -> int: ...
 
     def which(self, name: str) -> str | None: ...
 
@@ -99,7 +101,9 @@ class LocalTarget:
             raise _failed(self.label, argv, proc.returncode, proc.stderr, what)
         return done
 
-    def stream(self, argv: Sequence[str], *, on_stdout: Sink, on_stderr: Sink, env: dict[str, str] | None = None) -> int:
+    def stream(
+        self, argv: Sequence[str], *, on_stdout: Sink, on_stderr: Sink, env: dict[str, str] | None = None
+    ) -> int:
 
         try:
             proc = subprocess.Popen(
@@ -181,7 +185,9 @@ class PodTarget:
         self.label = f"pod {namespace}/{pod}"
         self._workdir: str | None = None
 
-    def stream(self, argv: Sequence[str], *, on_stdout: Sink, on_stderr: Sink, env: dict[str, str] | None = None) -> int:
+    def stream(
+        self, argv: Sequence[str], *, on_stdout: Sink, on_stderr: Sink, env: dict[str, str] | None = None
+    ) -> int:
         full = list(argv)
         if env:
             full = ["env", *(f"{k}={v}" for k, v in env.items()), *full]
@@ -198,7 +204,10 @@ class PodTarget:
                 return 127
             if failure:
                 raise RemoteCommandError(f"{argv[0]} could not run in {self.label}: {failure}")
-            raise ClusterError(f"the connection to {self.label} dropped while running {argv[0]}", hint=f"Check the pod with `nsightlab status {self.kube.ctx.cli_args}`.")
+            raise ClusterError(
+                f"the connection to {self.label} dropped while running {argv[0]}",
+                hint=f"Check the pod with `nsightlab status {self.kube.ctx.cli_args}`.",
+            )
         return code
 
     def run(self, argv: Sequence[str], *, check: bool = True, what: str | None = None) -> Completed:
@@ -218,7 +227,6 @@ class PodTarget:
 
     def workdir(self) -> str:
         if self._workdir is None:
-
             path = f"/tmp/nsightlab/run-{secrets.token_hex(4)}"
             self.run(["mkdir", "-p", path], what="making a work folder")
             self._workdir = path
@@ -272,7 +280,15 @@ def open_target(
         finally:
             here.close()
         return
-    with connect(context, kubeconfig, config_path=config_path, intent=Intent.CHANGE, namespace=namespace, use_session=True, action=action) as c:
+    with connect(
+        context,
+        kubeconfig,
+        config_path=config_path,
+        intent=Intent.CHANGE,
+        namespace=namespace,
+        use_session=True,
+        action=action,
+    ) as c:
         note_session(env, c)
         pod_name = lab_pod_name(c)
         pod = c.pod or {}
@@ -291,4 +307,6 @@ def open_target(
             "image": containers[0].get("image"),
             "session_uid": (pod.get("metadata") or {}).get("uid"),
         }
-        yield Where(PodTarget(c.kube, c.ctx.namespace, pod_name), meta, wants_gpu=r.pod_gpus(pod) > 0, place="in the pod")
+        yield Where(
+            PodTarget(c.kube, c.ctx.namespace, pod_name), meta, wants_gpu=r.pod_gpus(pod) > 0, place="in the pod"
+        )

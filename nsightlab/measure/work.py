@@ -40,5 +40,9 @@ class LabWork(OnInterrupt):
                     store.remove(self.run)
             left = self.target.made_workdir()
             where = f"; its work folder {left} stays on {self.target.label}" if left else ""
-            self.state = f"the {self.kind} was stopped after its run was stored" if stored else f"the {self.kind} was stopped; no run was stored{where}"
+            self.state = (
+                f"the {self.kind} was stopped after its run was stored"
+                if stored
+                else f"the {self.kind} was stopped; no run was stored{where}"
+            )
         super().__exit__(kind, exc, tb)

@@ -609,9 +609,7 @@ def read_gpu_trace_columns(path: str | Path) -> GpuTraceColumns:
         handle = open(file.path, newline="", encoding="utf-8", errors="strict")  # noqa: SIM115
     except OSError as exc:
         raise ParseError(f"cannot read the file: {exc.strerror or exc}", source=source) from None
-    cols = GpuTraceColumns(
-        array("q"), array("q"), array("l"), array("b"), array("l"), array("q"), [], [], 0, True
-    )
+    cols = GpuTraceColumns(array("q"), array("q"), array("l"), array("b"), array("l"), array("q"), [], [], 0, True)
     with handle:
         reader = csv.reader(handle, strict=True)
         try:
@@ -701,7 +699,9 @@ def _fill_columns(cols: GpuTraceColumns, reader: Any, cells: _Cells) -> None:
             try:
                 corr = int(raw_corr)
             except ValueError:
-                raise cells.fail(reader.line_num, f"{cells.headers['corr_id']!r} is not a whole number: {raw_corr!r}") from None
+                raise cells.fail(
+                    reader.line_num, f"{cells.headers['corr_id']!r} is not a whole number: {raw_corr!r}"
+                ) from None
         else:
             corr = -1
         if start < previous:

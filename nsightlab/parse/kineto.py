@@ -337,7 +337,9 @@ class _JsonStream:
 class KinetoReader:
     """Iterate the GPU ops, launch calls and ranges of a Kineto trace (see module doc)."""
 
-    def __init__(self, path: str | Path, *, cpu_ops: bool = False, launches_only: bool = False, layout_scan: bool = True) -> None:
+    def __init__(
+        self, path: str | Path, *, cpu_ops: bool = False, launches_only: bool = False, layout_scan: bool = True
+    ) -> None:
         self.path = Path(path)
         self.source = str(path)
         self.cpu_ops = cpu_ops

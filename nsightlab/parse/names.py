@@ -135,11 +135,7 @@ def _elide_middle(text: str, width: int) -> str:
     start = len(text) - tail
     for shift in range(0, 9):
         for pos in (start - shift, start + shift):
-            if (
-                0 < pos < len(text)
-                and text[pos - 1] in " <,(:"
-                and (text[pos].isalnum() or text[pos] == "_")
-            ):
+            if 0 < pos < len(text) and text[pos - 1] in " <,(:" and (text[pos].isalnum() or text[pos] == "_"):
                 if pos < start:
                     # Grow the tail to the word start, shrinking the head to compensate.
                     head = keep - (len(text) - pos)
@@ -245,10 +241,9 @@ def kernel_names_match(a: str, b: str) -> bool:
     na, nb = normalise_kernel_name(a), normalise_kernel_name(b)
     if na == nb:
         return True
-    for cut, whole in ((na, nb), (nb, na)):
-        if cut.endswith(ELLIPSIS) and whole.startswith(cut[: -len(ELLIPSIS)]):
-            return True
-    return False
+    return any(
+        cut.endswith(ELLIPSIS) and whole.startswith(cut[: -len(ELLIPSIS)]) for cut, whole in ((na, nb), (nb, na))
+    )
 
 
 _ATTENTION = re.compile(r"flash|fmha|attention|attn|mha_|_mha|sdpa|paged_", re.I)
@@ -262,12 +257,8 @@ _ELEMENTWISE = re.compile(
     r"^(?:vector_?add|[sd]?axpy|triad|add|mul|scale|init)(?:_?kernel)?$",
     re.I,
 )
-_COPY = re.compile(
-    r"copy|memcpy|memset|transpose|nchwtonhwc|nhwctonchw|cat_?array|gather|scatter", re.I
-)
-_REDUCE = re.compile(
-    r"reduce|reduction|softmax|norm|topk|argmax|argmin|scan|_sum|mean|^dot(?:_?kernel)?$", re.I
-)
+_COPY = re.compile(r"copy|memcpy|memset|transpose|nchwtonhwc|nhwctonchw|cat_?array|gather|scatter", re.I)
+_REDUCE = re.compile(r"reduce|reduction|softmax|norm|topk|argmax|argmin|scan|_sum|mean|^dot(?:_?kernel)?$", re.I)
 
 
 KernelOrigin = Literal["triton"]

@@ -194,9 +194,7 @@ def _is_header(cells: list[str]) -> bool:
 
 
 class _Row:
-    def __init__(
-        self, cells: list[str], index: dict[str, int], line: int, source: str | None
-    ) -> None:
+    def __init__(self, cells: list[str], index: dict[str, int], line: int, source: str | None) -> None:
         self.cells = cells
         self.index = index
         self.line = line

@@ -191,9 +191,7 @@ def _split_csv_line(line: str, number: int, source: str | None) -> list[str]:
         raise ParseError(f"malformed CSV line: {exc}", source=source, line=number) from None
 
 
-def _csv_row_count_error(
-    cells: list[str], columns: list[Column], number: int, source: str | None
-) -> ParseError:
+def _csv_row_count_error(cells: list[str], columns: list[Column], number: int, source: str | None) -> ParseError:
     return ParseError(
         f"row has {len(cells)} cells, the header has {len(columns)}",
         source=source,
@@ -208,16 +206,12 @@ def _report_hint_from_source(source: str | None) -> ReportId | None:
     stem = Path(source).name.removesuffix(".csv")
     best: tuple[int, ReportId] | None = None
     for alias, rid in ALIAS_TO_ID.items():
-        if re.search(rf"(?:^|_){re.escape(alias)}(?:$|_)", stem) and (
-            best is None or len(alias) > best[0]
-        ):
+        if re.search(rf"(?:^|_){re.escape(alias)}(?:$|_)", stem) and (best is None or len(alias) > best[0]):
             best = (len(alias), rid)
     return best[1] if best else None
 
 
-def parse_stats_csv(
-    text: str, *, source: str | None = None, report: str | None = None
-) -> NsysReport:
+def parse_stats_csv(text: str, *, source: str | None = None, report: str | None = None) -> NsysReport:
     """Parse one `nsys stats --format csv` table (one report) into an NsysReport.
 
     The report is `report` when given (any old or new name), else the one named by a
@@ -284,9 +278,7 @@ def _column_spans(dash_line: str) -> list[tuple[int, int]]:
     return [(m.start(), m.end()) for m in re.finditer(r"-+", dash_line)]
 
 
-def _slice_columns(
-    line: str, spans: list[tuple[int, int]], number: int, source: str | None, what: str
-) -> list[str]:
+def _slice_columns(line: str, spans: list[tuple[int, int]], number: int, source: str | None, what: str) -> list[str]:
     """Cut a column-format line into cells along the dash runs of the underline."""
     cells: list[str] = []
     if what == "row" and len(line.rstrip()) <= spans[-1][0]:
@@ -375,9 +367,7 @@ def parse_stats_console(text: str, *, source: str | None = None) -> NsysReport:
         csv_columns = _try_csv_header(line) if stripped else None
         if csv_columns is not None:
             rid_hint = pending if pending_name is not None else None
-            i, stored = _read_csv_block(
-                lines, i, csv_columns, rid_hint, pending_name is not None, source, result
-            )
+            i, stored = _read_csv_block(lines, i, csv_columns, rid_hint, pending_name is not None, source, result)
             if not stored and pending_name is not None:
                 result.ignored_reports.append(pending_name)
             pending = pending_name = None
@@ -416,9 +406,7 @@ def _read_column_table(
         result.ignored_reports.append(pending_name or "")
         return end
     try:
-        header_cells = _slice_columns(
-            lines[header_index], spans, header_index + 1, source, "table header"
-        )
+        header_cells = _slice_columns(lines[header_index], spans, header_index + 1, source, "table header")
     except ParseError:
         if announced:
             raise
@@ -428,13 +416,8 @@ def _read_column_table(
     if rid is None:
         return end
     if any(not h for h in header_cells):
-        raise ParseError(
-            "table header has an empty column title", source=source, line=header_index + 1
-        )
-    rows = [
-        (j + 1, _slice_columns(lines[j], spans, j + 1, source, "row"))
-        for j in range(dash_index + 1, end)
-    ]
+        raise ParseError("table header has an empty column title", source=source, line=header_index + 1)
+    rows = [(j + 1, _slice_columns(lines[j], spans, j + 1, source, "row")) for j in range(dash_index + 1, end)]
     if not announced and rid == "cuda_api_sum":
         names = [cells[k] for _, cells in rows for k, c in enumerate(columns) if c.key == "name"]
         rid = identify(columns, names) or rid
@@ -486,9 +469,7 @@ def merge_reports(reports: Iterable[NsysReport]) -> NsysReport:
             if rows is None:
                 continue
             if getattr(merged, field) is not None:
-                raise ValueError(
-                    f"{rid} appears twice ({merged.sources.get(rid)}, {part.sources.get(rid)})"
-                )
+                raise ValueError(f"{rid} appears twice ({merged.sources.get(rid)}, {part.sources.get(rid)})")
             setattr(merged, field, rows)
             if rid in part.sources:
                 merged.sources[rid] = part.sources[rid]

@@ -134,10 +134,7 @@ def identify(columns: list[Column], names: list[str] | None = None) -> ReportId 
         return "nvtx_sum"
     if {"name", "total", "count"} <= keys:
         count = next(c for c in columns if c.key == "count")
-        if (
-            count.header.lower().replace(" ", "").startswith("numcalls")
-            or count.header.lower() == "calls"
-        ):
+        if count.header.lower().replace(" ", "").startswith("numcalls") or count.header.lower() == "calls":
             if names is None:
                 return "cuda_api_sum"
             cuda = sum(1 for n in names if n.startswith("cu"))
@@ -462,11 +459,7 @@ _LOOKALIKES: tuple[frozenset[str], ...] = (
 
 def table_rows(table: Table, source: str | None) -> list[Row]:
     seen = identify(table.columns)
-    if (
-        seen is not None
-        and seen != table.report
-        and not any({seen, table.report} <= pair for pair in _LOOKALIKES)
-    ):
+    if seen is not None and seen != table.report and not any({seen, table.report} <= pair for pair in _LOOKALIKES):
         raise ParseError(
             f"expected a {table.report} table, but its header is that of {seen} "
             f"({', '.join(c.header for c in table.columns)})",

@@ -40,9 +40,7 @@ REPORT_ALIASES: dict[ReportId, tuple[str, ...]] = {
 }
 
 
-ALIAS_TO_ID: dict[str, ReportId] = {
-    alias: rid for rid, aliases in REPORT_ALIASES.items() for alias in aliases
-}
+ALIAS_TO_ID: dict[str, ReportId] = {alias: rid for rid, aliases in REPORT_ALIASES.items() for alias in aliases}
 
 
 # Headings that name a report in column output before 2023 (2021.x `.qdrep` era).

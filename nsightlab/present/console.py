@@ -82,7 +82,9 @@ class Env:
             # Rich loads only when something is drawn on a terminal
             from rich.console import Console
 
-            self._out = Console(file=self.out_file, no_color=self.no_color, width=self.width, soft_wrap=False, highlight=False)
+            self._out = Console(
+                file=self.out_file, no_color=self.no_color, width=self.width, soft_wrap=False, highlight=False
+            )
         return self._out
 
     @property

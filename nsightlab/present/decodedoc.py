@@ -87,7 +87,9 @@ def steps_table(
     return Table(title=title, columns=columns, right=right, rows=rows)
 
 
-def top_kernels_table(steps: DecodeSteps, *, cpu: bool, title: str | None = None, top: int = TOP_KERNELS) -> Table | None:
+def top_kernels_table(
+    steps: DecodeSteps, *, cpu: bool, title: str | None = None, top: int = TOP_KERNELS
+) -> Table | None:
     """A step's top kernels grouped by kind (the kinds by their time), each with its
     share of the step; None without kernels."""
     kernels = steps.top_kernels[:top]
@@ -116,13 +118,19 @@ def batch_sweep_table(sweep: Sequence[BatchPoint], title: str | None = None) -> 
     """Tokens/s at each batch against the roofline's prediction."""
     unit_name, times = _time_cells([p.step_ms for p in sweep])
     predicted = any(p.predicted_tokens_per_s for p in sweep)
-    columns = ["BATCH", f"STEP ({unit_name})", "TOKENS/S"] + (["ROOFLINE TOKENS/S", "OF ROOFLINE", "BOUND"] if predicted else [])
+    columns = ["BATCH", f"STEP ({unit_name})", "TOKENS/S"] + (
+        ["ROOFLINE TOKENS/S", "OF ROOFLINE", "BOUND"] if predicted else []
+    )
     rows = []
     for p, t in zip(sweep, times, strict=True):
         row = [str(p.batch), t, units.sig(p.tokens_per_s)]
         if predicted:
             pred = p.predicted_tokens_per_s
-            row += ["" if pred is None else units.sig(pred), "" if not pred else units.percent(100 * p.tokens_per_s / pred), p.bound or ""]
+            row += [
+                "" if pred is None else units.sig(pred),
+                "" if not pred else units.percent(100 * p.tokens_per_s / pred),
+                p.bound or "",
+            ]
         rows.append(row)
     return Table(title=title, columns=columns, right=[True] * (len(columns) - 1) + [not predicted], rows=rows)
 
@@ -139,13 +147,20 @@ def trace_line(t: TraceSummary, cpu: bool) -> str:
 def decode_heading(result: DecodeResult) -> str:
     m = result.model
     params = f"{units.sig(m.params / 1e9)} B" if m.params >= 1e8 else f"{m.params:,}"
-    return f"{m.preset or 'custom shape'} ({params} params, {units.gigabytes(m.weight_bytes)} of {m.dtype} weights) on {result.device}"
+    return (
+        f"{m.preset or 'custom shape'} ({params} params, {units.gigabytes(m.weight_bytes)} of {m.dtype} weights) on "
+        f"{result.device}"
+    )
 
 
 def decode_facts(result: DecodeResult) -> list[str]:
     cpu = is_cpu(result.device)
     sources = sorted({x.steps.source for x in result.modes})
-    facts = ["steps: " + ", ".join(SOURCE_WORDS.get(s, s) for s in sources) + ("; CPU ops stand in for kernels" if cpu and result.trace is not None else "")]
+    facts = [
+        "steps: "
+        + ", ".join(SOURCE_WORDS.get(s, s) for s in sources)
+        + ("; CPU ops stand in for kernels" if cpu and result.trace is not None else "")
+    ]
     if result.trace is not None:
         facts.append(trace_line(result.trace, cpu))
     return facts
@@ -170,11 +185,17 @@ def decode_kernel_tables(result: DecodeResult) -> list[Table]:
     for x in result.modes:
         if x.batch != smallest:
             continue
-        t = top_kernels_table(x.steps, cpu=cpu, title=f"Top {'CPU ops' if cpu else 'kernels'} per step, by kind: {x.mode}, batch {x.batch}")
+        t = top_kernels_table(
+            x.steps,
+            cpu=cpu,
+            title=f"Top {'CPU ops' if cpu else 'kernels'} per step, by kind: {x.mode}, batch {x.batch}",
+        )
         if t is not None:
             out.append(t)
     return out
 
 
 def decode_verdicts(result: DecodeResult) -> list[str]:
-    return [f"{x.mode}, batch {x.batch}: {x.steps.verdict.text}. Next: {x.steps.verdict.next_step}." for x in result.modes]
+    return [
+        f"{x.mode}, batch {x.batch}: {x.steps.verdict.text}. Next: {x.steps.verdict.next_step}." for x in result.modes
+    ]

@@ -37,7 +37,13 @@ if TYPE_CHECKING:
 
 MISSING = "plotting needs matplotlib: pip install 'nsightlab[report]'"
 
-REGIME_COLORS = {"launch": "#d9d9d9", "cache": "#c6dbef", "transition": "#fdd0a2", "dram": "#c7e9c0", "interpreted": "#f0f0f0"}
+REGIME_COLORS = {
+    "launch": "#d9d9d9",
+    "cache": "#c6dbef",
+    "transition": "#fdd0a2",
+    "dram": "#c7e9c0",
+    "interpreted": "#f0f0f0",
+}
 REGIME_NAMES = {
     "launch": "launch-bound",
     "cache": "cache-resident",
@@ -154,19 +160,40 @@ def sweep_figure(sweeps: Sequence[SweepResult]) -> Plot:
         strip = None
     # the background shows the regimes of the run that spans the most sizes
     # (a measured run before an interpreted one: the interpreter's "regime" says nothing of memory)
-    first = max(sweeps, key=lambda s: (max((r.log2 for r in s.rows), default=0) - min((r.log2 for r in s.rows), default=0), not s.interpreted))
+    first = max(
+        sweeps,
+        key=lambda s: (
+            max((r.log2 for r in s.rows), default=0) - min((r.log2 for r in s.rows), default=0),
+            not s.interpreted,
+        ),
+    )
     rows0 = sorted(first.rows, key=lambda r: r.log2)
     shaded: set[str] = set()
     for x0, x1, regime in _regime_runs(rows0):
         label = None
         if regime not in shaded:
             shaded.add(regime)
-            label = REGIME_NAMES.get(regime, regime) + (f" (regimes of {run_name(first)}, run {first.run_id})" if several and first.run_id else "")
-        ax.axvspan(x0, x1, color=REGIME_COLORS.get(regime, "#eeeeee"), alpha=0.6, lw=0, label=label, gid=f"regime-{regime}")
+            label = REGIME_NAMES.get(regime, regime) + (
+                f" (regimes of {run_name(first)}, run {first.run_id})" if several and first.run_id else ""
+            )
+        ax.axvspan(
+            x0, x1, color=REGIME_COLORS.get(regime, "#eeeeee"), alpha=0.6, lw=0, label=label, gid=f"regime-{regime}"
+        )
     # a regime only another run reaches (in the strip below) is named in the legend too
     for regime in REGIME_NAMES:
         if regime not in shaded and any(r.regime == regime for s in sweeps for r in s.rows):
-            ax.add_patch(Rectangle((0, 0), 0, 0, color=REGIME_COLORS[regime], alpha=0.6, lw=0, label=f"{REGIME_NAMES[regime]} (in the strip below)", gid=f"legend-regime-{regime}"))
+            ax.add_patch(
+                Rectangle(
+                    (0, 0),
+                    0,
+                    0,
+                    color=REGIME_COLORS[regime],
+                    alpha=0.6,
+                    lw=0,
+                    label=f"{REGIME_NAMES[regime]} (in the strip below)",
+                    gid=f"legend-regime-{regime}",
+                )
+            )
 
     values: list[float] = []
     for i, s in enumerate(sweeps):
@@ -176,7 +203,18 @@ def sweep_figure(sweeps: Sequence[SweepResult]) -> Plot:
         values += ys
         # an interpreted run's TB/s is the interpreter's: drawn faint and dashed, said so
         label = series_label(s) + (" (interpreted: not bandwidth)" if s.interpreted else "")
-        ax.plot(xs, ys, marker="o", lw=2, color=SERIES[i % len(SERIES)], label=_text(label), gid=f"series-{i}", zorder=3, ls=":" if s.interpreted else "-", alpha=0.5 if s.interpreted else 1.0)
+        ax.plot(
+            xs,
+            ys,
+            marker="o",
+            lw=2,
+            color=SERIES[i % len(SERIES)],
+            label=_text(label),
+            gid=f"series-{i}",
+            zorder=3,
+            ls=":" if s.interpreted else "-",
+            alpha=0.5 if s.interpreted else 1.0,
+        )
 
     ref_drawn = False
     for s in sweeps:
@@ -187,7 +225,16 @@ def sweep_figure(sweeps: Sequence[SweepResult]) -> Plot:
         xs = [r.log2 for r in ref.rows]
         ys = [r.tbps for r in ref.rows]
         values += ys
-        ax.plot(xs, ys, ls="--", marker="x", color=REFERENCE_COLOR, label=_text(f"tutorial's sweep: {ref.gpu}, {ref.dtype}"), gid="reference", zorder=2)
+        ax.plot(
+            xs,
+            ys,
+            ls="--",
+            marker="x",
+            color=REFERENCE_COLOR,
+            label=_text(f"tutorial's sweep: {ref.gpu}, {ref.dtype}"),
+            gid="reference",
+            zorder=2,
+        )
 
     specs: dict[float, str] = {}
     for s in sweeps:
@@ -195,12 +242,21 @@ def sweep_figure(sweeps: Sequence[SweepResult]) -> Plot:
             specs.setdefault(s.summary.spec_dram_tbps, s.summary.spec_label or f"{s.summary.spec_dram_tbps:.4g} TB/s")
     for value, label in specs.items():
         values.append(value)
-        ax.axhline(value, color=SPEC_COLOR, ls="-.", lw=1.5, label=_text(f"DRAM spec: {label}"), gid="dram-spec", zorder=2)
+        ax.axhline(
+            value, color=SPEC_COLOR, ls="-.", lw=1.5, label=_text(f"DRAM spec: {label}"), gid="dram-spec", zorder=2
+        )
 
     for i, s in enumerate(sweeps):
         if s.summary.dram_tbps is not None:
             est = "~" if s.summary.dram_is_estimate else ""
-            ax.axhline(s.summary.dram_tbps, color=SERIES[i % len(SERIES)], ls=":", lw=1.2, label=_text(f"measured DRAM plateau {est}{tbps_text(s.summary.dram_tbps)} ({run_name(s)})"), gid=f"plateau-{i}")
+            ax.axhline(
+                s.summary.dram_tbps,
+                color=SERIES[i % len(SERIES)],
+                ls=":",
+                lw=1.2,
+                label=_text(f"measured DRAM plateau {est}{tbps_text(s.summary.dram_tbps)} ({run_name(s)})"),
+                gid=f"plateau-{i}",
+            )
 
     caches: set[tuple[int, int]] = set()
     for i, s in enumerate(sweeps):
@@ -210,7 +266,15 @@ def sweep_figure(sweeps: Sequence[SweepResult]) -> Plot:
         caches.add((l2, s.element_size))
         x = math.log2(l2 / s.element_size)
         name = "L2" if s.summary.device_type == "cuda" else "last-level cache"
-        ax.axvline(x, color=SERIES[i % len(SERIES)], ls="--", lw=1.2, alpha=0.8, label=_text(f"{name} {units.size(l2)} = 2^{_exponent(x)} {s.dtype} elements"), gid=f"cache-{i}")
+        ax.axvline(
+            x,
+            color=SERIES[i % len(SERIES)],
+            ls="--",
+            lw=1.2,
+            alpha=0.8,
+            label=_text(f"{name} {units.size(l2)} = 2^{_exponent(x)} {s.dtype} elements"),
+            gid=f"cache-{i}",
+        )
 
     positive = [v for v in values if v > 0]
     if positive and max(positive) / min(positive) > LOG_Y_RATIO:
@@ -222,12 +286,20 @@ def sweep_figure(sweeps: Sequence[SweepResult]) -> Plot:
     all_x = sorted({r.log2 for s in sweeps for r in s.rows})
     ax.set_xticks(all_x, [f"$2^{{{n}}}$" for n in all_x])
     ax.grid(True, which="major", alpha=0.3)
-    ax.set_title(_text(f"Bandwidth sweep: {', '.join(sorted({what_ran(s) for s in sweeps}))}, {', '.join(sorted({device_label(s) for s in sweeps}))}"), loc="left")
+    ax.set_title(
+        _text(
+            f"Bandwidth sweep: {', '.join(sorted({what_ran(s) for s in sweeps}))}, "
+            f"{', '.join(sorted({device_label(s) for s in sweeps}))}"
+        ),
+        loc="left",
+    )
     if strip is not None:
         ax.tick_params(labelbottom=False)
         for k, s in enumerate(sweeps):
             for x0, x1, regime in _regime_runs(sorted(s.rows, key=lambda r: r.log2)):
-                strip.broken_barh([(x0, x1 - x0)], (k - 0.4, 0.8), color=REGIME_COLORS.get(regime, "#eeeeee"), edgecolor="white")
+                strip.broken_barh(
+                    [(x0, x1 - x0)], (k - 0.4, 0.8), color=REGIME_COLORS.get(regime, "#eeeeee"), edgecolor="white"
+                )
         strip.set_yticks(range(len(sweeps)), [_text(f"{run_name(s)} {s.run_id or ''}".strip()) for s in sweeps])
         strip.set_ylim(len(sweeps) - 0.5, -0.5)
         strip.set_title("regimes of each run", loc="left", fontsize="small")
@@ -255,12 +327,28 @@ def fleet_figure(fleet_id: str, curves: Sequence[tuple[str, SweepResult]]) -> Pl
         rows = sorted(s.rows, key=lambda r: r.log2)
         ys = [r.tbps for r in rows]
         values += ys
-        ax.plot([r.log2 for r in rows], ys, marker="o", lw=1.8, color=colour[itype], label=_text(f"{label}: {device_label(s)}"), gid=f"fleet-series-{i}", zorder=3)
+        ax.plot(
+            [r.log2 for r in rows],
+            ys,
+            marker="o",
+            lw=1.8,
+            color=colour[itype],
+            label=_text(f"{label}: {device_label(s)}"),
+            gid=f"fleet-series-{i}",
+            zorder=3,
+        )
         if s.summary.spec_dram_tbps is not None and itype not in specs:
             specs[itype] = (s.summary.spec_dram_tbps, s.summary.spec_label or f"{s.summary.spec_dram_tbps:.4g} TB/s")
     for itype, (value, label) in specs.items():
         values.append(value)
-        ax.axhline(value, color=colour[itype], ls="--", lw=1.2, label=_text(f"DRAM spec of {itype}: {label}"), gid=f"fleet-spec-{itype}")
+        ax.axhline(
+            value,
+            color=colour[itype],
+            ls="--",
+            lw=1.2,
+            label=_text(f"DRAM spec of {itype}: {label}"),
+            gid=f"fleet-spec-{itype}",
+        )
     positive = [v for v in values if v > 0]
     if positive and max(positive) / min(positive) > LOG_Y_RATIO:
         ax.set_yscale("log")
@@ -272,11 +360,15 @@ def fleet_figure(fleet_id: str, curves: Sequence[tuple[str, SweepResult]]) -> Pl
     ax.set_xticks(all_x, [f"$2^{{{n}}}$" for n in all_x])
     ax.set_xlabel("tensor size, log2(elements)")
     ax.grid(True, which="major", alpha=0.3)
-    ax.set_title(_text(f"Fleet {fleet_id}: the same sweep on {len(types)} instance type{'s' if len(types) != 1 else ''}"), loc="left")
+    ax.set_title(
+        _text(f"Fleet {fleet_id}: the same sweep on {len(types)} instance type{'s' if len(types) != 1 else ''}"),
+        loc="left",
+    )
     fig.legend(loc="outside lower center", ncols=2, fontsize="small")
     caption = (
         f"Fleet {fleet_id}: TB/s by size on {', '.join(types)}. Where the curves flatten at the largest sizes is each "
-        "GPU's DRAM plateau, the figure that sets its decode speed; above its dashed spec line the data came from cache."
+        "GPU's DRAM plateau, the figure that sets its decode speed; above its dashed spec line the data came "
+        "from cache."
     )
     return Plot(key=f"fleet-{fleet_id}", title=f"Fleet {fleet_id}", caption=caption, figure=fig)
 
@@ -344,12 +436,35 @@ def roofline_figure(
             ax.plot(xs, ys, color=color, lw=2, label=_text(f"memory roof: {label}"), gid="memory-roof")
         for n, (peak, label) in enumerate(sorted(peaks.get(d, {}).items(), reverse=True)):
             ridge = peak / mem_roof[d][0]
-            ax.plot([ridge, hi], [peak / scale, peak / scale], color=color, lw=2 if n == 0 else 1.5, ls="-" if n == 0 else "-.", label=_text(f"compute roof: {label}"), gid="compute-roof")
+            ax.plot(
+                [ridge, hi],
+                [peak / scale, peak / scale],
+                color=color,
+                lw=2 if n == 0 else 1.5,
+                ls="-" if n == 0 else "-.",
+                label=_text(f"compute roof: {label}"),
+                gid="compute-roof",
+            )
             ax.axvline(ridge, color=color, ls=":", lw=1)
-            ax.annotate(f"ridge {units.sig(ridge)} FLOP/B", (ridge, peak / scale), textcoords="offset points", xytext=(4, -12), fontsize="small", color=color)
+            ax.annotate(
+                f"ridge {units.sig(ridge)} FLOP/B",
+                (ridge, peak / scale),
+                textcoords="offset points",
+                xytext=(4, -12),
+                fontsize="small",
+                color=color,
+            )
     for k, (d, label, bw) in enumerate(measured):
         color = PLATEAU_COLORS[k % len(PLATEAU_COLORS)]
-        ax.plot(xs, [bw * x / scale for x in xs], color=color, ls=PLATEAU_DASHES[k % len(PLATEAU_DASHES)], lw=1.5, label=_text(f"measured DRAM plateau: {label} ({d})"), gid=f"measured-roof-{k}")
+        ax.plot(
+            xs,
+            [bw * x / scale for x in xs],
+            color=color,
+            ls=PLATEAU_DASHES[k % len(PLATEAU_DASHES)],
+            lw=1.5,
+            label=_text(f"measured DRAM plateau: {label} ({d})"),
+            gid=f"measured-roof-{k}",
+        )
     markers = ("o", "s", "^", "D", "v", "P")
     for k, p in enumerate(profiles):
         mine = [r for q, r in points if q is p]
@@ -357,8 +472,19 @@ def roofline_figure(
         for j, r in enumerate(mine):
             assert r.rates is not None and r.rates.intensity is not None
             y = r.rates.flops_per_s / scale
-            ax.scatter([r.rates.intensity], [y], s=70, zorder=4, marker=markers[k % len(markers)], color=SERIES[j % len(SERIES)], label=_text(f"{r.name} ({who}, {_device_of(p)})"), gid=f"point-{k}-{j}")
-            ax.annotate(_text(r.name), (r.rates.intensity, y), textcoords="offset points", xytext=(6, 6), fontsize="small")
+            ax.scatter(
+                [r.rates.intensity],
+                [y],
+                s=70,
+                zorder=4,
+                marker=markers[k % len(markers)],
+                color=SERIES[j % len(SERIES)],
+                label=_text(f"{r.name} ({who}, {_device_of(p)})"),
+                gid=f"point-{k}-{j}",
+            )
+            ax.annotate(
+                _text(r.name), (r.rates.intensity, y), textcoords="offset points", xytext=(6, 6), fontsize="small"
+            )
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlim(lo, hi)
@@ -375,9 +501,21 @@ def roofline_figure(
     if no_peak:
         above.append(f"no compute roof for {', '.join(no_peak)}: its peak TFLOP/s is not in the spec table")
     # the gaps go above the plot, under the title, where no roof or point can run
-    ax.set_title("Roofline: each timed range by arithmetic intensity and achieved rate", loc="left", pad=6 + 13 * len(above))
+    ax.set_title(
+        "Roofline: each timed range by arithmetic intensity and achieved rate", loc="left", pad=6 + 13 * len(above)
+    )
     if above:
-        ax.annotate(_text("\n".join(above)), xy=(0, 1), xycoords="axes fraction", xytext=(0, 4), textcoords="offset points", fontsize="small", color="0.3", va="bottom", gid="remarks")
+        ax.annotate(
+            _text("\n".join(above)),
+            xy=(0, 1),
+            xycoords="axes fraction",
+            xytext=(0, 4),
+            textcoords="offset points",
+            fontsize="small",
+            color="0.3",
+            va="bottom",
+            gid="remarks",
+        )
     fig.legend(loc="outside lower center", ncols=1, fontsize="small")
     placed = "; ".join(
         f"{r.name} at {units.sig(r.rates.intensity)} FLOP/B, {units.tflops(r.rates.flops_per_s)}"
@@ -408,7 +546,14 @@ def kernels_figure(profile: ProfileResult, *, top: int = TOP_KERNELS) -> Plot | 
     ax.invert_yaxis()
     for bar, k in zip(bars, kernels, strict=True):
         pct = f"{units.percent(k.time_pct)}, " if k.time_pct is not None else ""
-        ax.annotate(f"{pct}{k.instances} calls", (bar.get_width(), bar.get_y() + bar.get_height() / 2), xytext=(4, 0), textcoords="offset points", va="center", fontsize="small")
+        ax.annotate(
+            f"{pct}{k.instances} calls",
+            (bar.get_width(), bar.get_y() + bar.get_height() / 2),
+            xytext=(4, 0),
+            textcoords="offset points",
+            va="center",
+            fontsize="small",
+        )
     ax.set_xlim(0, max(values) * 1.25)
     what = "CPU ops" if profile.device_type == "cpu" else "GPU kernels"
     ax.set_xlabel(f"total time ({unit.name}), all instances")
@@ -417,7 +562,10 @@ def kernels_figure(profile: ProfileResult, *, top: int = TOP_KERNELS) -> Plot | 
     ax.set_title(_text(f"Top {what} by total time: {profile.script}{device}{run}"), loc="left")
     ax.grid(True, axis="x", alpha=0.3)
     key = f"kernels-{profile.run_id}" if profile.run_id else f"kernels-{profile.script}"
-    caption = f"The {len(kernels)} {what} that took the most time in {profile.script}{run} (warm-up calls included, as in nsys's kernel summary)."
+    caption = (
+        f"The {len(kernels)} {what} that took the most time in {profile.script}{run} (warm-up calls included, as in "
+        "nsys's kernel summary)."
+    )
     return Plot(key=key, title=f"Top {what}: {profile.script}{run}", caption=caption, figure=fig)
 
 
@@ -458,30 +606,63 @@ def decode_steps_figure(result: DecodeResult, data: DecodeTimelines, run_label: 
         tl = mt.timeline
         by_lane: dict[tuple[int, str, bool], list[tuple[float, float]]] = {}
         for op in tl.ops:
-            by_lane.setdefault((op.stream, op.kind, op.own), []).append((op.start_ns / scale, max(op.end_ns - op.start_ns, 1) / scale))
+            by_lane.setdefault((op.stream, op.kind, op.own), []).append(
+                (op.start_ns / scale, max(op.end_ns - op.start_ns, 1) / scale)
+            )
         for (lane, kind, own), bars in sorted(by_lane.items()):
             label = kind if kind not in seen and own else None
             if label:
                 seen.add(kind)
-            ax.broken_barh(bars, (lane + 0.1, 0.8), facecolors=KIND_COLORS.get(kind, "#7f7f7f"), alpha=1.0 if own else 0.35, label=label, gid=f"ops-{mt.mode}-{kind}")
+            ax.broken_barh(
+                bars,
+                (lane + 0.1, 0.8),
+                facecolors=KIND_COLORS.get(kind, "#7f7f7f"),
+                alpha=1.0 if own else 0.35,
+                label=label,
+                gid=f"ops-{mt.mode}-{kind}",
+            )
         top = tl.streams + 0.35
         if tl.cpu_start_ns is not None and tl.cpu_end_ns is not None:
-            ax.plot([tl.cpu_start_ns / scale, tl.cpu_end_ns / scale], [top, top], color="black", lw=3, solid_capstyle="butt", gid=f"range-{mt.mode}")
+            ax.plot(
+                [tl.cpu_start_ns / scale, tl.cpu_end_ns / scale],
+                [top, top],
+                color="black",
+                lw=3,
+                solid_capstyle="butt",
+                gid=f"range-{mt.mode}",
+            )
         ax.axvline(tl.window_ns / scale, color="0.4", ls=":", lw=1)
         ax.set_ylim(-0.1, tl.streams + 0.7)
         lane_name = "thread" if cpu else "stream"
-        ax.set_yticks([k + 0.5 for k in range(tl.streams)] + [top], [f"{lane_name} {k + 1}" for k in range(tl.streams)] + ["step range"], fontsize="small")
+        ax.set_yticks(
+            [k + 0.5 for k in range(tl.streams)] + [top],
+            [f"{lane_name} {k + 1}" for k in range(tl.streams)] + ["step range"],
+            fontsize="small",
+        )
         mode = next((x for x in result.modes if x.mode == mt.mode and x.batch == mt.batch), None)
         facts = ""
         if mode is not None and mode.steps.gpu_busy_pct is not None:
-            facts = f": median {mode.steps.step_ms.median:.3g} ms, {'CPU' if cpu else 'GPU'} busy {mode.steps.gpu_busy_pct:.0f}%, {len([o for o in tl.ops if o.own])} {'ops' if cpu else 'kernels'}"
+            facts = (
+                f": median {mode.steps.step_ms.median:.3g} ms, {'CPU' if cpu else 'GPU'} busy "
+                f"{mode.steps.gpu_busy_pct:.0f}%, {len([o for o in tl.ops if o.own])} {'ops' if cpu else 'kernels'}"
+            )
         ax.set_title(_text(f"{mt.mode or 'steps'}, batch {mt.batch}{facts}"), loc="left", fontsize="medium")
         ax.grid(True, axis="x", alpha=0.3)
     axes[-1].set_xlim(0, longest / scale * 1.02)
     axes[-1].set_xlabel(f"time from the step's start ({unit})")
     what = "CPU ops (no GPU: they stand in for kernels)" if cpu else "kernels"
-    fig.suptitle(_text(f"One decode step, {what}: {result.model.preset or 'model'} on {result.device}, {run_label}"), x=0.01, ha="left")
-    fig.legend(loc="outside lower center", ncols=6, fontsize="small", title="kind (faint: another step's work)", title_fontsize="small")
+    fig.suptitle(
+        _text(f"One decode step, {what}: {result.model.preset or 'model'} on {result.device}, {run_label}"),
+        x=0.01,
+        ha="left",
+    )
+    fig.legend(
+        loc="outside lower center",
+        ncols=6,
+        fontsize="small",
+        title="kind (faint: another step's work)",
+        title_fontsize="small",
+    )
     caption = (
         f"The median decode step of each mode at batch {shown[0].batch}, {what} as bars on one time axis: white "
         "between the bars is time the device ran nothing. The black line is the step's range on the CPU."
@@ -499,14 +680,36 @@ def decode_batch_figure(result: DecodeResult, data: DecodeTimelines | None, run_
     ax = fig.add_subplot()
     for k, mode in enumerate(dict.fromkeys(x.mode for x in result.modes)):
         pts = sorted((x.batch, x.tokens_per_s) for x in result.modes if x.mode == mode)
-        ax.plot([b for b, _ in pts], [t for _, t in pts], marker="o", lw=2, color=SERIES[k % len(SERIES)], label=_text(f"measured, {mode}"), gid=f"measured-{mode}", zorder=3)
+        ax.plot(
+            [b for b, _ in pts],
+            [t for _, t in pts],
+            marker="o",
+            lw=2,
+            color=SERIES[k % len(SERIES)],
+            label=_text(f"measured, {mode}"),
+            gid=f"measured-{mode}",
+            zorder=3,
+        )
     if data is not None and data.roofline:
         xs = [p.batch for p in data.roofline]
         ys = [p.tokens_per_s for p in data.roofline]
-        what = "roofline" if any(p.bound == "compute" for p in data.roofline) or data.crossover_batch else "memory floor (no compute peak known)"
-        ax.plot(xs, ys, ls="--", color=SPEC_COLOR, lw=1.8, label=_text(f"{what}: {data.bandwidth_label}"), gid="roofline")
+        what = (
+            "roofline"
+            if any(p.bound == "compute" for p in data.roofline) or data.crossover_batch
+            else "memory floor (no compute peak known)"
+        )
+        ax.plot(
+            xs, ys, ls="--", color=SPEC_COLOR, lw=1.8, label=_text(f"{what}: {data.bandwidth_label}"), gid="roofline"
+        )
         if data.crossover_batch is not None and data.crossover_batch <= xs[-1]:
-            ax.axvline(data.crossover_batch, color="0.3", ls=":", lw=1.2, label=f"memory-bound below batch {math.ceil(data.crossover_batch)}, compute-bound above", gid="crossover")
+            ax.axvline(
+                data.crossover_batch,
+                color="0.3",
+                ls=":",
+                lw=1.2,
+                label=f"memory-bound below batch {math.ceil(data.crossover_batch)}, compute-bound above",
+                gid="crossover",
+            )
     # matplotlib is optional ([report]) and slow to import: only figures load it
     from matplotlib.ticker import FuncFormatter, NullFormatter
 
@@ -517,14 +720,18 @@ def decode_batch_figure(result: DecodeResult, data: DecodeTimelines | None, run_
     ax.set_xlabel("batch (sequences decoded together)")
     ax.set_ylabel("tokens/s, log scale")
     ax.grid(True, which="major", alpha=0.3)
-    ax.set_title(_text(f"Tokens/s against batch: {result.model.preset or 'model'} on {result.device}, {run_label}"), loc="left")
+    ax.set_title(
+        _text(f"Tokens/s against batch: {result.model.preset or 'model'} on {result.device}, {run_label}"), loc="left"
+    )
     fig.legend(loc="outside lower center", ncols=1, fontsize="small")
     caption = (
         "Measured tokens/s at each batch against the roofline's prediction (the larger of bytes / "
         "bandwidth and FLOPs / peak per step): while memory-bound, a larger batch reads the weights once "
         "for more tokens, so tokens/s grows almost in proportion."
     )
-    return Plot(key=f"decode-batch-{result.run_id or 'run'}", title="Tokens/s against batch", caption=caption, figure=fig)
+    return Plot(
+        key=f"decode-batch-{result.run_id or 'run'}", title="Tokens/s against batch", caption=caption, figure=fig
+    )
 
 
 def save(plot: Plot, folder: Path) -> tuple[Path, Path]:

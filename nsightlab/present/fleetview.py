@@ -95,7 +95,13 @@ class LiveProgress:
             reason = row.reason or ""
             if row.log_tail and row.phase in ("failed", "timeout"):
                 reason = "\n".join([reason, *row.log_tail[-3:]]) if reason else "\n".join(row.log_tail[-3:])
-            t.add_row(_where(row), row.phase, row.node if row.node and row.node != row.key else "", reason, _elapsed(row.elapsed_s))
+            t.add_row(
+                _where(row),
+                row.phase,
+                row.node if row.node and row.node != row.key else "",
+                reason,
+                _elapsed(row.elapsed_s),
+            )
         return t
 
 
@@ -119,7 +125,18 @@ def fleet_tables(result: FleetResult) -> list[Table]:
     """The Jobs, then the types (with the decode columns when they were asked for)."""
     entries = Table(
         title="Jobs",
-        columns=["TYPE", "NODE", "GPU", "STATUS", "LAUNCH (us)", "CACHE PEAK (TB/s)", "DRAM (TB/s)", "% OF SPEC", "OUTLIER", "RUN"],
+        columns=[
+            "TYPE",
+            "NODE",
+            "GPU",
+            "STATUS",
+            "LAUNCH (us)",
+            "CACHE PEAK (TB/s)",
+            "DRAM (TB/s)",
+            "% OF SPEC",
+            "OUTLIER",
+            "RUN",
+        ],
         right=[False, False, False, False, True, True, True, True, False, False],
         rows=[
             [
@@ -145,7 +162,15 @@ def fleet_tables(result: FleetResult) -> list[Table]:
         right += [False, True, True, True, True]
     rows = []
     for t in result.types:
-        row = [t.instance_type, t.gpu_product or "", str(t.measured), _num(t.launch_floor_us), _num(t.cache_peak_tbps), _num(t.dram_tbps), _pct(t.dram_pct_of_spec)]
+        row = [
+            t.instance_type,
+            t.gpu_product or "",
+            str(t.measured),
+            _num(t.launch_floor_us),
+            _num(t.cache_peak_tbps),
+            _num(t.dram_tbps),
+            _pct(t.dram_pct_of_spec),
+        ]
         if decode:
             d = t.decode
             if d is None:
@@ -160,7 +185,9 @@ def fleet_tables(result: FleetResult) -> list[Table]:
                 ]
         rows.append(row)
     weights = next((t.decode.weights_gb for t in result.types if t.decode is not None), None)
-    title = "Per type (median of its nodes)" + (f"; decode floor of {sig(weights)} GB of weights, batch 1" if weights is not None else "")
+    title = "Per type (median of its nodes)" + (
+        f"; decode floor of {sig(weights)} GB of weights, batch 1" if weights is not None else ""
+    )
     return [entries, Table(title=title, columns=cols, right=right, rows=rows)]
 
 
@@ -180,7 +207,11 @@ def log_tails(result: FleetResult) -> list[str]:
 def report_sections(result: FleetResult, figure_key: str | None) -> Section:
     """The fleet in the report: its figure, its tables, what did not measure, the notes."""
     items: list[Any] = [
-        Para(text=f"The same {result.dtype} bandwidth sweep as a Job on each {'GPU node' if any(e.outlier is not None for e in result.entries) else 'GPU instance type'} of context {result.context} (namespace {result.namespace})."),
+        Para(
+            text=f"The same {result.dtype} bandwidth sweep as a Job on each "
+            f"{'GPU node' if any(e.outlier is not None for e in result.entries) else 'GPU instance type'} of "
+            f"context {result.context} (namespace {result.namespace})."
+        ),
     ]
     if figure_key is not None:
         items.append(FigureRef(key=figure_key))

@@ -64,7 +64,9 @@ if TYPE_CHECKING:
 
 
 class Column:
-    def __init__(self, header: str, *, justify: str = "left", style: str | None = None, max_width: int | None = None) -> None:
+    def __init__(
+        self, header: str, *, justify: str = "left", style: str | None = None, max_width: int | None = None
+    ) -> None:
         self.header = header
         self.justify = justify
         self.style = style
@@ -166,7 +168,14 @@ def nodes(env: Env, report: NodesReport) -> None:
         Column("FREE", justify="right"),
     ]
     type_rows = [
-        [t.nodes, t.instance_type, t.gpu_product or "", t.gpu_allocatable or "", t.gpu_requested if t.gpu_allocatable else "", t.gpu_free if t.gpu_allocatable else ""]
+        [
+            t.nodes,
+            t.instance_type,
+            t.gpu_product or "",
+            t.gpu_allocatable or "",
+            t.gpu_requested if t.gpu_allocatable else "",
+            t.gpu_free if t.gpu_allocatable else "",
+        ]
         for t in report.instance_types
     ]
     table(env, type_cols, type_rows, title="Nodes per instance type")
@@ -176,16 +185,32 @@ def nodes(env: Env, report: NodesReport) -> None:
     if report.lab_nodes:
         summary += (
             f"{report.lab_gpus_free} GPU{'s' if report.lab_gpus_free != 1 else ''} of the lab's instance type "
-            f"{report.lab_instance_type} free right now (on {report.lab_nodes} node{'s' if report.lab_nodes != 1 else ''})."
+            f"{report.lab_instance_type} free right now (on {report.lab_nodes} "
+            f"node{'s' if report.lab_nodes != 1 else ''})."
         )
     else:
-        summary += f"No node of the lab's instance type {report.lab_instance_type} in this cluster (set lab.instance_type in config.yaml)."
+        summary += (
+            f"No node of the lab's instance type {report.lab_instance_type} in this cluster (set lab.instance_type "
+            "in config.yaml)."
+        )
     lines(env, [summary], bullet="")
 
 
 def pods(env: Env, report: PodsReport) -> None:
-    cols = [Column("NAMESPACE"), Column("NAME"), Column("READY"), Column("STATUS"), Column("RESTARTS", justify="right"), Column("AGE", justify="right"), Column("NODE"), Column("GPUS", justify="right")]
-    rows = [[p.namespace, p.name, p.ready, p.status, p.restarts, p.age, p.node or "<none>", p.gpus or ""] for p in report.pods]
+    cols = [
+        Column("NAMESPACE"),
+        Column("NAME"),
+        Column("READY"),
+        Column("STATUS"),
+        Column("RESTARTS", justify="right"),
+        Column("AGE", justify="right"),
+        Column("NODE"),
+        Column("GPUS", justify="right"),
+    ]
+    rows = [
+        [p.namespace, p.name, p.ready, p.status, p.restarts, p.age, p.node or "<none>", p.gpus or ""]
+        for p in report.pods
+    ]
     if report.namespace is not None:
         cols = cols[1:]
         rows = [row[1:] for row in rows]
@@ -207,9 +232,23 @@ def pod_detail(env: Env, d: PodDetail) -> None:
         where += f" ({d.instance_type}{', ' + d.gpu_product if d.gpu_product else ''})"
     lines(env, [f"node: {where}", f"GPUs held: {d.gpus}"])
     blank(env)
-    cols = [Column("CONTAINER"), Column("KIND"), Column("RESTART-POLICY"), Column("GPU", justify="right"), Column("LIMITS"), Column("REQUESTS")]
+    cols = [
+        Column("CONTAINER"),
+        Column("KIND"),
+        Column("RESTART-POLICY"),
+        Column("GPU", justify="right"),
+        Column("LIMITS"),
+        Column("REQUESTS"),
+    ]
     rows = [
-        [c.name + (" *" if c.holds_gpu else ""), c.kind, c.restart_policy or "", c.gpus or "", _resources(c.limits), _resources(c.requests)]
+        [
+            c.name + (" *" if c.holds_gpu else ""),
+            c.kind,
+            c.restart_policy or "",
+            c.gpus or "",
+            _resources(c.limits),
+            _resources(c.requests),
+        ]
         for c in d.init_containers + d.containers
     ]
     table(env, cols, rows)
@@ -222,7 +261,10 @@ def pod_detail(env: Env, d: PodDetail) -> None:
 
 def node_detail(env: Env, d: NodeDetail) -> None:
     heading(env, f"Node {d.name}: {d.instance_type or '<no instance type>'}, {d.status}")
-    facts = [f"GPU: {d.gpu_product or 'none'}; allocatable {d.gpu_allocatable}, requested {d.gpu_requested}, free {d.gpu_free}"]
+    facts = [
+        f"GPU: {d.gpu_product or 'none'}; allocatable {d.gpu_allocatable}, requested {d.gpu_requested}, free "
+        f"{d.gpu_free}"
+    ]
     facts.append("taints: " + (", ".join(d.taints) or "none"))
     facts.append("allocatable: " + _resources(d.allocatable))
     lines(env, facts)
@@ -231,9 +273,21 @@ def node_detail(env: Env, d: NodeDetail) -> None:
         heading(env, "GPU labels")
         lines(env, [f"{k}={v}" for k, v in sorted(d.gpu_labels.items())])
     blank(env)
-    cols = [Column("NAMESPACE"), Column("POD"), Column("READY"), Column("STATUS"), Column("GPUS", justify="right"), Column("AGE", justify="right")]
+    cols = [
+        Column("NAMESPACE"),
+        Column("POD"),
+        Column("READY"),
+        Column("STATUS"),
+        Column("GPUS", justify="right"),
+        Column("AGE", justify="right"),
+    ]
     if d.pods:
-        table(env, cols, [[p.namespace, p.name, p.ready, p.status, p.gpus or "", p.age] for p in d.pods], title=f"Pods on {d.name}")
+        table(
+            env,
+            cols,
+            [[p.namespace, p.name, p.ready, p.status, p.gpus or "", p.age] for p in d.pods],
+            title=f"Pods on {d.name}",
+        )
     else:
         lines(env, [f"no pods on {d.name}"], bullet="")
     blank(env)
@@ -260,7 +314,9 @@ def lab_pod(env: Env, lab: LabPod, *, title: str) -> None:
         f"GPU: {lab.gpu_product or ('model not known' if lab.node else 'none yet')}",
     ]
     if lab.deadline:
-        facts.append(f"deletes itself in {_left(lab.seconds_left)} (activeDeadlineSeconds, at {lab.deadline:%H:%M} UTC)")
+        facts.append(
+            f"deletes itself in {_left(lab.seconds_left)} (activeDeadlineSeconds, at {lab.deadline:%H:%M} UTC)"
+        )
     lines(env, facts)
     if lab.next_steps:
         blank(env)
@@ -273,7 +329,14 @@ def status(env: Env, report: StatusReport) -> None:
         if report.note:
             lines(env, [f"{report.note}; the session was cleared (context {report.context})."], bullet="")
             return
-        lines(env, [f"lab pod {report.pod} is gone (context {report.context}, namespace {report.namespace}); the session was cleared."], bullet="")
+        lines(
+            env,
+            [
+                f"lab pod {report.pod} is gone (context {report.context}, namespace {report.namespace}); the "
+                "session was cleared."
+            ],
+            bullet="",
+        )
         if report.next_steps:
             lines(env, [f"start a new one with `{step}`" for step in report.next_steps], bullet="")
         return
@@ -290,7 +353,9 @@ def cleanup(env: Env, report: CleanupReport) -> None:
     f = report.fleets
     if f is not None:
         out += [f"deleted fleet {fid}" for fid in f.fleets]
-        out += [f"deleted {kind} {name}" for kind, names in (("job", f.jobs), ("configmap", f.configmaps)) for name in names]
+        out += [
+            f"deleted {kind} {name}" for kind, names in (("job", f.jobs), ("configmap", f.configmaps)) for name in names
+        ]
         out += [f"left {name} alone (not yours)" for name in f.skipped]
     lines(env, out or ["nothing to delete"], bullet="")
 
@@ -304,7 +369,9 @@ def events(env: Env, report: EventsReport) -> None:
         lines(env, [f"no events for {where} (the API server keeps them about an hour)"], bullet="")
         return
     cols = [Column("TYPE"), Column("REASON"), Column("AGE"), Column("FROM"), Column("MESSAGE")]
-    table(env, cols, [[e.type, e.reason, e.age, e.source, e.message] for e in report.events], title=f"Events of {where}")
+    table(
+        env, cols, [[e.type, e.reason, e.age, e.source, e.message] for e in report.events], title=f"Events of {where}"
+    )
 
 
 def doctor(env: Env, report: DoctorReport) -> None:
@@ -326,7 +393,10 @@ def copy_result(env: Env, result: CopyResult) -> None:
     rate = f" ({units.size(result.bytes / result.seconds)}/s)" if result.seconds > 0 else ""
     lines(
         env,
-        [f"copied {result.files} file{'s' if result.files != 1 else ''}, {units.size(result.bytes)} to {result.destination} in {units.duration(result.seconds)}{rate}, sha256 verified"],
+        [
+            f"copied {result.files} file{'s' if result.files != 1 else ''}, {units.size(result.bytes)} to "
+            f"{result.destination} in {units.duration(result.seconds)}{rate}, sha256 verified"
+        ],
         bullet="",
     )
 
@@ -393,11 +463,17 @@ def _device_words(result: ProfileResult) -> str:
     name = result.device_name or "unknown device"
     if result.device_type == "cpu":
         return f"cpu ({name})" if result.device_name else "cpu"
-    return name + (f" (spec: {result.spec_name})" if result.spec_name and result.spec_name != result.device_name else "")
+    return name + (
+        f" (spec: {result.spec_name})" if result.spec_name and result.spec_name != result.device_name else ""
+    )
 
 
 def profile(env: Env, result: ProfileResult, *, top: int = 15) -> None:
-    how = "Nsight Systems" if result.profiler == "nsys" else "torch.profiler (no nsys: the same tables, from PyTorch's profiler)"
+    how = (
+        "Nsight Systems"
+        if result.profiler == "nsys"
+        else "torch.profiler (no nsys: the same tables, from PyTorch's profiler)"
+    )
     heading(env, f"{result.script} under {how} on {result.target}: {_device_words(result)}")
     if result.warnings:
         lines(env, [f"warning: {w}" for w in result.warnings], bullet="")
@@ -409,13 +485,33 @@ def profile(env: Env, result: ProfileResult, *, top: int = 15) -> None:
     timed = [r for r in result.ranges if r.rates is not None]
     if timed:
         per_call = units.time_unit(r.rates.seconds_per_call for r in timed if r.rates is not None)
-        cols = [Column("Range"), Column("Kernel" if not cpu else "Op"), Column("Work/call", justify="right"), Column(f"Time/call ({per_call.name})", justify="right"), Column("Rate", justify="right"), Column("% of spec peak"), Column("FLOP/B", justify="right"), Column("Roof")]
+        cols = [
+            Column("Range"),
+            Column("Kernel" if not cpu else "Op"),
+            Column("Work/call", justify="right"),
+            Column(f"Time/call ({per_call.name})", justify="right"),
+            Column("Rate", justify="right"),
+            Column("% of spec peak"),
+            Column("FLOP/B", justify="right"),
+            Column("Roof"),
+        ]
         rows = []
         for r in timed:
             assert r.rates is not None
             kind = "gemm" if "gemm" in r.name else "elementwise"
             roof = r.rates.roofline.bound if r.rates.roofline else "-"
-            rows.append([r.name, r.kernel or "", _work(r.rates, kind), per_call.value(r.rates.seconds_per_call), _rate(r.rates, kind), _pct(r.rates, kind), units.sig(r.rates.intensity) if r.rates.intensity else "", roof])
+            rows.append(
+                [
+                    r.name,
+                    r.kernel or "",
+                    _work(r.rates, kind),
+                    per_call.value(r.rates.seconds_per_call),
+                    _rate(r.rates, kind),
+                    _pct(r.rates, kind),
+                    units.sig(r.rates.intensity) if r.rates.intensity else "",
+                    roof,
+                ]
+            )
         table(env, cols, rows, title=f"Timed ranges (times: {result.timing_source})")
         blank(env)
     elif result.ranges:
@@ -426,21 +522,42 @@ def profile(env: Env, result: ProfileResult, *, top: int = 15) -> None:
         # the kernels inside each range, where the profile has them
         with_kernels = any(r.gpu_ns is not None for r in result.ranges)
         if with_kernels:
-            cols += [Column("Op" if cpu else "Kernel"), Column("Launches" if not cpu else "Ops", justify="right"), Column(f"{inner} ({inside.name})", justify="right")]
+            cols += [
+                Column("Op" if cpu else "Kernel"),
+                Column("Launches" if not cpu else "Ops", justify="right"),
+                Column(f"{inner} ({inside.name})", justify="right"),
+            ]
         range_rows: list[list[Any]] = []
         for r in result.ranges:
             row: list[Any] = [r.name, r.calls if r.calls is not None else "", _cell(own, r.range_ns)]
             if with_kernels:
-                row += [r.kernel or "", r.kernel_instances if r.kernel_instances is not None else "", _cell(inside, r.gpu_ns)]
+                row += [
+                    r.kernel or "",
+                    r.kernel_instances if r.kernel_instances is not None else "",
+                    _cell(inside, r.gpu_ns),
+                ]
             range_rows.append(row)
-        table(env, cols, range_rows, title="NVTX ranges" if result.profiler == "nsys" else "Labelled ranges (record_function)")
+        table(
+            env,
+            cols,
+            range_rows,
+            title="NVTX ranges" if result.profiler == "nsys" else "Labelled ranges (record_function)",
+        )
         blank(env)
     if result.cuda_api:
         shown = result.cuda_api[:top]
         total = units.time_unit(_secs(a.total_ns) for a in shown)
         avg = units.time_unit(_secs(a.avg_ns) for a in shown)
-        cols = [Column("Time", justify="right"), Column(f"Total ({total.name})", justify="right"), Column("Calls", justify="right"), Column(f"Avg ({avg.name})", justify="right"), Column("Name")]
-        api_rows: list[list[Any]] = [[_pct_cell(a.pct), _cell(total, a.total_ns), a.calls, _cell(avg, a.avg_ns), a.name] for a in shown]
+        cols = [
+            Column("Time", justify="right"),
+            Column(f"Total ({total.name})", justify="right"),
+            Column("Calls", justify="right"),
+            Column(f"Avg ({avg.name})", justify="right"),
+            Column("Name"),
+        ]
+        api_rows: list[list[Any]] = [
+            [_pct_cell(a.pct), _cell(total, a.total_ns), a.calls, _cell(avg, a.avg_ns), a.name] for a in shown
+        ]
         table(env, cols, api_rows, title="CUDA API calls (time on the CPU), by total time")
         if len(result.cuda_api) > top:
             lines(env, [f"... and {len(result.cuda_api) - top} more calls (in --json)"], bullet="")
@@ -448,9 +565,22 @@ def profile(env: Env, result: ProfileResult, *, top: int = 15) -> None:
     if result.memory_ops:
         total = units.time_unit(_secs(m.total_ns) for m in result.memory_ops)
         size = units.size_unit(m.bytes for m in result.memory_ops)
-        cols = [Column("Operation"), Column("Count", justify="right"), Column(f"Total ({total.name})", justify="right"), Column(f"Size ({size.name})", justify="right")]
+        cols = [
+            Column("Operation"),
+            Column("Count", justify="right"),
+            Column(f"Total ({total.name})", justify="right"),
+            Column(f"Size ({size.name})", justify="right"),
+        ]
         # nsys prints sizes in MB with three decimals: 0.000 is under 500 bytes, not none
-        mem_rows: list[list[Any]] = [[m.operation, m.count, _cell(total, m.total_ns), "" if m.bytes is None else ("~0" if m.bytes == 0 and m.count else size.value(m.bytes))] for m in result.memory_ops]
+        mem_rows: list[list[Any]] = [
+            [
+                m.operation,
+                m.count,
+                _cell(total, m.total_ns),
+                "" if m.bytes is None else ("~0" if m.bytes == 0 and m.count else size.value(m.bytes)),
+            ]
+            for m in result.memory_ops
+        ]
         table(env, cols, mem_rows, title="Memory operations on the GPU")
         blank(env)
     if result.steps is not None:
@@ -468,10 +598,16 @@ def profile(env: Env, result: ProfileResult, *, top: int = 15) -> None:
     if result.trace:
         blank(env)
         where = f"{result.run_dir}/{result.trace}" if result.run_dir else result.trace
-        lines(env, [f"profiler trace: {where} (open it in Perfetto, https://ui.perfetto.dev, or chrome://tracing)"], bullet="")
+        lines(
+            env,
+            [f"profiler trace: {where} (open it in Perfetto, https://ui.perfetto.dev, or chrome://tracing)"],
+            bullet="",
+        )
     if result.run_id:
         blank(env)
-        lines(env, [f"run {result.run_id} stored" + (f": {', '.join(result.files)}" if result.files else "")], bullet="")
+        lines(
+            env, [f"run {result.run_id} stored" + (f": {', '.join(result.files)}" if result.files else "")], bullet=""
+        )
 
 
 # ---------------------------------------------------------------------------- ncu
@@ -596,7 +732,10 @@ def decode(env: Env, result: DecodeResult) -> None:
     lines(env, dd.decode_verdicts(result))
     if result.batch_sweep:
         blank(env)
-        report_table(env, dd.batch_sweep_table(result.batch_sweep, title="Batch sweep: tokens/s against the roofline's prediction"))
+        report_table(
+            env,
+            dd.batch_sweep_table(result.batch_sweep, title="Batch sweep: tokens/s against the roofline's prediction"),
+        )
     if result.lesson:
         blank(env)
         heading(env, "What it means")
@@ -614,9 +753,16 @@ def step_groups(env: Env, groups: Sequence[GroupSteps], *, cpu: bool, title: str
     if not groups:
         lines(env, ["no steps found in the trace"], bullet="")
         return
-    report_table(env, dd.steps_table(["GROUP"], [[g.group or "(all steps)"] for g in groups], list(groups), None, cpu=cpu, title=title))
+    report_table(
+        env,
+        dd.steps_table(
+            ["GROUP"], [[g.group or "(all steps)"] for g in groups], list(groups), None, cpu=cpu, title=title
+        ),
+    )
     for g in groups[:4]:
-        t = dd.top_kernels_table(g, cpu=cpu, title=f"Top {'CPU ops' if cpu else 'kernels'} per step, by kind: {g.group or 'all steps'}")
+        t = dd.top_kernels_table(
+            g, cpu=cpu, title=f"Top {'CPU ops' if cpu else 'kernels'} per step, by kind: {g.group or 'all steps'}"
+        )
         if t is not None:
             blank(env)
             report_table(env, t)
@@ -630,7 +776,11 @@ def step_groups(env: Env, groups: Sequence[GroupSteps], *, cpu: bool, title: str
 def trace_result(env: Env, result: TraceResult) -> None:
     """`analyze` on a trace alone."""
     cpu = dd.is_cpu(result.device)
-    heading(env, f"Trace {result.source} ({'Kineto' if result.input == 'kineto' else 'nsys exports'}): {result.device or 'unknown device'}")
+    heading(
+        env,
+        f"Trace {result.source} ({'Kineto' if result.input == 'kineto' else 'nsys exports'}): "
+        f"{result.device or 'unknown device'}",
+    )
     lines(env, [dd.trace_line(result.trace, cpu)], bullet="")
     blank(env)
     step_groups(env, result.steps, cpu=cpu)
@@ -649,10 +799,27 @@ def _when(dt: Any) -> str:
 
 def runs_list(env: Env, listing: RunsList) -> None:
     """Stored runs, oldest first: id, kind, name, when (UTC), where, node, device, dtype, headline."""
-    cols = [Column("ID"), Column("KIND"), Column("NAME"), Column("WHEN (UTC)"), Column("WHERE"), Column("NODE"), Column("DEVICE"), Column("DTYPE"), Column("HEADLINE")]
-    rows = [[r.id, r.kind, r.name, _when(r.created), r.where, r.node or "", r.device or "", r.dtype or "", _state(r)] for r in listing.runs]
+    cols = [
+        Column("ID"),
+        Column("KIND"),
+        Column("NAME"),
+        Column("WHEN (UTC)"),
+        Column("WHERE"),
+        Column("NODE"),
+        Column("DEVICE"),
+        Column("DTYPE"),
+        Column("HEADLINE"),
+    ]
+    rows = [
+        [r.id, r.kind, r.name, _when(r.created), r.where, r.node or "", r.device or "", r.dtype or "", _state(r)]
+        for r in listing.runs
+    ]
     if not rows:
-        lines(env, [f"no runs yet in {listing.runs_dir} (make one with `nsightlab profile lesson1` or `nsightlab sweep`)"], bullet="")
+        lines(
+            env,
+            [f"no runs yet in {listing.runs_dir} (make one with `nsightlab profile lesson1` or `nsightlab sweep`)"],
+            bullet="",
+        )
         return
     table(env, cols, rows)
 
@@ -674,18 +841,32 @@ def run_detail(env: Env, detail: RunDetail) -> None:
         f"folder: {detail.path}",
         f"target: {m.target}" + (f" (context {m.context}, namespace {m.namespace})" if m.context else ""),
     ]
-    for label, value in (("node", m.node), ("instance type", m.instance_type), ("node's GPU (its label)", m.node_gpu), ("device", detail.run.device), ("--device", m.device_requested), ("image", m.image), ("dtype", m.dtype), ("headline", m.headline), ("lab session (pod uid)", m.session_uid)):
+    for label, value in (
+        ("node", m.node),
+        ("instance type", m.instance_type),
+        ("node's GPU (its label)", m.node_gpu),
+        ("device", detail.run.device),
+        ("--device", m.device_requested),
+        ("image", m.image),
+        ("dtype", m.dtype),
+        ("headline", m.headline),
+        ("lab session (pod uid)", m.session_uid),
+    ):
         if value:
             facts.append(f"{label}: {value}")
     versions = ", ".join(f"{k} {v}" for k, v in m.versions.items() if v)
     if versions:
         facts.append(f"versions: {versions}")
     if m.command:
-
         facts.append(f"command: {shlex.join(m.command)}")
     lines(env, facts)
     blank(env)
-    table(env, [Column("FILE"), Column("BYTES", justify="right")], [[f.path, f"{f.bytes:,}"] for f in detail.files], title="Files")
+    table(
+        env,
+        [Column("FILE"), Column("BYTES", justify="right")],
+        [[f.path, f"{f.bytes:,}"] for f in detail.files],
+        title="Files",
+    )
     if detail.result is None:
         blank(env)
         lines(env, ["no result.json: the run did not finish"], bullet="")
@@ -706,7 +887,11 @@ def run_detail(env: Env, detail: RunDetail) -> None:
 
 
 def runs_removed(env: Env, removed: RemovedRuns) -> None:
-    lines(env, [f"removed run {r.id} ({r.kind} {r.name}, {r.folder})" for r in removed.removed] or ["nothing removed"], bullet="")
+    lines(
+        env,
+        [f"removed run {r.id} ({r.kind} {r.name}, {r.folder})" for r in removed.removed] or ["nothing removed"],
+        bullet="",
+    )
 
 
 def decode_floor(env: Env, floor: DecodeFloor) -> None:
@@ -770,7 +955,11 @@ def report_files(env: Env, files: ReportFiles) -> None:
 def fleet(env: Env, result: FleetResult) -> None:
     """A fleet's result: its Jobs, its types, the notes, the failed Jobs' last log lines."""
     n = len(result.types)
-    heading(env, f"Fleet {result.fleet_id}: {result.dtype} bandwidth sweep on {n} instance type{'s' if n != 1 else ''} (context {result.context}, namespace {result.namespace})")
+    heading(
+        env,
+        f"Fleet {result.fleet_id}: {result.dtype} bandwidth sweep on {n} instance type{'s' if n != 1 else ''} "
+        f"(context {result.context}, namespace {result.namespace})",
+    )
     for t in fleet_tables(result):
         blank(env)
         report_table(env, t)
@@ -784,19 +973,46 @@ def fleet(env: Env, result: FleetResult) -> None:
         heading(env, "The failed Jobs' last log lines")
         lines(env, tails, bullet="")
     blank(env)
-    lines(env, [f"stored as run {result.fleet_id} (`nsightlab runs show {result.fleet_id}`; `nsightlab report {result.fleet_id}` draws the curves)"], bullet="")
+    lines(
+        env,
+        [
+            f"stored as run {result.fleet_id} (`nsightlab runs show {result.fleet_id}`; `nsightlab report "
+            f"{result.fleet_id}` draws the curves)"
+        ],
+        bullet="",
+    )
 
 
 def fleet_status(env: Env, report: FleetStatusReport) -> None:
     """`fleet status`: this owner's fleets, their age and Jobs by phase."""
     if not report.fleets:
-        lines(env, [f"no fleet of {report.owner} in namespace {report.namespace} (context {report.context})"], bullet="")
+        lines(
+            env, [f"no fleet of {report.owner} in namespace {report.namespace} (context {report.context})"], bullet=""
+        )
         return
-    cols = [Column(c, justify="left" if c == "FLEET" else "right") for c in ("FLEET", "AGE", "WAITING", "PENDING", "RUNNING", "SUCCEEDED", "FAILED")]
-    rows = [[f.fleet_id, f.age, str(f.jobs.waiting) if f.planned is not None else "?", str(f.jobs.pending), str(f.jobs.running), str(f.jobs.succeeded), str(f.jobs.failed)] for f in report.fleets]
+    cols = [
+        Column(c, justify="left" if c == "FLEET" else "right")
+        for c in ("FLEET", "AGE", "WAITING", "PENDING", "RUNNING", "SUCCEEDED", "FAILED")
+    ]
+    rows = [
+        [
+            f.fleet_id,
+            f.age,
+            str(f.jobs.waiting) if f.planned is not None else "?",
+            str(f.jobs.pending),
+            str(f.jobs.running),
+            str(f.jobs.succeeded),
+            str(f.jobs.failed),
+        ]
+        for f in report.fleets
+    ]
     table(env, cols, rows)
     blank(env)
-    lines(env, ["collect one with `nsightlab fleet collect ID`, remove one with `nsightlab cleanup --fleet ID`"], bullet="")
+    lines(
+        env,
+        ["collect one with `nsightlab fleet collect ID`, remove one with `nsightlab cleanup --fleet ID`"],
+        bullet="",
+    )
 
 
 # ---------------------------------------------------------------------------- config
@@ -818,5 +1034,9 @@ def _config_value(value: Any) -> str:
     if value is None:
         return "null"
     if isinstance(value, (dict, list)):
-        return yaml.safe_dump(value, default_flow_style=True).strip() if value else ("{}" if isinstance(value, dict) else "[]")
+        return (
+            yaml.safe_dump(value, default_flow_style=True).strip()
+            if value
+            else ("{}" if isinstance(value, dict) else "[]")
+        )
     return str(value)

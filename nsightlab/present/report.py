@@ -113,7 +113,9 @@ class Selection:
 def _load(status: RunStatus, notes: list[str]) -> Loaded | None:
     """A run to report, or None with a note saying why it is left out."""
     if status.meta is None or status.result is None:
-        label = f"run {status.meta.id} ({status.meta.kind} {status.meta.name})" if status.meta else f"run {status.run.id}"
+        label = (
+            f"run {status.meta.id} ({status.meta.kind} {status.meta.name})" if status.meta else f"run {status.run.id}"
+        )
         if status.state == "damaged":
             notes.append(f"left out {label}: it is damaged ({status.problem})")
         else:
@@ -160,7 +162,9 @@ def select_runs(refs: Sequence[str]) -> Selection:
     else:
         every = [store.inspect(r) for r in store.all_runs()]
         if not every:
-            raise UsageError("there are no runs yet", hint="Make one with `nsightlab profile lesson1` or `nsightlab sweep`.")
+            raise UsageError(
+                "there are no runs yet", hint="Make one with `nsightlab profile lesson1` or `nsightlab sweep`."
+            )
         session = load_session()
         chosen = []
         how = ""
@@ -169,7 +173,9 @@ def select_runs(refs: Sequence[str]) -> Selection:
             if chosen:
                 how = f"the runs of the current lab session (pod {session.pod}, context {session.context})"
             else:
-                notes.append(f"the current lab session (pod {session.pod}) has no runs yet; showing the latest runs instead")
+                notes.append(
+                    f"the current lab session (pod {session.pod}) has no runs yet; showing the latest runs instead"
+                )
         if not chosen:
             chosen = _latest(every, notes)
             how = "the latest run of each kind (of each dtype for sweeps)"
@@ -198,7 +204,11 @@ def _range_row(r: RangeLine, per_call: units.Unit) -> list[str]:
         f = rates.flops_per_call
         work = f"{units.sig(f / 1e12)} TFLOP" if f >= 1e11 else f"{units.sig(f / 1e9)} GFLOP"
         rate = units.tflops(rates.flops_per_s)
-        pct = f"{units.percent(rates.pct_of_flops_peak)} of {rates.flops_label}" if rates.pct_of_flops_peak is not None else "-"
+        pct = (
+            f"{units.percent(rates.pct_of_flops_peak)} of {rates.flops_label}"
+            if rates.pct_of_flops_peak is not None
+            else "-"
+        )
     else:
         work = units.size(rates.bytes_per_call)
         rate = units.tbps(rates.bytes_per_s)
@@ -238,7 +248,20 @@ def _runs_table(lines: list[RunLine]) -> Table:
     return Table(
         columns=["ID", "KIND", "NAME", "WHEN", "WHERE", "NODE", "DEVICE", "DTYPE", "HEADLINE"],
         right=[False] * 9,
-        rows=[[x.id, x.kind, x.name, when_text(x.created), x.where, x.node or "", x.device or "", x.dtype or "", x.headline or ""] for x in lines],
+        rows=[
+            [
+                x.id,
+                x.kind,
+                x.name,
+                when_text(x.created),
+                x.where,
+                x.node or "",
+                x.device or "",
+                x.dtype or "",
+                x.headline or "",
+            ]
+            for x in lines
+        ],
     )
 
 
@@ -293,7 +316,9 @@ def _environment(loaded: list[Loaded]) -> Table:
         values = [facts.get(key, "") for facts, _ in envs]
         if any(values):
             rows.append([label, *values])
-    return Table(columns=["", *(f"runs {', '.join(ids)}" for _, ids in envs)], right=[False] * (len(envs) + 1), rows=rows)
+    return Table(
+        columns=["", *(f"runs {', '.join(ids)}" for _, ids in envs)], right=[False] * (len(envs) + 1), rows=rows
+    )
 
 
 def _sweep_sections(sweeps: list[SweepResult]) -> list[Section]:
@@ -303,14 +328,23 @@ def _sweep_sections(sweeps: list[SweepResult]) -> list[Section]:
             level=2,
             heading="Bandwidth sweep",
             items=[
-                Para(text=f"An in-place elementwise op ({', '.join(ops)}) timed at each size: bytes per call = 2 x kernels x elements x element size (each kernel reads and writes every element once). Regimes: launch-bound (time at a floor), cache-resident (fits in the cache; TB/s can beat the DRAM spec), transition, DRAM-bound (the plateau that governs LLM decode; named only where two DRAM-bound sizes agree within 10%). {SPREAD_NOTE}"),
+                Para(
+                    text=f"An in-place elementwise op ({', '.join(ops)}) timed at each size: bytes per call = 2 x "
+                    "kernels x elements x element size (each kernel reads and writes every element once). "
+                    "Regimes: launch-bound (time at a floor), cache-resident (fits in the cache; TB/s can beat "
+                    "the DRAM spec), transition, DRAM-bound (the plateau that governs LLM decode; named only "
+                    f"where two DRAM-bound sizes agree within 10%). {SPREAD_NOTE}"
+                ),
                 FigureRef(key="sweep"),
             ],
         )
     ]
     for s in sweeps:
         items: list[Any] = [
-            Para(text=f"{s.dtype} {what_ran(s)} ({s.element_size} B per element) on {device_label(s)}, {s.target}; {s.warmup} warm-up + {s.iters} timed calls per size. Headline: {s.headline}."),
+            Para(
+                text=f"{s.dtype} {what_ran(s)} ({s.element_size} B per element) on {device_label(s)}, {s.target}; "
+                f"{s.warmup} warm-up + {s.iters} timed calls per size. Headline: {s.headline}."
+            ),
             sweep_table(s),
             Bullets(items=sweep_summary_lines(s)),
         ]
@@ -319,8 +353,18 @@ def _sweep_sections(sweeps: list[SweepResult]) -> list[Section]:
         if s.summary.notes:
             items.append(Bullets(items=[f"note: {n}" for n in s.summary.notes]))
         if s.compare is not None:
-            items += [Para(text=s.compare.prediction), compare_table(s.compare), Bullets(items=compare_lines(s.compare))]
-        out.append(Section(level=3, heading=f"Sweep {series_name(s)} on {device_label(s)}" + (f" (run {s.run_id})" if s.run_id else ""), items=items))
+            items += [
+                Para(text=s.compare.prediction),
+                compare_table(s.compare),
+                Bullets(items=compare_lines(s.compare)),
+            ]
+        out.append(
+            Section(
+                level=3,
+                heading=f"Sweep {series_name(s)} on {device_label(s)}" + (f" (run {s.run_id})" if s.run_id else ""),
+                items=items,
+            )
+        )
     pair = _compare_pair(sweeps)
     if pair is not None:
         cmp = compare_results(*pair)
@@ -338,7 +382,10 @@ def _sweep_sections(sweeps: list[SweepResult]) -> list[Section]:
                 level=3,
                 heading=impls_heading(impls),
                 items=[
-                    Para(text="The same op, type and sizes with torch and with a Triton kernel on one device; TRITON/TORCH is Triton's time per call over torch's (below 1x: Triton is faster)."),
+                    Para(
+                        text="The same op, type and sizes with torch and with a Triton kernel on one device; "
+                        "TRITON/TORCH is Triton's time per call over torch's (below 1x: Triton is faster)."
+                    ),
                     impls_table(impls),
                     Bullets(items=impls_lines(impls)),
                 ],
@@ -388,7 +435,13 @@ def _profile_sections(profiles: list[ProfileResult], figure_keys: list[str]) -> 
         device = p.device_name or "unknown device"
         if p.device_type == "cpu":
             device = f"cpu ({device})"
-        items: list[Any] = [Para(text=f"{p.script} under {how} on {p.target}: {device}" + (f" (spec: {p.spec_name})" if p.spec_name and p.spec_name != p.device_name else "") + ".")]
+        items: list[Any] = [
+            Para(
+                text=f"{p.script} under {how} on {p.target}: {device}"
+                + (f" (spec: {p.spec_name})" if p.spec_name and p.spec_name != p.device_name else "")
+                + "."
+            )
+        ]
         key = f"kernels-{p.run_id}" if p.run_id else f"kernels-{p.script}"
         if key in figure_keys:
             items.append(FigureRef(key=key))
@@ -400,11 +453,29 @@ def _profile_sections(profiles: list[ProfileResult], figure_keys: list[str]) -> 
         if shown:
             items.append(
                 Table(
-                    title=f"{unit}, by total time" + (f" (top {TOP_KERNELS} of {len(p.kernels)})" if len(p.kernels) > TOP_KERNELS else ""),
+                    title=f"{unit}, by total time"
+                    + (f" (top {TOP_KERNELS} of {len(p.kernels)})" if len(p.kernels) > TOP_KERNELS else ""),
                     # the terminal's figures: nsightlab.analysis.units, one unit per column
-                    columns=["TIME", f"TOTAL ({total.name})", *([f"SELF ({total.name})"] if with_self else []), "INSTANCES", f"AVG ({avg.name})", "NAME"],
+                    columns=[
+                        "TIME",
+                        f"TOTAL ({total.name})",
+                        *([f"SELF ({total.name})"] if with_self else []),
+                        "INSTANCES",
+                        f"AVG ({avg.name})",
+                        "NAME",
+                    ],
                     right=[True, True, *([True] if with_self else []), True, True, False],
-                    rows=[[_share(k.time_pct), _in(total, k.total_ns), *([_in(total, k.self_ns)] if with_self else []), str(k.instances), _in(avg, k.avg_ns), k.short_name] for k in shown],
+                    rows=[
+                        [
+                            _share(k.time_pct),
+                            _in(total, k.total_ns),
+                            *([_in(total, k.self_ns)] if with_self else []),
+                            str(k.instances),
+                            _in(avg, k.avg_ns),
+                            k.short_name,
+                        ]
+                        for k in shown
+                    ],
                     tooltips=[k.name for k in shown],
                 )
             )
@@ -414,7 +485,16 @@ def _profile_sections(profiles: list[ProfileResult], figure_keys: list[str]) -> 
             items.append(
                 Table(
                     title=f"Timed ranges (times: {p.timing_source})",
-                    columns=["RANGE", "OP" if p.device_type == "cpu" else "KERNEL", "WORK/CALL", f"TIME/CALL ({per_call.name})", "RATE", "% OF SPEC PEAK", "FLOP/B", "ROOF"],
+                    columns=[
+                        "RANGE",
+                        "OP" if p.device_type == "cpu" else "KERNEL",
+                        "WORK/CALL",
+                        f"TIME/CALL ({per_call.name})",
+                        "RATE",
+                        "% OF SPEC PEAK",
+                        "FLOP/B",
+                        "ROOF",
+                    ],
                     right=[False, False, True, True, True, False, True, False],
                     rows=[_range_row(r, per_call) for r in timed],
                 )
@@ -422,8 +502,21 @@ def _profile_sections(profiles: list[ProfileResult], figure_keys: list[str]) -> 
         elif p.ranges:
             cpu = p.device_type == "cpu"  # a CPU profile's ranges hold ops, not GPU kernels
             inside = units.time_unit(r.gpu_ns / 1e9 for r in p.ranges if r.gpu_ns is not None)
-            columns = ["RANGE", "OP", "OPS", f"OP TIME ({inside.name})"] if cpu else ["RANGE", "KERNEL", "LAUNCHES", f"GPU TIME ({inside.name})"]
-            items.append(Table(title="NVTX ranges" if p.profiler == "nsys" else "Labelled ranges (record_function)", columns=columns, right=[False, False, True, True], rows=[[r.name, r.kernel or "", str(r.kernel_instances or ""), _in(inside, r.gpu_ns)] for r in p.ranges]))
+            columns = (
+                ["RANGE", "OP", "OPS", f"OP TIME ({inside.name})"]
+                if cpu
+                else ["RANGE", "KERNEL", "LAUNCHES", f"GPU TIME ({inside.name})"]
+            )
+            items.append(
+                Table(
+                    title="NVTX ranges" if p.profiler == "nsys" else "Labelled ranges (record_function)",
+                    columns=columns,
+                    right=[False, False, True, True],
+                    rows=[
+                        [r.name, r.kernel or "", str(r.kernel_instances or ""), _in(inside, r.gpu_ns)] for r in p.ranges
+                    ],
+                )
+            )
         if p.lesson:
             items += [Para(text="The lesson:"), Bullets(items=p.lesson)]
         if p.notes:
@@ -433,7 +526,18 @@ def _profile_sections(profiles: list[ProfileResult], figure_keys: list[str]) -> 
 
 
 def _ncu_sections(ncus: list[NcuResult]) -> list[Section]:
-    out = [Section(level=2, heading="Nsight Compute", items=[Para(text="Speed Of Light per kernel: how close DRAM, memory, L2 and the SMs came to their peaks, and what that says.")])]
+    out = [
+        Section(
+            level=2,
+            heading="Nsight Compute",
+            items=[
+                Para(
+                    text="Speed Of Light per kernel: how close DRAM, memory, L2 and the SMs came to their peaks, and "
+                    "what that says."
+                )
+            ],
+        )
+    ]
 
     for n in ncus:
         items: list[Any] = [
@@ -443,11 +547,15 @@ def _ncu_sections(ncus: list[NcuResult]) -> list[Section]:
         ]
         if n.notes:
             items.append(Bullets(items=[f"note: {x}" for x in n.notes]))
-        out.append(Section(level=3, heading=f"ncu on {n.source}" + (f" (run {n.run_id})" if n.run_id else ""), items=items))
+        out.append(
+            Section(level=3, heading=f"ncu on {n.source}" + (f" (run {n.run_id})" if n.run_id else ""), items=items)
+        )
     return out
 
 
-def _decode_sections(decodes: list[DecodeResult], data: dict[str, DecodeTimelines], figure_keys: list[str]) -> list[Section]:
+def _decode_sections(
+    decodes: list[DecodeResult], data: dict[str, DecodeTimelines], figure_keys: list[str]
+) -> list[Section]:
     out = [
         Section(
             level=2,
@@ -470,7 +578,9 @@ def _decode_sections(decodes: list[DecodeResult], data: dict[str, DecodeTimeline
         items += dd.decode_kernel_tables(r)
         items += [Para(text="Verdict:"), Bullets(items=dd.decode_verdicts(r))]
         if r.batch_sweep:
-            items.append(dd.batch_sweep_table(r.batch_sweep, title="Batch sweep: tokens/s against the roofline's prediction"))
+            items.append(
+                dd.batch_sweep_table(r.batch_sweep, title="Batch sweep: tokens/s against the roofline's prediction")
+            )
             key = f"decode-batch-{r.run_id or 'run'}"
             if key in figure_keys:
                 items.append(FigureRef(key=key))
@@ -478,7 +588,13 @@ def _decode_sections(decodes: list[DecodeResult], data: dict[str, DecodeTimeline
             items += [Para(text="What it means:"), Bullets(items=r.lesson)]
         if r.notes:
             items.append(Bullets(items=[f"note: {n}" for n in r.notes]))
-        out.append(Section(level=3, heading=f"decode {r.model.preset or ''}".rstrip() + (f" (run {r.run_id})" if r.run_id else ""), items=items))
+        out.append(
+            Section(
+                level=3,
+                heading=f"decode {r.model.preset or ''}".rstrip() + (f" (run {r.run_id})" if r.run_id else ""),
+                items=items,
+            )
+        )
     return out
 
 
@@ -488,18 +604,35 @@ def floor_table(floor: DecodeFloor) -> Table:
         columns=["BASIS", "TB/S", f"PER TOKEN ({per_token.name})", "TOKENS/S", "SOURCE"],
         right=[False, True, True, True, False],
         # a measured plateau in three figures; a spec as its datasheet gives it (its source beside it)
-        rows=[[x.basis + (" (estimate)" if x.estimate else ""), units.tbps_value(x.bandwidth_tbps) if x.basis == "measured" else f"{x.bandwidth_tbps:.4g}", per_token.value(x.ms_per_token * 1e-3), units.sig(x.tokens_per_s), x.source] for x in floor.lines],
+        rows=[
+            [
+                x.basis + (" (estimate)" if x.estimate else ""),
+                units.tbps_value(x.bandwidth_tbps) if x.basis == "measured" else f"{x.bandwidth_tbps:.4g}",
+                per_token.value(x.ms_per_token * 1e-3),
+                units.sig(x.tokens_per_s),
+                x.source,
+            ]
+            for x in floor.lines
+        ],
     )
 
 
 def _floor_section(floor: DecodeFloor) -> Section:
     items: list[Any] = [
-        Para(text=f"Roofline math for a model with {floor.weights_gb:g} GB of weights (10^9 bytes): one decode step reads every weight once, so it cannot take less than weight bytes / memory bandwidth."),
+        Para(
+            text=f"Roofline math for a model with {floor.weights_gb:g} GB of weights (10^9 bytes): one decode step "
+            "reads every weight once, so it cannot take less than weight bytes / memory bandwidth."
+        ),
     ]
     if floor.lines:
         items += [floor_table(floor), Bullets(items=floor.summary)]
     else:
-        items.append(Para(text="No floor from these runs: no sweep reached a DRAM plateau and no GPU of theirs is in the spec table. Sweep larger sizes, or see `nsightlab roofline --gpu NAME` for a spec floor."))
+        items.append(
+            Para(
+                text="No floor from these runs: no sweep reached a DRAM plateau and no GPU of theirs is in the spec "
+                "table. Sweep larger sizes, or see `nsightlab roofline --gpu NAME` for a spec floor."
+            )
+        )
     if floor.notes:
         items.append(Bullets(items=[f"note: {n}" for n in floor.notes]))
     return Section(level=2, heading="Decode floor", items=items)
@@ -569,7 +702,17 @@ def build_report(selection: Selection, *, weights_gb: float | None = None, now: 
     if weights_gb is not None:
         floor = _report_floor(weights_gb, sweeps, profiles)
         sections.append(_floor_section(floor))
-    kinds = ", ".join(f"{n} {k}{'s' if n != 1 else ''}" for k, n in (("sweep", len(sweeps)), ("profile", len(profiles)), ("ncu run", len(ncus)), ("decode run", len(decodes)), ("fleet", len(fleets))) if n)
+    kinds = ", ".join(
+        f"{n} {k}{'s' if n != 1 else ''}"
+        for k, n in (
+            ("sweep", len(sweeps)),
+            ("profile", len(profiles)),
+            ("ncu run", len(ncus)),
+            ("decode run", len(decodes)),
+            ("fleet", len(fleets)),
+        )
+        if n
+    )
     doc = ReportDoc(
         title=f"nsightlab report: {kinds}",
         created=now,
@@ -579,7 +722,16 @@ def build_report(selection: Selection, *, weights_gb: float | None = None, now: 
         decode_floor=floor,
         notes=list(selection.notes),
     )
-    return ReportBundle(doc=doc, sweeps=sweeps, profiles=profiles, ncus=ncus, figure_keys=keys, fleets=fleets, decodes=decodes, decode_data=decode_data)
+    return ReportBundle(
+        doc=doc,
+        sweeps=sweeps,
+        profiles=profiles,
+        ncus=ncus,
+        figure_keys=keys,
+        fleets=fleets,
+        decodes=decodes,
+        decode_data=decode_data,
+    )
 
 
 # ---------------------------------------------------------------------------- figures
@@ -592,7 +744,11 @@ def draw_figures(bundle: ReportBundle) -> list[Plot]:
     if bundle.sweeps:
         plots.append(figures.sweep_figure(bundle.sweeps))
     plateaus = [
-        (s.summary.device_name or "", f"{tbps_text(s.summary.dram_tbps)}, run {s.run_id} ({series_name(s)})", s.summary.dram_tbps * 1e12)
+        (
+            s.summary.device_name or "",
+            f"{tbps_text(s.summary.dram_tbps)}, run {s.run_id} ({series_name(s)})",
+            s.summary.dram_tbps * 1e12,
+        )
         for s in bundle.sweeps
         if s.summary.dram_tbps is not None
     ]
@@ -657,7 +813,13 @@ def write_report(bundle: ReportBundle, out_dir: Path) -> ReportFiles:
         for plot in plots:
             png, svg = figs.save(plot, tmp)
             plot.figure.clear()
-            f = FigureFile(key=plot.key, title=plot.title, caption=plot.caption, png=str(out_dir / png.name), svg=str(out_dir / svg.name))
+            f = FigureFile(
+                key=plot.key,
+                title=plot.title,
+                caption=plot.caption,
+                png=str(out_dir / png.name),
+                svg=str(out_dir / svg.name),
+            )
             files.append(f)
             images[plot.key] = (f, png.read_bytes())
         (tmp / "report.md").write_text(render_markdown(bundle.doc, files), encoding="utf-8")
@@ -672,7 +834,11 @@ def write_report(bundle: ReportBundle, out_dir: Path) -> ReportFiles:
     except BaseException as e:
         shutil.rmtree(tmp, ignore_errors=True)
         if isinstance(e, KeyboardInterrupt):
-            left = f"some figures in {out_dir} were replaced; its report.html is the one from before" if replacing else "no report was written"
+            left = (
+                f"some figures in {out_dir} were replaced; its report.html is the one from before"
+                if replacing
+                else "no report was written"
+            )
             raise Interrupted(f"interrupted: {left}") from None
         raise
     return ReportFiles(
@@ -696,5 +862,3 @@ def open_in_browser(path: str) -> bool:
 
 
 # ---------------------------------------------------------------------------- roofline command
-
-

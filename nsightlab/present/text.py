@@ -118,12 +118,17 @@ def sweep_summary_lines(result: SweepResult) -> list[str]:
     s = result.summary
     out: list[str] = []
     if s.interpreted:
-        out.append("interpreted: correctness only (Triton's interpreter was timed, not the device): no launch floor, cache peak or plateau")
+        out.append(
+            "interpreted: correctness only (Triton's interpreter was timed, not the device): no launch floor, "
+            "cache peak or plateau"
+        )
         return out
     if s.launch_floor_us is not None:
         launch = [r.log2 for r in result.rows if r.regime == "launch"]
         kernels = f", {s.kernels_per_call} kernels per call" if s.kernels_per_call > 1 else ""
-        out.append(f"launch floor: {us_text(s.launch_floor_us)} per call ({log2s_text(launch)}: fixed cost, not data{kernels})")
+        out.append(
+            f"launch floor: {us_text(s.launch_floor_us)} per call ({log2s_text(launch)}: fixed cost, not data{kernels})"
+        )
     else:
         out.append("launch floor: none seen (no size sat at a floor; add smaller --sizes)")
     if not s.bandwidth_test:
@@ -139,8 +144,15 @@ def sweep_summary_lines(result: SweepResult) -> list[str]:
         else:
             out.append("cache peak: none (no size ran from the cache)")
         if s.dram_tbps is not None:
-            agree = f", within {units.percent(100 * s.plateau_spread)} of each other" if s.plateau_spread is not None else ""
-            line = f"DRAM plateau: {'~' if s.dram_is_estimate else ''}{tbps_text(s.dram_tbps)} ({log2s_text(s.dram_from_log2)}{agree})"
+            agree = (
+                f", within {units.percent(100 * s.plateau_spread)} of each other"
+                if s.plateau_spread is not None
+                else ""
+            )
+            line = (
+                f"DRAM plateau: {'~' if s.dram_is_estimate else ''}{tbps_text(s.dram_tbps)} "
+                f"({log2s_text(s.dram_from_log2)}{agree})"
+            )
             if s.dram_pct_of_spec is not None:
                 line += f", {units.percent(s.dram_pct_of_spec)} of the DRAM spec {s.spec_label}"
             elif s.device_type == "cuda":
@@ -165,7 +177,11 @@ def sweep_summary_lines(result: SweepResult) -> list[str]:
         if ref.cache_peak_tbps is not None:
             figures.append(f"L2 peak {tbps_text(ref.cache_peak_tbps)}")
         if ref.dram_tbps is not None:
-            pct = f" ({units.percent(ref.dram_pct_of_spec)} of {ref.spec_label})" if ref.dram_pct_of_spec is not None else ""
+            pct = (
+                f" ({units.percent(ref.dram_pct_of_spec)} of {ref.spec_label})"
+                if ref.dram_pct_of_spec is not None
+                else ""
+            )
             figures.append(f"DRAM {tbps_text(ref.dram_tbps)}{pct}")
         if ref.matches_device:
             out.append(f"reference (REF TB/S column): the same GPU in the tutorial, {ref.dtype}: " + ", ".join(figures))
@@ -193,15 +209,17 @@ def compare_table(cmp: SweepCompare) -> Table:
     for p in cmp.pairs:
         expected = ""
         if p.expected_time_ratio is not None:
-            expected = f"time x{p.expected_time_ratio:g}" + ("" if p.agrees is None else (" yes" if p.agrees else " NO"))
+            expected = f"time x{p.expected_time_ratio:g}" + (
+                "" if p.agrees is None else (" yes" if p.agrees else " NO")
+            )
         rows.append([
             f"2^{p.log2}", p.regime_a, p.regime_b, per_call.value(p.us_a * 1e-6), per_call.value(p.us_b * 1e-6),
-            units.ratio(p.time_ratio), units.tbps_value(p.tbps_a), units.tbps_value(p.tbps_b), units.ratio(p.tbps_ratio),
+            units.ratio(p.time_ratio), units.tbps_value(p.tbps_a), units.tbps_value(p.tbps_b), units.ratio(p.tbps_ratio),  # noqa: E501
             _spread(p.spread_a), _spread(p.spread_b), expected,
         ])  # fmt: skip
     return Table(
         columns=[
-            "SIZE", f"REGIME {a}", f"REGIME {b}", f"TIME {a} ({per_call.name})", f"TIME {b} ({per_call.name})", "TIME x",
+            "SIZE", f"REGIME {a}", f"REGIME {b}", f"TIME {a} ({per_call.name})", f"TIME {b} ({per_call.name})", "TIME x",  # noqa: E501
             f"TB/S {a}", f"TB/S {b}", "TB/S x", f"SPREAD {a}", f"SPREAD {b}", "AS PREDICTED",
         ],
         right=[False, False, False, True, True, True, True, True, True, True, True, False],
@@ -291,7 +309,13 @@ def roofline_remarks(profiles: Sequence[ProfileResult], sweeps: Sequence[SweepRe
     for p in profiles:
         cpu = p.device_type == "cpu"
         device = "this CPU" if cpu else f"this GPU ({p.device_name or 'unnamed'})"
-        plateaus = [s for s in sweeps if s.summary.dram_tbps is not None and (s.summary.device_name, s.summary.device_type) == (p.device_name, p.device_type or s.summary.device_type)]
+        plateaus = [
+            s
+            for s in sweeps
+            if s.summary.dram_tbps is not None
+            and (s.summary.device_name, s.summary.device_type)
+            == (p.device_name, p.device_type or s.summary.device_type)
+        ]
         for r in p.ranges:
             rates = r.rates
             if rates is None or rates.intensity is None or rates.intensity >= 1:
@@ -299,8 +323,14 @@ def roofline_remarks(profiles: Sequence[ProfileResult], sweeps: Sequence[SweepRe
             who = f"{r.name}" + (f" (run {p.run_id})" if p.run_id else "")
             achieved = units.tbps(rates.bytes_per_s)
             if not plateaus:
-                spec = f", {units.percent(rates.pct_of_bw_peak)} of the DRAM spec ({rates.bw_label})" if rates.pct_of_bw_peak is not None else ""
-                out.append(f"{who} at {achieved}{spec}; no sweep measured a DRAM plateau on this device to compare it with.")
+                spec = (
+                    f", {units.percent(rates.pct_of_bw_peak)} of the DRAM spec ({rates.bw_label})"
+                    if rates.pct_of_bw_peak is not None
+                    else ""
+                )
+                out.append(
+                    f"{who} at {achieved}{spec}; no sweep measured a DRAM plateau on this device to compare it with."
+                )
                 continue
             best = plateaus[-1]
             assert best.summary.dram_tbps is not None
@@ -313,12 +343,22 @@ def roofline_remarks(profiles: Sequence[ProfileResult], sweeps: Sequence[SweepRe
                 name = "L2" if not cpu else "last-level cache"
                 # lesson1's scale is in place: it reads and writes one buffer of half its bytes
                 ws = rates.bytes_per_call / 2 if r.name == LESSON1_SCALE else None
-                fits = f" (working set {units.size(ws)} < {units.size(cache)} {name})" if cache and ws is not None and ws < cache else ""
-                out.append(f"{who} at {achieved}, {units.ratio(ratio)} {against}: it ran from the cache{fits}, not from memory.")
+                fits = (
+                    f" (working set {units.size(ws)} < {units.size(cache)} {name})"
+                    if cache and ws is not None and ws < cache
+                    else ""
+                )
+                out.append(
+                    f"{who} at {achieved}, {units.ratio(ratio)} {against}: it ran from the cache{fits}, not from "
+                    "memory."
+                )
             elif ratio >= 0.8:
                 out.append(f"{who} at {achieved}, {units.percent(100 * ratio)} of {against}: memory-bound.")
             else:
-                out.append(f"{who} at {achieved}, {units.percent(100 * ratio)} of {against}: below the memory roof, so something else limits it.")
+                out.append(
+                    f"{who} at {achieved}, {units.percent(100 * ratio)} of {against}: below the memory roof, so "
+                    "something else limits it."
+                )
     return out
 
 
@@ -327,9 +367,14 @@ def ncu_table(result: NcuResult) -> Table:
     duration = units.time_unit(k.duration_ns * 1e-9 if k.duration_ns is not None else None for k in result.kernels)
     rows = [
         [
-            k.short_name, duration.value(k.duration_ns * 1e-9) if k.duration_ns is not None else "",
-            _pct(k.dram_throughput_pct), _pct(k.memory_throughput_pct), _pct(k.l2_throughput_pct),
-            _pct(k.l2_hit_rate_pct), _pct(k.sm_throughput_pct), k.bound,
+            k.short_name,
+            duration.value(k.duration_ns * 1e-9) if k.duration_ns is not None else "",
+            _pct(k.dram_throughput_pct),
+            _pct(k.memory_throughput_pct),
+            _pct(k.l2_throughput_pct),
+            _pct(k.l2_hit_rate_pct),
+            _pct(k.sm_throughput_pct),
+            k.bound,
         ]
         for k in result.kernels
     ]

@@ -44,7 +44,12 @@ def render_markdown(doc: ReportDoc, figures: Sequence[FigureFile]) -> str:
             else:
                 fig = by_key.get(item.key)
                 if fig is not None:
-                    out += [f"![{_md(fig.title)}]({Path(fig.png).name})", "", f"*{_md(fig.caption)}* ([SVG]({Path(fig.svg).name}))", ""]
+                    out += [
+                        f"![{_md(fig.title)}]({Path(fig.png).name})",
+                        "",
+                        f"*{_md(fig.caption)}* ([SVG]({Path(fig.svg).name}))",
+                        "",
+                    ]
     if doc.notes:
         out += ["## Notes", ""] + [f"- {_md(n)}" for n in doc.notes] + [""]
     return "\n".join(out).rstrip() + "\n"
@@ -91,7 +96,9 @@ def _html_table(t: Table) -> str:
     for i, row in enumerate(t.rows):
         tip = t.tooltips[i] if t.tooltips else None
         cells = "".join(
-            f'<td class="{"r" if r else "l"}"' + (f' title="{_e(tip)}"' if tip and j == len(row) - 1 else "") + f">{_e(c)}</td>"
+            f'<td class="{"r" if r else "l"}"'
+            + (f' title="{_e(tip)}"' if tip and j == len(row) - 1 else "")
+            + f">{_e(c)}</td>"
             for j, (c, r) in enumerate(zip(row, t.right, strict=True))
         )
         if t.bars is not None:

@@ -64,7 +64,9 @@ def _is_ncu(text: str) -> bool:
     return _NCU_HEADER in text[:20000]
 
 
-def analyze_path(path: Path, *, step_range: str | None = None, weights_gb: float | None = None, kv_gb: float | None = None) -> BaseModel:
+def analyze_path(
+    path: Path, *, step_range: str | None = None, weights_gb: float | None = None, kv_gb: float | None = None
+) -> BaseModel:
     """Parse and analyse whatever PATH is; see the module docstring. A path that exists
     is read as a file or folder; anything else is looked up as a stored run. `step_range`,
     `weights_gb` and `kv_gb` apply to a GPU timeline (exit 2 for an input without one)."""
@@ -76,7 +78,10 @@ def analyze_path(path: Path, *, step_range: str | None = None, weights_gb: float
         try:
             run = store.resolve(ref)
         except UsageError as e:
-            raise UsageError(f"{ref} is neither a file nor a stored run ({e.message})", hint=e.hint or "List the runs with `nsightlab runs`.") from None
+            raise UsageError(
+                f"{ref} is neither a file nor a stored run ({e.message})",
+                hint=e.hint or "List the runs with `nsightlab runs`.",
+            ) from None
         path = run.path
     if path.suffix == ".nsys-rep" and path.is_file():
         with exported(path) as folder:
@@ -125,9 +130,15 @@ def _nsys_result(report: nsys.NsysReport, record_path: Path | None, source: Path
     from nsightlab.analysis.profile import build_profile, load_record
 
     if not (report.kernels or report.nvtx or report.nvtx_kernels or report.cuda_api or report.mem_time):
-        raise ParseError("no nsys tables found (kernel summary or NVTX) in this file", source=source, hint="Give an `nsys stats` output, its CSV exports, or an ncu CSV.")
+        raise ParseError(
+            "no nsys tables found (kernel summary or NVTX) in this file",
+            source=source,
+            hint="Give an `nsys stats` output, its CSV exports, or an ncu CSV.",
+        )
     record = load_record(record_path) if record_path else None
-    result = build_profile(report, record, script=source.stem, profiler="nsys", target=str(source), versions={"nsys": report.nsys_version})
+    result = build_profile(
+        report, record, script=source.stem, profiler="nsys", target=str(source), versions={"nsys": report.nsys_version}
+    )
     if report.skipped:
         result.notes.extend(report.skipped)
     return result
@@ -194,7 +205,9 @@ def _attach_steps(result: ProfileResult, anatomy: TraceAnatomy, opts: TraceOptio
 def _decode_folder(record_file: Path, traces: list[Path], kineto_files: list[Path], opts: TraceOptions) -> DecodeResult:
     """decode.py's JSON with its capture's exports or trace: the decode result, offline."""
     if opts.weights_gb is not None:
-        raise UsageError("decode.py's JSON gives the bytes each step reads: --weights-gb and --kv-gb are for traces without it")
+        raise UsageError(
+            "decode.py's JSON gives the bytes each step reads: --weights-gb and --kv-gb are for traces without it"
+        )
     record = load_decode_record(record_file)
     assert record is not None
     anatomy = None
@@ -233,9 +246,10 @@ def _json_file(path: Path) -> BaseModel:
     if kind == "decode" and "schema" in data:  # decode.py's own JSON, not a stored result
         decode_record = load_decode_record(path)
         assert decode_record is not None
-        return decode_build(decode_record, None, no_trace_reason=f"{path.name} alone: steps come from the script's own timing").result
+        return decode_build(
+            decode_record, None, no_trace_reason=f"{path.name} alone: steps come from the script's own timing"
+        ).result
     if kind == "sweep":
-
         return analyze_record_file(path)
     if kind == "lesson1":
         return build_profile(nsys.NsysReport(), load_record(path), script=path.stem, profiler="nsys", target=str(path))
@@ -245,10 +259,14 @@ def _json_file(path: Path) -> BaseModel:
         ranges = {r.name for r in report.nvtx or []}
         records = (load_record(j) for j in sorted(path.parent.glob("*.json")) if _json_kind(j) == "lesson1")
         record = next((rec for rec in records if rec is not None and ranges & {w.name for w in rec.ranges}), None)
-        return build_profile(report, record, script=path.stem, profiler="torch", target=str(path), torch=torch_info(data))
+        return build_profile(
+            report, record, script=path.stem, profiler="torch", target=str(path), torch=torch_info(data)
+        )
     if kind in ("profile", "ncu", "decode") or (kind == "sweep" and "analysis" in data):
         return _stored(kind, data, path)
-    raise ParseError("not a file nsightlab knows (lesson1, sweep, decode or torchprof JSON, or a Kineto trace)", source=path, line=1)
+    raise ParseError(
+        "not a file nsightlab knows (lesson1, sweep, decode or torchprof JSON, or a Kineto trace)", source=path, line=1
+    )
 
 
 def stored_result(folder: Path) -> BaseModel:
@@ -268,4 +286,6 @@ def _stored(kind: str, data: dict[str, Any], path: Path) -> BaseModel:
     try:
         return models[kind].model_validate(data)
     except ValidationError as e:
-        raise ParseError(f"not a {kind} result this nsightlab can read ({store.validation_summary(e)})", source=path) from None
+        raise ParseError(
+            f"not a {kind} result this nsightlab can read ({store.validation_summary(e)})", source=path
+        ) from None

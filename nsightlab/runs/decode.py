@@ -99,7 +99,9 @@ def floor_bandwidth(device_name: str | None, device_type: str, dtype: str | None
     ]
 
 
-def decode_build(record: DecodeRecord, anatomy: TraceAnatomy | None, *, no_trace_reason: str | None = None) -> DecodeBuild:
+def decode_build(
+    record: DecodeRecord, anatomy: TraceAnatomy | None, *, no_trace_reason: str | None = None
+) -> DecodeBuild:
     """`build_decode` with the floor's bandwidth looked up in the store."""
     cpu = anatomy.ops_are == "cpu" if anatomy is not None else record.device_type == "cpu"
     device = None
@@ -107,7 +109,14 @@ def decode_build(record: DecodeRecord, anatomy: TraceAnatomy | None, *, no_trace
         device = trace_device(anatomy)
     name = device or record.device_name
     bandwidth, notes = floor_bandwidth(name, "cpu" if cpu else "cuda", record.model.dtype)
-    return build_decode(record, anatomy, bandwidth=bandwidth, bandwidth_notes=notes, trace_device=device, no_trace_reason=no_trace_reason)
+    return build_decode(
+        record,
+        anatomy,
+        bandwidth=bandwidth,
+        bandwidth_notes=notes,
+        trace_device=device,
+        no_trace_reason=no_trace_reason,
+    )
 
 
 # -------------------------------------------------------------------- finding traces
@@ -209,7 +218,10 @@ def group_steps(anatomy: TraceAnatomy, opts: TraceOptions) -> tuple[list[GroupSt
             bandwidth, more = floor_bandwidth(device, "cuda", None)
             notes.extend(more)
     elif anatomy.ops_are != "cpu":
-        notes.append("no floor: give the bytes one step reads (--weights-gb, and --kv-gb for the KV cache) to compare each step with its memory floor")
+        notes.append(
+            "no floor: give the bytes one step reads (--weights-gb, and --kv-gb for the KV cache) to compare "
+            "each step with its memory floor"
+        )
     groups = steps_report(anatomy, floor_bytes=opts.floor_bytes, bandwidth=bandwidth)
     for g in groups:
         notes.extend(_group_notes(anatomy, g))
@@ -226,19 +238,38 @@ def _group_notes(anatomy: TraceAnatomy, g: GroupSteps) -> list[str]:
 def trace_result(source: Path, anatomy: TraceAnatomy, opts: TraceOptions) -> TraceResult:
     """`analyze` on a trace alone."""
     groups, device, notes = group_steps(anatomy, opts)
-    return TraceResult(source=str(source), input=anatomy.input, device=device, steps=groups, trace=anatomy.trace, notes=notes)
+    return TraceResult(
+        source=str(source), input=anatomy.input, device=device, steps=groups, trace=anatomy.trace, notes=notes
+    )
 
 
 # --------------------------------------------------------------- .nsys-rep export
 
 
 #: What `analyze` exports from a report: the summaries profile reads, and the traces.
-EXPORT_REPORTS: tuple[str, ...] = ("cuda_gpu_kern_sum", "nvtx_sum", "nvtx_kern_sum", "cuda_gpu_mem_time_sum", *TRACE_REPORTS)
+EXPORT_REPORTS: tuple[str, ...] = (
+    "cuda_gpu_kern_sum",
+    "nvtx_sum",
+    "nvtx_kern_sum",
+    "cuda_gpu_mem_time_sum",
+    *TRACE_REPORTS,
+)
 
 
 def export_command(rep: Path, base: str, reports: Sequence[str] = EXPORT_REPORTS, nsys_bin: str = "nsys") -> list[str]:
     """The `nsys stats` command that exports what `analyze` reads from a report."""
-    return [nsys_bin, "stats", "--force-export=true", "--format", "csv", "--output", base, "-r", ",".join(reports), str(rep)]
+    return [
+        nsys_bin,
+        "stats",
+        "--force-export=true",
+        "--format",
+        "csv",
+        "--output",
+        base,
+        "-r",
+        ",".join(reports),
+        str(rep),
+    ]
 
 
 @contextmanager
@@ -257,14 +288,19 @@ def exported(rep: Path) -> Iterator[Path]:
         )
     with tempfile.TemporaryDirectory(prefix="nsightlab-export-") as tmp:
         base = Path(tmp) / rep.with_suffix("").name
-        helptext = subprocess.run([nsys_bin, "stats", "--help-reports"], capture_output=True, text=True, check=False).stdout
+        helptext = subprocess.run(
+            [nsys_bin, "stats", "--help-reports"], capture_output=True, text=True, check=False
+        ).stdout
         chosen = [listed_name(r, report_names(helptext)) for r in EXPORT_REPORTS]
         reports = [r for r in chosen if r is not None] or list(EXPORT_REPORTS)
         argv = export_command(rep, str(base), reports, nsys_bin)
         done = subprocess.run(argv, capture_output=True, text=True, check=False)
         if done.returncode != 0:
             tail = (done.stderr.strip().splitlines() or [""])[-1][:300]
-            raise UsageError(f"nsys stats could not export {rep} (exit {done.returncode}): {tail}", hint="Check the report opens in nsys.")
+            raise UsageError(
+                f"nsys stats could not export {rep} (exit {done.returncode}): {tail}",
+                hint="Check the report opens in nsys.",
+            )
         yield Path(tmp)
 
 
@@ -300,4 +336,3 @@ def load_timelines(run: Run) -> DecodeTimelines | None:
         return DecodeTimelines.model_validate_json(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-

@@ -40,7 +40,11 @@ def decode_floor_for(weights_gb: float, *, run: str | None = None, gpu: str | No
     else:
         statuses = [store.inspect(x) for x in store.all_runs()]
         sweeps = [s.result for s in statuses if isinstance(s.result, SweepResult)]
-        damaged = [s for s in statuses if s.state == "damaged" and (s.meta.kind if s.meta else store.folder_facts(s.run)[0]) == "sweep"]
+        damaged = [
+            s
+            for s in statuses
+            if s.state == "damaged" and (s.meta.kind if s.meta else store.folder_facts(s.run)[0]) == "sweep"
+        ]
         with_plateau = [x for x in sweeps if x.summary.dram_tbps is not None]
         session = load_session()
         spec = lookup(session.gpu_product) if session and session.gpu_product else None
@@ -48,12 +52,20 @@ def decode_floor_for(weights_gb: float, *, run: str | None = None, gpu: str | No
             floor = decode_floor(weights_gb, sweeps=[plateau_source(with_plateau[-1])])
         elif spec is not None:
             floor = decode_floor(weights_gb, gpus=[spec])
-            floor.notes.append(f"no sweep reached a DRAM plateau yet: the spec of the lab session's GPU ({spec.name}) only")
+            floor.notes.append(
+                f"no sweep reached a DRAM plateau yet: the spec of the lab session's GPU ({spec.name}) only"
+            )
         elif sweeps:
             floor = decode_floor(weights_gb, sweeps=[plateau_source(sweeps[-1])])
         else:
-            raise UsageError("no sweep run to take a DRAM plateau from, and no lab session GPU", hint="Give --gpu NAME (e.g. 'NVIDIA L4' or g7e.8xlarge), --run ID, or run `nsightlab sweep` first.")
+            raise UsageError(
+                "no sweep run to take a DRAM plateau from, and no lab session GPU",
+                hint="Give --gpu NAME (e.g. 'NVIDIA L4' or g7e.8xlarge), --run ID, or run `nsightlab sweep` first.",
+            )
     floor.notes.extend(f"left out sweep {s.run.id}: it is damaged ({s.problem})" for s in damaged)
     if not floor.lines:
-        raise UsageError("no floor to give: " + "; ".join(floor.notes or ["no bandwidth known"]), hint="Sweep larger sizes, or give --gpu NAME for the spec floor.")
+        raise UsageError(
+            "no floor to give: " + "; ".join(floor.notes or ["no bandwidth known"]),
+            hint="Sweep larger sizes, or give --gpu NAME for the spec floor.",
+        )
     return floor

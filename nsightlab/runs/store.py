@@ -57,7 +57,13 @@ def result_models() -> dict[str, type[BaseModel]]:
     from nsightlab.analysis.profile import ProfileResult
     from nsightlab.analysis.sweep import SweepResult
 
-    return {"profile": ProfileResult, "sweep": SweepResult, "ncu": NcuResult, "decode": DecodeResult, "fleet": FleetResult}
+    return {
+        "profile": ProfileResult,
+        "sweep": SweepResult,
+        "ncu": NcuResult,
+        "decode": DecodeResult,
+        "fleet": FleetResult,
+    }
 
 
 class DamagedRunError(ParseError):
@@ -74,7 +80,8 @@ class DamagedRunError(ParseError):
             f"damaged run {run_id}: {problem}",
             source=source,
             line=line,
-            hint=f"Remove it with `nsightlab runs rm {run_id}` (what came back from the target is in its raw/ folder, which `nsightlab analyze` reads).",
+            hint=f"Remove it with `nsightlab runs rm {run_id}` (what came back from the target is in its raw/ folder, "
+            "which `nsightlab analyze` reads).",
         )
         self.problem = f"{file}: {problem}" if file else problem
 
@@ -98,7 +105,9 @@ def _read_json(path: Path) -> Any:
     try:
         return json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError as e:
-        raise DamagedRunError(path.parent, path.name, f"not UTF-8 (byte 0x{raw[e.start]:02x} at offset {e.start})") from None
+        raise DamagedRunError(
+            path.parent, path.name, f"not UTF-8 (byte 0x{raw[e.start]:02x} at offset {e.start})"
+        ) from None
     except json.JSONDecodeError as e:
         cut = ", cut short" if _valid_prefix(raw) else ""
         raise DamagedRunError(path.parent, path.name, f"not valid JSON{cut} ({e.msg})", line=e.lineno) from None
@@ -198,7 +207,9 @@ class Run:
         try:
             return model.model_validate(data)
         except ValidationError as e:
-            raise DamagedRunError(self.path, "result.json", f"not a {stored} result this nsightlab can read ({validation_summary(e)})") from None
+            raise DamagedRunError(
+                self.path, "result.json", f"not a {stored} result this nsightlab can read ({validation_summary(e)})"
+            ) from None
         except RecursionError:
             raise DamagedRunError(self.path, "result.json", "nested too deeply to be JSON nsightlab wrote") from None
 
@@ -233,16 +244,28 @@ def inspect(run: Run, *, now: float | None = None) -> RunStatus:
             damaged = DamagedRunError(run.path, None, "no meta.json beside its result.json")
             return RunStatus(run, "damaged", None, None, problem=damaged.problem, error=damaged)
         if _changed_within(run.path, RUNNING_GRACE, now):
-            error = UsageError(f"run {run.folder} is still being written, or stopped before it was recorded (no meta.json yet)")
-            return RunStatus(run, "incomplete", None, None, problem="no meta.json yet: still being written?", error=error)
-        damaged = DamagedRunError(run.path, None, f"no meta.json: the run stopped before it was recorded (raw outputs only, unchanged for over {_hours(RUNNING_GRACE)})")
+            error = UsageError(
+                f"run {run.folder} is still being written, or stopped before it was recorded (no meta.json yet)"
+            )
+            return RunStatus(
+                run, "incomplete", None, None, problem="no meta.json yet: still being written?", error=error
+            )
+        damaged = DamagedRunError(
+            run.path,
+            None,
+            "no meta.json: the run stopped before it was recorded (raw outputs only, unchanged for over "
+            f"{_hours(RUNNING_GRACE)})",
+        )
         return RunStatus(run, "damaged", None, None, problem=damaged.problem, error=damaged)
     try:
         meta = run.meta()
     except DamagedRunError as e:
         return RunStatus(run, "damaged", None, None, problem=e.problem, error=e)
     if not has_result:
-        error = UsageError(f"run {run.folder} did not finish (no result.json)", hint=f"Run it again; `nsightlab runs rm {run.id}` removes what is left.")
+        error = UsageError(
+            f"run {run.folder} did not finish (no result.json)",
+            hint=f"Run it again; `nsightlab runs rm {run.id}` removes what is left.",
+        )
         return RunStatus(run, "incomplete", meta, None, problem="did not finish", error=error)
     try:
         data = run.result()
@@ -307,7 +330,9 @@ def all_runs() -> list[Run]:
 
 def is_run_folder(path: Path) -> bool:
     """A folder with a meta.json or a result.json, or named as `new_run` names them."""
-    return path.is_dir() and ((path / "meta.json").exists() or (path / "result.json").exists() or _FOLDER.fullmatch(path.name) is not None)
+    return path.is_dir() and (
+        (path / "meta.json").exists() or (path / "result.json").exists() or _FOLDER.fullmatch(path.name) is not None
+    )
 
 
 def resolve(ref: str) -> Run:
@@ -318,7 +343,9 @@ def resolve(ref: str) -> Run:
     runs = all_runs()
     if ref in ("latest", "last"):
         if not runs:
-            raise UsageError("there are no runs yet", hint="Make one with `nsightlab profile lesson1` or `nsightlab sweep`.")
+            raise UsageError(
+                "there are no runs yet", hint="Make one with `nsightlab profile lesson1` or `nsightlab sweep`."
+            )
         return runs[-1]
     matches = [r for r in runs if r.id.startswith(ref) or r.folder.startswith(ref)]
     if not matches:

@@ -43,7 +43,11 @@ def load_sweep_run(ref: str) -> SweepResult:
     (the latest complete one: a damaged or unfinished sweep is passed over)."""
 
     if ref in ("latest", "last"):
-        done = [s for s in map(store.inspect, store.all_runs()) if s.complete and s.meta is not None and s.meta.kind == "sweep"]
+        done = [
+            s
+            for s in map(store.inspect, store.all_runs())
+            if s.complete and s.meta is not None and s.meta.kind == "sweep"
+        ]
         if not done:
             raise UsageError("there is no finished sweep run yet", hint="Make one with `nsightlab sweep`.")
         status = done[-1]

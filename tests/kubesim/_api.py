@@ -155,8 +155,15 @@ def table_bytes(plural: str, entries: list[Entry], include: str, meta: Obj, head
             row = row[:-1] + b',"object":' + dumps(_tables.partial_metadata(e.obj)) + b"}"
         rows.append(row)
     columns = dumps(_tables.columns_for(plural) if headers else [])
-    return (b'{"kind":"Table","apiVersion":"meta.k8s.io/v1","metadata":' + dumps(meta)
-            + b',"columnDefinitions":' + columns + b',"rows":[' + b",".join(rows) + b"]}")
+    return (
+        b'{"kind":"Table","apiVersion":"meta.k8s.io/v1","metadata":'
+        + dumps(meta)
+        + b',"columnDefinitions":'
+        + columns
+        + b',"rows":['
+        + b",".join(rows)
+        + b"]}"
+    )
 
 
 def _json_response(body: bytes | Obj, status: int = 200) -> web.Response:
@@ -174,15 +181,25 @@ def _with_warning(response: web.Response, warning: str | None) -> web.Response:
 class SimEmulator(kmock.KubernetesEmulator):
     """kmock's Kubernetes emulator with the API server's behaviour filled in."""
 
-    def __init__(self, *, git_version: str = "v1.31.4", tokens: dict[str, str] | None = None,
-                 require_auth: bool = True, pod_deletion_delay: float = 0.1) -> None:
+    def __init__(
+        self,
+        *,
+        git_version: str = "v1.31.4",
+        tokens: dict[str, str] | None = None,
+        require_auth: bool = True,
+        pod_deletion_delay: float = 0.1,
+    ) -> None:
         super().__init__()
         self.store = Store(self.objects)
         for rt_obj in RESOURCES:
             self.resources[rt_obj.kmock_resource] = kmock.ResourceInfo(
-                namespaced=rt_obj.namespaced, kind=rt_obj.kind, singular=rt_obj.singular,
-                verbs=set(rt_obj.verbs), shortnames=set(rt_obj.short_names),
-                categories=set(rt_obj.categories), subresources={s.name for s in rt_obj.subresources},
+                namespaced=rt_obj.namespaced,
+                kind=rt_obj.kind,
+                singular=rt_obj.singular,
+                verbs=set(rt_obj.verbs),
+                shortnames=set(rt_obj.short_names),
+                categories=set(rt_obj.categories),
+                subresources={s.name for s in rt_obj.subresources},
             )
         self.git_version = git_version
         self.tokens: dict[str, str] = dict(tokens or {})
@@ -230,11 +247,20 @@ class SimEmulator(kmock.KubernetesEmulator):
             action = _guess_action(raw_request.method, route, query)
         self.request_seq += 1
         request = kmock.Request(
-            id=self.request_seq, raw_request=raw_request, url=raw_request.url,
-            method=raw_request.method, params=query, headers=dict(raw_request.headers),
-            cookies=dict(raw_request.cookies), body=body,
-            text=body.decode("utf-8", "replace"), data=data, action=action, resource=resource,
-            namespace=route.namespace if route else None, name=route.name if route else None,
+            id=self.request_seq,
+            raw_request=raw_request,
+            url=raw_request.url,
+            method=raw_request.method,
+            params=query,
+            headers=dict(raw_request.headers),
+            cookies=dict(raw_request.cookies),
+            body=body,
+            text=body.decode("utf-8", "replace"),
+            data=data,
+            action=action,
+            resource=resource,
+            namespace=route.namespace if route else None,
+            name=route.name if route else None,
             subresource=route.subresource if route else None,
         )
         self._requests.append(request)
@@ -255,9 +281,14 @@ class SimEmulator(kmock.KubernetesEmulator):
         token = auth[7:].strip() if auth.lower().startswith("bearer ") else None
         cert_user = _cert_user(raw)
         rec = Recorded(
-            method=raw.method, path=raw.path, query=dict(raw.query), token=token,
-            user=self.tokens.get(token) if token else cert_user, time=time.time(),
-            headers=dict(raw.headers), body=request.body,
+            method=raw.method,
+            path=raw.path,
+            query=dict(raw.query),
+            token=token,
+            user=self.tokens.get(token) if token else cert_user,
+            time=time.time(),
+            headers=dict(raw.headers),
+            body=request.body,
         )
         self.recorded.append(rec)
         self._bodies[id(raw)] = request.body
@@ -329,23 +360,41 @@ class SimEmulator(kmock.KubernetesEmulator):
         if path == "/api":
             agg = _discovery.wants_aggregated(accept)
             if agg:
-                return web.Response(body=dumps(_discovery.aggregated(True, agg)), headers={
-                    "Content-Type": _discovery.AGGREGATED_V2 if agg == "v2" else _discovery.AGGREGATED_V2BETA1})
+                return web.Response(
+                    body=dumps(_discovery.aggregated(True, agg)),
+                    headers={
+                        "Content-Type": _discovery.AGGREGATED_V2 if agg == "v2" else _discovery.AGGREGATED_V2BETA1
+                    },
+                )
             return _json_response(_discovery.api_versions(self.server_address))
         if path == "/apis":
             agg = _discovery.wants_aggregated(accept)
             if agg:
-                return web.Response(body=dumps(_discovery.aggregated(False, agg)), headers={
-                    "Content-Type": _discovery.AGGREGATED_V2 if agg == "v2" else _discovery.AGGREGATED_V2BETA1})
+                return web.Response(
+                    body=dumps(_discovery.aggregated(False, agg)),
+                    headers={
+                        "Content-Type": _discovery.AGGREGATED_V2 if agg == "v2" else _discovery.AGGREGATED_V2BETA1
+                    },
+                )
             return _json_response(_discovery.api_group_list())
         if path == "/":
-            paths = ["/api", "/api/v1", "/apis", "/healthz", "/livez", "/openapi/v2", "/openapi/v3", "/readyz", "/version"]
+            paths = [
+                "/api",
+                "/api/v1",
+                "/apis",
+                "/healthz",
+                "/livez",
+                "/openapi/v2",
+                "/openapi/v3",
+                "/readyz",
+                "/version",
+            ]
             paths += [f"/apis/{g}" for g, _ in _resources_groups()] + [f"/apis/{g}/{v}" for g, v in _resources_groups()]
             return _json_response({"paths": sorted(paths)})
         if path == "/openapi/v3":
             return _json_response(_discovery.openapi_v3_root())
         if path.startswith("/openapi/v3/"):
-            rest = path[len("/openapi/v3/"):].split("/")
+            rest = path[len("/openapi/v3/") :].split("/")
             doc = None
             if len(rest) == 2 and rest[0] == "api":
                 doc = _discovery.openapi_v3_group("", rest[1])
@@ -373,15 +422,17 @@ class SimEmulator(kmock.KubernetesEmulator):
     def is_denied(self, verb: str, rt_plural: str, namespace: str | None, subresource: str | None) -> bool:
         return any(rule.matches(verb, rt_plural, namespace, subresource) for rule in self.deny_rules)
 
-    def _authorize(self, user: str, verb: str, rt: ResourceType, namespace: str | None,
-                   name: str | None, subresource: str | None) -> None:
+    def _authorize(
+        self, user: str, verb: str, rt: ResourceType, namespace: str | None, name: str | None, subresource: str | None
+    ) -> None:
         if self.is_denied(verb, rt.plural, namespace, subresource):
             rbac_name = f"{rt.plural}/{subresource}" if subresource else rt.plural
             raise _errors.forbidden(user, verb, rbac_name, rt.group, namespace, name, rt.plural)
 
     # ---- resources ----------------------------------------------------------------------------
-    async def _serve_resource(self, raw: web.BaseRequest, route: Route, rt: ResourceType,
-                              user: str, accept: str) -> web.StreamResponse:
+    async def _serve_resource(
+        self, raw: web.BaseRequest, route: Route, rt: ResourceType, user: str, accept: str
+    ) -> web.StreamResponse:
         method = raw.method
         q = raw.query
         ns = route.namespace
@@ -449,7 +500,7 @@ class SimEmulator(kmock.KubernetesEmulator):
         allowed = {"metadata.name", "metadata.namespace", *rt.field_labels}
         for req in fields:
             if req.field not in allowed:
-                raise _errors.bad_request(f'field label not supported: {req.field}')
+                raise _errors.bad_request(f"field label not supported: {req.field}")
         return _selectors.make_predicate(labels, fields), bool(labels or fields)
 
     def _api_list(self, raw: web.BaseRequest, rt: ResourceType, ns: str | None, accept: str) -> web.StreamResponse:
@@ -467,7 +518,9 @@ class SimEmulator(kmock.KubernetesEmulator):
                 doc = decode_continue(token)
                 sid, offset, list_rv = int(doc["snap"]), int(doc["off"]), int(doc["rv"])
             except (ValueError, KeyError, TypeError):
-                raise _errors.bad_request("continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)") from None
+                raise _errors.bad_request(
+                    "continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)"
+                ) from None
             snap = store.snapshot(sid)
             if snap is None:
                 raise _errors.expired(
@@ -500,16 +553,29 @@ class SimEmulator(kmock.KubernetesEmulator):
             include = q.get("includeObject", "Metadata")
             return _json_response(table_bytes(rt.plural, page, include, meta))
         if mode == "meta":
-            return _json_response({
-                "kind": "PartialObjectMetadataList", "apiVersion": "meta.k8s.io/v1", "metadata": meta,
-                "items": [_tables.partial_metadata(e.obj) for e in page],
-            })
-        head = b'{"kind":"' + rt.list_kind.encode() + b'","apiVersion":"' + rt.api_version.encode() + b'","metadata":' + dumps(meta) + b',"items":['
+            return _json_response(
+                {
+                    "kind": "PartialObjectMetadataList",
+                    "apiVersion": "meta.k8s.io/v1",
+                    "metadata": meta,
+                    "items": [_tables.partial_metadata(e.obj) for e in page],
+                }
+            )
+        head = (
+            b'{"kind":"'
+            + rt.list_kind.encode()
+            + b'","apiVersion":"'
+            + rt.api_version.encode()
+            + b'","metadata":'
+            + dumps(meta)
+            + b',"items":['
+        )
         body = head + b",".join(e.raw for e in page) + b"]}"
         return web.Response(body=body, content_type="application/json")
 
-    def _render_one(self, rt: ResourceType, entry_or_obj: Entry | Obj, accept: str, status: int = 200,
-                    include: str = "Metadata") -> web.Response:
+    def _render_one(
+        self, rt: ResourceType, entry_or_obj: Entry | Obj, accept: str, status: int = 200, include: str = "Metadata"
+    ) -> web.Response:
         obj = entry_or_obj.obj if isinstance(entry_or_obj, Entry) else entry_or_obj
         mode = output_mode(accept)
         if mode == "table":
@@ -531,8 +597,9 @@ class SimEmulator(kmock.KubernetesEmulator):
         return self._render_one(rt, self._get_entry(rt, ns, name), accept)
 
     # ---- watch --------------------------------------------------------------------------------
-    async def _api_watch(self, raw: web.BaseRequest, rt: ResourceType, ns: str | None,
-                           name: str | None, accept: str) -> web.StreamResponse:
+    async def _api_watch(
+        self, raw: web.BaseRequest, rt: ResourceType, ns: str | None, name: str | None, accept: str
+    ) -> web.StreamResponse:
         q = raw.query
         predicate, _ = self._predicate(rt, q)
         if name is not None:
@@ -561,16 +628,22 @@ class SimEmulator(kmock.KubernetesEmulator):
             try:
                 since = int(rv_s)
             except ValueError:
-                raise _errors.bad_request(f'invalid resource version: strconv.ParseUint: parsing "{rv_s}": invalid syntax') from None
+                raise _errors.bad_request(
+                    f'invalid resource version: strconv.ParseUint: parsing "{rv_s}": invalid syntax'
+                ) from None
             if since < store.log_floor:
                 error = _errors.expired(f"too old resource version: {since} ({store.log_floor})")
             else:
                 initial.extend(store.replay(watcher, since))
         if error is None:
             store.add_watcher(watcher)
-        response = web.StreamResponse(status=200, headers={
-            "Content-Type": "application/json", "Cache-Control": "no-cache, private",
-        })
+        response = web.StreamResponse(
+            status=200,
+            headers={
+                "Content-Type": "application/json",
+                "Cache-Control": "no-cache, private",
+            },
+        )
         response.enable_chunked_encoding()
         first = True
         try:
@@ -595,8 +668,14 @@ class SimEmulator(kmock.KubernetesEmulator):
             for etype, item in initial:
                 await emit(etype, item)
             if _bool_param(send_initial):
-                bookmark = {"kind": rt.kind, "apiVersion": rt.api_version, "metadata": {
-                    "resourceVersion": str(store.rv), "annotations": {"k8s.io/initial-events-end": "true"}}}
+                bookmark = {
+                    "kind": rt.kind,
+                    "apiVersion": rt.api_version,
+                    "metadata": {
+                        "resourceVersion": str(store.rv),
+                        "annotations": {"k8s.io/initial-events-end": "true"},
+                    },
+                }
                 await response.write(b'{"type":"BOOKMARK","object":' + dumps(bookmark) + b"}\n")
             while True:
                 if deadline is None:
@@ -651,8 +730,23 @@ class SimEmulator(kmock.KubernetesEmulator):
         if entry is None:
             raise _errors.namespace_not_found(ns)
         if (entry.obj.get("status") or {}).get("phase") == "Terminating":
-            raise ApiError(403, "Forbidden", f'{rt.group_resource} "{name}" is forbidden: unable to create new content in namespace {ns} because it is being terminated',
-                           {"name": name, "kind": rt.plural, "causes": [{"reason": "NamespaceTerminating", "message": f"namespace {ns} is being terminated", "field": "metadata.namespace"}]})
+            raise ApiError(
+                403,
+                "Forbidden",
+                f'{rt.group_resource} "{name}" is forbidden: unable to create new content in namespace {ns} '
+                "because it is being terminated",
+                {
+                    "name": name,
+                    "kind": rt.plural,
+                    "causes": [
+                        {
+                            "reason": "NamespaceTerminating",
+                            "message": f"namespace {ns} is being terminated",
+                            "field": "metadata.namespace",
+                        }
+                    ],
+                },
+            )
 
     def _api_create(self, raw: web.BaseRequest, rt: ResourceType, ns: str | None) -> web.StreamResponse:
         body = self._body(raw, self._raw_body(raw))
@@ -660,7 +754,9 @@ class SimEmulator(kmock.KubernetesEmulator):
             raise _errors.bad_request("the body of the request was in an unknown format")
         kind = body.get("kind")
         if kind and kind != rt.kind:
-            raise _errors.bad_request(f"the kind in the body ({kind}) does not match the kind of the resource ({rt.kind})")
+            raise _errors.bad_request(
+                f"the kind in the body ({kind}) does not match the kind of the resource ({rt.kind})"
+            )
         dry = self._dry_run(raw)
         obj = prepare_new(rt, body, ns if rt.namespaced else None)
         name = obj["metadata"]["name"]
@@ -701,8 +797,15 @@ class SimEmulator(kmock.KubernetesEmulator):
             merged.pop("status", None)
         meta = dict(new.get("metadata") or {})
         old_meta = old["metadata"]
-        for k in ("name", "namespace", "uid", "creationTimestamp", "deletionTimestamp",
-                  "deletionGracePeriodSeconds", "generation"):
+        for k in (
+            "name",
+            "namespace",
+            "uid",
+            "creationTimestamp",
+            "deletionTimestamp",
+            "deletionGracePeriodSeconds",
+            "generation",
+        ):
             if k in old_meta:
                 meta[k] = old_meta[k]
             else:
@@ -729,8 +832,9 @@ class SimEmulator(kmock.KubernetesEmulator):
         entry = self.store.put(rt, merged)
         return _json_response(entry.raw)
 
-    def _api_update(self, raw: web.BaseRequest, rt: ResourceType, ns: str | None, name: str,
-                      sub: str | None) -> web.Response:
+    def _api_update(
+        self, raw: web.BaseRequest, rt: ResourceType, ns: str | None, name: str, sub: str | None
+    ) -> web.Response:
         if sub not in (None, "status", "ephemeralcontainers", "finalize", "scale"):
             raise _errors.method_not_allowed()
         body = self._body(raw, self._raw_body(raw))
@@ -738,9 +842,13 @@ class SimEmulator(kmock.KubernetesEmulator):
             raise _errors.bad_request("the body of the request was in an unknown format")
         meta = body.get("metadata") or {}
         if meta.get("name") and meta["name"] != name:
-            raise _errors.bad_request(f"the name of the object ({meta['name']}) does not match the name on the URL ({name})")
+            raise _errors.bad_request(
+                f"the name of the object ({meta['name']}) does not match the name on the URL ({name})"
+            )
         if rt.namespaced and meta.get("namespace") and meta["namespace"] != ns:
-            raise _errors.bad_request("the namespace of the provided object does not match the namespace sent on the request")
+            raise _errors.bad_request(
+                "the namespace of the provided object does not match the namespace sent on the request"
+            )
         old = self._get_entry(rt, ns, name)
         rv = meta.get("resourceVersion")
         if rv and rv != old.obj["metadata"].get("resourceVersion"):
@@ -748,8 +856,9 @@ class SimEmulator(kmock.KubernetesEmulator):
         merged = self._merge_for_write(rt, old.obj, body, sub)
         return self._finish_write(rt, old, merged, self._dry_run(raw))
 
-    def _api_patch(self, raw: web.BaseRequest, rt: ResourceType, ns: str | None, name: str,
-                     sub: str | None) -> web.Response:
+    def _api_patch(
+        self, raw: web.BaseRequest, rt: ResourceType, ns: str | None, name: str, sub: str | None
+    ) -> web.Response:
         ctype = raw.headers.get("Content-Type", "").split(";")[0].strip()
         body = self._raw_body(raw)
         try:
@@ -783,7 +892,9 @@ class SimEmulator(kmock.KubernetesEmulator):
         if pmeta.get("resourceVersion") and pmeta["resourceVersion"] != old["metadata"].get("resourceVersion"):
             raise _errors.stale_update(rt, name)
         if pmeta.get("name", name) != name:
-            raise _errors.bad_request(f"the name of the object ({pmeta.get('name')}) does not match the name on the URL ({name})")
+            raise _errors.bad_request(
+                f"the name of the object ({pmeta.get('name')}) does not match the name on the URL ({name})"
+            )
         merged = self._merge_for_write(rt, old, patched, sub)
         return self._finish_write(rt, entry, merged, self._dry_run(raw))
 
@@ -807,9 +918,18 @@ class SimEmulator(kmock.KubernetesEmulator):
         meta = obj["metadata"]
         pre = options.get("preconditions") or {}
         if pre.get("uid") and pre["uid"] != meta.get("uid"):
-            raise _errors.conflict(rt, name, f"Precondition failed: UID in precondition: {pre['uid']}, UID in object meta: {meta.get('uid')}")
+            raise _errors.conflict(
+                rt,
+                name,
+                f"Precondition failed: UID in precondition: {pre['uid']}, UID in object meta: {meta.get('uid')}",
+            )
         if pre.get("resourceVersion") and pre["resourceVersion"] != meta.get("resourceVersion"):
-            raise _errors.conflict(rt, name, f"Precondition failed: ResourceVersion in precondition: {pre['resourceVersion']}, ResourceVersion in object meta: {meta.get('resourceVersion')}")
+            raise _errors.conflict(
+                rt,
+                name,
+                f"Precondition failed: ResourceVersion in precondition: {pre['resourceVersion']}, "
+                f"ResourceVersion in object meta: {meta.get('resourceVersion')}",
+            )
         if meta.get("deletionTimestamp"):
             return obj, False
         if self.garbage_collector is not None:  # Orphan and Foreground hold the object by a finalizer
@@ -827,7 +947,9 @@ class SimEmulator(kmock.KubernetesEmulator):
         )
         if graceful_pod or meta.get("finalizers") or rt.plural == "namespaces":
             if grace is None:
-                grace = int((obj.get("spec") or {}).get("terminationGracePeriodSeconds", 30)) if rt.plural == "pods" else 0
+                grace = (
+                    int((obj.get("spec") or {}).get("terminationGracePeriodSeconds", 30)) if rt.plural == "pods" else 0
+                )
             new_meta = dict(meta)
             new_meta["deletionTimestamp"] = rfc3339(now + dt.timedelta(seconds=grace))
             new_meta["deletionGracePeriodSeconds"] = grace
@@ -855,7 +977,9 @@ class SimEmulator(kmock.KubernetesEmulator):
             self.pod_termination_hook(pod)
             return
         meta = pod["metadata"]
-        self.call_later(self.pod_deletion_delay, lambda: self.finalize_pod(meta["namespace"], meta["name"], meta["uid"]))
+        self.call_later(
+            self.pod_deletion_delay, lambda: self.finalize_pod(meta["namespace"], meta["name"], meta["uid"])
+        )
 
     def finalize_pod(self, ns: str, name: str, uid: str) -> None:
         """Remove a pod that is being deleted (what the kubelet does once containers stop)."""
@@ -904,9 +1028,17 @@ class SimEmulator(kmock.KubernetesEmulator):
             meta = entry.obj["metadata"]
             obj, _ = self.delete_object(rt, meta.get("namespace"), meta["name"], options, dry)
             deleted.append(obj)
-        return _with_warning(_json_response({"kind": rt.list_kind, "apiVersion": rt.api_version,
-                                             "metadata": {"resourceVersion": str(self.store.rv)}, "items": deleted}),
-                             _gc.delete_warning(rt, options))
+        return _with_warning(
+            _json_response(
+                {
+                    "kind": rt.list_kind,
+                    "apiVersion": rt.api_version,
+                    "metadata": {"resourceVersion": str(self.store.rv)},
+                    "items": deleted,
+                }
+            ),
+            _gc.delete_warning(rt, options),
+        )
 
     # ---- subresources -----------------------------------------------------------------------------
     async def _serve_exec(self, raw: web.BaseRequest, route: Route, rt: ResourceType, sub: str) -> web.StreamResponse:
@@ -924,13 +1056,19 @@ class SimEmulator(kmock.KubernetesEmulator):
             if not target:
                 raise _errors.invalid("Binding", name, [("target.name", "FieldValueRequired", "Required value")])
             if (entry.obj.get("spec") or {}).get("nodeName"):
-                raise _errors.conflict(rt, name, f"pod {name} is already assigned to node \"{entry.obj['spec']['nodeName']}\"")
+                raise _errors.conflict(
+                    rt, name, f'pod {name} is already assigned to node "{entry.obj["spec"]["nodeName"]}"'
+                )
             new = dict(entry.obj)
             new["spec"] = {**entry.obj["spec"], "nodeName": target}
             self.store.put(rt, new)
-            return _json_response({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}, 201)
+            return _json_response(
+                {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}, 201
+            )
         self.delete_object(rt, ns, name, (body.get("deleteOptions") or {}) if isinstance(body, dict) else {}, False)
-        return _json_response({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}, 201)
+        return _json_response(
+            {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}, 201
+        )
 
     def append_log(self, ns: str, pod: str, container: str, text: str) -> None:
         lines = self.logs.setdefault((ns, pod, container), [])
@@ -1032,8 +1170,7 @@ class SimEmulator(kmock.KubernetesEmulator):
         body = self._body(raw, self._raw_body(raw)) or {}
         if not isinstance(body, dict):
             raise _errors.bad_request("the body of the request was in an unknown format")
-        out: Obj = {"kind": rt.kind, "apiVersion": rt.api_version,
-                    "metadata": {"creationTimestamp": None}}
+        out: Obj = {"kind": rt.kind, "apiVersion": rt.api_version, "metadata": {"creationTimestamp": None}}
         if rt.plural == "selfsubjectreviews":
             groups = list(groups_of(user, self.user_groups))
             out["status"] = {"userInfo": {"username": user, "groups": groups}}
@@ -1066,7 +1203,11 @@ class SimEmulator(kmock.KubernetesEmulator):
         if self.is_denied(verb, resource, ns, sub):
             out["status"] = {"allowed": False, "reason": ""}
         else:
-            out["status"] = {"allowed": True, "reason": f'RBAC: allowed by ClusterRoleBinding "nsightlab-sim" of ClusterRole "cluster-admin" to User "{user}"'}
+            out["status"] = {
+                "allowed": True,
+                "reason": 'RBAC: allowed by ClusterRoleBinding "nsightlab-sim" of ClusterRole "cluster-admin" to User '
+                f'"{user}"',
+            }
         return _json_response(out, 201)
 
     def _serve_rbac_review(self, rt: ResourceType, spec: Obj, user: str, out: Obj) -> web.Response:
@@ -1082,16 +1223,26 @@ class SimEmulator(kmock.KubernetesEmulator):
             return _json_response(out, 201)
         attrs_ = spec.get("resourceAttributes")
         if not attrs_ and not spec.get("nonResourceAttributes"):
-            raise _errors.invalid("SelfSubjectAccessReview", "", [(
-                "spec.resourceAttributes", "FieldValueInvalid",
-                'Invalid value: "null": exactly one of nonResourceAttributes or resourceAttributes must be specified')],
-                "authorization.k8s.io")
+            raise _errors.invalid(
+                "SelfSubjectAccessReview",
+                "",
+                [
+                    (
+                        "spec.resourceAttributes",
+                        "FieldValueInvalid",
+                        'Invalid value: "null": exactly one of nonResourceAttributes or resourceAttributes must '
+                        "be specified",
+                    )
+                ],
+                "authorization.k8s.io",
+            )
         if attrs_:
             resource = attrs_.get("resource", "")
             with contextlib.suppress(KeyError):
                 resource = lookup(resource).plural
-            if self.is_denied(attrs_.get("verb", ""), resource, attrs_.get("namespace") or None,
-                              attrs_.get("subresource") or None):
+            if self.is_denied(
+                attrs_.get("verb", ""), resource, attrs_.get("namespace") or None, attrs_.get("subresource") or None
+            ):
                 out["status"] = {"allowed": False}
                 return _json_response(out, 201)
         out["status"] = self.rbac.access_review(user, spec)
@@ -1116,8 +1267,12 @@ def _guess_action(method: str, route: Route, query: Any) -> kmock.action | None:
         return kmock.action.WATCH
     if route.name is None:
         return {"GET": kmock.action.LIST, "POST": kmock.action.CREATE}.get(method)
-    return {"GET": kmock.action.FETCH, "PATCH": kmock.action.UPDATE, "PUT": kmock.action.UPDATE,
-            "DELETE": kmock.action.DELETE}.get(method)
+    return {
+        "GET": kmock.action.FETCH,
+        "PATCH": kmock.action.UPDATE,
+        "PUT": kmock.action.UPDATE,
+        "DELETE": kmock.action.DELETE,
+    }.get(method)
 
 
 def _rt_of(obj: Obj) -> ResourceType:

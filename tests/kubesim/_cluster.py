@@ -57,8 +57,17 @@ def namespace(name: str, created: dt.datetime, rng: random.Random) -> Obj:
     }
 
 
-def node(name: str, instance_type: str, *, ip: str, zone: int, nodepool: str, group: str,
-         created: dt.datetime, rng: random.Random) -> Obj:
+def node(
+    name: str,
+    instance_type: str,
+    *,
+    ip: str,
+    zone: int,
+    nodepool: str,
+    group: str,
+    created: dt.datetime,
+    rng: random.Random,
+) -> Obj:
     """A node labelled, tainted and reported the way EKS with Karpenter and the NVIDIA
     GPU operator show it."""
     cpu, mem_gib, gpus, gpu_name, gpu_product, gpu_mib = INSTANCE_TYPES[instance_type]
@@ -109,19 +118,21 @@ def node(name: str, instance_type: str, *, ip: str, zone: int, nodepool: str, gr
     }
     taints: list[Obj] = []
     if gpus:
-        labels.update({
-            "karpenter.k8s.aws/instance-gpu-count": str(gpus),
-            "karpenter.k8s.aws/instance-gpu-manufacturer": "nvidia",
-            "karpenter.k8s.aws/instance-gpu-memory": str(gpu_mib),
-            "karpenter.k8s.aws/instance-gpu-name": gpu_name,
-            "nvidia.com/cuda.driver.major": "570",
-            "nvidia.com/cuda.runtime.major": "12",
-            "nvidia.com/gpu.count": str(gpus),
-            "nvidia.com/gpu.memory": str(gpu_mib),
-            "nvidia.com/gpu.present": "true",
-            "nvidia.com/gpu.product": gpu_product,
-            "nvidia.com/mig.capable": "false",
-        })
+        labels.update(
+            {
+                "karpenter.k8s.aws/instance-gpu-count": str(gpus),
+                "karpenter.k8s.aws/instance-gpu-manufacturer": "nvidia",
+                "karpenter.k8s.aws/instance-gpu-memory": str(gpu_mib),
+                "karpenter.k8s.aws/instance-gpu-name": gpu_name,
+                "nvidia.com/cuda.driver.major": "570",
+                "nvidia.com/cuda.runtime.major": "12",
+                "nvidia.com/gpu.count": str(gpus),
+                "nvidia.com/gpu.memory": str(gpu_mib),
+                "nvidia.com/gpu.present": "true",
+                "nvidia.com/gpu.product": gpu_product,
+                "nvidia.com/mig.capable": "false",
+            }
+        )
         capacity[GPU_RESOURCE] = str(gpus)
         allocatable[GPU_RESOURCE] = str(gpus)
         taints.append({"key": GPU_RESOURCE, "value": "true", "effect": "NoSchedule"})
@@ -130,8 +141,14 @@ def node(name: str, instance_type: str, *, ip: str, zone: int, nodepool: str, gr
     started = _ts(created + dt.timedelta(seconds=35))
 
     def cond(type_: str, status: str, reason: str, message: str) -> Obj:
-        return {"type": type_, "status": status, "lastHeartbeatTime": heartbeat,
-                "lastTransitionTime": started, "reason": reason, "message": message}
+        return {
+            "type": type_,
+            "status": status,
+            "lastHeartbeatTime": heartbeat,
+            "lastTransitionTime": started,
+            "reason": reason,
+            "message": message,
+        }
 
     spec: Obj = {"providerID": f"aws:///{zone_name}/{instance_id}"}
     if taints:
@@ -158,7 +175,9 @@ def node(name: str, instance_type: str, *, ip: str, zone: int, nodepool: str, gr
             "capacity": capacity,
             "allocatable": allocatable,
             "conditions": [
-                cond("MemoryPressure", "False", "KubeletHasSufficientMemory", "kubelet has sufficient memory available"),
+                cond(
+                    "MemoryPressure", "False", "KubeletHasSufficientMemory", "kubelet has sufficient memory available"
+                ),
                 cond("DiskPressure", "False", "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
                 cond("PIDPressure", "False", "KubeletHasSufficientPID", "kubelet has sufficient PID available"),
                 cond("Ready", "True", "KubeletReady", "kubelet is posting ready status"),
@@ -211,8 +230,16 @@ def _container(name: str, image: str, resources: Obj, **extra: Any) -> Obj:
     return c
 
 
-def _running_status(name: str, image: str, started: dt.datetime, *, restarts: int = 0,
-                    ready: bool = True, rng: random.Random, last_exit: int = 1) -> Obj:
+def _running_status(
+    name: str,
+    image: str,
+    started: dt.datetime,
+    *,
+    restarts: int = 0,
+    ready: bool = True,
+    rng: random.Random,
+    last_exit: int = 1,
+) -> Obj:
     cs: Obj = {
         "name": name,
         "image": image,
@@ -225,12 +252,15 @@ def _running_status(name: str, image: str, started: dt.datetime, *, restarts: in
         "lastState": {},
     }
     if restarts:
-        cs["lastState"] = {"terminated": {
-            "exitCode": last_exit, "reason": "Error",
-            "startedAt": _ts(started - dt.timedelta(hours=2)),
-            "finishedAt": _ts(started - dt.timedelta(seconds=12)),
-            "containerID": f"containerd://{rng.getrandbits(256):064x}",
-        }}
+        cs["lastState"] = {
+            "terminated": {
+                "exitCode": last_exit,
+                "reason": "Error",
+                "startedAt": _ts(started - dt.timedelta(hours=2)),
+                "finishedAt": _ts(started - dt.timedelta(seconds=12)),
+                "containerID": f"containerd://{rng.getrandbits(256):064x}",
+            }
+        }
     return cs
 
 
@@ -243,8 +273,15 @@ def _completed_status(name: str, image: str, started: dt.datetime, finished: dt.
         "ready": False,
         "started": False,
         "restartCount": 0,
-        "state": {"terminated": {"exitCode": 0, "reason": "Completed", "startedAt": _ts(started),
-                                 "finishedAt": _ts(finished), "containerID": f"containerd://{rng.getrandbits(256):064x}"}},
+        "state": {
+            "terminated": {
+                "exitCode": 0,
+                "reason": "Completed",
+                "startedAt": _ts(started),
+                "finishedAt": _ts(finished),
+                "containerID": f"containerd://{rng.getrandbits(256):064x}",
+            }
+        },
         "lastState": {},
     }
 
@@ -252,10 +289,25 @@ def _completed_status(name: str, image: str, started: dt.datetime, finished: dt.
 def _conditions(t: dt.datetime, *, ready: bool = True, scheduled: bool = True, initialized: bool = True) -> list[Obj]:
     ts = _ts(t)
     out = [
-        {"type": "PodReadyToStartContainers", "status": "True" if scheduled else "False", "lastProbeTime": None, "lastTransitionTime": ts},
-        {"type": "Initialized", "status": "True" if initialized else "False", "lastProbeTime": None, "lastTransitionTime": ts},
+        {
+            "type": "PodReadyToStartContainers",
+            "status": "True" if scheduled else "False",
+            "lastProbeTime": None,
+            "lastTransitionTime": ts,
+        },
+        {
+            "type": "Initialized",
+            "status": "True" if initialized else "False",
+            "lastProbeTime": None,
+            "lastTransitionTime": ts,
+        },
         {"type": "Ready", "status": "True" if ready else "False", "lastProbeTime": None, "lastTransitionTime": ts},
-        {"type": "ContainersReady", "status": "True" if ready else "False", "lastProbeTime": None, "lastTransitionTime": ts},
+        {
+            "type": "ContainersReady",
+            "status": "True" if ready else "False",
+            "lastProbeTime": None,
+            "lastTransitionTime": ts,
+        },
         {"type": "PodScheduled", "status": "True", "lastProbeTime": None, "lastTransitionTime": ts},
     ]
     if not ready:
@@ -264,17 +316,31 @@ def _conditions(t: dt.datetime, *, ready: bool = True, scheduled: bool = True, i
     return out
 
 
-def serving_pod(name: str, *, model: str, node: Obj | None, created: dt.datetime, rng: random.Random,
-                owner: Obj | None = None, restarts: int = 0, phase: str = "Running",
-                instance_type: str = "g7e.8xlarge", gpus: int = 1, pod_ip: str | None = None) -> Obj:
+def serving_pod(
+    name: str,
+    *,
+    model: str,
+    node: Obj | None,
+    created: dt.datetime,
+    rng: random.Random,
+    owner: Obj | None = None,
+    restarts: int = 0,
+    phase: str = "Running",
+    instance_type: str = "g7e.8xlarge",
+    gpus: int = 1,
+    pod_ip: str | None = None,
+) -> Obj:
     """A model-serving pod: a one-shot ``fetch-model`` init container, the GPU held by the
     native sidecar ``model-runtime`` (init container with ``restartPolicy: Always``), and a
     ``model-server`` app container with no GPU."""
     runtime_image = f"{REGISTRY}/triton-vllm-container:1.0-1"
     server_image = f"{REGISTRY}/model-server:3.2.0"
     fetch_image = f"{REGISTRY}/model-fetcher:2.4.1"
-    labels = {"app.kubernetes.io/name": model, "app.kubernetes.io/component": "model",
-              "pod-template-hash": name.rsplit("-", 2)[-2] if name.count("-") >= 2 else "0"}
+    labels = {
+        "app.kubernetes.io/name": model,
+        "app.kubernetes.io/component": "model",
+        "pod-template-hash": name.rsplit("-", 2)[-2] if name.count("-") >= 2 else "0",
+    }
     meta: Obj = {
         "name": name,
         "namespace": SERVING_NAMESPACE,
@@ -285,26 +351,46 @@ def serving_pod(name: str, *, model: str, node: Obj | None, created: dt.datetime
         "annotations": {"prometheus.io/scrape": "true", "prometheus.io/port": "8002"},
     }
     if owner is not None:
-        meta["ownerReferences"] = [{
-            "apiVersion": "apps/v1", "kind": "ReplicaSet", "name": owner["metadata"]["name"],
-            "uid": owner["metadata"]["uid"], "controller": True, "blockOwnerDeletion": True,
-        }]
+        meta["ownerReferences"] = [
+            {
+                "apiVersion": "apps/v1",
+                "kind": "ReplicaSet",
+                "name": owner["metadata"]["name"],
+                "uid": owner["metadata"]["uid"],
+                "controller": True,
+                "blockOwnerDeletion": True,
+            }
+        ]
     spec: Obj = {
         "initContainers": [
-            _container("fetch-model", fetch_image, _resources("1", "2Gi"),
-                       command=["/bin/fetch-model", "--model", model, "--dest", "/models"],
-                       volumeMounts=[{"name": "models", "mountPath": "/models"}]),
-            _container("model-runtime", runtime_image, _resources("6", "24Gi", gpus),
-                       restartPolicy="Always",
-                       command=["tritonserver", "--model-repository=/models", "--http-port=8000"],
-                       ports=[{"containerPort": 8000, "name": "http", "protocol": "TCP"},
-                              {"containerPort": 8002, "name": "metrics", "protocol": "TCP"}],
-                       volumeMounts=[{"name": "models", "mountPath": "/models"}]),
+            _container(
+                "fetch-model",
+                fetch_image,
+                _resources("1", "2Gi"),
+                command=["/bin/fetch-model", "--model", model, "--dest", "/models"],
+                volumeMounts=[{"name": "models", "mountPath": "/models"}],
+            ),
+            _container(
+                "model-runtime",
+                runtime_image,
+                _resources("6", "24Gi", gpus),
+                restartPolicy="Always",
+                command=["tritonserver", "--model-repository=/models", "--http-port=8000"],
+                ports=[
+                    {"containerPort": 8000, "name": "http", "protocol": "TCP"},
+                    {"containerPort": 8002, "name": "metrics", "protocol": "TCP"},
+                ],
+                volumeMounts=[{"name": "models", "mountPath": "/models"}],
+            ),
         ],
         "containers": [
-            _container("model-server", server_image, _resources("2", "4Gi"),
-                       env=[{"name": "TRITON_URL", "value": "localhost:8000"}, {"name": "MODEL_NAME", "value": model}],
-                       ports=[{"containerPort": 8080, "name": "grpc", "protocol": "TCP"}]),
+            _container(
+                "model-server",
+                server_image,
+                _resources("2", "4Gi"),
+                env=[{"name": "TRITON_URL", "value": "localhost:8000"}, {"name": "MODEL_NAME", "value": model}],
+                ports=[{"containerPort": 8080, "name": "grpc", "protocol": "TCP"}],
+            ),
         ],
         "nodeSelector": {"node.kubernetes.io/instance-type": instance_type, NODE_GROUP_LABEL: "online-gpu-workers"},
         "tolerations": [{"key": GPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"}, *_DEFAULT_TOLERATIONS],
@@ -327,32 +413,58 @@ def serving_pod(name: str, *, model: str, node: Obj | None, created: dt.datetime
         ip = pod_ip or f"10.0.{rng.randint(64, 127)}.{rng.randint(2, 254)}"
         started = created + dt.timedelta(seconds=4)
         ready_at = created + dt.timedelta(seconds=95)
-        status.update({
-            "conditions": _conditions(ready_at),
-            "hostIP": host_ip, "hostIPs": [{"ip": host_ip}],
-            "podIP": ip, "podIPs": [{"ip": ip}],
-            "startTime": _ts(started),
-            "initContainerStatuses": [
-                _completed_status("fetch-model", fetch_image, started, started + dt.timedelta(seconds=40), rng),
-                _running_status("model-runtime", runtime_image, started + dt.timedelta(seconds=41), restarts=restarts, rng=rng),
-            ],
-            "containerStatuses": [
-                _running_status("model-server", server_image, started + dt.timedelta(seconds=42), rng=rng),
-            ],
-        })
+        status.update(
+            {
+                "conditions": _conditions(ready_at),
+                "hostIP": host_ip,
+                "hostIPs": [{"ip": host_ip}],
+                "podIP": ip,
+                "podIPs": [{"ip": ip}],
+                "startTime": _ts(started),
+                "initContainerStatuses": [
+                    _completed_status("fetch-model", fetch_image, started, started + dt.timedelta(seconds=40), rng),
+                    _running_status(
+                        "model-runtime", runtime_image, started + dt.timedelta(seconds=41), restarts=restarts, rng=rng
+                    ),
+                ],
+                "containerStatuses": [
+                    _running_status("model-server", server_image, started + dt.timedelta(seconds=42), rng=rng),
+                ],
+            }
+        )
     else:
-        status["conditions"] = [{
-            "type": "PodScheduled", "status": "False", "lastProbeTime": None,
-            "lastTransitionTime": _ts(created), "reason": "Unschedulable",
-            "message": "",  # filled by realistic_cluster once the node counts are known
-        }]
+        status["conditions"] = [
+            {
+                "type": "PodScheduled",
+                "status": "False",
+                "lastProbeTime": None,
+                "lastTransitionTime": _ts(created),
+                "reason": "Unschedulable",
+                "message": "",  # filled by realistic_cluster once the node counts are known
+            }
+        ]
     return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec, "status": status}
 
 
-def simple_pod(name: str, ns: str, image: str, *, node: Obj, created: dt.datetime, rng: random.Random,
-               labels: dict[str, str] | None = None, cpu: str = "100m", memory: str = "128Mi",
-               gpus: int = 0, tolerate_gpu: bool = False, restarts: int = 0, owner_kind: str | None = None,
-               owner_name: str | None = None, command: list[str] | None = None, host_network: bool = False) -> Obj:
+def simple_pod(
+    name: str,
+    ns: str,
+    image: str,
+    *,
+    node: Obj,
+    created: dt.datetime,
+    rng: random.Random,
+    labels: dict[str, str] | None = None,
+    cpu: str = "100m",
+    memory: str = "128Mi",
+    gpus: int = 0,
+    tolerate_gpu: bool = False,
+    restarts: int = 0,
+    owner_kind: str | None = None,
+    owner_name: str | None = None,
+    command: list[str] | None = None,
+    host_network: bool = False,
+) -> Obj:
     res = _resources(cpu, memory, gpus)
     container = _container(name.rsplit("-", 1)[0] if owner_kind else name, image, res)
     if command:
@@ -360,11 +472,24 @@ def simple_pod(name: str, ns: str, image: str, *, node: Obj, created: dt.datetim
     tolerations = list(_DEFAULT_TOLERATIONS)
     if tolerate_gpu:
         tolerations.insert(0, {"key": GPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"})
-    meta: Obj = {"name": name, "namespace": ns, "uid": _uid(rng), "creationTimestamp": _ts(created),
-                 "labels": dict(labels or {})}
+    meta: Obj = {
+        "name": name,
+        "namespace": ns,
+        "uid": _uid(rng),
+        "creationTimestamp": _ts(created),
+        "labels": dict(labels or {}),
+    }
     if owner_kind and owner_name:
-        meta["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": owner_kind, "name": owner_name,
-                                    "uid": _uid(rng), "controller": True, "blockOwnerDeletion": True}]
+        meta["ownerReferences"] = [
+            {
+                "apiVersion": "apps/v1",
+                "kind": owner_kind,
+                "name": owner_name,
+                "uid": _uid(rng),
+                "controller": True,
+                "blockOwnerDeletion": True,
+            }
+        ]
     host_ip = node["status"]["addresses"][0]["address"]
     ip = host_ip if host_network else f"10.0.{rng.randint(128, 191)}.{rng.randint(2, 254)}"
     started = created + dt.timedelta(seconds=3)
@@ -393,22 +518,39 @@ def simple_pod(name: str, ns: str, image: str, *, node: Obj, created: dt.datetim
             "phase": "Running",
             "qosClass": "Guaranteed",
             "conditions": _conditions(started + dt.timedelta(seconds=5)),
-            "hostIP": host_ip, "hostIPs": [{"ip": host_ip}],
-            "podIP": ip, "podIPs": [{"ip": ip}],
+            "hostIP": host_ip,
+            "hostIPs": [{"ip": host_ip}],
+            "podIP": ip,
+            "podIPs": [{"ip": ip}],
             "startTime": _ts(started),
             "containerStatuses": [_running_status(container["name"], image, started, restarts=restarts, rng=rng)],
         },
     }
 
 
-def _event(involved: Obj, reason: str, message: str, *, type_: str = "Normal", component: str = "kubelet",
-           host: str | None = None, count: int = 1, first: dt.datetime, last: dt.datetime,
-           rng: random.Random, field_path: str | None = None) -> Obj:
+def _event(
+    involved: Obj,
+    reason: str,
+    message: str,
+    *,
+    type_: str = "Normal",
+    component: str = "kubelet",
+    host: str | None = None,
+    count: int = 1,
+    first: dt.datetime,
+    last: dt.datetime,
+    rng: random.Random,
+    field_path: str | None = None,
+) -> Obj:
     meta = involved["metadata"]
     kind = involved["kind"]
     ns = meta.get("namespace", "default")
-    inv: Obj = {"kind": kind, "name": meta["name"], "apiVersion": "v1",
-                "uid": meta["uid"] if kind != "Node" else meta["name"]}
+    inv: Obj = {
+        "kind": kind,
+        "name": meta["name"],
+        "apiVersion": "v1",
+        "uid": meta["uid"] if kind != "Node" else meta["name"],
+    }
     if kind != "Node":
         inv["namespace"] = ns
     if field_path:
@@ -419,8 +561,12 @@ def _event(involved: Obj, reason: str, message: str, *, type_: str = "Normal", c
     return {
         "apiVersion": "v1",
         "kind": "Event",
-        "metadata": {"name": f"{meta['name']}.{rng.getrandbits(64):x}", "namespace": ns, "uid": _uid(rng),
-                     "creationTimestamp": _ts(first)},
+        "metadata": {
+            "name": f"{meta['name']}.{rng.getrandbits(64):x}",
+            "namespace": ns,
+            "uid": _uid(rng),
+            "creationTimestamp": _ts(first),
+        },
         "involvedObject": inv,
         "reason": reason,
         "message": message,
@@ -461,8 +607,16 @@ def realistic_cluster(now: dt.datetime | None = None, seed: int = 7) -> list[Obj
 
     def add_node(itype: str, ip: str, zone: int, pool: str, group: str, age_days: float) -> Obj:
         name = f"ip-{ip.replace('.', '-')}.ec2.internal"
-        n = node(name, itype, ip=ip, zone=zone, nodepool=pool, group=group,
-                 created=now - dt.timedelta(days=age_days), rng=rng)
+        n = node(
+            name,
+            itype,
+            ip=ip,
+            zone=zone,
+            nodepool=pool,
+            group=group,
+            created=now - dt.timedelta(days=age_days),
+            rng=rng,
+        )
         nodes.append(n)
         return n
 
@@ -482,32 +636,76 @@ def realistic_cluster(now: dt.datetime | None = None, seed: int = 7) -> list[Obj
     ]
     objs.extend(nodes)
 
-    def deployment(name: str, replicas: int, template_hash: str, created: dt.datetime,
-                   itype: str, gpus: int) -> tuple[Obj, Obj]:
+    def deployment(
+        name: str, replicas: int, template_hash: str, created: dt.datetime, itype: str, gpus: int
+    ) -> tuple[Obj, Obj]:
         labels = {"app.kubernetes.io/name": name, "app.kubernetes.io/component": "model"}
-        template = serving_pod(f"{name}-{template_hash}-xxxxx", model=name, node=None, created=created,
-                               rng=random.Random(0), instance_type=itype, gpus=gpus)
+        template = serving_pod(
+            f"{name}-{template_hash}-xxxxx",
+            model=name,
+            node=None,
+            created=created,
+            rng=random.Random(0),
+            instance_type=itype,
+            gpus=gpus,
+        )
         tmpl_spec = template["spec"]
         deploy: Obj = {
-            "apiVersion": "apps/v1", "kind": "Deployment",
-            "metadata": {"name": name, "namespace": SERVING_NAMESPACE, "uid": _uid(rng), "generation": 4,
-                         "creationTimestamp": _ts(created - 30 * day), "labels": labels},
-            "spec": {"replicas": replicas, "selector": {"matchLabels": labels},
-                     "template": {"metadata": {"labels": labels}, "spec": tmpl_spec}},
-            "status": {"replicas": replicas, "updatedReplicas": replicas, "readyReplicas": replicas,
-                       "availableReplicas": replicas, "observedGeneration": 4},
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {
+                "name": name,
+                "namespace": SERVING_NAMESPACE,
+                "uid": _uid(rng),
+                "generation": 4,
+                "creationTimestamp": _ts(created - 30 * day),
+                "labels": labels,
+            },
+            "spec": {
+                "replicas": replicas,
+                "selector": {"matchLabels": labels},
+                "template": {"metadata": {"labels": labels}, "spec": tmpl_spec},
+            },
+            "status": {
+                "replicas": replicas,
+                "updatedReplicas": replicas,
+                "readyReplicas": replicas,
+                "availableReplicas": replicas,
+                "observedGeneration": 4,
+            },
         }
         rs = {
-            "apiVersion": "apps/v1", "kind": "ReplicaSet",
-            "metadata": {"name": f"{name}-{template_hash}", "namespace": SERVING_NAMESPACE, "uid": _uid(rng),
-                         "creationTimestamp": _ts(created), "labels": {**labels, "pod-template-hash": template_hash},
-                         "ownerReferences": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": name,
-                                              "uid": deploy["metadata"]["uid"], "controller": True,
-                                              "blockOwnerDeletion": True}]},
-            "spec": {"replicas": replicas, "selector": {"matchLabels": {**labels, "pod-template-hash": template_hash}},
-                     "template": {"metadata": {"labels": {**labels, "pod-template-hash": template_hash}}, "spec": tmpl_spec}},
-            "status": {"replicas": replicas, "readyReplicas": replicas, "availableReplicas": replicas,
-                       "fullyLabeledReplicas": replicas, "observedGeneration": 1},
+            "apiVersion": "apps/v1",
+            "kind": "ReplicaSet",
+            "metadata": {
+                "name": f"{name}-{template_hash}",
+                "namespace": SERVING_NAMESPACE,
+                "uid": _uid(rng),
+                "creationTimestamp": _ts(created),
+                "labels": {**labels, "pod-template-hash": template_hash},
+                "ownerReferences": [
+                    {
+                        "apiVersion": "apps/v1",
+                        "kind": "Deployment",
+                        "name": name,
+                        "uid": deploy["metadata"]["uid"],
+                        "controller": True,
+                        "blockOwnerDeletion": True,
+                    }
+                ],
+            },
+            "spec": {
+                "replicas": replicas,
+                "selector": {"matchLabels": {**labels, "pod-template-hash": template_hash}},
+                "template": {"metadata": {"labels": {**labels, "pod-template-hash": template_hash}}, "spec": tmpl_spec},
+            },
+            "status": {
+                "replicas": replicas,
+                "readyReplicas": replicas,
+                "availableReplicas": replicas,
+                "fullyLabeledReplicas": replicas,
+                "observedGeneration": 1,
+            },
         }
         return deploy, rs
 
@@ -518,34 +716,81 @@ def realistic_cluster(now: dt.datetime | None = None, seed: int = 7) -> list[Obj
     llm_created = now - 3 * day - dt.timedelta(hours=5)
     llm_deploy, llm_rs = deployment("llmqu-v1-s2", 2, "7d9f8c6b5", llm_created, "g7e.8xlarge", 1)
     objs += [llm_deploy, llm_rs]
-    for pod_name, n, restarts in (("llmqu-v1-s2-7d9f8c6b5-x2x9q", g7e[0], 0),
-                                  ("llmqu-v1-s2-7d9f8c6b5-k8mzt", g7e[1], 2)):
-        p = serving_pod(pod_name, model="llmqu-v1-s2", node=n, created=llm_created, rng=rng,
-                        owner=llm_rs, restarts=restarts)
+    for pod_name, n, restarts in (
+        ("llmqu-v1-s2-7d9f8c6b5-x2x9q", g7e[0], 0),
+        ("llmqu-v1-s2-7d9f8c6b5-k8mzt", g7e[1], 2),
+    ):
+        p = serving_pod(
+            pod_name, model="llmqu-v1-s2", node=n, created=llm_created, rng=rng, owner=llm_rs, restarts=restarts
+        )
         pods.append(p)
         host = n["metadata"]["name"]
         t0 = llm_created
         events += [
-            _event(p, "Scheduled", f"Successfully assigned serving/{pod_name} to {host}", component="default-scheduler",
-                   first=t0, last=t0, rng=rng),
-            _event(p, "Pulled", f'Container image "{REGISTRY}/triton-vllm-container:1.0-1" already present on machine',
-                   host=host, first=t0, last=t0, rng=rng, field_path="spec.initContainers{model-runtime}"),
-            _event(p, "Started", "Started container model-runtime", host=host, first=t0, last=t0,
-                   count=1 + restarts, rng=rng, field_path="spec.initContainers{model-runtime}"),
+            _event(
+                p,
+                "Scheduled",
+                f"Successfully assigned serving/{pod_name} to {host}",
+                component="default-scheduler",
+                first=t0,
+                last=t0,
+                rng=rng,
+            ),
+            _event(
+                p,
+                "Pulled",
+                f'Container image "{REGISTRY}/triton-vllm-container:1.0-1" already present on machine',
+                host=host,
+                first=t0,
+                last=t0,
+                rng=rng,
+                field_path="spec.initContainers{model-runtime}",
+            ),
+            _event(
+                p,
+                "Started",
+                "Started container model-runtime",
+                host=host,
+                first=t0,
+                last=t0,
+                count=1 + restarts,
+                rng=rng,
+                field_path="spec.initContainers{model-runtime}",
+            ),
         ]
         if restarts:
-            events.append(_event(p, "BackOff", "Back-off restarting failed container model-runtime in pod "
-                                 f"{pod_name}_serving({p['metadata']['uid']})", type_="Warning", host=host,
-                                 first=now - dt.timedelta(hours=2), last=now - dt.timedelta(minutes=3),
-                                 count=restarts, rng=rng, field_path="spec.initContainers{model-runtime}"))
+            events.append(
+                _event(
+                    p,
+                    "BackOff",
+                    "Back-off restarting failed container model-runtime in pod "
+                    f"{pod_name}_serving({p['metadata']['uid']})",
+                    type_="Warning",
+                    host=host,
+                    first=now - dt.timedelta(hours=2),
+                    last=now - dt.timedelta(minutes=3),
+                    count=restarts,
+                    rng=rng,
+                    field_path="spec.initContainers{model-runtime}",
+                )
+            )
 
     # embed-v3-s1: three replicas on the g6.12xlarge (one L4 left free there).
     emb_created = now - 9 * day
     emb_deploy, emb_rs = deployment("embed-v3-s1", 3, "5c6d7b8f9", emb_created, "g6.12xlarge", 1)
     objs += [emb_deploy, emb_rs]
     for suffix in ("q7w2z", "h4k9m", "t6p3v"):
-        pods.append(serving_pod(f"embed-v3-s1-5c6d7b8f9-{suffix}", model="embed-v3-s1", node=g6_big,
-                                created=emb_created, rng=rng, owner=emb_rs, instance_type="g6.12xlarge"))
+        pods.append(
+            serving_pod(
+                f"embed-v3-s1-5c6d7b8f9-{suffix}",
+                model="embed-v3-s1",
+                node=g6_big,
+                created=emb_created,
+                rng=rng,
+                owner=emb_rs,
+                instance_type="g6.12xlarge",
+            )
+        )
 
     # rerank-v2-s1 asks for 2 GPUs on a g7e (1 GPU each): Pending for ever.
     rr_created = now - dt.timedelta(minutes=47)
@@ -553,28 +798,57 @@ def realistic_cluster(now: dt.datetime | None = None, seed: int = 7) -> list[Obj
     rr_deploy["status"].update({"readyReplicas": 0, "availableReplicas": 0, "unavailableReplicas": 1})
     rr_rs["status"].update({"readyReplicas": 0, "availableReplicas": 0})
     objs += [rr_deploy, rr_rs]
-    pending = serving_pod("rerank-v2-s1-6b8c9d7f4-n5j2r", model="rerank-v2-s1", node=None, created=rr_created,
-                          rng=rng, owner=rr_rs, phase="Pending", gpus=2)
+    pending = serving_pod(
+        "rerank-v2-s1-6b8c9d7f4-n5j2r",
+        model="rerank-v2-s1",
+        node=None,
+        created=rr_created,
+        rng=rng,
+        owner=rr_rs,
+        phase="Pending",
+        gpus=2,
+    )
     # Scheduler's view: g7e nodes lack a second GPU; every other node fails the selector.
     n_total = len(nodes)
     n_g7e = len(g7e)
-    message = (f"0/{n_total} nodes are available: {n_g7e} Insufficient {GPU_RESOURCE}, "
-               f"{n_total - n_g7e} node(s) didn't match Pod's node affinity/selector. preemption: "
-               f"0/{n_total} nodes are available: {n_g7e} No preemption victims found for incoming pod, "
-               f"{n_total - n_g7e} Preemption is not helpful for scheduling.")
+    message = (
+        f"0/{n_total} nodes are available: {n_g7e} Insufficient {GPU_RESOURCE}, "
+        f"{n_total - n_g7e} node(s) didn't match Pod's node affinity/selector. preemption: "
+        f"0/{n_total} nodes are available: {n_g7e} No preemption victims found for incoming pod, "
+        f"{n_total - n_g7e} Preemption is not helpful for scheduling."
+    )
     pending["status"]["conditions"][0]["message"] = message
     pods.append(pending)
-    events.append(_event(pending, "FailedScheduling", message, type_="Warning", component="default-scheduler",
-                         first=rr_created, last=now - dt.timedelta(minutes=2), count=14, rng=rng))
+    events.append(
+        _event(
+            pending,
+            "FailedScheduling",
+            message,
+            type_="Warning",
+            component="default-scheduler",
+            first=rr_created,
+            last=now - dt.timedelta(minutes=2),
+            count=14,
+            rng=rng,
+        )
+    )
 
     # A finished warm-up job pod (Succeeded) on a CPU node.
-    warm = simple_pod("model-warmup-29140515-8xk2d", SERVING_NAMESPACE, f"{REGISTRY}/model-warmup:1.1.0",
-                      node=cpu_nodes[2], created=now - dt.timedelta(hours=6), rng=rng,
-                      labels={"job-name": "model-warmup-29140515", "batch.kubernetes.io/job-name": "model-warmup-29140515"})
+    warm = simple_pod(
+        "model-warmup-29140515-8xk2d",
+        SERVING_NAMESPACE,
+        f"{REGISTRY}/model-warmup:1.1.0",
+        node=cpu_nodes[2],
+        created=now - dt.timedelta(hours=6),
+        rng=rng,
+        labels={"job-name": "model-warmup-29140515", "batch.kubernetes.io/job-name": "model-warmup-29140515"},
+    )
     warm["spec"]["restartPolicy"] = "Never"
     cs = warm["status"]["containerStatuses"][0]
     started = now - dt.timedelta(hours=6) + dt.timedelta(seconds=3)
-    warm["status"]["containerStatuses"] = [_completed_status(cs["name"], cs["image"], started, started + dt.timedelta(minutes=4), rng)]
+    warm["status"]["containerStatuses"] = [
+        _completed_status(cs["name"], cs["image"], started, started + dt.timedelta(minutes=4), rng)
+    ]
     warm["status"]["phase"] = "Succeeded"
     warm["status"]["conditions"] = _conditions(started, ready=False)
     for c in warm["status"]["conditions"][2:4]:
@@ -583,15 +857,37 @@ def realistic_cluster(now: dt.datetime | None = None, seed: int = 7) -> list[Obj
 
     # CPU-only gateway pods in serving.
     for i, suffix in enumerate(("b9x4d", "r2m7c")):
-        pods.append(simple_pod(f"gateway-6f7c9d8b4-{suffix}", SERVING_NAMESPACE, f"{REGISTRY}/gateway:5.0.3",
-                               node=cpu_nodes[2 + i], created=now - 9 * day, rng=rng, cpu="2", memory="4Gi",
-                               labels={"app.kubernetes.io/name": "gateway", "pod-template-hash": "6f7c9d8b4"},
-                               owner_kind="ReplicaSet", owner_name="gateway-6f7c9d8b4"))
+        pods.append(
+            simple_pod(
+                f"gateway-6f7c9d8b4-{suffix}",
+                SERVING_NAMESPACE,
+                f"{REGISTRY}/gateway:5.0.3",
+                node=cpu_nodes[2 + i],
+                created=now - 9 * day,
+                rng=rng,
+                cpu="2",
+                memory="4Gi",
+                labels={"app.kubernetes.io/name": "gateway", "pod-template-hash": "6f7c9d8b4"},
+                owner_kind="ReplicaSet",
+                owner_name="gateway-6f7c9d8b4",
+            )
+        )
 
     # The decoy: a GPU asked for in a plain container, on the g6.xlarge.
-    decoy = simple_pod("gpu-smoke-test", LAB_NAMESPACE, "nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04",
-                       node=g6_small, created=now - 2 * day, rng=rng, cpu="1", memory="2Gi", gpus=1,
-                       tolerate_gpu=True, labels={"purpose": "smoke-test"}, command=["sleep", "infinity"])
+    decoy = simple_pod(
+        "gpu-smoke-test",
+        LAB_NAMESPACE,
+        "nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04",
+        node=g6_small,
+        created=now - 2 * day,
+        rng=rng,
+        cpu="1",
+        memory="2Gi",
+        gpus=1,
+        tolerate_gpu=True,
+        labels={"purpose": "smoke-test"},
+        command=["sleep", "infinity"],
+    )
     pods.append(decoy)
 
     # System pods: daemonsets on every node, coredns and karpenter on the system nodes.
@@ -599,28 +895,92 @@ def realistic_cluster(now: dt.datetime | None = None, seed: int = 7) -> list[Obj
         nname = n["metadata"]["name"]
         short = nname.split(".")[0].split("-", 1)[1].replace("-", "")[-5:]
         is_gpu = GPU_RESOURCE in n["status"]["capacity"]
-        created = dt.datetime.fromisoformat(n["metadata"]["creationTimestamp"].replace("Z", "+00:00")) + dt.timedelta(seconds=20)
-        pods.append(simple_pod(f"aws-node-{short}", "kube-system", "602401143452.dkr.ecr.us-east-1.amazonaws.com/amazon-k8s-cni:v1.19.2",
-                               node=n, created=created, rng=rng, cpu="25m", memory="64Mi", tolerate_gpu=True,
-                               labels={"k8s-app": "aws-node"}, owner_kind="DaemonSet", owner_name="aws-node", host_network=True))
-        pods.append(simple_pod(f"kube-proxy-{short}", "kube-system", "602401143452.dkr.ecr.us-east-1.amazonaws.com/eks/kube-proxy:v1.31.3-eksbuild.2",
-                               node=n, created=created, rng=rng, cpu="100m", memory="64Mi", tolerate_gpu=True,
-                               labels={"k8s-app": "kube-proxy"}, owner_kind="DaemonSet", owner_name="kube-proxy", host_network=True))
+        created = dt.datetime.fromisoformat(n["metadata"]["creationTimestamp"].replace("Z", "+00:00")) + dt.timedelta(
+            seconds=20
+        )
+        pods.append(
+            simple_pod(
+                f"aws-node-{short}",
+                "kube-system",
+                "602401143452.dkr.ecr.us-east-1.amazonaws.com/amazon-k8s-cni:v1.19.2",
+                node=n,
+                created=created,
+                rng=rng,
+                cpu="25m",
+                memory="64Mi",
+                tolerate_gpu=True,
+                labels={"k8s-app": "aws-node"},
+                owner_kind="DaemonSet",
+                owner_name="aws-node",
+                host_network=True,
+            )
+        )
+        pods.append(
+            simple_pod(
+                f"kube-proxy-{short}",
+                "kube-system",
+                "602401143452.dkr.ecr.us-east-1.amazonaws.com/eks/kube-proxy:v1.31.3-eksbuild.2",
+                node=n,
+                created=created,
+                rng=rng,
+                cpu="100m",
+                memory="64Mi",
+                tolerate_gpu=True,
+                labels={"k8s-app": "kube-proxy"},
+                owner_kind="DaemonSet",
+                owner_name="kube-proxy",
+                host_network=True,
+            )
+        )
         if is_gpu:
-            pods.append(simple_pod(f"nvidia-device-plugin-daemonset-{short}", "kube-system",
-                                   "nvcr.io/nvidia/k8s-device-plugin:v0.17.0", node=n, created=created, rng=rng,
-                                   cpu="50m", memory="64Mi", tolerate_gpu=True,
-                                   labels={"name": "nvidia-device-plugin-ds"}, owner_kind="DaemonSet",
-                                   owner_name="nvidia-device-plugin-daemonset"))
+            pods.append(
+                simple_pod(
+                    f"nvidia-device-plugin-daemonset-{short}",
+                    "kube-system",
+                    "nvcr.io/nvidia/k8s-device-plugin:v0.17.0",
+                    node=n,
+                    created=created,
+                    rng=rng,
+                    cpu="50m",
+                    memory="64Mi",
+                    tolerate_gpu=True,
+                    labels={"name": "nvidia-device-plugin-ds"},
+                    owner_kind="DaemonSet",
+                    owner_name="nvidia-device-plugin-daemonset",
+                )
+            )
     for i, suffix in enumerate(("7h5xq", "m2c8k")):
-        pods.append(simple_pod(f"coredns-789f8477df-{suffix}", "kube-system", "602401143452.dkr.ecr.us-east-1.amazonaws.com/eks/coredns:v1.11.4-eksbuild.2",
-                               node=cpu_nodes[i], created=now - 61 * day, rng=rng, cpu="100m", memory="170Mi",
-                               labels={"k8s-app": "kube-dns", "pod-template-hash": "789f8477df"},
-                               owner_kind="ReplicaSet", owner_name="coredns-789f8477df"))
-        pods.append(simple_pod(f"karpenter-5d8c7b9f6-{suffix}", "kube-system", "public.ecr.aws/karpenter/controller:1.3.3",
-                               node=cpu_nodes[i], created=now - 40 * day, rng=rng, cpu="1", memory="1Gi",
-                               labels={"app.kubernetes.io/name": "karpenter", "pod-template-hash": "5d8c7b9f6"},
-                               owner_kind="ReplicaSet", owner_name="karpenter-5d8c7b9f6", restarts=1 if i else 0))
+        pods.append(
+            simple_pod(
+                f"coredns-789f8477df-{suffix}",
+                "kube-system",
+                "602401143452.dkr.ecr.us-east-1.amazonaws.com/eks/coredns:v1.11.4-eksbuild.2",
+                node=cpu_nodes[i],
+                created=now - 61 * day,
+                rng=rng,
+                cpu="100m",
+                memory="170Mi",
+                labels={"k8s-app": "kube-dns", "pod-template-hash": "789f8477df"},
+                owner_kind="ReplicaSet",
+                owner_name="coredns-789f8477df",
+            )
+        )
+        pods.append(
+            simple_pod(
+                f"karpenter-5d8c7b9f6-{suffix}",
+                "kube-system",
+                "public.ecr.aws/karpenter/controller:1.3.3",
+                node=cpu_nodes[i],
+                created=now - 40 * day,
+                rng=rng,
+                cpu="1",
+                memory="1Gi",
+                labels={"app.kubernetes.io/name": "karpenter", "pod-template-hash": "5d8c7b9f6"},
+                owner_kind="ReplicaSet",
+                owner_name="karpenter-5d8c7b9f6",
+                restarts=1 if i else 0,
+            )
+        )
     objs += pods
     objs += events
     return objs
@@ -649,8 +1009,16 @@ def generate_cluster(nodes: int = 5000, pods: int = 20000, seed: int = 0) -> lis
         name = f"ip-{ip.replace('.', '-')}.ec2.internal"
         tmpl = templates.get(itype)
         if tmpl is None:
-            tmpl = node("template", itype, ip="10.0.0.1", zone=0, nodepool="gpu" if gpu else "cpu",
-                        group="online-gpu-workers" if gpu else "online-cpu-workers", created=created, rng=rng)
+            tmpl = node(
+                "template",
+                itype,
+                ip="10.0.0.1",
+                zone=0,
+                nodepool="gpu" if gpu else "cpu",
+                group="online-gpu-workers" if gpu else "online-cpu-workers",
+                created=created,
+                rng=rng,
+            )
             templates[itype] = tmpl
         labels = dict(tmpl["metadata"]["labels"])
         labels["kubernetes.io/hostname"] = name
@@ -658,15 +1026,26 @@ def generate_cluster(nodes: int = 5000, pods: int = 20000, seed: int = 0) -> lis
         labels["topology.kubernetes.io/zone"] = zone_name
         labels["topology.k8s.aws/zone-id"] = zone_id
         status = dict(tmpl["status"])
-        status["addresses"] = [{"type": "InternalIP", "address": ip}, {"type": "InternalDNS", "address": name},
-                               {"type": "Hostname", "address": name}]
-        node_objs.append({
-            "apiVersion": "v1", "kind": "Node",
-            "metadata": {"name": name, "uid": _uid(rng), "creationTimestamp": ts, "labels": labels,
-                         "annotations": tmpl["metadata"]["annotations"]},
-            "spec": tmpl["spec"],
-            "status": status,
-        })
+        status["addresses"] = [
+            {"type": "InternalIP", "address": ip},
+            {"type": "InternalDNS", "address": name},
+            {"type": "Hostname", "address": name},
+        ]
+        node_objs.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Node",
+                "metadata": {
+                    "name": name,
+                    "uid": _uid(rng),
+                    "creationTimestamp": ts,
+                    "labels": labels,
+                    "annotations": tmpl["metadata"]["annotations"],
+                },
+                "spec": tmpl["spec"],
+                "status": status,
+            }
+        )
     objs += node_objs
     gpu_nodes = [n for n in node_objs if GPU_RESOURCE in n["status"]["allocatable"]]
     cpu_nodes = [n for n in node_objs if GPU_RESOURCE not in n["status"]["allocatable"]] or node_objs
@@ -675,20 +1054,48 @@ def generate_cluster(nodes: int = 5000, pods: int = 20000, seed: int = 0) -> lis
         objs.append(namespace("serving", created, rng))
     for k, n in enumerate(gpu_nodes):
         short = n["metadata"]["name"].split(".")[0][3:]
-        gpu_pods.append(simple_pod(f"nvidia-device-plugin-daemonset-{short}", "kube-system",
-                                   "nvcr.io/nvidia/k8s-device-plugin:v0.17.0", node=n, created=created, rng=rng,
-                                   cpu="50m", memory="64Mi", tolerate_gpu=True, labels={"name": "nvidia-device-plugin-ds"},
-                                   owner_kind="DaemonSet", owner_name="nvidia-device-plugin-daemonset"))
+        gpu_pods.append(
+            simple_pod(
+                f"nvidia-device-plugin-daemonset-{short}",
+                "kube-system",
+                "nvcr.io/nvidia/k8s-device-plugin:v0.17.0",
+                node=n,
+                created=created,
+                rng=rng,
+                cpu="50m",
+                memory="64Mi",
+                tolerate_gpu=True,
+                labels={"name": "nvidia-device-plugin-ds"},
+                owner_kind="DaemonSet",
+                owner_name="nvidia-device-plugin-daemonset",
+            )
+        )
         itype = n["metadata"]["labels"]["node.kubernetes.io/instance-type"]
         taken = int(n["status"]["allocatable"][GPU_RESOURCE]) - (1 if k % 4 == 0 else 0)  # a quarter keep one free
         for g in range(taken):
             model = f"model-{(k + g) % 12:02d}-v1"
-            gpu_pods.append(serving_pod(f"{model}-{rng.getrandbits(36):09x}-{_suffix(rng)}", model=model, node=n,
-                                        created=created, rng=rng, instance_type=itype))
+            gpu_pods.append(
+                serving_pod(
+                    f"{model}-{rng.getrandbits(36):09x}-{_suffix(rng)}",
+                    model=model,
+                    node=n,
+                    created=created,
+                    rng=rng,
+                    instance_type=itype,
+                )
+            )
     objs += gpu_pods[:pods]
     pods = max(0, pods - len(gpu_pods))
-    pod_tmpl = simple_pod("tmpl", "team-00", f"{REGISTRY}/worker:1.0.0", node=cpu_nodes[0], created=created,
-                          rng=rng, cpu="500m", memory="1Gi")
+    pod_tmpl = simple_pod(
+        "tmpl",
+        "team-00",
+        f"{REGISTRY}/worker:1.0.0",
+        node=cpu_nodes[0],
+        created=created,
+        rng=rng,
+        cpu="500m",
+        memory="1Gi",
+    )
     spec_t, status_t = pod_tmpl["spec"], pod_tmpl["status"]
     cstatus_t = status_t["containerStatuses"][0]
     for i in range(pods):
@@ -713,11 +1120,19 @@ def generate_cluster(nodes: int = 5000, pods: int = 20000, seed: int = 0) -> lis
             cs = dict(cstatus_t)
             cs["restartCount"] = 1 + i % 5
             status["containerStatuses"] = [cs]
-        objs.append({
-            "apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": name, "namespace": ns, "uid": _uid(rng), "creationTimestamp": ts,
-                         "labels": {"app": app, "tier": "backend" if i % 3 else "frontend"}},
-            "spec": spec,
-            "status": status,
-        })
+        objs.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {
+                    "name": name,
+                    "namespace": ns,
+                    "uid": _uid(rng),
+                    "creationTimestamp": ts,
+                    "labels": {"app": app, "tier": "backend" if i % 3 else "frontend"},
+                },
+                "spec": spec,
+                "status": status,
+            }
+        )
     return objs

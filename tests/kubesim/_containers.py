@@ -123,8 +123,9 @@ def _source_files(em: SimEmulator, ns: str, volume: str, kind: str, source: Obj)
         if key not in values:
             if source.get("optional"):
                 continue
-            raise MountError(f'MountVolume.SetUp failed for volume "{volume}" : {word} references '
-                             f"non-existent config key: {key}")
+            raise MountError(
+                f'MountVolume.SetUp failed for volume "{volume}" : {word} references non-existent config key: {key}'
+            )
         files[str(item.get("path") or key)] = (values[key], int(item.get("mode", mode)))
     return files
 
@@ -195,7 +196,7 @@ def mount_volumes(em: SimEmulator, sandbox: Sandbox, pod: Obj) -> list[str]:
                 target.chmod((mode & ~0o222) if read_only else mode)
             else:
                 if sub:
-                    files = {k[len(sub) + 1:]: v for k, v in files.items() if k.startswith(sub + "/")}
+                    files = {k[len(sub) + 1 :]: v for k, v in files.items() if k.startswith(sub + "/")}
                 _write_volume(target, files, read_only)
             done.append(path)
     sandbox.add_roots(done)
@@ -207,10 +208,12 @@ def mount_volumes(em: SimEmulator, sandbox: Sandbox, pod: Obj) -> list[str]:
 
 def _expand(text: str, env: dict[str, str]) -> str:
     """Kubernetes' ``$(VAR)`` expansion: defined names are replaced, ``$$`` is a ``$``."""
+
     def sub(m: re.Match[str]) -> str:
         if m.group(0) == "$$":
             return "$"
         return env.get(m.group(1), m.group(0))
+
     return _VAR_REF.sub(sub, text)
 
 
@@ -220,9 +223,12 @@ def _field_ref(pod: Obj, path: str) -> str:
     if m:
         return str((meta.get(m.group(1)) or {}).get(m.group(2), ""))
     simple = {
-        "metadata.name": meta.get("name"), "metadata.namespace": meta.get("namespace"),
-        "metadata.uid": meta.get("uid"), "spec.nodeName": spec.get("nodeName"),
-        "spec.serviceAccountName": spec.get("serviceAccountName"), "status.podIP": status.get("podIP"),
+        "metadata.name": meta.get("name"),
+        "metadata.namespace": meta.get("namespace"),
+        "metadata.uid": meta.get("uid"),
+        "spec.nodeName": spec.get("nodeName"),
+        "spec.serviceAccountName": spec.get("serviceAccountName"),
+        "status.podIP": status.get("podIP"),
         "status.hostIP": status.get("hostIP"),
     }
     return str(simple.get(path) or "")
@@ -264,7 +270,9 @@ def container_env(em: SimEmulator, pod: Obj, container: Obj, rewrite: Callable[[
             if entry is None:
                 if ref.get("optional"):
                     continue
-                raise ConfigError(f'{"configmap" if kind == "configMap" else "secret"} "{ref.get("name", "")}" not found')
+                raise ConfigError(
+                    f'{"configmap" if kind == "configMap" else "secret"} "{ref.get("name", "")}" not found'
+                )
             for k, v in (entry.obj.get("data") or {}).items():
                 env[prefix + k] = base64.b64decode(v).decode("utf-8", "replace") if kind == "secret" else str(v)
     for var in container.get("env") or []:
@@ -362,10 +370,19 @@ class ContainerRuntime:
         try:
             if workdir:
                 cwd.mkdir(parents=True, exist_ok=True)
-            spawn = asyncio.ensure_future(asyncio.create_subprocess_exec(
-                *argv, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE, cwd=str(cwd), env=env, start_new_session=True,
-                preexec_fn=lambda: _reset_child_signals(False), limit=_CHUNK))
+            spawn = asyncio.ensure_future(
+                asyncio.create_subprocess_exec(
+                    *argv,
+                    stdin=asyncio.subprocess.DEVNULL,
+                    stdout=asyncio.subprocess.PIPE,
+                    stderr=asyncio.subprocess.PIPE,
+                    cwd=str(cwd),
+                    env=env,
+                    start_new_session=True,
+                    preexec_fn=lambda: _reset_child_signals(False),
+                    limit=_CHUNK,
+                )
+            )
             try:
                 proc = await asyncio.shield(spawn)
             except asyncio.CancelledError:
@@ -378,13 +395,22 @@ class ContainerRuntime:
                         transport.close()
                 raise
         except OSError as e:
-            why = "executable file not found in $PATH" if e.errno == errno.ENOENT and "/" not in argv[0] else (
-                "no such file or directory" if e.errno == errno.ENOENT else
-                "permission denied" if e.errno == errno.EACCES else (e.strerror or str(e)).lower())
+            why = (
+                "executable file not found in $PATH"
+                if e.errno == errno.ENOENT and "/" not in argv[0]
+                else (
+                    "no such file or directory"
+                    if e.errno == errno.ENOENT
+                    else "permission denied"
+                    if e.errno == errno.EACCES
+                    else (e.strerror or str(e)).lower()
+                )
+            )
             raise StartError(
                 "failed to create containerd task: failed to create shim task: OCI runtime create failed: "
                 f"runc create failed: unable to start container process: error during container init: "
-                f'exec: "{container_argv(container)[0]}": {why}: unknown') from None
+                f'exec: "{container_argv(container)[0]}": {why}: unknown'
+            ) from None
         process = Process(ns, name, str(container["name"]), proc, _ts())
         for reader in (proc.stdout, proc.stderr):
             if reader is not None:
@@ -402,13 +428,15 @@ class ContainerRuntime:
                 pending += data
                 cut = pending.rfind(b"\n") + 1
                 if cut:
-                    self.em.append_log(process.namespace, process.pod, process.container,
-                                       pending[:cut].decode("utf-8", "replace"))
+                    self.em.append_log(
+                        process.namespace, process.pod, process.container, pending[:cut].decode("utf-8", "replace")
+                    )
                     pending = pending[cut:]
         finally:
             if pending:  # a last line without its newline
-                self.em.append_log(process.namespace, process.pod, process.container,
-                                   pending.decode("utf-8", "replace"))
+                self.em.append_log(
+                    process.namespace, process.pod, process.container, pending.decode("utf-8", "replace")
+                )
 
     async def wait(self, process: Process) -> int:
         """The exit code of a started process, once its output is in the log."""
@@ -437,4 +465,3 @@ class ContainerRuntime:
         if waits:
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(asyncio.gather(*waits, return_exceptions=True), 2.0)
-

@@ -58,7 +58,8 @@ def _name_problems(rt: ResourceType, name: str) -> list[tuple[str, str, str]]:
 
 def _quantity_ok(value: Any) -> bool:
     return isinstance(value, (int, float)) or (
-        isinstance(value, str) and re.match(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+|[numkMGTPE]|[KMGTPE]i)?$", value) is not None
+        isinstance(value, str)
+        and re.match(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+|[numkMGTPE]|[KMGTPE]i)?$", value) is not None
     )
 
 
@@ -72,8 +73,10 @@ def validate_pod(pod: Obj) -> list[tuple[str, str, str]]:
     if not containers:
         problems.append(("spec.containers", "FieldValueRequired", "Required value"))
     seen: set[str] = set()
-    for field, items in (("spec.initContainers", spec.get("initContainers") or []),
-                         ("spec.containers", containers or [])):
+    for field, items in (
+        ("spec.initContainers", spec.get("initContainers") or []),
+        ("spec.containers", containers or []),
+    ):
         for i, c in enumerate(items):
             if not isinstance(c, dict):
                 problems.append((f"{field}[{i}]", "FieldValueInvalid", "Invalid value: must be an object"))
@@ -84,35 +87,70 @@ def validate_pod(pod: Obj) -> list[tuple[str, str, str]]:
             elif name in seen:
                 problems.append((f"{field}[{i}].name", "FieldValueDuplicate", f'Duplicate value: "{name}"'))
             elif not _DNS1123_LABEL.match(name):
-                problems.append((f"{field}[{i}].name", "FieldValueInvalid", f'Invalid value: "{name}": a lowercase RFC 1123 label must consist of lower case alphanumeric characters or \'-\', and must start and end with an alphanumeric character'))
+                problems.append(
+                    (
+                        f"{field}[{i}].name",
+                        "FieldValueInvalid",
+                        f'Invalid value: "{name}": a lowercase RFC 1123 label must consist of lower case '
+                        "alphanumeric characters or '-', and must start and end with an alphanumeric character",
+                    )
+                )
             if name:
                 seen.add(name)
             if not c.get("image"):
                 problems.append((f"{field}[{i}].image", "FieldValueRequired", "Required value"))
             policy = c.get("restartPolicy")
             if policy is not None and (field == "spec.containers" or policy != "Always"):
-                problems.append((f"{field}[{i}].restartPolicy", "FieldValueNotSupported" if field != "spec.containers" else "FieldValueForbidden",
-                                 f'Unsupported value: "{policy}": supported values: "Always"' if field != "spec.containers" else "Forbidden: may not be set for non-init containers"))
+                problems.append(
+                    (
+                        f"{field}[{i}].restartPolicy",
+                        "FieldValueNotSupported" if field != "spec.containers" else "FieldValueForbidden",
+                        f'Unsupported value: "{policy}": supported values: "Always"'
+                        if field != "spec.containers"
+                        else "Forbidden: may not be set for non-init containers",
+                    )
+                )
             res = c.get("resources") or {}
             for kind in ("limits", "requests"):
                 for rname, qty in (res.get(kind) or {}).items():
                     if not _quantity_ok(qty):
-                        problems.append((f"{field}[{i}].resources.{kind}[{rname}]", "FieldValueInvalid",
-                                         f'Invalid value: "{qty}": quantities must match the regular expression \'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$\''))
+                        problems.append(
+                            (
+                                f"{field}[{i}].resources.{kind}[{rname}]",
+                                "FieldValueInvalid",
+                                f'Invalid value: "{qty}": quantities must match the regular expression '
+                                "'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'",
+                            )
+                        )
             limits = res.get("limits") or {}
             requests = res.get("requests") or {}
             for rname in ("nvidia.com/gpu",):
                 if rname in requests and rname in limits and str(requests[rname]) != str(limits[rname]):
-                    problems.append((f"{field}[{i}].resources.requests", "FieldValueInvalid",
-                                     f'Invalid value: "{requests[rname]}": must be equal to {rname} limit of {limits[rname]}'))
+                    problems.append(
+                        (
+                            f"{field}[{i}].resources.requests",
+                            "FieldValueInvalid",
+                            f'Invalid value: "{requests[rname]}": must be equal to {rname} limit of {limits[rname]}',
+                        )
+                    )
     policy = spec.get("restartPolicy")
     if policy is not None and policy not in ("Always", "OnFailure", "Never"):
-        problems.append(("spec.restartPolicy", "FieldValueNotSupported",
-                         f'Unsupported value: "{policy}": supported values: "Always", "OnFailure", "Never"'))
+        problems.append(
+            (
+                "spec.restartPolicy",
+                "FieldValueNotSupported",
+                f'Unsupported value: "{policy}": supported values: "Always", "OnFailure", "Never"',
+            )
+        )
     deadline = spec.get("activeDeadlineSeconds")
     if deadline is not None and (not isinstance(deadline, int) or deadline <= 0):
-        problems.append(("spec.activeDeadlineSeconds", "FieldValueInvalid",
-                         f"Invalid value: {deadline}: must be between 1 and 2147483647, inclusive"))
+        problems.append(
+            (
+                "spec.activeDeadlineSeconds",
+                "FieldValueInvalid",
+                f"Invalid value: {deadline}: must be between 1 and 2147483647, inclusive",
+            )
+        )
     return problems
 
 
@@ -121,7 +159,9 @@ def _default_container(c: Obj) -> Obj:
     image = str(c.get("image", ""))
     tag = image.rsplit("/", 1)[-1]
     if "imagePullPolicy" not in c:
-        c["imagePullPolicy"] = "Always" if (":" not in tag or tag.endswith(":latest")) and "@" not in tag else "IfNotPresent"
+        c["imagePullPolicy"] = (
+            "Always" if (":" not in tag or tag.endswith(":latest")) and "@" not in tag else "IfNotPresent"
+        )
     c.setdefault("terminationMessagePath", "/dev/termination-log")
     c.setdefault("terminationMessagePolicy", "File")
     res = dict(c.get("resources") or {})
@@ -136,7 +176,9 @@ def _default_container(c: Obj) -> Obj:
 
 
 def qos_class(pod: Obj) -> str:
-    containers = list((pod.get("spec") or {}).get("containers") or []) + list((pod.get("spec") or {}).get("initContainers") or [])
+    containers = list((pod.get("spec") or {}).get("containers") or []) + list(
+        (pod.get("spec") or {}).get("initContainers") or []
+    )
     any_set = False
     guaranteed = True
     for c in containers:
@@ -219,15 +261,25 @@ def validate_job(job: Obj) -> list[tuple[str, str, str]]:
     """Field problems the API server reports as 422 Invalid for a new Job (a useful subset)."""
     spec = job.get("spec")
     if not isinstance(spec, dict):
-        return [("spec.template.spec.restartPolicy", "FieldValueRequired",
-                 'Required value: valid values: "OnFailure", "Never"')]
+        return [
+            (
+                "spec.template.spec.restartPolicy",
+                "FieldValueRequired",
+                'Required value: valid values: "OnFailure", "Never"',
+            )
+        ]
     problems: list[tuple[str, str, str]] = []
     for key in ("parallelism", "completions", "backoffLimit", "activeDeadlineSeconds", "ttlSecondsAfterFinished"):
         problems += _nonnegative(spec.get(key), f"spec.{key}")
     mode = spec.get("completionMode")
     if mode is not None and mode not in ("NonIndexed", "Indexed"):
-        problems.append(("spec.completionMode", "FieldValueNotSupported",
-                         f'Unsupported value: "{mode}": supported values: "NonIndexed", "Indexed"'))
+        problems.append(
+            (
+                "spec.completionMode",
+                "FieldValueNotSupported",
+                f'Unsupported value: "{mode}": supported values: "NonIndexed", "Indexed"',
+            )
+        )
     if mode == "Indexed" and spec.get("completions") is None:
         problems.append(("spec.completions", "FieldValueRequired", "Required value: when completion mode is Indexed"))
     template = spec.get("template")
@@ -239,11 +291,21 @@ def validate_job(job: Obj) -> list[tuple[str, str, str]]:
         problems.append((f"spec.template.{field}", reason, message))
     policy = tspec.get("restartPolicy")
     if not policy:
-        problems.append(("spec.template.spec.restartPolicy", "FieldValueRequired",
-                         'Required value: valid values: "OnFailure", "Never"'))
+        problems.append(
+            (
+                "spec.template.spec.restartPolicy",
+                "FieldValueRequired",
+                'Required value: valid values: "OnFailure", "Never"',
+            )
+        )
     elif policy not in ("OnFailure", "Never"):
-        problems.append(("spec.template.spec.restartPolicy", "FieldValueNotSupported",
-                         f'Unsupported value: "{policy}": supported values: "OnFailure", "Never"'))
+        problems.append(
+            (
+                "spec.template.spec.restartPolicy",
+                "FieldValueNotSupported",
+                f'Unsupported value: "{policy}": supported values: "OnFailure", "Never"',
+            )
+        )
     return problems
 
 
@@ -327,7 +389,9 @@ def prepare_new(rt: ResourceType, body: Obj, namespace: str | None, *, dry_run: 
         if namespace is None:
             namespace = body_ns or "default"
         elif body_ns and body_ns != namespace:
-            raise _errors.bad_request("the namespace of the provided object does not match the namespace sent on the request")
+            raise _errors.bad_request(
+                "the namespace of the provided object does not match the namespace sent on the request"
+            )
         meta["namespace"] = namespace
     else:
         meta.pop("namespace", None)
@@ -336,7 +400,12 @@ def prepare_new(rt: ResourceType, body: Obj, namespace: str | None, *, dry_run: 
         name = generated_name(str(meta["generateName"]))
         meta["name"] = name
     if not name:
-        raise _errors.invalid(rt.kind, "", [("metadata.name", "FieldValueRequired", "Required value: name or generateName is required")], rt.group)
+        raise _errors.invalid(
+            rt.kind,
+            "",
+            [("metadata.name", "FieldValueRequired", "Required value: name or generateName is required")],
+            rt.group,
+        )
     problems = _name_problems(rt, str(name))
     if rt.group == _rbac.RBAC_GROUP:
         problems += _rbac.validate(rt, obj)

@@ -130,14 +130,18 @@ def aggregated(core: bool, version: str = "v2") -> dict[str, Any]:
     items = []
     for group, ver in pairs:
         rts = [rt for rt in RESOURCES if rt.group == group and rt.version == ver]
-        items.append({
-            "metadata": {"name": group, "creationTimestamp": None},
-            "versions": [{
-                "version": ver,
-                "resources": [_aggregated_resource(rt) for rt in rts],
-                "freshness": "Current",
-            }],
-        })
+        items.append(
+            {
+                "metadata": {"name": group, "creationTimestamp": None},
+                "versions": [
+                    {
+                        "version": ver,
+                        "resources": [_aggregated_resource(rt) for rt in rts],
+                        "freshness": "Current",
+                    }
+                ],
+            }
+        )
     return {
         "kind": "APIGroupDiscoveryList",
         "apiVersion": f"apidiscovery.k8s.io/{version}",
@@ -176,7 +180,9 @@ def openapi_v3_group(group: str, version: str) -> dict[str, Any] | None:
     if not rts:
         return None
     field_validation = {
-        "name": "fieldValidation", "in": "query", "schema": {"type": "string", "uniqueItems": True},
+        "name": "fieldValidation",
+        "in": "query",
+        "schema": {"type": "string", "uniqueItems": True},
     }
     dry_run = {"name": "dryRun", "in": "query", "schema": {"type": "string", "uniqueItems": True}}
     root = f"/apis/{group}/{version}" if group else f"/api/{version}"
@@ -197,8 +203,7 @@ def openapi_v3_group(group: str, version: str) -> dict[str, Any] | None:
         # The schemas here are too thin for kubectl to compute strategic merge patches from
         # them, so PATCH does not advertise that type: kubectl apply then builds the patch
         # from its own compiled-in types, as it does for any server without OpenAPI v2.
-        patch_types = ("application/apply-patch+yaml", "application/json-patch+json",
-                       "application/merge-patch+json")
+        patch_types = ("application/apply-patch+yaml", "application/json-patch+json", "application/merge-patch+json")
         patch_op = dict(write_op, **{"x-kubernetes-action": "patch"})
         patch_op["requestBody"] = {"content": {t: {"schema": {"type": "object"}} for t in patch_types}}
         paths[coll + "/{name}"] = {

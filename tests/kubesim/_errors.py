@@ -66,20 +66,24 @@ def already_exists(rt: ResourceType, name: str) -> ApiError:
 
 def conflict(rt: ResourceType, name: str, why: str) -> ApiError:
     return ApiError(
-        409, "Conflict", f'Operation cannot be fulfilled on {rt.group_resource} "{name}": {why}',
+        409,
+        "Conflict",
+        f'Operation cannot be fulfilled on {rt.group_resource} "{name}": {why}',
         _details(rt, name),
     )
 
 
 def stale_update(rt: ResourceType, name: str) -> ApiError:
     return conflict(
-        rt, name,
+        rt,
+        name,
         "the object has been modified; please apply your changes to the latest version and try again",
     )
 
 
-def forbidden(user: str, verb: str, rt_name: str, group: str, namespace: str | None,
-              name: str | None, kind: str) -> ApiError:
+def forbidden(
+    user: str, verb: str, rt_name: str, group: str, namespace: str | None, name: str | None, kind: str
+) -> ApiError:
     """403 in the RBAC authorizer's words.
 
     ``rt_name`` is the resource as RBAC names it (``pods``, ``pods/exec``); ``kind`` is the
@@ -89,10 +93,7 @@ def forbidden(user: str, verb: str, rt_name: str, group: str, namespace: str | N
     if name:
         subject = f'{subject} "{name}"'
     scope = f'in the namespace "{namespace}"' if namespace else "at the cluster scope"
-    message = (
-        f'{subject} is forbidden: User "{user}" cannot {verb} resource "{rt_name}" '
-        f'in API group "{group}" {scope}'
-    )
+    message = f'{subject} is forbidden: User "{user}" cannot {verb} resource "{rt_name}" in API group "{group}" {scope}'
     details: dict[str, Any] = {}
     if name:
         details["name"] = name
@@ -119,9 +120,7 @@ def invalid(kind: str, name: str, causes: list[tuple[str, str, str]], group: str
     if group:
         details["group"] = group
     details["kind"] = kind
-    details["causes"] = [
-        {"reason": reason, "message": message, "field": field} for field, reason, message in causes
-    ]
+    details["causes"] = [{"reason": reason, "message": message, "field": field} for field, reason, message in causes]
     # The message names the group-qualified kind, as the API server's GroupKind prints it.
     qualified = f"{kind}.{group}" if group else kind
     return ApiError(422, "Invalid", f'{qualified} "{name}" is invalid: {joined}', details)
@@ -140,7 +139,13 @@ def resource_not_found() -> ApiError:
 
 
 def unsupported_media_type(content_type: str) -> ApiError:
-    return ApiError(415, "UnsupportedMediaType", f'the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json (got {content_type!r})')
+    return ApiError(
+        415,
+        "UnsupportedMediaType",
+        "the body of the request was in an unknown format - accepted media types include: "
+        "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, "
+        f"application/strategic-merge-patch+json (got {content_type!r})",
+    )
 
 
 def internal(message: str) -> ApiError:

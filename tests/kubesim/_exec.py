@@ -38,8 +38,7 @@ if TYPE_CHECKING:
 
 Obj = dict[str, Any]
 
-PROTOCOLS = ("v5.channel.k8s.io", "v4.channel.k8s.io", "v3.channel.k8s.io", "v2.channel.k8s.io",
-             "channel.k8s.io")
+PROTOCOLS = ("v5.channel.k8s.io", "v4.channel.k8s.io", "v3.channel.k8s.io", "v2.channel.k8s.io", "channel.k8s.io")
 STDIN, STDOUT, STDERR, STATUS, RESIZE, CLOSE = 0, 1, 2, 3, 4, 255
 CHUNK = 256 * 1024
 
@@ -49,8 +48,18 @@ def _bool(value: str | None) -> bool:
 
 
 def _reset_child_signals(tty: bool) -> None:  # runs in the child, between fork and exec
-    for sig in (signal.SIGINT, signal.SIGQUIT, signal.SIGTERM, signal.SIGHUP, signal.SIGPIPE,
-                signal.SIGTSTP, signal.SIGTTIN, signal.SIGTTOU, signal.SIGCHLD, signal.SIGWINCH):
+    for sig in (
+        signal.SIGINT,
+        signal.SIGQUIT,
+        signal.SIGTERM,
+        signal.SIGHUP,
+        signal.SIGPIPE,
+        signal.SIGTSTP,
+        signal.SIGTTIN,
+        signal.SIGTTOU,
+        signal.SIGCHLD,
+        signal.SIGWINCH,
+    ):
         signal.signal(sig, signal.SIG_DFL)
     signal.pthread_sigmask(signal.SIG_SETMASK, [])
     if tty:
@@ -175,8 +184,14 @@ class ExecServer:
         ns, name = route.namespace or "", route.name or ""
         sandbox: Sandbox = self.sandbox_for(ns, name)
         spec = pod.get("spec") or {}
-        container: Obj = next((c for c in (spec.get("containers") or []) + (spec.get("initContainers") or [])
-                          if c.get("name") == container_name), {})
+        container: Obj = next(
+            (
+                c
+                for c in (spec.get("containers") or []) + (spec.get("initContainers") or [])
+                if c.get("name") == container_name
+            ),
+            {},
+        )
         ws = web.WebSocketResponse(protocols=PROTOCOLS, max_msg_size=0, compress=False, timeout=2.0)
         await ws.prepare(raw)
         record = self.emulator.record_for(raw)
@@ -228,20 +243,23 @@ class ExecServer:
     def _status(self, s: ExecSession, code: int) -> bytes:
         if code == 0:
             return json.dumps({"metadata": {}, "status": "Success"}).encode()
-        return json.dumps({
-            "metadata": {},
-            "status": "Failure",
-            "message": f"command terminated with non-zero exit code: error executing command "
-                       f"[{' '.join(s.argv)}], exit code {code}",
-            "reason": "NonZeroExitCode",
-            "details": {"causes": [{"reason": "ExitCode", "message": str(code)}]},
-        }).encode()
+        return json.dumps(
+            {
+                "metadata": {},
+                "status": "Failure",
+                "message": f"command terminated with non-zero exit code: error executing command "
+                f"[{' '.join(s.argv)}], exit code {code}",
+                "reason": "NonZeroExitCode",
+                "details": {"causes": [{"reason": "ExitCode", "message": str(code)}]},
+            }
+        ).encode()
 
     def _status_v1(self, s: ExecSession, code: int) -> bytes:
         return b"" if code == 0 else f"command terminated with non-zero exit code: exit code {code}".encode()
 
-    async def _run(self, s: ExecSession, sandbox: Sandbox, container: Obj, want_in: bool,
-                   want_out: bool, want_err: bool) -> None:
+    async def _run(
+        self, s: ExecSession, sandbox: Sandbox, container: Obj, want_in: bool, want_out: bool, want_err: bool
+    ) -> None:
         loop = asyncio.get_running_loop()
         argv = sandbox.argv(s.argv)
         env = sandbox.env(container, s.tty)
@@ -255,17 +273,32 @@ class ExecServer:
                 fcntl.ioctl(master, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
                 os.set_blocking(master, False)
                 s._master = master
-                spawn = asyncio.ensure_future(asyncio.create_subprocess_exec(
-                    *argv, stdin=slave, stdout=slave, stderr=slave, cwd=str(sandbox.path), env=env,
-                    start_new_session=True, preexec_fn=lambda: _reset_child_signals(True)))
+                spawn = asyncio.ensure_future(
+                    asyncio.create_subprocess_exec(
+                        *argv,
+                        stdin=slave,
+                        stdout=slave,
+                        stderr=slave,
+                        cwd=str(sandbox.path),
+                        env=env,
+                        start_new_session=True,
+                        preexec_fn=lambda: _reset_child_signals(True),
+                    )
+                )
             else:
-                spawn = asyncio.ensure_future(asyncio.create_subprocess_exec(
-                    *argv,
-                    stdin=asyncio.subprocess.PIPE if want_in else asyncio.subprocess.DEVNULL,
-                    stdout=asyncio.subprocess.PIPE if want_out else asyncio.subprocess.DEVNULL,
-                    stderr=asyncio.subprocess.PIPE if want_err else asyncio.subprocess.DEVNULL,
-                    cwd=str(sandbox.path), env=env, start_new_session=True,
-                    preexec_fn=lambda: _reset_child_signals(False), limit=CHUNK))
+                spawn = asyncio.ensure_future(
+                    asyncio.create_subprocess_exec(
+                        *argv,
+                        stdin=asyncio.subprocess.PIPE if want_in else asyncio.subprocess.DEVNULL,
+                        stdout=asyncio.subprocess.PIPE if want_out else asyncio.subprocess.DEVNULL,
+                        stderr=asyncio.subprocess.PIPE if want_err else asyncio.subprocess.DEVNULL,
+                        cwd=str(sandbox.path),
+                        env=env,
+                        start_new_session=True,
+                        preexec_fn=lambda: _reset_child_signals(False),
+                        limit=CHUNK,
+                    )
+                )
             try:
                 proc = await asyncio.shield(spawn)
             except asyncio.CancelledError:
@@ -285,11 +318,17 @@ class ExecServer:
             why = "executable file not found in $PATH" if e.errno == errno.ENOENT else e.strerror
             message = (
                 "Internal error occurred: error executing command in container: failed to exec in "
-                f'container: failed to start exec: OCI runtime exec failed: exec failed: unable to start '
+                f"container: failed to start exec: OCI runtime exec failed: exec failed: unable to start "
                 f'container process: exec: "{s.argv[0]}": {why}: unknown'
             )
-            status = {"metadata": {}, "status": "Failure", "message": message, "reason": "InternalError",
-                      "details": {"causes": [{"message": message}]}, "code": 500}
+            status = {
+                "metadata": {},
+                "status": "Failure",
+                "message": message,
+                "reason": "InternalError",
+                "details": {"causes": [{"message": message}]},
+                "code": 500,
+            }
             await s.ws.send_bytes(bytes([STATUS]) + (json.dumps(status).encode() if json_status else message.encode()))
             await s.ws.close()
             return
@@ -367,8 +406,9 @@ class ExecServer:
                 return
             try:
                 size = json.loads(payload)
-                fcntl.ioctl(s._master, termios.TIOCSWINSZ,
-                            struct.pack("HHHH", int(size["Height"]), int(size["Width"]), 0, 0))
+                fcntl.ioctl(
+                    s._master, termios.TIOCSWINSZ, struct.pack("HHHH", int(size["Height"]), int(size["Width"]), 0, 0)
+                )
             except (ValueError, KeyError, TypeError, OSError):
                 return
 
@@ -387,7 +427,7 @@ class ExecServer:
                     if s.drop is not None and s.drop.direction == "in":
                         room = s.drop.after - s.bytes_in
                         if len(payload) >= room:
-                            await write_stdin(payload[:max(room, 0)])
+                            await write_stdin(payload[: max(room, 0)])
                             s.bytes_in += max(room, 0)
                             s.abort()
                             return
@@ -408,8 +448,10 @@ class ExecServer:
         if s.tty:
             outputs = [asyncio.create_task(pump_master())]
         else:
-            outputs = [asyncio.create_task(pump_pipe(proc.stdout, STDOUT)),
-                       asyncio.create_task(pump_pipe(proc.stderr, STDERR))]
+            outputs = [
+                asyncio.create_task(pump_pipe(proc.stdout, STDOUT)),
+                asyncio.create_task(pump_pipe(proc.stderr, STDERR)),
+            ]
         try:
             await asyncio.gather(*outputs)
             code = await proc.wait()

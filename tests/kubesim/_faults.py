@@ -69,7 +69,10 @@ PLAIN_TEXTS = {
 _STATUS_ERRORS = {
     500: ("InternalError", "Internal error occurred: etcdserver: request timed out"),
     503: ("ServiceUnavailable", "the server is currently unable to handle the request"),
-    504: ("Timeout", "the server was unable to return a response in the time allotted, but may still be processing the request"),
+    504: (
+        "Timeout",
+        "the server was unable to return a response in the time allotted, but may still be processing the request",
+    ),
 }
 
 
@@ -135,36 +138,46 @@ class ResponseFaults:
         self._sim._call(add)
 
     # ---- answers ----------------------------------------------------------------------------------
-    def html_page(self, pattern: Pattern = "/*", *, times: int | None = 1, status: int = 200,
-                  body: str = LOGIN_PAGE) -> None:
+    def html_page(
+        self, pattern: Pattern = "/*", *, times: int | None = 1, status: int = 200, body: str = LOGIN_PAGE
+    ) -> None:
         """Answer with an HTML page (``text/html``), as a single sign-on proxy in front of the
         API server does for a request without its session cookie."""
-        self._react(pattern, times, status, kmock.headers({"Content-Type": "text/html; charset=utf-8"}),
-                    body.encode())
+        self._react(pattern, times, status, kmock.headers({"Content-Type": "text/html; charset=utf-8"}), body.encode())
 
-    def status_error(self, pattern: Pattern = "/*", *, code: int = 500, times: int | None = 1,
-                     message: str | None = None, reason: str | None = None) -> None:
+    def status_error(
+        self,
+        pattern: Pattern = "/*",
+        *,
+        code: int = 500,
+        times: int | None = 1,
+        message: str | None = None,
+        reason: str | None = None,
+    ) -> None:
         """Answer ``code`` with a ``Status`` body, e.g. 500 ``InternalError``
         ``Internal error occurred: etcdserver: request timed out``."""
-        default_reason, default_message = _STATUS_ERRORS.get(code, ("InternalError", f"Internal error occurred: HTTP {code}"))
+        default_reason, default_message = _STATUS_ERRORS.get(
+            code, ("InternalError", f"Internal error occurred: HTTP {code}")
+        )
         error = ApiError(code, reason or default_reason, message or default_message)
         if error.reason == "InternalError":
             cause = error.message.removeprefix("Internal error occurred: ")
             error.details = {"causes": [{"message": cause}]}
         self._react(pattern, times, code, error.status())
 
-    def plain_error(self, pattern: Pattern = "/*", *, code: int = 502, times: int | None = 1,
-                    text: str | None = None) -> None:
+    def plain_error(
+        self, pattern: Pattern = "/*", *, code: int = 502, times: int | None = 1, text: str | None = None
+    ) -> None:
         """Answer ``code`` with a ``text/plain`` body, as a load balancer whose upstream is gone."""
         body = text if text is not None else PLAIN_TEXTS.get(code, f"{code} error")
         self._react(pattern, times, code, kmock.headers({"Content-Type": "text/plain"}), body.encode())
 
-    def too_many_requests(self, pattern: Pattern = "/*", *, times: int | None = 1,
-                          retry_after: int = 1) -> None:
+    def too_many_requests(self, pattern: Pattern = "/*", *, times: int | None = 1, retry_after: int = 1) -> None:
         """Answer 429 with ``Retry-After: retry_after`` (seconds) for the next ``times``
         requests, as API priority and fairness does; later requests are answered as usual."""
-        error = ApiError(429, "TooManyRequests", "Too many requests, please try again later.",
-                         {"retryAfterSeconds": retry_after})
+        error = ApiError(
+            429, "TooManyRequests", "Too many requests, please try again later.", {"retryAfterSeconds": retry_after}
+        )
         self._react(pattern, times, 429, kmock.headers({"Retry-After": str(retry_after)}), error.status())
 
     def truncated_json(self, pattern: Pattern = "/*", *, times: int | None = 1, chunked: bool = False) -> None:
@@ -278,8 +291,11 @@ async def _real_answer(em: Any, request: kmock.Request) -> bytes:
     """The body the emulated API would send for a request that is not a stream."""
     raw = request._raw_request
     assert raw is not None
-    streaming = (request.action == kmock.action.WATCH or request.subresource in ("exec", "attach", "portforward")
-                 or raw.query.get("follow") in ("true", "1"))
+    streaming = (
+        request.action == kmock.action.WATCH
+        or request.subresource in ("exec", "attach", "portforward")
+        or raw.query.get("follow") in ("true", "1")
+    )
     if streaming:
         return b'{"type":"ADDED","object":{"kind":"Pod","apiVersion":"v1","metadata":{"name":"x"}}}\n'
     record = em.record_for(raw)

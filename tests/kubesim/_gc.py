@@ -34,8 +34,10 @@ Obj = dict[str, Any]
 
 ORPHAN = "orphan"
 FOREGROUND = "foregroundDeletion"
-JOB_DELETE_WARNING = ("child pods are preserved by default when jobs are deleted; set propagationPolicy=Background "
-                      "to remove them or set propagationPolicy=Orphan to suppress this warning")
+JOB_DELETE_WARNING = (
+    "child pods are preserved by default when jobs are deleted; set propagationPolicy=Background "
+    "to remove them or set propagationPolicy=Orphan to suppress this warning"
+)
 # Kinds that own others in this emulator, and the resources their dependents can be.
 OWNER_PLURALS = frozenset({"jobs", "deployments", "replicasets", "statefulsets", "daemonsets"})
 DEPENDENTS = tuple(lookup(p) for p in ("pods", "replicasets", "jobs"))
@@ -134,6 +136,7 @@ class GarbageCollector:
         """Background: delete what vanished owners owned (or drop the references to them)."""
         gone, self._gone = self._gone, {}
         for ns, uids in gone.items():
+
             def refers(obj: Mapping[str, Any], uids: set[str] = uids) -> bool:
                 return any(r.get("uid") in uids for r in (obj.get("metadata") or {}).get("ownerReferences") or [])
 
@@ -178,10 +181,13 @@ class GarbageCollector:
             for dep_rt, dep in dependents:
                 dmeta = dep["metadata"]
                 if not dmeta.get("deletionTimestamp"):
-                    self.em.delete_object(dep_rt, dmeta.get("namespace"), dmeta["name"],
-                                          {"propagationPolicy": "Background"}, False)
-            if any(self.em.store.get(r, d["metadata"].get("namespace"), d["metadata"]["name"]) is not None
-                   for r, d in dependents):
+                    self.em.delete_object(
+                        dep_rt, dmeta.get("namespace"), dmeta["name"], {"propagationPolicy": "Background"}, False
+                    )
+            if any(
+                self.em.store.get(r, d["metadata"].get("namespace"), d["metadata"]["name"]) is not None
+                for r, d in dependents
+            ):
                 return  # waits for them: their DELETED events bring it back here
             finalizers.remove(FOREGROUND)
         current = self.em.store.get(rt, ns, name or "")

@@ -99,14 +99,18 @@ def _terminal(pod: Obj) -> bool:
 
 
 def _ready(pod: Obj) -> bool:
-    return any(c.get("type") == "Ready" and c.get("status") == "True"
-               for c in (pod.get("status") or {}).get("conditions") or [])
+    return any(
+        c.get("type") == "Ready" and c.get("status") == "True"
+        for c in (pod.get("status") or {}).get("conditions") or []
+    )
 
 
 def _restarts(pod: Obj) -> int:
     status = pod.get("status") or {}
-    return sum(int(cs.get("restartCount") or 0)
-               for cs in (status.get("containerStatuses") or []) + (status.get("initContainerStatuses") or []))
+    return sum(
+        int(cs.get("restartCount") or 0)
+        for cs in (status.get("containerStatuses") or []) + (status.get("initContainerStatuses") or [])
+    )
 
 
 def _index(pod: Obj) -> int | None:
@@ -129,8 +133,14 @@ def format_indexes(indexes: set[int]) -> str:
 
 
 def _condition(type_: str, reason: str, message: str, ts: str) -> Obj:
-    return {"type": type_, "status": "True", "lastProbeTime": ts, "lastTransitionTime": ts,
-            "reason": reason, "message": message}
+    return {
+        "type": type_,
+        "status": "True",
+        "lastProbeTime": ts,
+        "lastTransitionTime": ts,
+        "reason": reason,
+        "message": message,
+    }
 
 
 @dataclass
@@ -150,8 +160,9 @@ class _State:
 class JobController:
     """Runs the Jobs of one emulator (see the module docstring)."""
 
-    def __init__(self, em: SimEmulator, *, delay: float, record_event: Callable[..., Obj],
-                 backoff_base: float | None = None):
+    def __init__(
+        self, em: SimEmulator, *, delay: float, record_event: Callable[..., Obj], backoff_base: float | None = None
+    ):
         self.em = em
         self.delay = delay
         self.backoff_base = delay if backoff_base is None else backoff_base
@@ -235,10 +246,21 @@ class JobController:
         ns, name = meta["namespace"], meta["name"]
         template = copy.deepcopy(spec.get("template") or {})
         tmeta = template.get("metadata") or {}
-        pod_meta: Obj = {"generateName": f"{name}-" if index is None else f"{name}-{index}-", "namespace": ns,
-                         "labels": dict(tmeta.get("labels") or {}),
-                         "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": name,
-                                              "uid": meta["uid"], "controller": True, "blockOwnerDeletion": True}]}
+        pod_meta: Obj = {
+            "generateName": f"{name}-" if index is None else f"{name}-{index}-",
+            "namespace": ns,
+            "labels": dict(tmeta.get("labels") or {}),
+            "ownerReferences": [
+                {
+                    "apiVersion": "batch/v1",
+                    "kind": "Job",
+                    "name": name,
+                    "uid": meta["uid"],
+                    "controller": True,
+                    "blockOwnerDeletion": True,
+                }
+            ],
+        }
         if tmeta.get("annotations"):
             pod_meta["annotations"] = dict(tmeta["annotations"])
         pod_spec = dict(template.get("spec") or {})
@@ -246,8 +268,10 @@ class JobController:
             pod_meta["labels"][INDEX_KEY] = str(index)
             pod_meta["annotations"] = {**(pod_meta.get("annotations") or {}), INDEX_KEY: str(index)}
             pod_spec.setdefault("hostname", f"{name}-{index}")
-            env_var = {"name": "JOB_COMPLETION_INDEX", "valueFrom": {"fieldRef": {
-                "apiVersion": "v1", "fieldPath": f"metadata.annotations['{INDEX_KEY}']"}}}
+            env_var = {
+                "name": "JOB_COMPLETION_INDEX",
+                "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": f"metadata.annotations['{INDEX_KEY}']"}},
+            }
             for key in ("initContainers", "containers"):
                 if pod_spec.get(key):
                     pod_spec[key] = [{**c, "env": [*(c.get("env") or []), env_var]} for c in pod_spec[key]]
@@ -276,6 +300,7 @@ class JobController:
 
     def _count(self, state: _State, pods: list[Obj], indexed: bool, tally: list[int], now: float) -> None:
         """Add pods that ended (or went away before they ended) to [succeeded, failed], once each."""
+
         def count(pod: Obj, phase: str) -> None:
             state.counted[str(pod["metadata"].get("uid"))] = phase
             if phase == "Succeeded":
@@ -328,8 +353,15 @@ class JobController:
             state.started = None
         else:
             if suspended is not None and suspended.get("status") == "True":
-                suspended.update({"status": "False", "reason": "JobResumed", "message": "Job resumed",
-                                  "lastProbeTime": ts, "lastTransitionTime": ts})
+                suspended.update(
+                    {
+                        "status": "False",
+                        "reason": "JobResumed",
+                        "message": "Job resumed",
+                        "lastProbeTime": ts,
+                        "lastTransitionTime": ts,
+                    }
+                )
                 start = None
             if not start:
                 start = ts
@@ -342,8 +374,14 @@ class JobController:
         self._count(state, pods, indexed, tally, now)  # pods that our deletes removed at once
         active = [p for p in pods if not _terminal(p) and not p["metadata"].get("deletionTimestamp")]
         terminating = [p for p in pods if not _terminal(p) and p["metadata"].get("deletionTimestamp")]
-        target = next((c for c in conditions if c.get("type") in ("SuccessCriteriaMet", "FailureTarget")
-                       and c.get("status") == "True"), None)
+        target = next(
+            (
+                c
+                for c in conditions
+                if c.get("type") in ("SuccessCriteriaMet", "FailureTarget") and c.get("status") == "True"
+            ),
+            None,
+        )
         if target is not None and not active and not terminating:
             kind = "Complete" if target["type"] == "SuccessCriteriaMet" else "Failed"
             conditions.append(_condition(kind, target["reason"], target["message"], ts))
@@ -377,19 +415,29 @@ class JobController:
         if job_finished(job):
             self._plan_ttl(job, state)
 
-    def _manage(self, job: Obj, state: _State, spec: Obj, conditions: list[Obj], tally: list[int],
-                now: float, ts: str) -> None:
+    def _manage(
+        self, job: Obj, state: _State, spec: Obj, conditions: list[Obj], tally: list[int], now: float, ts: str
+    ) -> None:
         """Decide the Job's course for this sync: start its end, or create or delete pods."""
         meta = job["metadata"]
         ns, name = meta["namespace"], meta["name"]
-        active = [p for p in self._pods(ns, str(meta["uid"]))
-                  if not _terminal(p) and not p["metadata"].get("deletionTimestamp")]
+        active = [
+            p
+            for p in self._pods(ns, str(meta["uid"]))
+            if not _terminal(p) and not p["metadata"].get("deletionTimestamp")
+        ]
         succeeded, failed = tally
         completions = spec.get("completions")
         parallelism = int(spec["parallelism"]) if spec.get("parallelism") is not None else 1
         indexed = spec.get("completionMode") == "Indexed"
-        target = next((c for c in conditions if c.get("type") in ("SuccessCriteriaMet", "FailureTarget")
-                       and c.get("status") == "True"), None)
+        target = next(
+            (
+                c
+                for c in conditions
+                if c.get("type") in ("SuccessCriteriaMet", "FailureTarget") and c.get("status") == "True"
+            ),
+            None,
+        )
         if target is None:
             if indexed:
                 done = completions is not None and len(state.succeeded_indexes) >= int(completions)
@@ -424,8 +472,11 @@ class JobController:
             missing = [i for i in range(int(completions or 0)) if i not in state.succeeded_indexes and i not in running]
             want_new = min(parallelism - len(active), len(missing))
         else:
-            want = (parallelism if succeeded == 0 else 0) if completions is None else \
-                max(0, min(parallelism, int(completions) - succeeded))
+            want = (
+                (parallelism if succeeded == 0 else 0)
+                if completions is None
+                else max(0, min(parallelism, int(completions) - succeeded))
+            )
             want_new = want - len(active)
             if want_new < 0:  # parallelism lowered: the newest go first
                 newest = sorted(active, key=lambda p: p["metadata"].get("creationTimestamp", ""))[want_new:]
@@ -463,4 +514,3 @@ class JobController:
             return
         with contextlib.suppress(ApiError):
             self.em.delete_object(JOBS, ns, name, {"propagationPolicy": "Foreground"}, False)
-

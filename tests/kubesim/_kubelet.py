@@ -63,8 +63,11 @@ NODES = lookup("nodes")
 SCHEDULER = "default-scheduler"
 EXIT_CODE_ANNOTATION = "kubesim/exit-code"
 RUN_SECONDS_ANNOTATION = "kubesim/run-seconds"
-_UNRESOLVABLE = ("node(s) were unschedulable", "node(s) didn't match Pod's node affinity/selector",
-                 "node(s) had untolerated taint")
+_UNRESOLVABLE = (
+    "node(s) were unschedulable",
+    "node(s) didn't match Pod's node affinity/selector",
+    "node(s) had untolerated taint",
+)
 
 
 def _now() -> dt.datetime:
@@ -160,15 +163,17 @@ def _affinity_matches(pod: Obj, node: Obj) -> bool:
     for key, value in (spec.get("nodeSelector") or {}).items():
         if labels.get(key) != value:
             return False
-    required = (((spec.get("affinity") or {}).get("nodeAffinity") or {})
-                .get("requiredDuringSchedulingIgnoredDuringExecution") or {})
+    required = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ) or {}
     terms = required.get("nodeSelectorTerms") or []
     if not terms:
         return True
     for term in terms:
         fields = {"metadata.name": node["metadata"]["name"]}
-        if all(_expr_matches(e, labels) for e in term.get("matchExpressions") or []) and \
-                all(_expr_matches(e, fields) for e in term.get("matchFields") or []):
+        if all(_expr_matches(e, labels) for e in term.get("matchExpressions") or []) and all(
+            _expr_matches(e, fields) for e in term.get("matchFields") or []
+        ):
             return True
     return False
 
@@ -224,12 +229,13 @@ def unschedulable_message(n_nodes: int, per_node: list[list[str]]) -> str:
         for r in reasons:
             counts[r] = counts.get(r, 0) + 1
         resolvable = not any(r.startswith(_UNRESOLVABLE) for r in reasons)
-        key = "No preemption victims found for incoming pod" if resolvable else "Preemption is not helpful for scheduling"
+        key = (
+            "No preemption victims found for incoming pod" if resolvable else "Preemption is not helpful for scheduling"
+        )
         preemption[key] = preemption.get(key, 0) + 1
     first = ", ".join(sorted(f"{v} {k}" for k, v in counts.items()))
     second = ", ".join(sorted(f"{v} {k}" for k, v in preemption.items()))
-    return (f"0/{n_nodes} nodes are available: {first}. preemption: 0/{n_nodes} nodes are available: "
-            f"{second}.")
+    return f"0/{n_nodes} nodes are available: {first}. preemption: 0/{n_nodes} nodes are available: {second}."
 
 
 # ---- what a container does -------------------------------------------------------------------------
@@ -269,8 +275,15 @@ def container_behaviour(pod: Obj, container: Obj) -> tuple[int | None, float | N
 class Kubelet:
     """Scheduler and kubelet for one emulator (see the module docstring)."""
 
-    def __init__(self, em: SimEmulator, *, delay: float, record_event: Callable[..., Obj],
-                 kill_pod: Callable[[str, str], None], runtime: ContainerRuntime | None = None):
+    def __init__(
+        self,
+        em: SimEmulator,
+        *,
+        delay: float,
+        record_event: Callable[..., Obj],
+        kill_pod: Callable[[str, str], None],
+        runtime: ContainerRuntime | None = None,
+    ):
         self.em = em
         self.delay = delay
         self.record_event = record_event
@@ -354,11 +367,16 @@ class Kubelet:
         store = self.em.store
         pods = [e.obj for e in store.select(PODS, None, None)]
         pending = sorted(
-            (p for p in pods if not (p.get("spec") or {}).get("nodeName")
-             and not p["metadata"].get("deletionTimestamp")
-             and (p.get("spec") or {}).get("schedulerName", SCHEDULER) == SCHEDULER
-             and (p.get("status") or {}).get("phase", "Pending") == "Pending"),
-            key=lambda p: (p["metadata"].get("creationTimestamp", ""), p["metadata"]["name"]))
+            (
+                p
+                for p in pods
+                if not (p.get("spec") or {}).get("nodeName")
+                and not p["metadata"].get("deletionTimestamp")
+                and (p.get("spec") or {}).get("schedulerName", SCHEDULER) == SCHEDULER
+                and (p.get("status") or {}).get("phase", "Pending") == "Pending"
+            ),
+            key=lambda p: (p["metadata"].get("creationTimestamp", ""), p["metadata"]["name"]),
+        )
         if not pending:
             return
         nodes = [e.obj for e in store.select(NODES, None, None)]
@@ -399,17 +417,25 @@ class Kubelet:
         new = dict(pod)
         new["spec"] = {**pod["spec"], "nodeName": node}
         status = dict(pod.get("status") or {})
-        status["conditions"] = [{"type": "PodScheduled", "status": "True", "lastProbeTime": None,
-                                 "lastTransitionTime": _ts()}]
+        status["conditions"] = [
+            {"type": "PodScheduled", "status": "True", "lastProbeTime": None, "lastTransitionTime": _ts()}
+        ]
         new["status"] = status
         self.em.store.put(PODS, new)
-        self.record_event(new, "Scheduled", f"Successfully assigned {meta['namespace']}/{meta['name']} to {node}",
-                          source=SCHEDULER)
+        self.record_event(
+            new, "Scheduled", f"Successfully assigned {meta['namespace']}/{meta['name']} to {node}", source=SCHEDULER
+        )
 
     def _unschedulable(self, pod: Obj, message: str) -> None:
         status = dict(pod.get("status") or {})
-        cond = {"type": "PodScheduled", "status": "False", "lastProbeTime": None,
-                "lastTransitionTime": _ts(), "reason": "Unschedulable", "message": message}
+        cond = {
+            "type": "PodScheduled",
+            "status": "False",
+            "lastProbeTime": None,
+            "lastTransitionTime": _ts(),
+            "reason": "Unschedulable",
+            "message": message,
+        }
         old = [c for c in status.get("conditions") or [] if c.get("type") == "PodScheduled"]
         if not old or old[0].get("message") != message:
             status["conditions"] = [cond]
@@ -426,7 +452,9 @@ class Kubelet:
     def _update_status(self, pod: Obj, status: Obj) -> Obj:
         return self.em.store.put(PODS, {**pod, "status": status}).obj
 
-    def _event(self, pod: Obj, reason: str, message: str, *, type: str = "Normal", field_path: str | None = None) -> None:
+    def _event(
+        self, pod: Obj, reason: str, message: str, *, type: str = "Normal", field_path: str | None = None
+    ) -> None:
         node = (pod.get("spec") or {}).get("nodeName")
         self.record_event(pod, reason, message, type=type, source="kubelet", host=node, field_path=field_path)
 
@@ -437,10 +465,26 @@ class Kubelet:
     def _container_id(self) -> str:
         return f"containerd://{self._rng.getrandbits(256):064x}"
 
-    def _status_for(self, c: Obj, state: Obj, *, ready: bool = False, started: bool = False,
-                    restarts: int = 0, last: Obj | None = None) -> Obj:
-        cs: Obj = {"name": c["name"], "image": c.get("image", ""), "imageID": "", "ready": ready,
-                   "started": started, "restartCount": restarts, "state": state, "lastState": last or {}}
+    def _status_for(
+        self,
+        c: Obj,
+        state: Obj,
+        *,
+        ready: bool = False,
+        started: bool = False,
+        restarts: int = 0,
+        last: Obj | None = None,
+    ) -> Obj:
+        cs: Obj = {
+            "name": c["name"],
+            "image": c.get("image", ""),
+            "imageID": "",
+            "ready": ready,
+            "started": started,
+            "restartCount": restarts,
+            "state": state,
+            "lastState": last or {},
+        }
         if "running" in state or "terminated" in state:
             cs["imageID"] = self._image_id(c.get("image", ""))
             cs["containerID"] = self._container_id()
@@ -483,15 +527,20 @@ class Kubelet:
         init_waiting = {"waiting": {"reason": "PodInitializing"}}
         app_waiting = {"waiting": {"reason": "PodInitializing" if inits else "ContainerCreating"}}
         status: Obj = dict(pod.get("status") or {})
-        status.update({
-            "phase": "Pending",
-            "hostIP": host_ip, "hostIPs": [{"ip": host_ip}],
-            "podIP": pod_ip, "podIPs": [{"ip": pod_ip}],
-            "startTime": start_time,
-            "conditions": self._conditions(initialized=not inits, ready=False, scheduled=True,
-                                           not_ready=[c["name"] for c in apps]),
-            "containerStatuses": [self._status_for(c, app_waiting) for c in apps],
-        })
+        status.update(
+            {
+                "phase": "Pending",
+                "hostIP": host_ip,
+                "hostIPs": [{"ip": host_ip}],
+                "podIP": pod_ip,
+                "podIPs": [{"ip": pod_ip}],
+                "startTime": start_time,
+                "conditions": self._conditions(
+                    initialized=not inits, ready=False, scheduled=True, not_ready=[c["name"] for c in apps]
+                ),
+                "containerStatuses": [self._status_for(c, app_waiting) for c in apps],
+            }
+        )
         if inits:
             status["initContainerStatuses"] = [self._status_for(c, init_waiting) for c in inits]
         pod = self._update_status(pod, status)
@@ -521,7 +570,8 @@ class Kubelet:
         status["containerStatuses"] = [{**cs, "ready": True} for cs in status["containerStatuses"]]
         if inits:
             status["initContainerStatuses"] = [
-                {**cs, "ready": "running" in cs["state"]} for cs in status["initContainerStatuses"]]
+                {**cs, "ready": "running" in cs["state"]} for cs in status["initContainerStatuses"]
+            ]
         pod = self._update_status(pod, status)
         # Containers that end by themselves.
         waits = []
@@ -536,8 +586,15 @@ class Kubelet:
         if waits:
             await asyncio.gather(*waits)
 
-    def _conditions(self, *, initialized: bool, ready: bool, scheduled: bool,
-                    not_ready: list[str] | None = None, reason: str | None = None) -> list[Obj]:
+    def _conditions(
+        self,
+        *,
+        initialized: bool,
+        ready: bool,
+        scheduled: bool,
+        not_ready: list[str] | None = None,
+        reason: str | None = None,
+    ) -> list[Obj]:
         ts = _ts()
 
         def cond(t: str, ok: bool, why: str | None = None, msg: str | None = None) -> Obj:
@@ -576,25 +633,47 @@ class Kubelet:
         if pod is None:
             return False
         if "does-not-exist" in image:
-            why = (f'failed to pull and unpack image "{image}": failed to resolve reference "{image}": '
-                   f"{image}: not found")
-            self._event(pod, "Failed", f'Failed to pull image "{image}": rpc error: code = NotFound desc = {why}',
-                        type="Warning", field_path=field_path)
+            why = (
+                f'failed to pull and unpack image "{image}": failed to resolve reference "{image}": {image}: not found'
+            )
+            self._event(
+                pod,
+                "Failed",
+                f'Failed to pull image "{image}": rpc error: code = NotFound desc = {why}',
+                type="Warning",
+                field_path=field_path,
+            )
             self._event(pod, "Failed", "Error: ErrImagePull", type="Warning", field_path=field_path)
-            pod = self._set_container(pod, c["name"], is_init, self._status_for(
-                c, {"waiting": {"reason": "ErrImagePull", "message": f"rpc error: code = NotFound desc = {why}"}}))
+            pod = self._set_container(
+                pod,
+                c["name"],
+                is_init,
+                self._status_for(
+                    c, {"waiting": {"reason": "ErrImagePull", "message": f"rpc error: code = NotFound desc = {why}"}}
+                ),
+            )
             await self._sleep(self.delay)
             pod = self._current(ns, name, uid)
             if pod is None:
                 return False
             self._event(pod, "BackOff", f'Back-off pulling image "{image}"', field_path=field_path)
             self._event(pod, "Failed", "Error: ImagePullBackOff", type="Warning", field_path=field_path)
-            self._set_container(pod, c["name"], is_init, self._status_for(
-                c, {"waiting": {"reason": "ImagePullBackOff", "message": f'Back-off pulling image "{image}"'}}))
+            self._set_container(
+                pod,
+                c["name"],
+                is_init,
+                self._status_for(
+                    c, {"waiting": {"reason": "ImagePullBackOff", "message": f'Back-off pulling image "{image}"'}}
+                ),
+            )
             return False
         size = 100_000_000 + self._rng.randrange(900_000_000)
-        self._event(pod, "Pulled", f'Successfully pulled image "{image}" in 1.204s (1.204s including waiting). '
-                    f"Image size: {size} bytes.", field_path=field_path)
+        self._event(
+            pod,
+            "Pulled",
+            f'Successfully pulled image "{image}" in 1.204s (1.204s including waiting). Image size: {size} bytes.',
+            field_path=field_path,
+        )
         self._event(pod, "Created", f"Created container {c['name']}", field_path=field_path)
         proc: Process | None = None
         if self._runs_for_real(pod, c):
@@ -620,20 +699,39 @@ class Kubelet:
             pod = self._current(ns, name, uid)
             if pod is None:
                 return False
-            term = {"terminated": {"exitCode": code, "reason": "Completed" if code == 0 else "Error",
-                                   "startedAt": running["running"]["startedAt"], "finishedAt": _ts()}}
+            term = {
+                "terminated": {
+                    "exitCode": code,
+                    "reason": "Completed" if code == 0 else "Error",
+                    "startedAt": running["running"]["startedAt"],
+                    "finishedAt": _ts(),
+                }
+            }
             pod = self._set_container(pod, c["name"], True, self._status_for(c, term))
             if code != 0:
-                final = await self._container_failed(ns, name, uid, c, code, init=True, real=proc is not None,
-                                                     term_extra={"startedAt": term["terminated"]["startedAt"]})
+                final = await self._container_failed(
+                    ns,
+                    name,
+                    uid,
+                    c,
+                    code,
+                    init=True,
+                    real=proc is not None,
+                    term_extra={"startedAt": term["terminated"]["startedAt"]},
+                )
                 pod = self._current(ns, name, uid)
                 if final != 0 or pod is None:
                     return False
             if init == len(pod["spec"].get("initContainers") or []) - 1 or all(
-                    s.get("restartPolicy") == "Always" for s in pod["spec"]["initContainers"][(init or 0) + 1:]):
+                s.get("restartPolicy") == "Always" for s in pod["spec"]["initContainers"][(init or 0) + 1 :]
+            ):
                 status = dict(pod["status"])
-                status["conditions"] = self._conditions(initialized=True, ready=False, scheduled=True,
-                                                        not_ready=[x["name"] for x in pod["spec"]["containers"]])
+                status["conditions"] = self._conditions(
+                    initialized=True,
+                    ready=False,
+                    scheduled=True,
+                    not_ready=[x["name"] for x in pod["spec"]["containers"]],
+                )
                 self._update_status(pod, status)
         else:
             await self._sleep(self.delay / 2)
@@ -643,8 +741,18 @@ class Kubelet:
         await self._sleep(max(seconds, self.delay / 4))
         await self._container_failed(ns, name, uid, c, code, init=False)
 
-    async def _container_failed(self, ns: str, name: str, uid: str, c: Obj, code: int, *, init: bool,
-                                term_extra: Obj | None = None, real: bool = False) -> int | None:
+    async def _container_failed(
+        self,
+        ns: str,
+        name: str,
+        uid: str,
+        c: Obj,
+        code: int,
+        *,
+        init: bool,
+        term_extra: Obj | None = None,
+        real: bool = False,
+    ) -> int | None:
         """A container exited: restart it with back-off, or finish the pod, per restartPolicy.
 
         ``term_extra`` adds to the terminated state (a real process's startedAt, StartError);
@@ -659,9 +767,18 @@ class Kubelet:
                 return None
             policy = pod["spec"].get("restartPolicy", "Always")
             started = _ts()
-            term = {"exitCode": code, "reason": "Completed" if code == 0 else "Error",
-                    "startedAt": started, "finishedAt": _ts(), **extra}
-            restart = policy == "Always" or (policy == "OnFailure" and code != 0) or (init and code != 0 and policy != "Never")
+            term = {
+                "exitCode": code,
+                "reason": "Completed" if code == 0 else "Error",
+                "startedAt": started,
+                "finishedAt": _ts(),
+                **extra,
+            }
+            restart = (
+                policy == "Always"
+                or (policy == "OnFailure" and code != 0)
+                or (init and code != 0 and policy != "Never")
+            )
             if not restart:
                 cs = self._status_for(c, {"terminated": term}, restarts=restarts)
                 pod = self._set_container(pod, c["name"], init, cs)
@@ -670,35 +787,51 @@ class Kubelet:
                 return code
             restarts += 1
             back_off = min(self.delay * (2 ** (restarts - 1)), self.delay * 10)
-            waiting = {"waiting": {"reason": "CrashLoopBackOff",
-                                   "message": f"back-off {int(10 * 2 ** (restarts - 1))}s restarting failed "
-                                              f"container={c['name']} pod={name}_{ns}({uid})"}}
+            waiting = {
+                "waiting": {
+                    "reason": "CrashLoopBackOff",
+                    "message": f"back-off {int(10 * 2 ** (restarts - 1))}s restarting failed "
+                    f"container={c['name']} pod={name}_{ns}({uid})",
+                }
+            }
             cs = self._status_for(c, waiting, restarts=restarts, last={"terminated": term})
             pod = self._set_container(pod, c["name"], init, cs)
             status = dict(pod["status"])
-            status["conditions"] = self._conditions(initialized=not init, ready=False, scheduled=True,
-                                                    not_ready=[c["name"]])
+            status["conditions"] = self._conditions(
+                initialized=not init, ready=False, scheduled=True, not_ready=[c["name"]]
+            )
             pod = self._update_status(pod, status)
             field_path = f"spec.{'initContainers' if init else 'containers'}{{{c['name']}}}"
-            self._event(pod, "BackOff", f"Back-off restarting failed container {c['name']} in pod {name}_{ns}({uid})",
-                        type="Warning", field_path=field_path)
+            self._event(
+                pod,
+                "BackOff",
+                f"Back-off restarting failed container {c['name']} in pod {name}_{ns}({uid})",
+                type="Warning",
+                field_path=field_path,
+            )
             await self._sleep(back_off)
             pod = self._current(ns, name, uid)
             if pod is None or pod["metadata"].get("deletionTimestamp"):
                 return None
-            self._event(pod, "Pulled", f'Container image "{c.get("image", "")}" already present on machine',
-                        field_path=field_path)
+            self._event(
+                pod,
+                "Pulled",
+                f'Container image "{c.get("image", "")}" already present on machine',
+                field_path=field_path,
+            )
             self._event(pod, "Created", f"Created container {c['name']}", field_path=field_path)
             if real:
-                again = await self._rerun(ns, name, uid, c, field_path, init=init, restarts=restarts,
-                                          last={"terminated": term})
+                again = await self._rerun(
+                    ns, name, uid, c, field_path, init=init, restarts=restarts, last={"terminated": term}
+                )
                 if again is None:
                     return None
                 code, extra = again
                 continue
             self._event(pod, "Started", f"Started container {c['name']}", field_path=field_path)
-            cs = self._status_for(c, {"running": {"startedAt": _ts()}}, started=True, restarts=restarts,
-                                  last={"terminated": term})
+            cs = self._status_for(
+                c, {"running": {"startedAt": _ts()}}, started=True, restarts=restarts, last={"terminated": term}
+            )
             self._set_container(pod, c["name"], init, cs)
             await self._sleep(max(self.delay / 4, 0.01))
 
@@ -728,13 +861,20 @@ class Kubelet:
                 inits = pod["spec"].get("initContainers") or []
                 conditions = self._conditions(initialized=not inits, ready=False, scheduled=True, not_ready=apps)
                 conditions[0] = {**conditions[0], "status": "False"}
-                status = {**(pod.get("status") or {}), "phase": "Pending", "startTime": _ts(),
-                          "conditions": conditions,
-                          "containerStatuses": [self._status_for(x, {"waiting": {"reason": "ContainerCreating"}})
-                                                for x in pod["spec"].get("containers") or []]}
+                status = {
+                    **(pod.get("status") or {}),
+                    "phase": "Pending",
+                    "startTime": _ts(),
+                    "conditions": conditions,
+                    "containerStatuses": [
+                        self._status_for(x, {"waiting": {"reason": "ContainerCreating"}})
+                        for x in pod["spec"].get("containers") or []
+                    ],
+                }
                 if inits:
                     status["initContainerStatuses"] = [
-                        self._status_for(x, {"waiting": {"reason": "PodInitializing"}}) for x in inits]
+                        self._status_for(x, {"waiting": {"reason": "PodInitializing"}}) for x in inits
+                    ]
                 pod = self._update_status(pod, status)
             self._event(pod, "FailedMount", message, type="Warning")
             await self._sleep(back_off)
@@ -758,8 +898,12 @@ class Kubelet:
             except ConfigError as e:  # tried again until the ConfigMap or Secret is there
                 self._event(pod, "Failed", f"Error: {e}", type="Warning", field_path=field_path)
                 init = any(x.get("name") == c["name"] for x in pod["spec"].get("initContainers") or [])
-                self._set_container(pod, c["name"], init, self._status_for(
-                    c, {"waiting": {"reason": "CreateContainerConfigError", "message": str(e)}}))
+                self._set_container(
+                    pod,
+                    c["name"],
+                    init,
+                    self._status_for(c, {"waiting": {"reason": "CreateContainerConfigError", "message": str(e)}}),
+                )
             await self._sleep(back_off)
             back_off = min(back_off * 2, self.delay * 20)
 
@@ -769,11 +913,13 @@ class Kubelet:
 
     async def _process_ends(self, ns: str, name: str, uid: str, c: Obj, proc: Process) -> None:
         code = await self._wait_process(proc)
-        await self._container_failed(ns, name, uid, c, code, init=False, real=True,
-                                     term_extra={"startedAt": proc.started_at})
+        await self._container_failed(
+            ns, name, uid, c, code, init=False, real=True, term_extra={"startedAt": proc.started_at}
+        )
 
-    async def _rerun(self, ns: str, name: str, uid: str, c: Obj, field_path: str, *, init: bool,
-                     restarts: int, last: Obj) -> tuple[int, Obj] | None:
+    async def _rerun(
+        self, ns: str, name: str, uid: str, c: Obj, field_path: str, *, init: bool, restarts: int, last: Obj
+    ) -> tuple[int, Obj] | None:
         """Run a restarted container's command again: (exit code, terminated-state fields),
         or None when the pod went away."""
         started = await self._spawn(ns, name, uid, c, field_path)
@@ -784,8 +930,9 @@ class Kubelet:
         pod = self._current(ns, name, uid)
         if pod is not None:
             self._event(pod, "Started", f"Started container {c['name']}", field_path=field_path)
-            cs = self._status_for(c, {"running": {"startedAt": started.started_at}}, started=True,
-                                  restarts=restarts, last=last)
+            cs = self._status_for(
+                c, {"running": {"startedAt": started.started_at}}, started=True, restarts=restarts, last=last
+            )
             self._set_container(pod, c["name"], init, cs)
         return await self._wait_process(started), {"startedAt": started.started_at}
 
@@ -796,13 +943,20 @@ class Kubelet:
             return
         failed = init_failed or any(s["terminated"].get("exitCode", 0) != 0 for s in states)
         status["phase"] = "Failed" if failed else "Succeeded"
-        status["conditions"] = self._conditions(initialized=not init_failed, ready=False, scheduled=True,
-                                                reason="PodFailed" if failed else "PodCompleted")
+        status["conditions"] = self._conditions(
+            initialized=not init_failed, ready=False, scheduled=True, reason="PodFailed" if failed else "PodCompleted"
+        )
         status["containerStatuses"] = [
-            {**cs, "ready": False, "started": False,
-             "state": cs["state"] if "terminated" in (cs.get("state") or {}) else
-             {"terminated": {"exitCode": 137, "reason": "Error", "finishedAt": _ts()}}}
-            for cs in status.get("containerStatuses") or []]
+            {
+                **cs,
+                "ready": False,
+                "started": False,
+                "state": cs["state"]
+                if "terminated" in (cs.get("state") or {})
+                else {"terminated": {"exitCode": 137, "reason": "Error", "finishedAt": _ts()}},
+            }
+            for cs in status.get("containerStatuses") or []
+        ]
         self._update_status(pod, status)
 
     def _deadline(self, ns: str, name: str, uid: str) -> None:
@@ -818,10 +972,16 @@ class Kubelet:
         for key in ("containerStatuses", "initContainerStatuses"):
             if key in status:
                 status[key] = [
-                    {**cs, "ready": False, "started": False,
-                     "state": cs["state"] if "terminated" in (cs.get("state") or {}) else
-                     {"terminated": {"exitCode": 137, "reason": "Error", "finishedAt": _ts()}}}
-                    for cs in status[key]]
+                    {
+                        **cs,
+                        "ready": False,
+                        "started": False,
+                        "state": cs["state"]
+                        if "terminated" in (cs.get("state") or {})
+                        else {"terminated": {"exitCode": 137, "reason": "Error", "finishedAt": _ts()}},
+                    }
+                    for cs in status[key]
+                ]
         pod = self._update_status(pod, status)
         self._event(pod, "DeadlineExceeded", message)
 
@@ -837,6 +997,10 @@ class Kubelet:
         for key, field in (("containerStatuses", "containers"), ("initContainerStatuses", "initContainers")):
             for cs in (current.get("status") or {}).get(key) or []:
                 if "running" in (cs.get("state") or {}):
-                    self._event(current, "Killing", f"Stopping container {cs['name']}",
-                                field_path=f"spec.{field}{{{cs['name']}}}")
+                    self._event(
+                        current,
+                        "Killing",
+                        f"Stopping container {cs['name']}",
+                        field_path=f"spec.{field}{{{cs['name']}}}",
+                    )
         self.em.call_later(self.delay, lambda: self.em.finalize_pod(ns, name, uid))

@@ -128,7 +128,7 @@ def _parent(doc: Any, parts: list[str], op: str, path: str) -> tuple[Any, str]:
         elif isinstance(cur, list) and part.isdigit() and int(part) < len(cur):
             cur = cur[int(part)]
         else:
-            raise PatchError(f"{op} operation does not apply: doc is missing path: \"{path}\"")
+            raise PatchError(f'{op} operation does not apply: doc is missing path: "{path}"')
     return cur, parts[-1]
 
 
@@ -140,7 +140,7 @@ def _get(doc: Any, path: str, op: str) -> Any:
         elif isinstance(cur, list) and part.isdigit() and int(part) < len(cur):
             cur = cur[int(part)]
         else:
-            raise PatchError(f"{op} operation does not apply: doc is missing path: \"{path}\"")
+            raise PatchError(f'{op} operation does not apply: doc is missing path: "{path}"')
     return cur
 
 
@@ -157,9 +157,9 @@ def _add(doc: Any, path: str, value: Any, op: str = "add") -> Any:
         elif last.isdigit() and int(last) <= len(parent):
             parent.insert(int(last), value)
         else:
-            raise PatchError(f"{op} operation does not apply: doc is missing path: \"{path}\"")
+            raise PatchError(f'{op} operation does not apply: doc is missing path: "{path}"')
     else:
-        raise PatchError(f"{op} operation does not apply: doc is missing path: \"{path}\"")
+        raise PatchError(f'{op} operation does not apply: doc is missing path: "{path}"')
     return doc
 
 
@@ -173,7 +173,7 @@ def _remove(doc: Any, path: str, op: str = "remove") -> Any:
     elif isinstance(parent, list) and last.isdigit() and int(last) < len(parent):
         parent.pop(int(last))
     else:
-        raise PatchError(f"{op} operation does not apply: doc is missing path: \"{path}\"")
+        raise PatchError(f'{op} operation does not apply: doc is missing path: "{path}"')
     return doc
 
 

@@ -54,8 +54,7 @@ _API_PREFIXES = ("api", "apis")
 _SPECIAL_VERBS = ("proxy", "watch")
 _NAMESPACE_SUBRESOURCES = ("status", "finalize")
 _CONNECT_SUBRESOURCES = ("exec", "attach", "portforward")
-_METHOD_VERBS = {"POST": "create", "GET": "get", "HEAD": "get", "PUT": "update", "PATCH": "patch",
-                 "DELETE": "delete"}
+_METHOD_VERBS = {"POST": "create", "GET": "get", "HEAD": "get", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
 
 
 @dataclass(frozen=True)
@@ -132,9 +131,17 @@ def request_info(method: str, path: str, query: Mapping[str, str]) -> RequestInf
         name = _name_from_field_selector(query.get("fieldSelector"))
     if not name and verb == "delete":
         verb = "deletecollection"
-    return RequestInfo(verb=verb, resource_request=True, path=path, api_group=group,
-                       api_version=version, resource=resource, subresource=subresource,
-                       namespace=namespace, name=name)
+    return RequestInfo(
+        verb=verb,
+        resource_request=True,
+        path=path,
+        api_group=group,
+        api_version=version,
+        resource=resource,
+        subresource=subresource,
+        namespace=namespace,
+        name=name,
+    )
 
 
 def groups_of(user: str, extra: Mapping[str, Sequence[str]]) -> tuple[str, ...]:
@@ -144,7 +151,7 @@ def groups_of(user: str, extra: Mapping[str, Sequence[str]]) -> tuple[str, ...]:
         return (UNAUTHENTICATED,)
     groups = list(extra.get(user, ()))
     if user.startswith(SERVICE_ACCOUNT_PREFIX):
-        ns = user[len(SERVICE_ACCOUNT_PREFIX):].split(":", 1)[0]
+        ns = user[len(SERVICE_ACCOUNT_PREFIX) :].split(":", 1)[0]
         groups += ["system:serviceaccounts", f"system:serviceaccounts:{ns}"]
     groups.append(AUTHENTICATED)
     return tuple(dict.fromkeys(groups))
@@ -235,7 +242,10 @@ class Source:
         ref = self.binding.get("roleRef") or {}
         name = str(self.binding["metadata"]["name"])
         what = f"RoleBinding {_q(name + '/' + self.namespace)}" if self.namespace else f"ClusterRoleBinding {_q(name)}"
-        return f"{what} of {ref.get('kind')} {_q(str(ref.get('name')))} to {_describe_subject(self.subject, self.namespace)}"
+        return (
+            f"{what} of {ref.get('kind')} {_q(str(ref.get('name')))} to "
+            f"{_describe_subject(self.subject, self.namespace)}"
+        )
 
 
 @dataclass(frozen=True)
@@ -271,8 +281,9 @@ class Authorizer:
         rules = entry.obj.get("rules") or []
         return [r for r in rules if isinstance(r, dict)], None
 
-    def visit(self, user: str, groups: Sequence[str], namespace: str
-              ) -> Iterator[tuple[Source | None, Obj | None, str | None]]:
+    def visit(
+        self, user: str, groups: Sequence[str], namespace: str
+    ) -> Iterator[tuple[Source | None, Obj | None, str | None]]:
         """(where the rule comes from, rule, error) for every rule that applies to the user in
         ``namespace`` (cluster role bindings first), as RBAC's ``VisitRulesFor``."""
         store = self.emulator.store
@@ -306,17 +317,20 @@ class Authorizer:
                 return Decision(True, f"RBAC: allowed by {source.describe()}")
         return Decision(False, f"RBAC: {_aggregate(errors)}" if errors else "")
 
-    def check(self, method: str, path: str, query: Mapping[str, str], headers: Mapping[str, str],
-              user: str) -> None:
+    def check(self, method: str, path: str, query: Mapping[str, str], headers: Mapping[str, str], user: str) -> None:
         """Raise the API server's 403 when ``user`` may not make this request."""
         info = request_info(method, path, query)
         decision = self.authorize(user, info)
         if not decision.allowed:
             raise forbidden(user, info, decision.reason)
-        if (info.resource_request and info.verb == "get" and info.resource == "pods"
-                and info.subresource in _CONNECT_SUBRESOURCES
-                and headers.get("Upgrade", "").lower() == "websocket"
-                and self._minor_version() >= 35):
+        if (
+            info.resource_request
+            and info.verb == "get"
+            and info.resource == "pods"
+            and info.subresource in _CONNECT_SUBRESOURCES
+            and headers.get("Upgrade", "").lower() == "websocket"
+            and self._minor_version() >= 35
+        ):
             # From 1.35 a websocket upgrade (a GET) also needs what SPDY's POST needs.
             create = dataclasses.replace(info, verb="create")
             decision = self.authorize(user, create)
@@ -336,14 +350,18 @@ class Authorizer:
         attrs = spec.get("resourceAttributes")
         if isinstance(attrs, dict):
             info = RequestInfo(
-                verb=str(attrs.get("verb") or ""), resource_request=True,
-                api_group=str(attrs.get("group") or ""), api_version=str(attrs.get("version") or ""),
-                resource=str(attrs.get("resource") or ""), subresource=str(attrs.get("subresource") or ""),
-                namespace=str(attrs.get("namespace") or ""), name=str(attrs.get("name") or ""))
+                verb=str(attrs.get("verb") or ""),
+                resource_request=True,
+                api_group=str(attrs.get("group") or ""),
+                api_version=str(attrs.get("version") or ""),
+                resource=str(attrs.get("resource") or ""),
+                subresource=str(attrs.get("subresource") or ""),
+                namespace=str(attrs.get("namespace") or ""),
+                name=str(attrs.get("name") or ""),
+            )
         else:
             non = spec.get("nonResourceAttributes") or {}
-            info = RequestInfo(verb=str(non.get("verb") or ""), resource_request=False,
-                               path=str(non.get("path") or ""))
+            info = RequestInfo(verb=str(non.get("verb") or ""), resource_request=False, path=str(non.get("path") or ""))
         decision = self.authorize(user, info)
         status: Obj = {"allowed": decision.allowed}
         if decision.reason:
@@ -368,10 +386,10 @@ class Authorizer:
                         out[key] = _strings(rule.get(key))
                 resource_rules.append(out)
             if rule.get("nonResourceURLs"):
-                non_resource_rules.append({"verbs": _strings(rule.get("verbs")),
-                                           "nonResourceURLs": _strings(rule.get("nonResourceURLs"))})
-        status: Obj = {"resourceRules": resource_rules, "nonResourceRules": non_resource_rules,
-                       "incomplete": False}
+                non_resource_rules.append(
+                    {"verbs": _strings(rule.get("verbs")), "nonResourceURLs": _strings(rule.get("nonResourceURLs"))}
+                )
+        status: Obj = {"resourceRules": resource_rules, "nonResourceRules": non_resource_rules, "incomplete": False}
         if errors:
             status["evaluationError"] = _aggregate(errors)
         return status
@@ -412,22 +430,36 @@ def _binding_cells(obj: Mapping[str, Any], now: Any) -> list[Any]:
             if s.get("kind") == "ServiceAccount":
                 name = f"{s.get('namespace', '')}/{name}"
             kinds[str(s["kind"])].append(name)
-    return [meta.get("name", ""), f"{ref.get('kind', '')}/{ref.get('name', '')}",
-            _tables.since(meta.get("creationTimestamp"), now),
-            ", ".join(kinds["User"]), ", ".join(kinds["Group"]), ", ".join(kinds["ServiceAccount"])]
+    return [
+        meta.get("name", ""),
+        f"{ref.get('kind', '')}/{ref.get('name', '')}",
+        _tables.since(meta.get("creationTimestamp"), now),
+        ", ".join(kinds["User"]),
+        ", ".join(kinds["Group"]),
+        ", ".join(kinds["ServiceAccount"]),
+    ]
 
 
-_tables._PRINTERS.update({
-    "roles": (_ROLE_COLUMNS, _role_cells),
-    "clusterroles": (_ROLE_COLUMNS, _role_cells),
-    "rolebindings": (_binding_columns(
-        "RoleRef can reference a Role in the current namespace or a ClusterRole in the global namespace. "
-        "If the RoleRef cannot be resolved, the Authorizer must return an error. This field is immutable."),
-        _binding_cells),
-    "clusterrolebindings": (_binding_columns(
-        "RoleRef can only reference a ClusterRole in the global namespace. If the RoleRef cannot be "
-        "resolved, the Authorizer must return an error. This field is immutable."), _binding_cells),
-})
+_tables._PRINTERS.update(
+    {
+        "roles": (_ROLE_COLUMNS, _role_cells),
+        "clusterroles": (_ROLE_COLUMNS, _role_cells),
+        "rolebindings": (
+            _binding_columns(
+                "RoleRef can reference a Role in the current namespace or a ClusterRole in the global namespace. "
+                "If the RoleRef cannot be resolved, the Authorizer must return an error. This field is immutable."
+            ),
+            _binding_cells,
+        ),
+        "clusterrolebindings": (
+            _binding_columns(
+                "RoleRef can only reference a ClusterRole in the global namespace. If the RoleRef cannot be "
+                "resolved, the Authorizer must return an error. This field is immutable."
+            ),
+            _binding_cells,
+        ),
+    }
+)
 
 
 # ---- errors --------------------------------------------------------------------------------------
@@ -440,11 +472,15 @@ def forbidden(user: str, info: RequestInfo, reason: str = "") -> ApiError:
     if not info.resource_request:
         message = f"User {_q(user)} cannot {info.verb} path {_q(info.path)}"
     elif info.namespace:
-        message = (f"User {_q(user)} cannot {info.verb} resource {_q(info.rbac_resource)} in API group "
-                   f"{_q(info.api_group)} in the namespace {_q(info.namespace)}")
+        message = (
+            f"User {_q(user)} cannot {info.verb} resource {_q(info.rbac_resource)} in API group "
+            f"{_q(info.api_group)} in the namespace {_q(info.namespace)}"
+        )
     else:
-        message = (f"User {_q(user)} cannot {info.verb} resource {_q(info.rbac_resource)} in API group "
-                   f"{_q(info.api_group)} at the cluster scope")
+        message = (
+            f"User {_q(user)} cannot {info.verb} resource {_q(info.rbac_resource)} in API group "
+            f"{_q(info.api_group)} at the cluster scope"
+        )
     message = message.translate(_SANITIZE)
     if reason:
         message = f"{message}: {reason}"
@@ -471,8 +507,11 @@ def name_problems(name: str) -> list[tuple[str, str, str]]:
     for bad in (".", ".."):
         if name == bad:
             return [("metadata.name", "FieldValueInvalid", f"Invalid value: {_q(name)}: may not be '{bad}'")]
-    return [("metadata.name", "FieldValueInvalid", f"Invalid value: {_q(name)}: may not contain '{c}'")
-            for c in ("/", "%") if c in name]
+    return [
+        ("metadata.name", "FieldValueInvalid", f"Invalid value: {_q(name)}: may not contain '{c}'")
+        for c in ("/", "%")
+        if c in name
+    ]
 
 
 def _not_supported(field: str, value: Any, allowed: Sequence[str]) -> tuple[str, str, str]:
@@ -489,13 +528,27 @@ def validate(rt: ResourceType, obj: Mapping[str, Any]) -> list[tuple[str, str, s
             if not isinstance(rule, dict):
                 continue
             if not rule.get("verbs"):
-                problems.append((f"{path}.verbs", "FieldValueRequired", "Required value: verbs must contain at least one value"))
+                problems.append(
+                    (f"{path}.verbs", "FieldValueRequired", "Required value: verbs must contain at least one value")
+                )
             if rule.get("nonResourceURLs"):
                 continue
             if not rule.get("apiGroups"):
-                problems.append((f"{path}.apiGroups", "FieldValueRequired", "Required value: resource rules must supply at least one api group"))
+                problems.append(
+                    (
+                        f"{path}.apiGroups",
+                        "FieldValueRequired",
+                        "Required value: resource rules must supply at least one api group",
+                    )
+                )
             if not rule.get("resources"):
-                problems.append((f"{path}.resources", "FieldValueRequired", "Required value: resource rules must supply at least one resource"))
+                problems.append(
+                    (
+                        f"{path}.resources",
+                        "FieldValueRequired",
+                        "Required value: resource rules must supply at least one resource",
+                    )
+                )
         return problems
     if rt.plural not in ("rolebindings", "clusterrolebindings"):
         return problems
@@ -542,16 +595,57 @@ def _urls(urls: Sequence[str], verbs: Sequence[str] = ("get",)) -> Obj:
 
 
 _VIEW = [
-    _rule([""], ["configmaps", "endpoints", "persistentvolumeclaims", "persistentvolumeclaims/status",
-                 "pods", "replicationcontrollers", "replicationcontrollers/scale", "serviceaccounts",
-                 "services", "services/status"], _READ),
-    _rule([""], ["bindings", "events", "limitranges", "namespaces/status", "pods/log", "pods/status",
-                 "replicationcontrollers/status", "resourcequotas", "resourcequotas/status"], _READ),
+    _rule(
+        [""],
+        [
+            "configmaps",
+            "endpoints",
+            "persistentvolumeclaims",
+            "persistentvolumeclaims/status",
+            "pods",
+            "replicationcontrollers",
+            "replicationcontrollers/scale",
+            "serviceaccounts",
+            "services",
+            "services/status",
+        ],
+        _READ,
+    ),
+    _rule(
+        [""],
+        [
+            "bindings",
+            "events",
+            "limitranges",
+            "namespaces/status",
+            "pods/log",
+            "pods/status",
+            "replicationcontrollers/status",
+            "resourcequotas",
+            "resourcequotas/status",
+        ],
+        _READ,
+    ),
     _rule([""], ["namespaces"], _READ),
     _rule(["discovery.k8s.io"], ["endpointslices"], _READ),
-    _rule(["apps"], ["controllerrevisions", "daemonsets", "daemonsets/status", "deployments",
-                     "deployments/scale", "deployments/status", "replicasets", "replicasets/scale",
-                     "replicasets/status", "statefulsets", "statefulsets/scale", "statefulsets/status"], _READ),
+    _rule(
+        ["apps"],
+        [
+            "controllerrevisions",
+            "daemonsets",
+            "daemonsets/status",
+            "deployments",
+            "deployments/scale",
+            "deployments/status",
+            "replicasets",
+            "replicasets/scale",
+            "replicasets/status",
+            "statefulsets",
+            "statefulsets/scale",
+            "statefulsets/status",
+        ],
+        _READ,
+    ),
     _rule(["autoscaling"], ["horizontalpodautoscalers", "horizontalpodautoscalers/status"], _READ),
     _rule(["batch"], ["cronjobs", "cronjobs/status", "jobs", "jobs/status"], _READ),
     _rule(["policy"], ["poddisruptionbudgets", "poddisruptionbudgets/status"], _READ),
@@ -562,11 +656,36 @@ _EDIT = [
     _rule([""], ["serviceaccounts"], ["impersonate"]),
     _rule([""], ["pods", "pods/attach", "pods/exec", "pods/portforward", "pods/proxy"], _WRITE),
     _rule([""], ["pods/eviction"], ["create"]),
-    _rule([""], ["configmaps", "events", "persistentvolumeclaims", "replicationcontrollers",
-                 "replicationcontrollers/scale", "secrets", "serviceaccounts", "services", "services/proxy"], _WRITE),
+    _rule(
+        [""],
+        [
+            "configmaps",
+            "events",
+            "persistentvolumeclaims",
+            "replicationcontrollers",
+            "replicationcontrollers/scale",
+            "secrets",
+            "serviceaccounts",
+            "services",
+            "services/proxy",
+        ],
+        _WRITE,
+    ),
     _rule([""], ["serviceaccounts/token"], ["create"]),
-    _rule(["apps"], ["daemonsets", "deployments", "deployments/rollback", "deployments/scale", "replicasets",
-                     "replicasets/scale", "statefulsets", "statefulsets/scale"], _WRITE),
+    _rule(
+        ["apps"],
+        [
+            "daemonsets",
+            "deployments",
+            "deployments/rollback",
+            "deployments/scale",
+            "replicasets",
+            "replicasets/scale",
+            "statefulsets",
+            "statefulsets/scale",
+        ],
+        _WRITE,
+    ),
     _rule(["autoscaling"], ["horizontalpodautoscalers"], _WRITE),
     _rule(["batch"], ["cronjobs", "jobs"], _WRITE),
     _rule(["policy"], ["poddisruptionbudgets"], _WRITE),
@@ -579,25 +698,42 @@ _ADMIN = [
     _rule([RBAC_GROUP], ["rolebindings", "roles"], _READ + _WRITE),
     *_EDIT,
 ]
-_DISCOVERY_URLS = ["/api", "/api/*", "/apis", "/apis/*", "/healthz", "/livez", "/openapi", "/openapi/*",
-                   "/readyz", "/version", "/version/"]
+_DISCOVERY_URLS = [
+    "/api",
+    "/api/*",
+    "/apis",
+    "/apis/*",
+    "/healthz",
+    "/livez",
+    "/openapi",
+    "/openapi/*",
+    "/readyz",
+    "/version",
+    "/version/",
+]
 _PUBLIC_URLS = ["/healthz", "/livez", "/readyz", "/version", "/version/"]
 
 
 def _bootstrap_meta(name: str) -> Obj:
-    return {"name": name, "labels": {"kubernetes.io/bootstrapping": "rbac-defaults"},
-            "annotations": {"rbac.authorization.kubernetes.io/autoupdate": "true"}}
+    return {
+        "name": name,
+        "labels": {"kubernetes.io/bootstrapping": "rbac-defaults"},
+        "annotations": {"rbac.authorization.kubernetes.io/autoupdate": "true"},
+    }
 
 
 def _cluster_role(name: str, rules: list[Obj]) -> Obj:
-    return {"apiVersion": f"{RBAC_GROUP}/v1", "kind": "ClusterRole", "metadata": _bootstrap_meta(name),
-            "rules": rules}
+    return {"apiVersion": f"{RBAC_GROUP}/v1", "kind": "ClusterRole", "metadata": _bootstrap_meta(name), "rules": rules}
 
 
 def _cluster_binding(name: str, role: str, groups: Sequence[str]) -> Obj:
-    return {"apiVersion": f"{RBAC_GROUP}/v1", "kind": "ClusterRoleBinding", "metadata": _bootstrap_meta(name),
-            "roleRef": {"apiGroup": RBAC_GROUP, "kind": "ClusterRole", "name": role},
-            "subjects": [{"apiGroup": RBAC_GROUP, "kind": "Group", "name": g} for g in groups]}
+    return {
+        "apiVersion": f"{RBAC_GROUP}/v1",
+        "kind": "ClusterRoleBinding",
+        "metadata": _bootstrap_meta(name),
+        "roleRef": {"apiGroup": RBAC_GROUP, "kind": "ClusterRole", "name": role},
+        "subjects": [{"apiGroup": RBAC_GROUP, "kind": "Group", "name": g} for g in groups],
+    }
 
 
 def bootstrap_policy() -> list[Obj]:
@@ -609,10 +745,13 @@ def bootstrap_policy() -> list[Obj]:
         _cluster_role("view", _VIEW),
         _cluster_role("system:discovery", [_urls(_DISCOVERY_URLS)]),
         _cluster_role("system:public-info-viewer", [_urls(_PUBLIC_URLS)]),
-        _cluster_role("system:basic-user", [
-            _rule(["authorization.k8s.io"], ["selfsubjectaccessreviews", "selfsubjectrulesreviews"], ["create"]),
-            _rule(["authentication.k8s.io"], ["selfsubjectreviews"], ["create"]),
-        ]),
+        _cluster_role(
+            "system:basic-user",
+            [
+                _rule(["authorization.k8s.io"], ["selfsubjectaccessreviews", "selfsubjectrulesreviews"], ["create"]),
+                _rule(["authentication.k8s.io"], ["selfsubjectreviews"], ["create"]),
+            ],
+        ),
         _cluster_binding("cluster-admin", "cluster-admin", [SYSTEM_MASTERS]),
         _cluster_binding("system:discovery", "system:discovery", [AUTHENTICATED]),
         _cluster_binding("system:basic-user", "system:basic-user", [AUTHENTICATED]),
@@ -633,6 +772,15 @@ def seed_bootstrap_policy(emulator: SimEmulator) -> int:
 
 
 __all__ = [
-    "Authorizer", "Decision", "RequestInfo", "Source", "bootstrap_policy", "forbidden", "groups_of",
-    "request_info", "rule_allows", "seed_bootstrap_policy", "validate",
+    "Authorizer",
+    "Decision",
+    "RequestInfo",
+    "Source",
+    "bootstrap_policy",
+    "forbidden",
+    "groups_of",
+    "request_info",
+    "rule_allows",
+    "seed_bootstrap_policy",
+    "validate",
 ]

@@ -7,7 +7,14 @@ from dataclasses import dataclass, field
 import kmock
 
 CRUD_VERBS: tuple[str, ...] = (
-    "create", "delete", "deletecollection", "get", "list", "patch", "update", "watch",
+    "create",
+    "delete",
+    "deletecollection",
+    "get",
+    "list",
+    "patch",
+    "update",
+    "watch",
 )
 
 
@@ -88,13 +95,28 @@ def _sub(name: str, kind: str, *verbs: str, group: str = "", version: str = "v1"
 
 _STATUS_VERBS = ("get", "patch", "update")
 _POD_FIELDS = (
-    "spec.nodeName", "spec.restartPolicy", "spec.schedulerName", "spec.serviceAccountName",
-    "spec.hostNetwork", "status.phase", "status.podIP", "status.podIPs", "status.nominatedNodeName",
+    "spec.nodeName",
+    "spec.restartPolicy",
+    "spec.schedulerName",
+    "spec.serviceAccountName",
+    "spec.hostNetwork",
+    "status.phase",
+    "status.podIP",
+    "status.podIPs",
+    "status.nominatedNodeName",
 )
 _EVENT_FIELDS = (
-    "involvedObject.kind", "involvedObject.namespace", "involvedObject.name",
-    "involvedObject.uid", "involvedObject.apiVersion", "involvedObject.resourceVersion",
-    "involvedObject.fieldPath", "reason", "reportingComponent", "source", "type",
+    "involvedObject.kind",
+    "involvedObject.namespace",
+    "involvedObject.name",
+    "involvedObject.uid",
+    "involvedObject.apiVersion",
+    "involvedObject.resourceVersion",
+    "involvedObject.fieldPath",
+    "reason",
+    "reportingComponent",
+    "source",
+    "type",
 )
 
 RESOURCES: tuple[ResourceType, ...] = (
@@ -103,7 +125,12 @@ RESOURCES: tuple[ResourceType, ...] = (
     ResourceType("", "v1", "events", "Event", True, ("ev",), field_labels=_EVENT_FIELDS),
     ResourceType("", "v1", "limitranges", "LimitRange", True, ("limits",)),
     ResourceType(
-        "", "v1", "namespaces", "Namespace", False, ("ns",),
+        "",
+        "v1",
+        "namespaces",
+        "Namespace",
+        False,
+        ("ns",),
         verbs=("create", "delete", "get", "list", "patch", "update", "watch"),
         subresources=(
             _sub("finalize", "Namespace", "update"),
@@ -112,21 +139,44 @@ RESOURCES: tuple[ResourceType, ...] = (
         field_labels=("status.phase",),
     ),
     ResourceType(
-        "", "v1", "nodes", "Node", False, ("no",),
-        subresources=(_sub("proxy", "NodeProxyOptions", "create", "delete", "get", "patch", "update"),
-                      _sub("status", "Node", *_STATUS_VERBS)),
+        "",
+        "v1",
+        "nodes",
+        "Node",
+        False,
+        ("no",),
+        subresources=(
+            _sub("proxy", "NodeProxyOptions", "create", "delete", "get", "patch", "update"),
+            _sub("status", "Node", *_STATUS_VERBS),
+        ),
         field_labels=("spec.unschedulable",),
     ),
     ResourceType(
-        "", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", True, ("pvc",),
+        "",
+        "v1",
+        "persistentvolumeclaims",
+        "PersistentVolumeClaim",
+        True,
+        ("pvc",),
         subresources=(_sub("status", "PersistentVolumeClaim", *_STATUS_VERBS),),
     ),
     ResourceType(
-        "", "v1", "persistentvolumes", "PersistentVolume", False, ("pv",),
+        "",
+        "v1",
+        "persistentvolumes",
+        "PersistentVolume",
+        False,
+        ("pv",),
         subresources=(_sub("status", "PersistentVolume", *_STATUS_VERBS),),
     ),
     ResourceType(
-        "", "v1", "pods", "Pod", True, ("po",), categories=("all",),
+        "",
+        "v1",
+        "pods",
+        "Pod",
+        True,
+        ("po",),
+        categories=("all",),
         subresources=(
             _sub("attach", "PodAttachOptions", "create", "get"),
             _sub("binding", "Binding", "create"),
@@ -141,35 +191,70 @@ RESOURCES: tuple[ResourceType, ...] = (
         field_labels=_POD_FIELDS,
     ),
     ResourceType(
-        "", "v1", "resourcequotas", "ResourceQuota", True, ("quota",),
+        "",
+        "v1",
+        "resourcequotas",
+        "ResourceQuota",
+        True,
+        ("quota",),
         subresources=(_sub("status", "ResourceQuota", *_STATUS_VERBS),),
     ),
     ResourceType("", "v1", "secrets", "Secret", True, field_labels=("type",)),
     ResourceType("", "v1", "serviceaccounts", "ServiceAccount", True, ("sa",)),
     ResourceType(
-        "", "v1", "services", "Service", True, ("svc",), categories=("all",),
+        "",
+        "v1",
+        "services",
+        "Service",
+        True,
+        ("svc",),
+        categories=("all",),
         subresources=(_sub("status", "Service", *_STATUS_VERBS),),
     ),
     ResourceType(
-        "apps", "v1", "daemonsets", "DaemonSet", True, ("ds",), categories=("all",),
+        "apps",
+        "v1",
+        "daemonsets",
+        "DaemonSet",
+        True,
+        ("ds",),
+        categories=("all",),
         subresources=(_sub("status", "DaemonSet", *_STATUS_VERBS, group="apps"),),
     ),
     ResourceType(
-        "apps", "v1", "deployments", "Deployment", True, ("deploy",), categories=("all",),
+        "apps",
+        "v1",
+        "deployments",
+        "Deployment",
+        True,
+        ("deploy",),
+        categories=("all",),
         subresources=(
             _sub("scale", "Scale", *_STATUS_VERBS, group="autoscaling"),
             _sub("status", "Deployment", *_STATUS_VERBS, group="apps"),
         ),
     ),
     ResourceType(
-        "apps", "v1", "replicasets", "ReplicaSet", True, ("rs",), categories=("all",),
+        "apps",
+        "v1",
+        "replicasets",
+        "ReplicaSet",
+        True,
+        ("rs",),
+        categories=("all",),
         subresources=(
             _sub("scale", "Scale", *_STATUS_VERBS, group="autoscaling"),
             _sub("status", "ReplicaSet", *_STATUS_VERBS, group="apps"),
         ),
     ),
     ResourceType(
-        "apps", "v1", "statefulsets", "StatefulSet", True, ("sts",), categories=("all",),
+        "apps",
+        "v1",
+        "statefulsets",
+        "StatefulSet",
+        True,
+        ("sts",),
+        categories=("all",),
         subresources=(
             _sub("scale", "Scale", *_STATUS_VERBS, group="autoscaling"),
             _sub("status", "StatefulSet", *_STATUS_VERBS, group="apps"),
@@ -181,21 +266,38 @@ RESOURCES: tuple[ResourceType, ...] = (
     ResourceType("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding", True),
     ResourceType("rbac.authorization.k8s.io", "v1", "roles", "Role", True),
     ResourceType(
-        "authentication.k8s.io", "v1", "selfsubjectreviews", "SelfSubjectReview", False,
+        "authentication.k8s.io",
+        "v1",
+        "selfsubjectreviews",
+        "SelfSubjectReview",
+        False,
         verbs=("create",),
     ),
     ResourceType(
-        "authorization.k8s.io", "v1", "selfsubjectaccessreviews", "SelfSubjectAccessReview",
-        False, verbs=("create",),
+        "authorization.k8s.io",
+        "v1",
+        "selfsubjectaccessreviews",
+        "SelfSubjectAccessReview",
+        False,
+        verbs=("create",),
     ),
     ResourceType(
-        "authorization.k8s.io", "v1", "selfsubjectrulesreviews", "SelfSubjectRulesReview",
-        False, verbs=("create",),
+        "authorization.k8s.io",
+        "v1",
+        "selfsubjectrulesreviews",
+        "SelfSubjectRulesReview",
+        False,
+        verbs=("create",),
     ),
     # batch/v1 Jobs have no short name (the API server gives none) and one selectable
     # field besides metadata: status.successful (the count of succeeded pods).
     ResourceType(
-        "batch", "v1", "jobs", "Job", True, categories=("all",),
+        "batch",
+        "v1",
+        "jobs",
+        "Job",
+        True,
+        categories=("all",),
         subresources=(_sub("status", "Job", *_STATUS_VERBS, group="batch"),),
         field_labels=("status.successful",),
     ),
@@ -204,9 +306,7 @@ RESOURCES: tuple[ResourceType, ...] = (
 # Resources that are answered on POST but never stored (reviews).
 VIRTUAL_PLURALS = frozenset({"selfsubjectreviews", "selfsubjectaccessreviews", "selfsubjectrulesreviews"})
 
-_BY_PATH: dict[tuple[str, str, str], ResourceType] = {
-    (rt.group, rt.version, rt.plural): rt for rt in RESOURCES
-}
+_BY_PATH: dict[tuple[str, str, str], ResourceType] = {(rt.group, rt.version, rt.plural): rt for rt in RESOURCES}
 _BY_NAME: dict[str, ResourceType] = {}
 for _rt in RESOURCES:
     for _name in (_rt.plural, _rt.singular, _rt.kind, _rt.key, *_rt.short_names):

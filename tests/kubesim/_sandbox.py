@@ -32,8 +32,16 @@ from pathlib import Path
 from typing import Any
 
 SANDBOX_ROOTS: tuple[str, ...] = (
-    "/tmp", "/var/tmp", "/workspace", "/root", "/home", "/models", "/data", "/opt/lab",
-    "/proc/driver/nvidia", "/dev/shm",
+    "/tmp",
+    "/var/tmp",
+    "/workspace",
+    "/root",
+    "/home",
+    "/models",
+    "/data",
+    "/opt/lab",
+    "/proc/driver/nvidia",
+    "/dev/shm",
 )
 _BOUNDARY = r"(?:^|(?<=[\s\"'=:,(<>]))"
 
@@ -89,8 +97,7 @@ class Sandbox:
         prefix from member names, so ``tar cf - /tmp/x`` archives ``tmp/x`` as in a pod.
         """
         argv = [self.rewrite(arg) for arg in command]
-        if (argv and argv[0].rsplit("/", 1)[-1] == "tar" and argv != command
-                and not (self.bin / "tar").exists()):
+        if argv and argv[0].rsplit("/", 1)[-1] == "tar" and argv != command and not (self.bin / "tar").exists():
             prefix = str(self.path).lstrip("/") + "/"
             escaped = re.sub(r"([.\[\]*^$\\|])", r"\\\1", prefix)
             argv.append(f"--transform=s|^{escaped}||")

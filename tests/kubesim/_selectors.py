@@ -76,7 +76,7 @@ def _split_top_level(text: str) -> list[str]:
 def _check_key(key: str) -> str:
     if not _KEY_RE.match(key) or len(key.rsplit("/", 1)[-1]) > 63:
         raise SelectorError(
-            f"unable to parse requirement: <nil>: Invalid value: \"{key}\": name part must "
+            f'unable to parse requirement: <nil>: Invalid value: "{key}": name part must '
             "consist of alphanumeric characters, '-', '_' or '.', and must start and end with "
             "an alphanumeric character"
         )
@@ -86,7 +86,7 @@ def _check_key(key: str) -> str:
 def _check_value(value: str) -> str:
     if not _VALUE_RE.match(value) or len(value) > 63:
         raise SelectorError(
-            f"unable to parse requirement: values[0][{value}]: Invalid value: \"{value}\": a valid "
+            f'unable to parse requirement: values[0][{value}]: Invalid value: "{value}": a valid '
             "label must be an empty string or consist of alphanumeric characters, '-', '_' or "
             "'.', and must start and end with an alphanumeric character"
         )
@@ -110,9 +110,7 @@ def parse_label_selector(text: str | None) -> list[LabelRequirement]:
         if m:
             vals = tuple(_check_value(v.strip()) for v in m["vals"].split(",") if v.strip())
             if not vals:
-                raise SelectorError(
-                    "unable to parse requirement: found ')', expected: identifier"
-                )
+                raise SelectorError("unable to parse requirement: found ')', expected: identifier")
             reqs.append(LabelRequirement(_check_key(m["key"]), m["op"], vals))
             continue
         if part.startswith("!"):
@@ -124,8 +122,7 @@ def parse_label_selector(text: str | None) -> list[LabelRequirement]:
             value = m["val"]
             if op in ("gt", "lt") and not value.lstrip("-").isdigit():
                 raise SelectorError(
-                    "unable to parse requirement: for 'Gt', 'Lt' operators, the value must be "
-                    "an integer"
+                    "unable to parse requirement: for 'Gt', 'Lt' operators, the value must be an integer"
                 )
             reqs.append(LabelRequirement(_check_key(m["key"]), op, (_check_value(value),)))
             continue

@@ -114,7 +114,9 @@ class KubeSim:
         if token is not None:
             tokens[token] = user
         self.emulator = SimEmulator(
-            git_version=version, tokens=tokens, require_auth=token is not None,
+            git_version=version,
+            tokens=tokens,
+            require_auth=token is not None,
             pod_deletion_delay=kubelet_delay,
         )
         self.faults = Faults(self)
@@ -145,10 +147,14 @@ class KubeSim:
         self.garbage_collector: GarbageCollector | None = None
         if scheduler:
             self.kubelet = Kubelet(
-                self.emulator, delay=kubelet_delay,
-                record_event=lambda obj, reason, message, type="Normal", source="kubelet", host=None, field_path=None:
-                    record_event(self.emulator, obj, reason, message, type, source, host, field_path),
-                kill_pod=self._kill_pod, runtime=self.runtime)
+                self.emulator,
+                delay=kubelet_delay,
+                record_event=lambda obj, reason, message, type="Normal", source="kubelet", host=None, field_path=None: (
+                    record_event(self.emulator, obj, reason, message, type, source, host, field_path)
+                ),
+                kill_pod=self._kill_pod,
+                runtime=self.runtime,
+            )
             self.kubelet.attach()
             self.jobs = JobController(self.emulator, delay=kubelet_delay, record_event=self.kubelet.record_event)
             self.jobs.attach()
@@ -281,8 +287,9 @@ class KubeSim:
     def __enter__(self) -> KubeSim:
         return self.start()
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self.close()
 
     def _call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
@@ -354,21 +361,33 @@ class KubeSim:
                 user = {"token": token}
             elif auth == "exec":
                 cmd: builtins.list[str] = exec_command or [
-                    sys.executable, str(EXEC_PLUGIN), "--token", str(opts.get("token", self.exec_token)),
-                    "--log", str(self.exec_log), "--cluster-name", name]
-                user = {"exec": {
-                    "apiVersion": "client.authentication.k8s.io/v1beta1",
-                    "command": cmd[0],
-                    "args": list(cmd[1:]),
-                    "env": None,
-                    "interactiveMode": "Never",
-                    "provideClusterInfo": False,
-                }}
+                    sys.executable,
+                    str(EXEC_PLUGIN),
+                    "--token",
+                    str(opts.get("token", self.exec_token)),
+                    "--log",
+                    str(self.exec_log),
+                    "--cluster-name",
+                    name,
+                ]
+                user = {
+                    "exec": {
+                        "apiVersion": "client.authentication.k8s.io/v1beta1",
+                        "command": cmd[0],
+                        "args": list(cmd[1:]),
+                        "env": None,
+                        "interactiveMode": "Never",
+                        "provideClusterInfo": False,
+                    }
+                }
             elif auth == "cert":  # inline client certificate and key, CN = the user name
                 import base64
 
                 pem, key = self.client_cert(str(opts.get("user", user_name)))
-                user = {"client-certificate-data": base64.b64encode(pem).decode(), "client-key-data": base64.b64encode(key).decode()}
+                user = {
+                    "client-certificate-data": base64.b64encode(pem).decode(),
+                    "client-key-data": base64.b64encode(key).decode(),
+                }
             elif auth == "none":
                 user = {}
             else:
@@ -488,8 +507,9 @@ class KubeSim:
         rt = lookup(kind_or_resource)
         return self._call(lambda: [copy.deepcopy(e.obj) for e in self.emulator.store.select(rt, namespace, None)])
 
-    def delete(self, kind_or_resource: str, namespace: str | None, name: str, *,
-               grace_period: int | None = None) -> Obj | None:
+    def delete(
+        self, kind_or_resource: str, namespace: str | None, name: str, *, grace_period: int | None = None
+    ) -> Obj | None:
         """Delete as the API would (a bound pod is marked, then removed); None if absent."""
         rt = lookup(kind_or_resource)
 
@@ -578,7 +598,7 @@ class KubeSim:
     def add_user(self, user: str, token: str | None = None, groups: Iterable[str] = ()) -> str:
         """Accept a bearer token for ``user`` (``"<user>-token"`` by default), in ``groups``
         when given (see :meth:`set_groups`); return the token. A context for it: ``write_kubeconfig(path, {name: {"token": token,
-        "user": user, "namespace": ns}})``."""
+        "user": user, "namespace": ns}})``."""  # noqa: E501
         token = token or f"{user}-token"
         self.add_token(token, user)
         groups = tuple(groups)
@@ -617,8 +637,7 @@ class KubeSim:
         """Serve everyone again (stored RBAC objects stay; ``deny`` rules still apply)."""
         self._call(setattr, self.emulator, "rbac", None)
 
-    def deny(self, verb: str, resource: str, namespace: str | None = None,
-             subresource: str | None = None) -> None:
+    def deny(self, verb: str, resource: str, namespace: str | None = None, subresource: str | None = None) -> None:
         """Answer 403 Forbidden (as RBAC words it) for this verb on this resource.
 
         ``resource`` may be ``"pods"``, ``"pod"``, ``"pods/exec"`` or ``"*"``; ``verb`` may
@@ -675,14 +694,22 @@ class KubeSim:
 
         return sorted(pods, key=created)
 
-    def record_event(self, involved: Obj, reason: str, message: str, *, type: str = "Normal",
-                     source: str = "kubelet", host: str | None = None, field_path: str | None = None) -> Obj:
+    def record_event(
+        self,
+        involved: Obj,
+        reason: str,
+        message: str,
+        *,
+        type: str = "Normal",
+        source: str = "kubelet",
+        host: str | None = None,
+        field_path: str | None = None,
+    ) -> Obj:
         """Record a core/v1 Event about ``involved`` (repeats bump ``count``), as components do."""
         return self._call(record_event, self.emulator, involved, reason, message, type, source, host, field_path)
 
     def events_for(self, namespace: str, name: str) -> builtins.list[Obj]:
-        return [e for e in self.list("events", namespace)
-                if (e.get("involvedObject") or {}).get("name") == name]
+        return [e for e in self.list("events", namespace) if (e.get("involvedObject") or {}).get("name") == name]
 
     @property
     def open_watches(self) -> int:
@@ -698,8 +725,14 @@ class KubeSim:
                 raise TimeoutError(f"{what} not met within {timeout}s")
             time.sleep(0.01)
 
-    def wait_for(self, kind: str, namespace: str | None, name: str,
-                 condition: Callable[[Obj | None], bool], timeout: float = 10.0) -> Obj | None:
+    def wait_for(
+        self,
+        kind: str,
+        namespace: str | None,
+        name: str,
+        condition: Callable[[Obj | None], bool],
+        timeout: float = 10.0,
+    ) -> Obj | None:
         """Poll until ``condition(object)`` holds; raise TimeoutError with the last state."""
         deadline = time.monotonic() + timeout
         obj = self.get(kind, namespace, name)
@@ -711,8 +744,14 @@ class KubeSim:
         return obj
 
 
-def kubectl(kubeconfig: str | os.PathLike[str], context: str, *args: str, timeout: float = 60,
-            input: str | None = None, check: bool = False) -> Any:
+def kubectl(
+    kubeconfig: str | os.PathLike[str],
+    context: str,
+    *args: str,
+    timeout: float = 60,
+    input: str | None = None,
+    check: bool = False,
+) -> Any:
     """Run the real kubectl against a kubeconfig, always with an explicit ``--context``.
 
     Discovery is cached in a folder next to the kubeconfig and HOME points there too, so
@@ -731,8 +770,16 @@ def kubectl(kubeconfig: str | os.PathLike[str], context: str, *args: str, timeou
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env, input=input, check=check)
 
 
-def record_event(em: SimEmulator, involved: Obj, reason: str, message: str, type_: str,
-                 source: str, host: str | None, field_path: str | None = None) -> Obj:
+def record_event(
+    em: SimEmulator,
+    involved: Obj,
+    reason: str,
+    message: str,
+    type_: str,
+    source: str,
+    host: str | None,
+    field_path: str | None = None,
+) -> Obj:
     """Create or bump a core/v1 Event (must run on the server loop)."""
     rt = lookup("events")
     meta = involved.get("metadata") or {}
@@ -752,9 +799,13 @@ def record_event(em: SimEmulator, involved: Obj, reason: str, message: str, type
     now = _defaults.now_rfc3339()
     for entry in em.store.select(rt, ns, None):
         e = entry.obj
-        if ((e.get("involvedObject") or {}).get("uid") == inv["uid"] and e.get("reason") == reason
-                and e.get("message") == message and e.get("type") == type_
-                and (e.get("involvedObject") or {}).get("fieldPath") == inv.get("fieldPath")):
+        if (
+            (e.get("involvedObject") or {}).get("uid") == inv["uid"]
+            and e.get("reason") == reason
+            and e.get("message") == message
+            and e.get("type") == type_
+            and (e.get("involvedObject") or {}).get("fieldPath") == inv.get("fieldPath")
+        ):
             bumped = dict(e)
             bumped["count"] = int(e.get("count") or 1) + 1
             bumped["lastTimestamp"] = now

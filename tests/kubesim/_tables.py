@@ -73,7 +73,11 @@ POD_COLUMNS = [
     _NAME,
     _col("Ready", "The aggregate readiness state of this pod for accepting traffic."),
     _col("Status", "The aggregate status of the containers in this pod."),
-    _col("Restarts", "The number of times the containers in this pod have been restarted and when the last container in this pod has restarted."),
+    _col(
+        "Restarts",
+        "The number of times the containers in this pod have been restarted and when the last container in this "
+        "pod has restarted.",
+    ),
     _AGE,
     _col("IP", "podIP address allocated to the pod. Routable at least within the cluster.", 1),
     _col("Node", "NodeName indicates in which node this pod is scheduled.", 1),
@@ -90,12 +94,20 @@ NODE_COLUMNS = [
     _col("External-IP", "List of addresses reachable to the node. Queried from cloud provider, if available.", 1),
     _col("OS-Image", "OS Image reported by the node from /etc/os-release (e.g. Debian GNU/Linux 7 (wheezy)).", 1),
     _col("Kernel-Version", "Kernel Version reported by the node from 'uname -r' (e.g. 3.16.0-0.bpo.4-amd64).", 1),
-    _col("Container-Runtime", "ContainerRuntime Version reported by the node through runtime remote API (e.g. containerd://1.4.2).", 1),
+    _col(
+        "Container-Runtime",
+        "ContainerRuntime Version reported by the node through runtime remote API (e.g. containerd://1.4.2).",
+        1,
+    ),
 ]
 EVENT_COLUMNS = [
     _col("Last Seen", "The time at which the most recent occurrence of this event was recorded."),
     _col("Type", "Type of this event (Normal, Warning), new types could be added in the future."),
-    _col("Reason", "This should be a short, machine understandable string that gives the reason for the transition into the object's current status."),
+    _col(
+        "Reason",
+        "This should be a short, machine understandable string that gives the reason for the transition into the "
+        "object's current status.",
+    ),
     _col("Object", "The object that this event is about."),
     _col("Subobject", "The subobject this event is about.", 1),
     _col("Source", "The component reporting this event. Should be a short machine understandable string.", 1),
@@ -112,12 +124,22 @@ NAMESPACE_COLUMNS = [
 DEPLOYMENT_COLUMNS = [
     _NAME,
     _col("Ready", "Number of the pod with ready state"),
-    _col("Up-to-date", "Total number of non-terminated pods targeted by this deployment that have the desired template spec."),
-    _col("Available", "Total number of available pods (ready for at least minReadySeconds) targeted by this deployment."),
+    _col(
+        "Up-to-date",
+        "Total number of non-terminated pods targeted by this deployment that have the desired template spec.",
+    ),
+    _col(
+        "Available", "Total number of available pods (ready for at least minReadySeconds) targeted by this deployment."
+    ),
     _AGE,
     _col("Containers", "Names of each container in the template.", 1),
     _col("Images", "Images referenced by each container in the template.", 1),
-    _col("Selector", "Label selector for pods. Existing ReplicaSets whose pods are selected by this will be the ones affected by this deployment.", 1),
+    _col(
+        "Selector",
+        "Label selector for pods. Existing ReplicaSets whose pods are selected by this will be the ones affected "
+        "by this deployment.",
+        1,
+    ),
 ]
 REPLICASET_COLUMNS = [
     _NAME,
@@ -132,12 +154,21 @@ REPLICASET_COLUMNS = [
 JOB_COLUMNS = [
     _NAME,
     _col("Status", "Status of the job."),
-    _col("Completions", "The number of pods which reached phase Succeeded. The value increases monotonically for a given spec. However, it may decrease in reaction to scale down of elastic indexed jobs."),
+    _col(
+        "Completions",
+        "The number of pods which reached phase Succeeded. The value increases monotonically for a given spec. "
+        "However, it may decrease in reaction to scale down of elastic indexed jobs.",
+    ),
     _col("Duration", "Time required to complete the job."),
     _AGE,
     _col("Containers", "Names of each container in the template.", 1),
     _col("Images", "Images referenced by each container in the template.", 1),
-    _col("Selector", "A label query over pods that should match the pod count. Normally, the system sets this field for you. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/#label-selectors", 1),
+    _col(
+        "Selector",
+        "A label query over pods that should match the pod count. Normally, the system sets this field for you. "
+        "More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/#label-selectors",
+        1,
+    ),
 ]
 GENERIC_COLUMNS = [_NAME, _AGE]
 
@@ -165,7 +196,14 @@ def pod_cells(pod: Obj, now: dt.datetime) -> tuple[list[Any], list[dict[str, str
             reason = "SchedulingGated"
     conditions: list[dict[str, str]] = []
     if phase == "Succeeded":
-        conditions = [{"type": "Completed", "status": "True", "reason": "Succeeded", "message": "The pod has completed successfully."}]
+        conditions = [
+            {
+                "type": "Completed",
+                "status": "True",
+                "reason": "Succeeded",
+                "message": "The pod has completed successfully.",
+            }
+        ]
     elif phase == "Failed":
         conditions = [{"type": "Completed", "status": "True", "reason": "Failed", "message": "The pod failed."}]
 
@@ -210,8 +248,7 @@ def pod_cells(pod: Obj, now: dt.datetime) -> tuple[list[Any], list[dict[str, str
         break
 
     initialized = any(
-        c.get("type") == "Initialized" and c.get("status") == "True"
-        for c in status.get("conditions") or []
+        c.get("type") == "Initialized" and c.get("status") == "True" for c in status.get("conditions") or []
     )
     if not initializing or initialized:
         restarts = sidecar_restarts
@@ -233,7 +270,9 @@ def pod_cells(pod: Obj, now: dt.datetime) -> tuple[list[Any], list[dict[str, str
                 has_running = True
                 ready += 1
         if reason == "Completed" and has_running:
-            has_ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or [])
+            has_ready = any(
+                c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or []
+            )
             reason = "Running" if has_ready else "NotReady"
 
     if meta.get("deletionTimestamp") and status.get("reason") == "NodeLost":
@@ -305,7 +344,9 @@ def node_cells(node: Obj, now: dt.datetime) -> list[Any]:
 
 
 def event_cells(event: Obj, now: dt.datetime) -> list[Any]:
-    first = since(event.get("firstTimestamp"), now) if event.get("firstTimestamp") else since(event.get("eventTime"), now)
+    first = (
+        since(event.get("firstTimestamp"), now) if event.get("firstTimestamp") else since(event.get("eventTime"), now)
+    )
     last = since(event.get("lastTimestamp"), now) if event.get("lastTimestamp") else first
     count = event.get("count") or 1
     series = event.get("series")
@@ -363,7 +404,9 @@ def deployment_cells(obj: Obj, now: dt.datetime) -> list[Any]:
         int(status.get("updatedReplicas", 0)),
         int(status.get("availableReplicas", 0)),
         since(meta.get("creationTimestamp"), now),
-        names, images, _selector_str(spec.get("selector")),
+        names,
+        images,
+        _selector_str(spec.get("selector")),
     ]
 
 
@@ -376,13 +419,16 @@ def replicaset_cells(obj: Obj, now: dt.datetime) -> list[Any]:
         int(status.get("replicas", 0)),
         int(status.get("readyReplicas", 0)),
         since(meta.get("creationTimestamp"), now),
-        names, images, _selector_str(spec.get("selector")),
+        names,
+        images,
+        _selector_str(spec.get("selector")),
     ]
 
 
 def _has_condition(obj: Obj, type_: str) -> bool:
-    return any(c.get("type") == type_ and c.get("status") == "True"
-               for c in (obj.get("status") or {}).get("conditions") or [])
+    return any(
+        c.get("type") == type_ and c.get("status") == "True" for c in (obj.get("status") or {}).get("conditions") or []
+    )
 
 
 def job_cells(obj: Obj, now: dt.datetime) -> list[Any]:
@@ -411,8 +457,16 @@ def job_cells(obj: Obj, now: dt.datetime) -> list[Any]:
     else:
         state = "Running"
     names, images = _template_containers(obj)
-    return [meta.get("name", ""), state, completions, duration, since(meta.get("creationTimestamp"), now),
-            names, images, _selector_str(spec.get("selector"))]
+    return [
+        meta.get("name", ""),
+        state,
+        completions,
+        duration,
+        since(meta.get("creationTimestamp"), now),
+        names,
+        images,
+        _selector_str(spec.get("selector")),
+    ]
 
 
 def generic_cells(obj: Obj, now: dt.datetime) -> list[Any]:

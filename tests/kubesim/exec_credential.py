@@ -24,25 +24,36 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.log:
         with open(args.log, "a", encoding="utf-8") as f:
-            f.write(json.dumps({
-                "time": dt.datetime.now(dt.timezone.utc).isoformat(),
-                "cluster": args.cluster_name,
-                "exec_info": bool(os.environ.get("KUBERNETES_EXEC_INFO")),
-            }) + "\n")
+            f.write(
+                json.dumps(
+                    {
+                        "time": dt.datetime.now(dt.timezone.utc).isoformat(),
+                        "cluster": args.cluster_name,
+                        "exec_info": bool(os.environ.get("KUBERNETES_EXEC_INFO")),
+                    }
+                )
+                + "\n"
+            )
     if args.fail:
-        print("An error occurred (ExpiredToken) when calling the GetCallerIdentity operation: "
-              "The security token included in the request is expired", file=sys.stderr)
+        print(
+            "An error occurred (ExpiredToken) when calling the GetCallerIdentity operation: "
+            "The security token included in the request is expired",
+            file=sys.stderr,
+        )
         return 255
     expires = dt.datetime.now(dt.timezone.utc) + dt.timedelta(minutes=14)
-    json.dump({
-        "kind": "ExecCredential",
-        "apiVersion": "client.authentication.k8s.io/v1beta1",
-        "spec": {},
-        "status": {
-            "expirationTimestamp": expires.strftime("%Y-%m-%dT%H:%M:%SZ"),
-            "token": args.token,
+    json.dump(
+        {
+            "kind": "ExecCredential",
+            "apiVersion": "client.authentication.k8s.io/v1beta1",
+            "spec": {},
+            "status": {
+                "expirationTimestamp": expires.strftime("%Y-%m-%dT%H:%M:%SZ"),
+                "token": args.token,
+            },
         },
-    }, sys.stdout)
+        sys.stdout,
+    )
     sys.stdout.write("\n")
     return 0
 
