@@ -712,9 +712,7 @@ def test_doctor_reports_missing_rbac(capsys: pytest.CaptureFixture[str], home: P
     checks = {c["name"]: c for c in json.loads(r.out)["checks"]}
     exec_check = checks["may create/get pods/exec"]
     assert exec_check["ok"] is False and exec_check["detail"] == f"in {NS}: denied create"
-    assert exec_check["fix"].startswith(
-        f"Ask for create on pods/exec in namespace {NS}: the README's Permissions section"
-    )
+    assert exec_check["fix"].startswith(f"Ask for create on pods/exec in namespace {NS}: docs/permissions.md")
     assert checks["may create/get/list/watch/delete pods"]["ok"] is True
     # no pod up: the in-pod checks are skipped, and the note says how to start one
     assert checks["lab pod"]["ok"] is None and checks["lab pod"]["detail"].endswith(

@@ -1,4 +1,4 @@
-"""The lab with namespace permissions only: a user bound to the README's Role, against an
+"""The lab with namespace permissions only: a user bound to docs/permissions.md's Role, against an
 API server that authorises every request by RBAC (kubesim) and answers 403 as a real one
 words it. The whole life of a lab pod works; cluster-wide reads are notes; explore nodes
 says which permission it lacks; doctor passes and says what it could not see."""
@@ -18,7 +18,7 @@ from kubesim import KubeSim, realistic_cluster
 
 from nsightlab.cluster.permissions import FLEET_PERMISSIONS, LAB_PERMISSIONS, Permission
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+PERMISSIONS = Path(__file__).resolve().parent.parent / "docs" / "permissions.md"
 NS = "ml-lab"
 OWNER = "ana"
 POD = f"nsight-lab-{OWNER}"
@@ -26,10 +26,8 @@ IMAGE = "registry.example.com/triton-vllm-container:1.0-1"
 
 
 def readme_roles() -> dict[str, list[dict[str, Any]]]:
-    """The YAML documents of the README's Permissions section, by the Role they hold."""
-    text = README.read_text()
-    section = text[text.index("\n## Permissions\n") :]
-    section = section[: section.index("\n## ", 1)]
+    """The YAML documents of docs/permissions.md, by the Role they hold."""
+    section = PERMISSIONS.read_text()
     roles: dict[str, list[dict[str, Any]]] = {}
     for block in re.findall(r"```yaml\n(.*?)```", section, re.S):
         docs = [d for d in yaml.safe_load_all(block) if d]
@@ -66,7 +64,7 @@ def test_the_readme_roles_grant_exactly_what_the_code_asks_for() -> None:
 
 @pytest.fixture
 def team(sim: KubeSim, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """RBAC on; ana, of the group ml-team, bound to the README's lab Role in ml-lab (and to
+    """RBAC on; ana, of the group ml-team, bound to docs/permissions.md's lab Role in ml-lab (and to
     nothing else); her contexts `lab` and `prd-lab`, and a config with the lab image.
     Returns NSIGHTLAB_HOME."""
     sim.enable_rbac()  # the server's own user stays an admin
@@ -243,7 +241,7 @@ def test_namespace_permissions_never_relax_the_protected_context_rules(
         ["create", "--context", "prd-lab", "--yes"],
         ["cleanup", "--context", "prd-lab", "--yes"],
         ["shell", "--context", "prd-lab", "--", "true"],
-        ["copy", "--context", "prd-lab", str(README), ":/tmp/"],
+        ["copy", "--context", "prd-lab", str(PERMISSIONS), ":/tmp/"],
         ["profile", "lesson1", "--context", "prd-lab", "--profiler", "torch"],
     ):
         r = nsl(capsys, *command)
@@ -305,7 +303,7 @@ def test_doctor_in_a_namespace_where_nothing_is_granted(capsys: pytest.CaptureFi
     pods = checks["may create/get/list/watch/delete pods"]
     assert (pods["ok"], pods["detail"]) == (False, "in serving: denied create, get, list, watch, delete")
     assert pods["fix"] == (
-        "Ask for create, get, list, watch, delete on pods in namespace serving: the README's Permissions section has "
+        "Ask for create, get, list, watch, delete on pods in namespace serving: docs/permissions.md has "
         "the lab's Role. Nothing is granted in serving: if it is not your team's namespace, pass -n NAMESPACE."
     )
     # cluster-wide views stay information, whatever the namespace
@@ -345,7 +343,7 @@ def test_from_kubernetes_1_35_an_exec_needs_create_too(
             False,
             f"in {NS}: denied create",
         )
-        sim.load(readme_roles()["nsightlab-lab"])  # the README's Role grants both
+        sim.load(readme_roles()["nsightlab-lab"])  # docs/permissions.md's Role grants both
         assert nsl(capsys, "shell", "--", "true").code == 0
 
 

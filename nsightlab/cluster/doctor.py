@@ -126,7 +126,7 @@ def permission_checks(
     """One check per resource, each verb reviewed with a SelfSubjectAccessReview.
 
     `needed`: a denial fails the check (the lab's own permissions); otherwise it is
-    information (what only another command needs). `role`: which of the README's Roles
+    information (what only another command needs). `role`: which of the Roles of docs/permissions.md
     grants them, for the fix."""
     ns = ctx.namespace
     with ThreadPoolExecutor(max_workers=4) as pool:
@@ -141,10 +141,7 @@ def permission_checks(
         if failed:
             checks.append(Check(name=name, ok=None, detail="could not review: " + "; ".join(failed)))
         elif denied:
-            ask = (
-                f"Ask for {', '.join(denied)} on {rule.name} in namespace {ns}: the README's Permissions section has "
-                f"{role}."
-            )
+            ask = f"Ask for {', '.join(denied)} on {rule.name} in namespace {ns}: docs/permissions.md has {role}."
             if none_granted:
                 ask += f" Nothing is granted in {ns}: if it is not your team's namespace, pass -n NAMESPACE."
             detail = f"in {ns}: denied {', '.join(denied)}"

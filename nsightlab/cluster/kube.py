@@ -357,7 +357,7 @@ class Kube:
         if status == 403:
             refused = Forbidden(
                 f"forbidden: cannot {what} ({message})",
-                hint="Ask the cluster admins for that permission (the README's Permissions section has the Role the "
+                hint="Ask the cluster admins for that permission (docs/permissions.md has the Role the "
                 f"lab needs), or run `nsightlab doctor {self.ctx.cli_args}` to see what you may do.",
             )
             refused.what = what

@@ -1,6 +1,6 @@
 """What nsightlab may ask of an API server, in one place: the permissions the lab needs in
 its namespace (`LAB_PERMISSIONS`) and those a fleet needs (`FLEET_PERMISSIONS`). doctor
-reviews them, the README's Permissions section holds them as a Role (a test keeps the two
+reviews them, docs/permissions.md holds them as a Role (a test keeps the two
 equal), and everything else a command reads is optional context.
 
 Cluster-wide reads (nodes, Namespace objects, pods of every namespace) are in no list:

@@ -48,8 +48,8 @@ def _pod_section(kube: Kube, ctx: ResolvedContext, config: Config, session: Sess
     except Forbidden as e:
         exec_rule = next(rule for rule in rules(LAB_PERMISSIONS) if rule.resource == "pods/exec")
         fix = (
-            f"Ask for {', '.join(exec_rule.verbs)} on pods/exec in namespace {ctx.namespace}: the README's "
-            "Permissions section has the Role."
+            f"Ask for {', '.join(exec_rule.verbs)} on pods/exec in namespace {ctx.namespace}: docs/permissions.md has "
+            "the Role."
         )
         return [Check(name="lab pod", ok=False, detail=f"cannot exec into {name}: {e.message}", fix=fix)]
     except NsightlabError as e:
