@@ -64,7 +64,7 @@ def colocate_figure(result: ColocateResult) -> Plot:
     ax.set_ylabel("aggregate tokens/s (all copies)")
     step_ax.set_ylabel("median step of a copy (ms)")
     ax.set_ylim(bottom=0)
-    step_ax.set_ylim(bottom=0)
+    step_ax.set_ylim(0, max(x.step_ms.median for x in result.results) * 1.3)
     ax.grid(True, alpha=0.3)
     ax.set_title(
         _text(f"{result.preset or 'decode'} x K copies on {result.device}, batch {result.batch} each"), loc="left"
