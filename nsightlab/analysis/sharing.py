@@ -99,16 +99,10 @@ def modes_for(
     """Copies per GPU under each mode the GPU type supports (MIG where `mig` lists profiles)."""
     usable = memory_gib * USABLE_FRACTION
     out: list[ModeCopies] = []
-    fits = need_gib <= usable
+    whole: dict[str, int | None] = {"whole-gpu": 1, "memory": 1 if need_gib <= usable else 0}
+    copies, binding = _binding(whole)
     out.append(
-        ModeCopies(
-            mode="whole",
-            copies=1 if fits else 0,
-            binding="whole-gpu" if fits else "memory",
-            floor_ms=floor_ms,
-            memory_gib=usable,
-            limits={"memory": 1 if fits else 0},
-        )
+        ModeCopies(mode="whole", copies=copies, binding=binding, floor_ms=floor_ms, memory_gib=usable, limits=whole)
     )
     shared: dict[str, int | None] = {
         "memory": copies_by_memory(usable, need_gib),

@@ -52,6 +52,28 @@ def load_tokenizer_record(path: Path) -> TokenizerRecord:
         ) from None
 
 
+def check_prompts(text: str, *, source: str) -> int:
+    """The prompts in a file as tokenizer_cpu.py reads it (JSON lines with a string
+    `prompt` or `text`, else one prompt per line): how many, or ParseError naming the
+    line. Checked here before the file is copied to the target."""
+    count = 0
+    for i, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        if line.lstrip().startswith("{"):
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise ParseError(f"not a JSON line ({e.msg})", source=source, line=i) from None
+            value = obj.get("prompt", obj.get("text")) if isinstance(obj, dict) else None
+            if not isinstance(value, str):
+                raise ParseError("a JSON line needs a string field prompt or text", source=source, line=i)
+        count += 1
+    if not count:
+        raise ParseError("holds no prompt", source=source)
+    return count
+
+
 class TokenizerResult(Model):
     """`nsightlab pack tokenizer --json` (and the run's result.json)."""
 

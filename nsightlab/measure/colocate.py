@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING, Any
 
 from nsightlab import assets, kubevalues
 from nsightlab.analysis.colocate import ColocateResult, build_colocate, load_colocate_record
-from nsightlab.analysis.tokenize import TokenizerResult, build_tokenizer, load_tokenizer_record
+from nsightlab.analysis.tokenize import TokenizerResult, build_tokenizer, check_prompts, load_tokenizer_record
+from nsightlab.config import read_text_file
 from nsightlab.errors import RemoteCommandError, UsageError
 from nsightlab.measure.device import DevicePlan, no_gpu_error
 from nsightlab.measure.profile import streamer
@@ -178,8 +179,10 @@ def run_tokenizer(
             cpu = float(kubevalues.parse_quantity(kubevalues.check_quantity(pod_cpu)))
         except ValueError as e:
             raise UsageError(f"--pod-cpu {pod_cpu!r} is not a CPU quantity (4, 500m): {e}") from None
-    if prompts is not None and not prompts.is_file():
-        raise UsageError(f"--prompts {prompts} is not a file", hint="Give a JSON-lines or text file of prompts.")
+    if prompts is not None:
+        if not prompts.is_file():
+            raise UsageError(f"--prompts {prompts} is not a file", hint="Give a JSON-lines or text file of prompts.")
+        check_prompts(read_text_file(prompts, what="prompts file", error=UsageError), source=str(prompts))
     with LabWork("tokenizer run", target) as work:
         args = ["--tokenizer", tokenizer]
         if prompts is not None:

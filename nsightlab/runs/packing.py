@@ -81,10 +81,9 @@ def decode_step_ms(ref: str, concurrency: int | None) -> tuple[float, str]:
 
 def latest_tokenizer() -> TokenizerRate | None:
     """The latest stored tokenizer measurement, as tokens per second per vCPU."""
-    runs = _complete("tokenizer")
+    runs = [s for s in _complete("tokenizer") if isinstance(s.result, TokenizerResult) and s.meta is not None]
     if not runs:
         return None
-    result = runs[-1].result
-    if not isinstance(result, TokenizerResult):
-        return None
-    return TokenizerRate(tokens_per_s_per_vcpu=result.tokens_per_s_per_vcpu, run_id=runs[-1].run.id)
+    latest = max(runs, key=lambda s: s.meta.created if s.meta is not None else 0)
+    assert isinstance(latest.result, TokenizerResult)
+    return TokenizerRate(tokens_per_s_per_vcpu=latest.result.tokens_per_s_per_vcpu, run_id=latest.run.id)
