@@ -53,6 +53,7 @@ USAGE_EXIT = 2
 NO_ROOM_EXIT = 4
 WORKER_FAILED_EXIT = 5
 READY = "colocate-ready"
+SKIP = "colocate-skip"
 MPS_CONTROL = "nvidia-cuda-mps-control"
 
 
@@ -106,6 +107,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--memory-fraction", type=float, default=None, help=argparse.SUPPRESS)
     p.add_argument("--result", default=None, help=argparse.SUPPRESS)
+    # pretend a copy may use at most this many bytes: exercises the does-not-fit path anywhere
+    p.add_argument("--max-bytes", type=int, default=None, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     for flag in ("batch", "tokens", "prompt_len"):
         if getattr(args, flag) < 1:
@@ -133,12 +136,22 @@ def worker(args: argparse.Namespace) -> int:
         torch.cuda.set_per_process_memory_fraction(args.memory_fraction)
     shape = decode.PRESETS[args.preset]
     dtype = getattr(torch, args.dtype)
+    why_not = room(torch, cuda, shape, args, decode.DTYPES[args.dtype])
+    if why_not is not None:
+        print(f"{SKIP} {why_not}", flush=True)
+        return 0
     with torch.no_grad():
-        w = decode.build_weights(torch, shape, args.device, dtype, args.seed)
-        cache_len = args.prompt_len + args.tokens
-        prompt = decode.make_prompt(torch, shape.vocab, args.batch, args.prompt_len, args.seed)
-        state = decode.State(torch, w, prompt, cache_len)
-        decode.prefill(torch, w, state)
+        try:
+            w = decode.build_weights(torch, shape, args.device, dtype, args.seed)
+            cache_len = args.prompt_len + args.tokens
+            prompt = decode.make_prompt(torch, shape.vocab, args.batch, args.prompt_len, args.seed)
+            state = decode.State(torch, w, prompt, cache_len)
+            decode.prefill(torch, w, state)
+        except RuntimeError as e:  # torch.cuda.OutOfMemoryError is a RuntimeError
+            if "out of memory" not in str(e):
+                raise
+            print(f"{SKIP} it ran out of memory while building ({str(e).splitlines()[0][:160]})", flush=True)
+            return 0
 
         def step() -> None:
             decode.decode_step(torch, w, state)
@@ -164,6 +177,7 @@ def worker(args: argparse.Namespace) -> int:
             "params": w.params(),
             "started": started,
             "ended": ended,
+            "device": lab.describe_device(torch, args.device),
         },
     )
     return 0
@@ -227,8 +241,9 @@ def worker_argv(
         "--result",
         result,
     ]
-    if device == "cuda":
-        argv += ["--memory-fraction", f"{1.0 / k:.6f}"]
+    if args.max_bytes is not None:
+        argv += ["--max-bytes", str(args.max_bytes)]
+    argv += ["--memory-fraction", f"{1.0 / k:.6f}"]  # a GPU's allocator is capped to it; a CPU's RAM is shared
     if threads:
         argv += ["--threads", str(threads)]
     return argv
@@ -236,51 +251,55 @@ def worker_argv(
 
 def run_k(
     args: argparse.Namespace, device: str, dtype: str, k: int, threads: int | None, env: dict[str, str] | None
-) -> list[dict[str, Any]]:
-    """K workers released together; each one's result, in order."""
+) -> tuple[list[dict[str, Any]], str | None]:
+    """K workers released together: each one's result, in order; or why K do not fit."""
     folder = tempfile.mkdtemp(prefix="colocate-")
     results = [os.path.join(folder, f"copy-{i}.json") for i in range(k)]
-    procs = []
+    procs: list[tuple[subprocess.Popen[str], Any]] = []
     try:
         for i in range(k):
-            procs.append(
-                subprocess.Popen(
-                    worker_argv(args, device, dtype, k, results[i], threads),
-                    stdin=subprocess.PIPE,
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.PIPE,
-                    text=True,
-                    env={**os.environ, **(env or {})},
-                )
+            err = open(os.path.join(folder, f"copy-{i}.err"), "w+")  # noqa: SIM115 - closed below
+            proc = subprocess.Popen(
+                worker_argv(args, device, dtype, k, results[i], threads),
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=err,
+                text=True,
+                env={**os.environ, **(env or {})},
             )
-        for i, proc in enumerate(procs):
+            procs.append((proc, err))
+        for i, (proc, err) in enumerate(procs):
             assert proc.stdout is not None
             line = proc.stdout.readline().strip()
+            if line.startswith(SKIP):
+                return [], line[len(SKIP) :].strip()
             if line != READY:
                 proc.wait()
-                _failed(proc, i, k)
-        for proc in procs:  # all ready: go, together
+                _failed(proc, err, i, k)
+        for proc, _ in procs:  # all ready: go, together
             assert proc.stdin is not None
             proc.stdin.write("go\n")
             proc.stdin.flush()
-        for i, proc in enumerate(procs):
+        for i, (proc, err) in enumerate(procs):
             if proc.wait() != 0:
-                _failed(proc, i, k)
+                _failed(proc, err, i, k)
         out = []
         for path in results:
             with open(path) as f:
                 out.append(json.load(f))
-        return out
+        return out, None
     finally:
-        for proc in procs:
+        for proc, err in procs:
             if proc.poll() is None:
                 proc.kill()
                 proc.wait()
+            err.close()
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def _failed(proc: subprocess.Popen[str], i: int, k: int) -> NoReturn:
-    err = (proc.stderr.read() if proc.stderr else "").strip().splitlines()
+def _failed(proc: subprocess.Popen[str], err_file: Any, i: int, k: int) -> NoReturn:
+    err_file.seek(0)
+    err = err_file.read().strip().splitlines()
     last = err[-1][:300] if err else "no message"
     fail(f"copy {i + 1} of {k} failed (exit {proc.returncode}): {last}", WORKER_FAILED_EXIT)
 
@@ -314,20 +333,23 @@ def summarize(k: int, sharing: str, batch: int, copies: list[dict[str, Any]], fr
     }
 
 
-def fits(torch: Any, cuda: bool, shape: decode.Shape, args: argparse.Namespace, es: int, k: int) -> str | None:
-    """Why K copies do not fit, or None."""
+def room(torch: Any, cuda: bool, shape: decode.Shape, args: argparse.Namespace, es: int) -> str | None:
+    """Why one copy does not fit in its share (1/K of the GPU, or of the available RAM), or None."""
     plan = decode.memory_plan(shape, [args.batch], args.prompt_len, args.tokens, es)
     need = sum(plan.values())
+    share = args.memory_fraction or 1.0
     if cuda:
-        free, _ = torch.cuda.mem_get_info()
-        budget = free * decode.GPU_FREE_FRACTION / k
-        where = f"1/{k} of the GPU's free memory"
+        free, total = torch.cuda.mem_get_info()
+        budget = min(free, total * share) * decode.GPU_FREE_FRACTION
+        where = f"its {share:.3g} of the GPU's memory"
     else:
         available = lab.cpu_memory_available()
         if available is None:
             return None
-        budget = available * decode.CPU_FREE_FRACTION / k
-        where = f"1/{k} of the available RAM"
+        budget = available * decode.CPU_FREE_FRACTION * share
+        where = f"its {share:.3g} of the available RAM"
+    if args.max_bytes is not None and args.max_bytes < budget:
+        budget, where = args.max_bytes, "--max-bytes"
     if need > budget:
         return f"one copy needs about {lab.format_bytes(need)} and {where} is {lab.format_bytes(int(budget))}"
     return None
@@ -355,7 +377,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             f"on the CPU: each copy is a process with {threads} torch thread{'s' if threads != 1 else ''}; the copies "
             "share the CPU's cores and memory bandwidth, not a GPU's (no memory cap per copy)"
         )
-    info = lab.describe_device(torch, device)
+    info: dict[str, Any] | None = None  # a copy describes the device: this process makes no CUDA context
     sharings = [("time-slicing" if cuda else "processes", None)]
     mps_env: dict[str, str] | None = None
     mps_base: str | None = None
@@ -376,12 +398,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     try:
         for sharing, env in sharings:
             for k in args.copies:
-                why_not = fits(torch, cuda, shape, args, es, k)
+                copies, why_not = run_k(args, device, dtype, k, threads, env)
                 if why_not is not None:
                     skipped.append({"sharing": sharing, "copies": k, "reason": why_not})
                     say(f"{k} copies skipped: {why_not}")
                     continue
-                copies = run_k(args, device, dtype, k, threads, env)
+                info = info or copies[0]["device"]
                 entry = summarize(k, sharing, args.batch, copies, (1.0 / k) if cuda else None)
                 runs.append(entry)
                 note(
@@ -397,7 +419,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     return {
         "kind": "colocate",
         "schema": SCHEMA,
-        "device": info,
+        "device": info or {"type": device},
         "model": {
             "preset": preset,
             **shape._asdict(),

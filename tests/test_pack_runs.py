@@ -77,6 +77,38 @@ def test_colocate_script_refuses_bad_input_in_one_line() -> None:
         assert message in done.stderr and len(done.stderr.strip().splitlines()) == 1
 
 
+@pytest.mark.torch
+def test_colocate_when_no_copy_fits_is_exit_4_in_one_line(tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    out = tmp_path / "c.json"
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(LAB / "colocate.py"),
+            "--device",
+            "cpu",
+            "--preset",
+            "tiny",
+            "--copies",
+            "1",
+            "--tokens",
+            "2",
+            "--max-bytes",
+            "1000",
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 4, done
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("colocate.py: error: no number of copies fits in memory: one copy needs about")
+    assert "and --max-bytes is 0.0 MiB" in last
+    assert not out.exists()
+
+
 def test_pack_colocate_checks_its_options_before_anything_runs(
     capsys: pytest.CaptureFixture[str], nsl_home: Path
 ) -> None:
