@@ -203,7 +203,7 @@ def _gib(n: float | None) -> str:
 # ---------------------------------------------------------------------------- needed
 
 
-def _pick(name: str, *options: tuple[str, float | int | None]) -> tuple[float | int | None, str | None]:
+def _pick(*options: tuple[str, float | int | None]) -> tuple[float | int | None, str | None]:
     for origin, value in options:
         if value is not None:
             return value, origin
@@ -227,12 +227,11 @@ def needed(
             "GPU has: the log's figures are not used"
         )
         log = VllmStartup()
-    weights, o = _pick("weights", ("log", log.weights_gib), ("config", cfg.weights_gib))
+    weights, o = _pick(("log", log.weights_gib), ("config", cfg.weights_gib))
     n.weights_gib = None if weights is None else float(weights)
     if o:
         n.origins["weights_gib"] = o
     bpt, o = _pick(
-        "kv",
         ("log", log.kv_bytes_per_token),
         ("config", cfg.kv_bytes_per_token),
         ("config", cfg.shape_bytes_per_token()),
@@ -240,21 +239,7 @@ def needed(
     n.kv_bytes_per_token = None if bpt is None else float(bpt)
     if o:
         n.origins["kv_bytes_per_token"] = o
-    for attr, log_value, cfg_value, what in (
-        ("activation_gib", log.activation_gib, cfg.activation_gib, "the activation peak"),
-        ("other_gib", log.non_torch_gib, cfg.other_gib, "memory outside torch"),
-        ("graphs_gib", 0.0 if w.flags.enforce_eager else log.graphs_gib, cfg.graphs_gib, "CUDA graphs"),
-    ):
-        value, o = _pick(attr, ("flags" if attr == "graphs_gib" and w.flags.enforce_eager else "log", log_value))
-        if value is None:
-            value, o = _pick(attr, ("config", cfg_value))
-        if value is None:
-            value, o = 0.0, "left out"
-            left_out.append((what, attr))
-        setattr(n, attr, float(value))
-        n.origins[attr] = str(o)
     conc, o = _pick(
-        "concurrency",
         ("--target-concurrency", options.target_concurrency),
         ("config", cfg.target_concurrency),
         ("--max-num-seqs", w.flags.max_num_seqs),
@@ -263,7 +248,6 @@ def needed(
     if o:
         n.origins["concurrency"] = o
     length, o = _pick(
-        "max_len",
         ("--max-len", options.max_len),
         ("config", cfg.max_len),
         ("--max-model-len", w.flags.max_model_len),
@@ -283,6 +267,19 @@ def needed(
             "..., kv_heads: ..., head_dim: ...}}` in config.yaml"
         )
         return n, notes
+    for attr, log_value, cfg_value, what in (
+        ("activation_gib", log.activation_gib, cfg.activation_gib, "the activation peak"),
+        ("other_gib", log.non_torch_gib, cfg.other_gib, "memory outside torch"),
+        ("graphs_gib", 0.0 if w.flags.enforce_eager else log.graphs_gib, cfg.graphs_gib, "CUDA graphs"),
+    ):
+        value, o = _pick(("flags" if attr == "graphs_gib" and w.flags.enforce_eager else "log", log_value))
+        if value is None:
+            value, o = _pick(("config", cfg_value))
+        if value is None:
+            value, o = 0.0, "left out"
+            left_out.append((what, attr))
+        setattr(n, attr, float(value))
+        n.origins[attr] = str(o)
     n.source = "log" if all(n.origins.get(k) == "log" for k in ("weights_gib", "kv_bytes_per_token")) else "config"
     if left_out:
         notes.append(
@@ -435,6 +432,12 @@ def build_workload(
     best = best_mode(modes)
     if best is not None and best.copies <= 1:
         best = next(m for m in modes if m.mode == "whole")
+    if floor is not None and target is not None and floor > target:
+        notes.append(
+            f"{w.name}: a step at the target reads {_gib((need.weights_gib or 0) + (need.kv_gib or 0))}, "
+            f"{floor:.3g} ms at its GPU's bandwidth, more than the {target:.3g} ms to keep: even one copy alone "
+            "cannot keep it; lower the target concurrency or length, or use a GPU with more bandwidth"
+        )
     fit = best.copies if best is not None and w.gpus_per_pod == 1 else 0
     need_gpus = gpus_needed(len(w.pods), fit) if fit else None
     return PackWorkload(
