@@ -372,3 +372,49 @@ def test_pack_help_has_an_example(capsys: pytest.CaptureFixture[str]) -> None:
     for path in (["pack"], ["pack", "colocate"], ["pack", "tokenizer"]):
         r = run_cli(capsys, *path, "--help")
         assert r.code == 0 and "Example" in r.out and "nsightlab pack" in r.out.split("Example", 1)[1], path
+
+
+def test_the_step_to_keep_from_a_stored_decode_run(
+    capsys: pytest.CaptureFixture[str], served: KubeSim, kubeconfig: Path, nsl_home: Path
+) -> None:
+    """decode.py's real JSON (tests/data) stored as a decode run: its median step at the largest batch up to the
+    target concurrency is the step each copy keeps."""
+    from nsightlab.analysis.decode import load_decode_record
+    from nsightlab.runs.decode import decode_build
+
+    record = load_decode_record(Path(__file__).resolve().parent / "data" / "decode_cpu_tiny_xeon-2c.json")
+    assert record is not None
+    build = decode_build(record, None, no_trace_reason="stored by the test")
+    run, run_id = store.new_run("decode", "tiny")
+    build.result.run_id = run_id
+    run.write_meta(
+        RunMeta(
+            id=run_id,
+            kind="decode",
+            name="tiny",
+            created=datetime.now(timezone.utc),
+            target="this machine",
+            device_type="cpu",
+        )
+    )
+    run.write_result(build.result)
+    report = pack_json(
+        capsys, kubeconfig, "--match", "chat", "--target-concurrency", "1", "--max-len", "4096", "--decode-run", run_id
+    )
+    chat = by_name(report)[CHAT]
+    assert chat["step_ms"] == pytest.approx(record.modes[0].median_step_s * 1e3, rel=1e-3)  # batch 1 <= 1
+    assert chat["target_step_ms"] == chat["step_ms"]
+    assert any(f"of decode run {run_id} (tiny on" in n for n in report["notes"])
+    # a run of another kind is one line, exit 2
+    ref = gpus.REFERENCE_SWEEPS["tutorial-rtx-pro-6000"].as_sweep_json()
+    path = nsl_home / "sweep.json"
+    path.write_text(json.dumps(ref))
+    sweep = analyze_record_file(path)
+    srun, sweep_id = store.new_run("sweep", "float16")
+    sweep.run_id = sweep_id
+    srun.write_meta(
+        RunMeta(id=sweep_id, kind="sweep", name="float16", created=datetime.now(timezone.utc), target="pod x")
+    )
+    srun.write_result(sweep)
+    r = pack(capsys, kubeconfig, "--decode-run", sweep_id)
+    assert r.code == 2 and f"run {sweep_id} is a sweep run, not a decode run" in r.err, r
