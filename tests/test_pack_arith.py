@@ -4,17 +4,31 @@ constraint is the smallest limit; and the need adds up from where each part came
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from nsightlab.analysis.mig import MigProfile, builtin_profiles, parse_profiles
 from nsightlab.analysis.packing import Bandwidth, Given, Needed, PackOptions, floor_ms, needed
-from nsightlab.analysis.sharing import USABLE_FRACTION, best_mode, gpus_needed, modes_for, slice_floor
+from nsightlab.analysis.sharing import USABLE_FRACTION, ModeCopies, best_mode, gpus_needed, modes_for, slice_floor
 from nsightlab.analysis.workloads import WorkloadFacts
 from nsightlab.errors import ParseError
 from nsightlab.parse.engine_args import EngineFlags
 from nsightlab.parse.vllm_log import parse_text
+
+
+def _best(modes: list[ModeCopies]) -> int:
+    best = best_mode(modes)
+    return 0 if best is None else best.copies
+
+
+def _mig(key: str) -> list[MigProfile]:
+    gpu = builtin_profiles().for_gpu(key)
+    assert gpu is not None
+    return gpu.profiles
+
 
 PROFILES = [p for g in builtin_profiles().gpus for p in g.profiles]
 memory = st.floats(min_value=8.0, max_value=200.0)
@@ -25,7 +39,15 @@ cpu = st.one_of(st.none(), st.integers(min_value=0, max_value=64))
 mig = st.sampled_from([None, *[g.profiles for g in builtin_profiles().gpus]])
 
 
-def _modes(mem: float, weights: float, kv: float, bw: float, target: float | None, cpu_copies: int | None, profiles):
+def _modes(
+    mem: float,
+    weights: float,
+    kv: float,
+    bw: float,
+    target: float | None,
+    cpu_copies: int | None,
+    profiles: Sequence[MigProfile] | None,
+) -> list[ModeCopies]:
     need = Needed(weights_gib=weights, kv_gib=kv, activation_gib=0.0, graphs_gib=0.0, other_gib=0.0)
     floor = floor_ms(need, Bandwidth(tbps=bw, basis="spec", label="test"))
     return modes_for(
@@ -55,7 +77,7 @@ def test_more_kv_per_copy_never_fits_more_copies(
     for a, b in zip(small, big, strict=True):
         assert (a.mode, a.profile) == (b.mode, b.profile)
         assert b.copies <= a.copies, (a, b)
-    assert (best_mode(big).copies if big else 0) <= (best_mode(small).copies if small else 0)
+    assert _best(big) <= _best(small)
 
 
 @settings(max_examples=100)
@@ -71,7 +93,13 @@ def test_a_slice_floor_is_the_card_floor_over_its_bandwidth_fraction(card: float
 @settings(max_examples=150)
 @given(memory, gib, gib, tbps, step, cpu, mig)
 def test_the_binding_constraint_is_the_smallest_limit(
-    mem: float, weights: float, kv: float, bw: float, target: float | None, cpu_copies: int | None, profiles
+    mem: float,
+    weights: float,
+    kv: float,
+    bw: float,
+    target: float | None,
+    cpu_copies: int | None,
+    profiles: Sequence[MigProfile] | None,
 ) -> None:
     for m in _modes(mem, weights, kv, bw, target, cpu_copies, profiles):
         known = {k: v for k, v in m.limits.items() if v is not None}
@@ -90,14 +118,15 @@ def test_gpus_needed_hold_every_replica_and_no_more(replicas: int, per_gpu: int)
 
 def test_a_hand_checked_case() -> None:
     """Qwen3-0.6B's need at 8 x 4096 on an H100 (3.35 TB/s spec), keeping a 5 ms step."""
-    modes = _modes(79.6, 1.64, 3.50, 3.35, 5.0, None, builtin_profiles().for_gpu("h100-sxm").profiles)
+    modes = _modes(79.6, 1.64, 3.50, 3.35, 5.0, None, _mig("h100-sxm"))
     by = {(m.mode, m.profile): m for m in modes}
     floor = (1.64 + 3.50) * (1 << 30) / 3.35e12 * 1e3  # 1.65 ms
     assert by["time-slicing", None].floor_ms == pytest.approx(floor)
     assert (by["time-slicing", None].copies, by["time-slicing", None].binding) == (3, "bandwidth")  # 5 // 1.65
     assert (by["mig", "1g.10gb"].copies, by["mig", "1g.10gb"].binding) == (0, "bandwidth")  # 13.2 ms > 5
     assert (by["mig", "3g.40gb"].copies, by["mig", "3g.40gb"].binding) == (2, "instances")  # 3.3 ms <= 5
-    assert best_mode(modes).mode == "mps"  # 3 copies, more isolated than time-slicing
+    best = best_mode(modes)
+    assert best is not None and best.mode == "mps"  # 3 copies, more isolated than time-slicing
 
 
 def _facts(**kw: object) -> WorkloadFacts:
@@ -165,6 +194,6 @@ def test_the_mig_table_is_checked() -> None:
     with pytest.raises(ParseError, match="not a MIG profile table"):
         parse_profiles("version: one\n")
     t = builtin_profiles()
-    assert [p.name for p in t.for_gpu("rtx-pro-6000-server").profiles] == ["1g.24gb", "2g.48gb", "4g.96gb"]
-    assert [p.instances for p in t.for_gpu("h200").profiles] == [7, 4, 3, 2, 1, 1]
-    assert t.for_gpu("l4").profiles == [] and t.for_gpu("a10g") is None
+    assert [p.name for p in _mig("rtx-pro-6000-server")] == ["1g.24gb", "2g.48gb", "4g.96gb"]
+    assert [p.instances for p in _mig("h200")] == [7, 4, 3, 2, 1, 1]
+    assert _mig("l4") == [] and t.for_gpu("a10g") is None

@@ -44,7 +44,8 @@ def pack(capsys: pytest.CaptureFixture[str], kubeconfig: Path, *args: str, conte
 def pack_json(capsys: pytest.CaptureFixture[str], kubeconfig: Path, *args: str) -> dict[str, Any]:
     r = pack(capsys, kubeconfig, "--json", *args)
     assert r.code == 0, r
-    return json.loads(r.out)
+    report: dict[str, Any] = json.loads(r.out)
+    return report
 
 
 def by_name(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -328,9 +329,9 @@ def test_absurd_figures_in_a_log_are_notes_not_a_plan(
 def test_a_log_that_cannot_be_read_yet_is_a_note(
     capsys: pytest.CaptureFixture[str], served: KubeSim, kubeconfig: Path
 ) -> None:
-    pod = served.get("pods", NS, CHAT_PODS[0])
     for p in (CHAT_PODS[0], CHAT_PODS[1]):
         pod = served.get("pods", NS, p)
+        assert pod is not None
         for cs in pod["status"]["initContainerStatuses"]:
             if cs["name"] == "vllm":
                 cs["state"] = {"waiting": {"reason": "CrashLoopBackOff"}}
