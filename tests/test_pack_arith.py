@@ -70,7 +70,7 @@ def test_more_kv_per_copy_never_fits_more_copies(
     bw: float,
     target: float | None,
     cpu_copies: int | None,
-    profiles,
+    profiles: Sequence[MigProfile] | None,
 ) -> None:
     small = _modes(mem, weights, kv, bw, target, cpu_copies, profiles)
     big = _modes(mem, weights, kv + more, bw, target, cpu_copies, profiles)
