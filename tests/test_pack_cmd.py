@@ -369,6 +369,14 @@ def test_a_bad_models_entry_names_the_key(
     assert "config.yaml:3: bad value for 'models.chat-vllm.weights_gib'" in r.err
 
 
+def test_an_empty_or_missing_namespace(capsys: pytest.CaptureFixture[str], served: KubeSim, kubeconfig: Path) -> None:
+    report = pack_json(capsys, kubeconfig, "-n", "kube-public")
+    assert report["workloads"] == [] and report["plan"]["gpus_now"] == 0
+    assert report["notes"] == ["no pod in namespace kube-public holds a GPU"]
+    r = pack(capsys, kubeconfig, "-n", "nope")
+    assert r.code == 4 and "namespace 'nope' does not exist on context 'stg-online-use1'" in r.err
+
+
 def test_pack_help_has_an_example(capsys: pytest.CaptureFixture[str]) -> None:
     for path in (["pack"], ["pack", "colocate"], ["pack", "tokenizer"]):
         r = run_cli(capsys, *path, "--help")

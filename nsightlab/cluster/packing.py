@@ -61,6 +61,13 @@ def _optional_gets(
 def read_objects(kube: Kube, namespace: str, *, note: Callable[[str], None]) -> NamespaceObjects:
     """The namespace's non-terminated pods, and the ReplicaSets and nodes of those holding GPUs."""
     pods, _ = kube.list_pods(namespace, field_selector=NON_TERMINAL)
+    if not pods:
+        try:
+            exists = kube.namespace_exists(namespace)
+        except Forbidden:
+            exists = True  # most accounts may not read Namespace objects: an empty list it is
+        if not exists:
+            raise kube.missing_namespace(namespace)
     gpu_pods = [p for p in pods if r.pod_gpus(p) > 0]
     rs_names = sorted(
         {
