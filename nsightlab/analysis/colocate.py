@@ -198,8 +198,8 @@ def build_colocate(
     notes = list(record.notes)
     if plateau_tbps is None:
         notes.append(
-            "no DRAM plateau of this device is stored: `nsightlab sweep` measures it"
-            + (" (`--local --device cpu` for this CPU)" if cpu else "")
+            "no DRAM plateau of this device is stored: "
+            + ("`nsightlab sweep --local --device cpu` measures this CPU's" if cpu else "`nsightlab sweep` measures it")
         )
     elif label:
         notes.append(f"the plateau: {label}")

@@ -46,7 +46,7 @@ def parse_types(text: str | None) -> list[str]:
     if not types or bad:
         raise UsageError(
             f"--what-if takes instance types separated by commas (g6.2xlarge,g6e.xlarge), got '{text}'",
-            hint="See the instance types of your nodes with `nsightlab explore nodes --context CTX`.",
+            hint="An instance type is a node's node.kubernetes.io/instance-type label (explore nodes lists them).",
         )
     return list(dict.fromkeys(types))
 

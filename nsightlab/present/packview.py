@@ -68,4 +68,4 @@ def draw_tokenizer(env: Env, result: TokenizerResult) -> None:
         render.lines(env, [f"note: {esc(n)}" for n in result.notes])
     if result.run_id:
         render.blank(env)
-        render.lines(env, [f"stored as run {result.run_id}; `nsightlab pack` uses the latest"], bullet="")
+        render.lines(env, [f"stored as run {result.run_id}; pack takes the latest tokenizer run"], bullet="")

@@ -66,7 +66,7 @@ def decode_step_ms(ref: str, concurrency: int | None) -> tuple[float, str]:
         kind = status.meta.kind if status.meta is not None else "?"
         raise UsageError(
             f"run {status.run.id} is a {kind} run, not a decode run",
-            hint="Give --decode-run the id of a `nsightlab profile decode` run (`nsightlab runs` lists them).",
+            hint="Give --decode-run the id of a profile decode run (`nsightlab runs --kind decode` lists them).",
         )
     modes = [m for m in result.modes if m.mode == "graphs"] or list(result.modes)
     fitting = [m for m in modes if concurrency is None or m.batch <= concurrency] or modes
