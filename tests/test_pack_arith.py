@@ -197,3 +197,52 @@ def test_the_mig_table_is_checked() -> None:
     assert [p.name for p in _mig("rtx-pro-6000-server")] == ["1g.24gb", "2g.48gb", "4g.96gb"]
     assert [p.instances for p in _mig("h200")] == [7, 4, 3, 2, 1, 1]
     assert _mig("l4") == [] and t.for_gpu("a10g") is None
+
+
+def test_the_colocate_lesson_names_where_it_flattens() -> None:
+    """Aggregate tokens/s 100, 190, 200, 205 at 1, 2, 4, 8 copies: +90%, then +5%: flat from 2."""
+    from nsightlab.analysis.colocate import ColocateRecord, build_colocate
+
+    runs = []
+    for k, total, step in ((1, 100.0, 0.010), (2, 190.0, 0.0105), (4, 200.0, 0.020), (8, 205.0, 0.039)):
+        per = [
+            {
+                "copy": i + 1,
+                "median_step_s": step,
+                "p90_step_s": step,
+                "tokens_per_s": total / k,
+                "bytes_per_step": 10**9,
+            }
+            for i in range(k)
+        ]
+        runs.append(
+            {
+                "sharing": "time-slicing",
+                "copies": k,
+                "per_copy": per,
+                "median_step_s": step,
+                "p90_step_s": step,
+                "aggregate_tokens_per_s": total,
+                "aggregate_bytes_per_s": total * 1e9,
+            }
+        )
+    record = ColocateRecord.model_validate(
+        {
+            "kind": "colocate",
+            "device": {"type": "cuda", "name": "NVIDIA H200"},
+            "model": {"preset": "llama-1b"},
+            "batch": 1,
+            "tokens": 64,
+            "prompt_len": 128,
+            "mps": {"used": False, "reason": "no daemon"},
+            "runs": runs,
+        }
+    )
+    result = build_colocate(record, plateau_tbps=0.4, basis="measured", label="sweep x")
+    assert result.flattens_at == {"time-slicing": 2} and result.mps == "no daemon"
+    assert result.results[1].pct_of_plateau == pytest.approx(100 * 0.19 / 0.4)
+    assert result.lesson[1].startswith(
+        "time-slicing: it flattens at 2 copies, 0.190 TB/s together (48% of the plateau)"
+    )
+    assert "each step there costing 1.05x its time alone" in result.lesson[1]
+    assert result.headline == "time-slicing: 205 tokens/s at 8 copies"

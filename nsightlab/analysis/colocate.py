@@ -144,26 +144,30 @@ def flattens_at(lines: list[ColocateLine]) -> int | None:
     return None
 
 
+def _copies(k: int) -> str:
+    return f"{k} cop{'y' if k == 1 else 'ies'}"
+
+
 def _lesson(sharing: str, rows: list[ColocateLine], flat: int | None, cpu: bool) -> list[str]:
     rows = sorted(rows, key=lambda x: x.copies)
     one, last = rows[0], rows[-1]
     what = "the CPU's cores and memory bandwidth" if cpu else "the GPU's memory bandwidth"
     out = [
-        f"{sharing}: {one.copies} cop{'y' if one.copies == 1 else 'ies'} -> {last.copies}: aggregate "
+        f"{sharing}: {_copies(one.copies)} -> {last.copies}: aggregate "
         f"{sig(one.aggregate_tokens_per_s)} -> {sig(last.aggregate_tokens_per_s)} tokens/s "
         f"({sig(last.aggregate_tokens_per_s / one.aggregate_tokens_per_s)}x) while each copy's median step goes "
         f"{sig(one.step_ms.median)} -> {sig(last.step_ms.median)} ms ({sig(last.step_ms.median / one.step_ms.median)}x)"
     ]
     if flat is None:
         out.append(
-            f"{sharing}: aggregate tokens/s still grows at {last.copies} copies: one copy leaves {what} idle, and "
+            f"{sharing}: aggregate tokens/s still grows at {_copies(last.copies)}: one copy leaves {what} idle, and "
             "more copies fill it; try more copies to find where it flattens"
         )
     else:
         at = next(x for x in rows if x.copies == flat)
         plateau = f" ({percent(at.pct_of_plateau)} of the plateau)" if at.pct_of_plateau is not None else ""
         out.append(
-            f"{sharing}: it flattens at {flat} copies, {sig(at.aggregate_tbps)} TB/s together{plateau}: the copies "
+            f"{sharing}: it flattens at {_copies(flat)}, {sig(at.aggregate_tbps)} TB/s together{plateau}: the copies "
             f"together saturate {what}; past that a copy only waits longer, each step there costing "
             f"{sig(at.step_ms.median / one.step_ms.median)}x its time alone"
         )
