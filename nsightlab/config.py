@@ -109,6 +109,26 @@ def check_price(instance_type: str, usd_per_hour: float) -> None:
         )
 
 
+class ModelNeeds(_Strict):
+    """What one deployed model needs on each GPU, for `nsightlab pack` when its engine's
+    log does not say (`models:` in config.yaml, under the workload's name). GiB per GPU."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, allow_inf_nan=False)
+
+    weights_gib: float | None = Field(default=None, gt=0, le=1024)
+    activation_gib: float | None = Field(default=None, ge=0, le=1024)
+    graphs_gib: float | None = Field(default=None, ge=0, le=1024)
+    other_gib: float | None = Field(default=None, ge=0, le=1024)  # outside torch: CUDA context, NCCL
+    layers: int | None = Field(default=None, ge=1, le=100_000)
+    kv_heads: int | None = Field(default=None, ge=1, le=100_000)
+    head_dim: int | None = Field(default=None, ge=1, le=100_000)
+    kv_dtype: Literal["float32", "float16", "bfloat16", "fp8", "float8", "int8"] = "bfloat16"
+    kv_bytes_per_token: float | None = Field(default=None, gt=0, le=1 << 30)
+    target_concurrency: int | None = Field(default=None, ge=1, le=1_000_000)
+    max_len: int | None = Field(default=None, ge=1, le=100_000_000)
+    step_ms: float | None = Field(default=None, gt=0, le=3_600_000)
+
+
 class Config(_Strict):
     """The whole config file."""
 
@@ -117,6 +137,8 @@ class Config(_Strict):
     lab: LabConfig = Field(default_factory=LabConfig)
     # USD per hour of each instance type, for `fleet sweep --weights-gb` (cost per million tokens)
     prices: dict[str, float] = Field(default_factory=dict)
+    # what each deployed model needs per GPU, for `pack` (by workload name)
+    models: dict[str, ModelNeeds] = Field(default_factory=dict)
 
     @field_validator("prices")
     @classmethod

@@ -17,6 +17,7 @@ import nsightlab.cli.explore
 import nsightlab.cli.fleet
 import nsightlab.cli.lab
 import nsightlab.cli.measure
+import nsightlab.cli.pack
 import nsightlab.cli.runs  # noqa: F401
 from nsightlab import __version__
 from nsightlab.cli.common import STATE, app

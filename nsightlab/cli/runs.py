@@ -13,7 +13,11 @@ app.add_typer(runs_app, name="runs")
 
 KindOpt = Annotated[
     str | None,
-    typer.Option("--kind", help="only runs of this kind: profile, decode, sweep, ncu or fleet.", show_default=False),
+    typer.Option(
+        "--kind",
+        help="only runs of this kind: profile, decode, sweep, ncu, fleet, pack or tokenizer.",
+        show_default=False,
+    ),
 ]
 
 

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel
 
 from nsightlab.analysis import units
+from nsightlab.analysis.colocate import ColocateResult
 from nsightlab.analysis.decode import DecodeResult, DecodeTimelines
 from nsightlab.analysis.fleet import FleetResult
 from nsightlab.analysis.gpus import lookup
@@ -38,10 +39,11 @@ from nsightlab.analysis.ncu import NcuResult
 from nsightlab.analysis.profile import ProfileResult, ops_label
 from nsightlab.analysis.roofline import DecodeFloor, decode_floor, plateau_source
 from nsightlab.analysis.sweep import SweepImpls, SweepResult, compare_impls, compare_results
+from nsightlab.analysis.tokenize import TokenizerResult
 from nsightlab.config import home, load_session
 from nsightlab.errors import Interrupted, UsageError
 from nsightlab.present import decodedoc as dd
-from nsightlab.present import figures
+from nsightlab.present import figures, packfigure
 from nsightlab.present import figures as figs
 from nsightlab.present.doc import (
     Bullets,
@@ -55,6 +57,7 @@ from nsightlab.present.doc import (
 )
 from nsightlab.present.figures import device_label
 from nsightlab.present.fleetview import member_sweeps, report_sections
+from nsightlab.present.packdoc import colocate_section, tokenizer_section
 from nsightlab.present.text import (
     SPREAD_NOTE,
     compare_lines,
@@ -242,6 +245,7 @@ class ReportBundle:
     fleets: list[tuple[FleetResult, list[tuple[str, SweepResult]]]] = field(default_factory=list)
     decodes: list[DecodeResult] = field(default_factory=list)
     decode_data: dict[str, DecodeTimelines] = field(default_factory=dict)  # by run id: timeline.json
+    packs: list[ColocateResult] = field(default_factory=list)  # `pack colocate` runs
 
 
 def _runs_table(lines: list[RunLine]) -> Table:
@@ -698,6 +702,10 @@ def build_report(selection: Selection, *, weights_gb: float | None = None, now: 
         if key is not None:
             keys.append(key)
         sections.append(report_sections(fleet, key))
+    packs = [x.result for x in selection.runs if isinstance(x.result, ColocateResult)]
+    keys += [f"pack-{p.run_id}" for p in packs]
+    sections += [colocate_section(p, f"pack-{p.run_id}") for p in packs]
+    sections += [tokenizer_section(x.result) for x in selection.runs if isinstance(x.result, TokenizerResult)]
     floor = None
     if weights_gb is not None:
         floor = _report_floor(weights_gb, sweeps, profiles)
@@ -710,6 +718,7 @@ def build_report(selection: Selection, *, weights_gb: float | None = None, now: 
             ("ncu run", len(ncus)),
             ("decode run", len(decodes)),
             ("fleet", len(fleets)),
+            ("packing run", len(packs)),
         )
         if n
     )
@@ -731,6 +740,7 @@ def build_report(selection: Selection, *, weights_gb: float | None = None, now: 
         fleets=fleets,
         decodes=decodes,
         decode_data=decode_data,
+        packs=packs,
     )
 
 
@@ -773,6 +783,7 @@ def draw_figures(bundle: ReportBundle) -> list[Plot]:
             batch_plot = figures.decode_batch_figure(d, data, label)
             if batch_plot is not None:
                 plots.append(batch_plot)
+    plots += [packfigure.colocate_figure(p) for p in bundle.packs if f"pack-{p.run_id}" in bundle.figure_keys]
     return plots
 
 

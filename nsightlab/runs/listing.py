@@ -82,7 +82,7 @@ def _device(meta: RunMeta, result: dict[str, Any] | None) -> tuple[str | None, s
             name, dtype = dev.get("name"), dev.get("type")
         elif result.get("kind") == "profile":
             name, dtype = result.get("device_name"), result.get("device_type")
-        elif result.get("kind") == "decode" and isinstance(result.get("device"), str):
+        elif result.get("kind") in ("decode", "pack", "tokenizer") and isinstance(result.get("device"), str):
             device = str(result["device"])  # the GPU's name, or "cpu (NAME)"
             if device.startswith("cpu"):
                 name, dtype = device.removeprefix("cpu").strip(" ()") or None, "cpu"

@@ -51,11 +51,13 @@ RUNNING_GRACE = timedelta(hours=4)
 def result_models() -> dict[str, type[BaseModel]]:
     """The model of each kind of result.json (imported when a result is read)."""
     # the result models load only when a stored result is read, not for every store access
+    from nsightlab.analysis.colocate import ColocateResult
     from nsightlab.analysis.decode import DecodeResult
     from nsightlab.analysis.fleet import FleetResult
     from nsightlab.analysis.ncu import NcuResult
     from nsightlab.analysis.profile import ProfileResult
     from nsightlab.analysis.sweep import SweepResult
+    from nsightlab.analysis.tokenize import TokenizerResult
 
     return {
         "profile": ProfileResult,
@@ -63,6 +65,8 @@ def result_models() -> dict[str, type[BaseModel]]:
         "ncu": NcuResult,
         "decode": DecodeResult,
         "fleet": FleetResult,
+        "pack": ColocateResult,
+        "tokenizer": TokenizerResult,
     }
 
 

@@ -27,6 +27,7 @@ from ._cluster import (
 )
 from ._jobs import has_condition, job_finished
 from ._resources import RESOURCES, ResourceType, lookup
+from ._serving import load_serving, serving_logs, serving_workloads
 from ._sim import EXEC_PLUGIN, Faults, KubeSim, kubectl
 
 __all__ = [
@@ -47,6 +48,9 @@ __all__ = [
     "has_condition",
     "job_finished",
     "kubectl",
+    "load_serving",
     "lookup",
     "realistic_cluster",
+    "serving_logs",
+    "serving_workloads",
 ]

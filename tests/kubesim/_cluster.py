@@ -26,6 +26,7 @@ INSTANCE_TYPES: dict[str, tuple[int, int, int, str, str, int]] = {
     "g6.xlarge": (4, 16, 1, "l4", "NVIDIA-L4", 23034),
     "g6.12xlarge": (48, 192, 4, "l4", "NVIDIA-L4", 23034),
     "g7e.8xlarge": (32, 256, 1, "rtx-pro-server-6000", "NVIDIA-RTX-PRO-6000-Blackwell-Server-Edition", 97887),
+    "p5.48xlarge": (192, 2048, 8, "h100", "NVIDIA-H100-80GB-HBM3", 81559),
 }
 _ZONES = (("us-east-1a", "use1-az1"), ("us-east-1b", "use1-az2"), ("us-east-1c", "use1-az4"))
 
