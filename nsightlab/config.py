@@ -118,6 +118,20 @@ class Config(_Strict):
     # USD per hour of each instance type, for `fleet sweep --weights-gb` (cost per million tokens)
     prices: dict[str, float] = Field(default_factory=dict)
 
+    @field_validator("protected_contexts")
+    @classmethod
+    def _patterns(cls, value: list[str]) -> list[str]:
+        # a pattern is compared as it reads (see cluster/safety.py): one that does not read
+        # as it is written (a bidi override, a zero-width character) protects nothing for sure
+        for pattern in value:
+            hidden = kubevalues.hidden_characters(pattern)
+            if hidden:
+                raise ValueError(
+                    f"{pattern!r} holds characters that do not show or reorder what shows "
+                    f"({', '.join(dict.fromkeys(kubevalues.described(ch) for ch in hidden))}): write it in plain text"
+                )
+        return value
+
     @field_validator("prices")
     @classmethod
     def _prices(cls, value: dict[str, float]) -> dict[str, float]:
