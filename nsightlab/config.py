@@ -22,8 +22,8 @@ import typer
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from nsightlab import kubevalues
-from nsightlab.errors import ConfigError, NsightlabError, UsageError, validation_message
+from nsightlab import kubevalues, userfiles
+from nsightlab.errors import ConfigError, UsageError, validation_message
 from nsightlab.models import Model
 
 DEFAULT_PROTECTED = ("prd", "prod", "production")
@@ -234,32 +234,20 @@ def load_config(path: Path | None = None) -> LoadedConfig:
             )
         config = Config()
         return LoadedConfig(config=config, path=cfg_path, exists=False, sources=_sources(config, {}, cfg_path))
-    text = read_text_file(cfg_path, what="config file", error=ConfigError)
+    text = userfiles.read_text(cfg_path, what="config file", error=ConfigError, limit=userfiles.CONFIG_MAX_BYTES)
+    userfiles.check_yaml_aliases(
+        text,
+        path=cfg_path,
+        what="config file",
+        error=ConfigError,
+        hint="Write the repeated values out in full.",
+    )
     data, lines = _parse_yaml(text, cfg_path)
     try:
         config = Config.model_validate(data)
     except ValidationError as e:
         raise _config_error(e, cfg_path, lines) from None
     return LoadedConfig(config=config, path=cfg_path, exists=True, sources=_sources(config, lines, cfg_path))
-
-
-def read_text_file(path: Path, *, what: str, error: type[NsightlabError]) -> str:
-    """The text of a file the user named (UTF-8, a BOM allowed); `error` (with its exit
-    code) naming the file when it is a folder, unreadable or not UTF-8."""
-    if path.is_dir():
-        raise error(f"{what} {path} is a folder, not a file", hint="Give the path of the file itself.")
-    try:
-        raw = path.read_bytes()
-    except OSError as e:
-        raise error(f"cannot read {what} {path}: {e.strerror or e}") from None
-    try:
-        return raw.decode("utf-8-sig")
-    except UnicodeDecodeError as e:
-        line = raw.count(b"\n", 0, e.start) + 1
-        raise error(
-            f"{what} {path}:{line} is not UTF-8 text (byte 0x{raw[e.start]:02x} at offset {e.start})",
-            hint="Save it as UTF-8.",
-        ) from None
 
 
 def _compose(text: str) -> tuple[Any, Any]:
