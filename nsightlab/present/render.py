@@ -313,7 +313,14 @@ def lab_pod(env: Env, lab: LabPod, *, title: str) -> None:
         f"node: {lab.node or '<not scheduled>'}" + (f", {lab.instance_type}" if lab.instance_type else ""),
         f"GPU: {lab.gpu_product or ('model not known' if lab.node else 'none yet')}",
     ]
-    if lab.deadline:
+    if lab.clock_ahead_s is not None:
+        start = lab.started or lab.created
+        life = f" {human_duration((lab.deadline - start).total_seconds())}" if lab.deadline and start else ""
+        facts.append(
+            f"deletes itself{life} after it started (activeDeadlineSeconds); the server's clock is ahead of this "
+            f"machine's by {human_duration(lab.clock_ahead_s)}, so how long is left cannot be told from here"
+        )
+    elif lab.deadline:
         facts.append(
             f"deletes itself in {_left(lab.seconds_left)} (activeDeadlineSeconds, at {lab.deadline:%H:%M} UTC)"
         )
