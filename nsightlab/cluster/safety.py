@@ -23,7 +23,7 @@ from enum import Enum
 from typing import TYPE_CHECKING
 
 from nsightlab.cluster import lookalike
-from nsightlab.errors import ClusterError, Interrupted, SafetyError, escape_controls
+from nsightlab.errors import ClusterError, Interrupted, SafetyError
 from nsightlab.kubevalues import described, hidden_characters
 
 if TYPE_CHECKING:
@@ -272,10 +272,8 @@ def resolve_context(
 def announce(env: Env, ctx: ResolvedContext, what: str) -> None:
     """The one line naming context, API server and namespace, before any change."""
     via = " (from the lab session)" if ctx.from_session else ""
-    # names from the kubeconfig and the command line: shown, never obeyed by the terminal
-    env.note(
-        escape_controls(f"{what}: context {ctx.label}{via}, server {ctx.server or '?'}, namespace {ctx.namespace}")
-    )
+    # names from the kubeconfig and the command line: env.note shows them escaped, never obeyed
+    env.note(f"{what}: context {ctx.label}{via}, server {ctx.server or '?'}, namespace {ctx.namespace}")
 
 
 def confirm_change(env: Env, ctx: ResolvedContext, what: str, *, yes: bool) -> None:
