@@ -12,6 +12,7 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 from labenv import write_config
@@ -263,3 +264,19 @@ def test_profile_of_a_fifo_script_is_exit_2(tmp_path: Path, fifo: Path) -> None:
 def test_the_limits_are_kilobytes_files_need() -> None:
     assert userfiles.KUBECONFIG_MAX_BYTES == 4 * 1024**2 and userfiles.CONFIG_MAX_BYTES == 1024**2
     assert userfiles.MAX_YAML_ALIASES < 9  # a billion laughs needs nine levels of nine
+
+
+def test_copy_of_a_fifo_never_blocks(tmp_path: Path, lab: dict[str, Any], home: Path) -> None:
+    """Keep what holds: a FIFO given to `copy` is not read (alone: refused, non-zero and one
+    line; inside a folder: left out), and the copy ends at once."""
+    env = {"NSIGHTLAB_CONFIG": os.environ["NSIGHTLAB_CONFIG"], "KUBECONFIG": os.environ["KUBECONFIG"]}
+    pipe = tmp_path / "pipe"
+    os.mkfifo(pipe)
+    alone = nsl_bounded(tmp_path, "copy", str(pipe), ":/tmp/", env=env)
+    assert alone.code != 0 and alone.err.count("error: ") == 1 and alone.seconds < TIMEOUT, alone
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    os.mkfifo(folder / "pipe")
+    (folder / "ok.txt").write_text("x")
+    inside = nsl_bounded(tmp_path, "copy", str(folder), ":/tmp/", env=env)
+    assert inside.code == 0 and "copied 1 file" in inside.out, inside
