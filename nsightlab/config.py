@@ -23,7 +23,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from nsightlab import kubevalues, userfiles
-from nsightlab.errors import ConfigError, UsageError, validation_message
+from nsightlab.errors import ConfigError, NsightlabError, UsageError, validation_message
 from nsightlab.models import Model
 
 DEFAULT_PROTECTED = ("prd", "prod", "production")
@@ -248,6 +248,15 @@ def load_config(path: Path | None = None) -> LoadedConfig:
     except ValidationError as e:
         raise _config_error(e, cfg_path, lines) from None
     return LoadedConfig(config=config, path=cfg_path, exists=True, sources=_sources(config, lines, cfg_path))
+
+
+def read_text_file(
+    path: Path, *, what: str, error: type[NsightlabError], limit: int = userfiles.USER_TEXT_MAX_BYTES
+) -> str:
+    """The text of a file the user named (UTF-8, a BOM allowed), read as `userfiles.read_text`
+    reads it: a regular file only, at most `limit` bytes; `error` (with its exit code)
+    naming the file otherwise."""
+    return userfiles.read_text(path, what=what, error=error, limit=limit)
 
 
 def _compose(text: str) -> tuple[Any, Any]:

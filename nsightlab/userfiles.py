@@ -36,6 +36,8 @@ CREDENTIAL_FILE_MAX_BYTES = 1 * MiB  # a CA bundle, a client certificate or key,
 # analyze's inputs that are read whole (console output of nsys stats, an ncu CSV, a script's
 # JSON); traces and CSV exports are streamed and have no cap.
 WHOLE_INPUT_MAX_BYTES = 256 * MiB
+# any other text file a user names that is read whole (a prompts file, ...)
+USER_TEXT_MAX_BYTES = 64 * MiB
 # YAML aliases (`*name`) a document may hold. kubectl, `aws eks update-kubeconfig` and
 # gcloud write none; eight lets a hand-written config reuse a block while bounding what
 # aliases can multiply (a "billion laughs" needs dozens).
