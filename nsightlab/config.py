@@ -22,7 +22,7 @@ import typer
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from nsightlab import kubevalues
+from nsightlab import kubevalues, userfiles
 from nsightlab.errors import ConfigError, NsightlabError, UsageError, validation_message
 from nsightlab.models import Model
 
@@ -140,6 +140,20 @@ class Config(_Strict):
     # what each deployed model needs per GPU, for `pack` (by workload name)
     models: dict[str, ModelNeeds] = Field(default_factory=dict)
 
+    @field_validator("protected_contexts")
+    @classmethod
+    def _patterns(cls, value: list[str]) -> list[str]:
+        # a pattern is compared as it reads (see cluster/safety.py): one that does not read
+        # as it is written (a bidi override, a zero-width character) protects nothing for sure
+        for pattern in value:
+            hidden = kubevalues.hidden_characters(pattern)
+            if hidden:
+                raise ValueError(
+                    f"{pattern!r} holds characters that do not show or reorder what shows "
+                    f"({', '.join(dict.fromkeys(kubevalues.described(ch) for ch in hidden))}): write it in plain text"
+                )
+        return value
+
     @field_validator("prices")
     @classmethod
     def _prices(cls, value: dict[str, float]) -> dict[str, float]:
@@ -242,7 +256,14 @@ def load_config(path: Path | None = None) -> LoadedConfig:
             )
         config = Config()
         return LoadedConfig(config=config, path=cfg_path, exists=False, sources=_sources(config, {}, cfg_path))
-    text = read_text_file(cfg_path, what="config file", error=ConfigError)
+    text = userfiles.read_text(cfg_path, what="config file", error=ConfigError, limit=userfiles.CONFIG_MAX_BYTES)
+    userfiles.check_yaml_aliases(
+        text,
+        path=cfg_path,
+        what="config file",
+        error=ConfigError,
+        hint="Write the repeated values out in full.",
+    )
     data, lines = _parse_yaml(text, cfg_path)
     try:
         config = Config.model_validate(data)
@@ -251,23 +272,13 @@ def load_config(path: Path | None = None) -> LoadedConfig:
     return LoadedConfig(config=config, path=cfg_path, exists=True, sources=_sources(config, lines, cfg_path))
 
 
-def read_text_file(path: Path, *, what: str, error: type[NsightlabError]) -> str:
-    """The text of a file the user named (UTF-8, a BOM allowed); `error` (with its exit
-    code) naming the file when it is a folder, unreadable or not UTF-8."""
-    if path.is_dir():
-        raise error(f"{what} {path} is a folder, not a file", hint="Give the path of the file itself.")
-    try:
-        raw = path.read_bytes()
-    except OSError as e:
-        raise error(f"cannot read {what} {path}: {e.strerror or e}") from None
-    try:
-        return raw.decode("utf-8-sig")
-    except UnicodeDecodeError as e:
-        line = raw.count(b"\n", 0, e.start) + 1
-        raise error(
-            f"{what} {path}:{line} is not UTF-8 text (byte 0x{raw[e.start]:02x} at offset {e.start})",
-            hint="Save it as UTF-8.",
-        ) from None
+def read_text_file(
+    path: Path, *, what: str, error: type[NsightlabError], limit: int = userfiles.USER_TEXT_MAX_BYTES
+) -> str:
+    """The text of a file the user named (UTF-8, a BOM allowed), read as `userfiles.read_text`
+    reads it: a regular file only, at most `limit` bytes; `error` (with its exit code)
+    naming the file otherwise."""
+    return userfiles.read_text(path, what=what, error=error, limit=limit)
 
 
 def _compose(text: str) -> tuple[Any, Any]:

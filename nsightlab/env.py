@@ -31,11 +31,12 @@ class Env(Protocol):
         ...
 
     def note(self, message: str, *, style: str | None = None) -> None:
-        """A line for the person on stderr."""
+        """A line for the person on stderr. It may quote names and messages from outside:
+        it is shown with control characters escaped (`present.safe.terminal_safe`)."""
         ...
 
     def warn(self, message: str) -> None:
-        """A warning line on stderr."""
+        """A warning line on stderr, shown as `note` shows its line."""
         ...
 
     def status(self, message: str) -> AbstractContextManager[Any]:

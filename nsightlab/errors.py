@@ -7,35 +7,10 @@ The CLI catches `NsightlabError` once, prints `line()` on stderr and exits with
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections.abc import Mapping
 from enum import IntEnum
 from pathlib import Path
 from typing import Any, TypeVar
-
-# Characters that could break "one line on stderr" or rewrite the terminal when a name,
-# key or path the user gave is echoed: C0/C1 controls (newline, ESC of an ANSI sequence),
-# format characters (bidi overrides, zero-width ones) and the Unicode line separators.
-_UNSAFE_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp"})
-_SHORT_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
-
-
-def escape_controls(text: str) -> str:
-    """`text` with every control, format and line-separator character written as an
-    escape (`\\n`, `\\x1b`, `\\u202e`): what an error line shows of user input, on one line."""
-    if text.isprintable() and text.isascii():
-        return text  # the usual case, without a look at each character
-
-    out = []
-    for ch in text:
-        if ch in _SHORT_ESCAPES:
-            out.append(_SHORT_ESCAPES[ch])
-        elif unicodedata.category(ch) in _UNSAFE_CATEGORIES:
-            code = ord(ch)
-            out.append(f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}")
-        else:
-            out.append(ch)
-    return "".join(out)
 
 
 class ExitCode(IntEnum):
@@ -63,13 +38,14 @@ class NsightlabError(Exception):
         self.ends_with_command = ends_with_command
 
     def line(self) -> str:
-        """The one line printed on stderr: messages quote names, keys and paths the user
-        gave (and servers' answers), so control characters in them, line breaks included,
-        are shown escaped (\\n, \\x1b), never written raw."""
+        """The line printed on stderr, as text: messages quote names, keys and paths the
+        user gave (and servers' answers), so whatever writes it to a terminal shows it
+        through `nsightlab.present.safe.terminal_safe` (the CLI's handler does), which
+        escapes control characters, line breaks included, and keeps it one line."""
         text = self.message.rstrip(".")
         if self.hint:
-            return escape_controls(f"error: {text}. {self.hint}")
-        return escape_controls(f"error: {text}" if self.ends_with_command else f"error: {text}.")
+            return f"error: {text}. {self.hint}"
+        return f"error: {text}" if self.ends_with_command else f"error: {text}."
 
 
 class UsageError(NsightlabError):

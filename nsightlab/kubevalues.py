@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import decimal
 import re
+import unicodedata
 from decimal import Decimal
 
 # The quantity grammar of k8s.io/apimachinery (resource.Quantity):
@@ -123,3 +124,24 @@ def label_key_problem(key: str) -> str | None:
     if not name:
         return "its name is empty"
     return label_value_problem(name)
+
+
+def hidden_characters(text: str) -> list[str]:
+    """The characters of a name that change how it reads without showing: format characters
+    (category Cf: the bidi controls U+202A-202E and U+2066-2069, zero-width ones, the soft
+    hyphen) and control characters other than whitespace (ESC, DEL, the C1 range). A
+    context name, an alias or a protected pattern holding one cannot be trusted to read
+    as it is written."""
+    if text.isascii() and text.isprintable():
+        return []
+    out = []
+    for ch in text:
+        category = unicodedata.category(ch)
+        if category == "Cf" or (category == "Cc" and not ch.isspace()):
+            out.append(ch)
+    return out
+
+
+def described(ch: str) -> str:
+    """`U+202E RIGHT-TO-LEFT OVERRIDE`: a character as a message names it."""
+    return f"U+{ord(ch):04X} {unicodedata.name(ch, 'a control character')}"

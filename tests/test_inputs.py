@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from decimal import Decimal
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -80,21 +81,27 @@ class _nothing:
         return False
 
 
+def _refuse_reading(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Root reads anything: inject the refusal a user would get, at the open of that path."""
+    if not os.access(path, os.R_OK):
+        return
+    real = os.open
+
+    def refuse(file: Any, flags: int, *args: Any, **kwargs: Any) -> int:
+        if Path(file) == path:
+            raise PermissionError(13, "Permission denied", str(file))
+        return real(file, flags, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", refuse)
+
+
 def test_an_unreadable_kubeconfig_is_exit_4(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, nsl_home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     path = tmp_path / "kubeconfig"
     path.write_text("contexts: []\n")
     path.chmod(0)
-    if os.access(path, os.R_OK):  # root reads anything: inject the refusal it would get
-        real = Path.read_bytes
-
-        def refuse(self: Path) -> bytes:
-            if self == path:
-                raise PermissionError(13, "Permission denied", str(self))
-            return real(self)
-
-        monkeypatch.setattr(Path, "read_bytes", refuse)
+    _refuse_reading(path, monkeypatch)
     r = run_cli(capsys, "explore", "nodes", "--context", "stg", "--kubeconfig", str(path))
     _one_line(r, 4, str(path), "Permission denied")
 
@@ -134,15 +141,7 @@ def test_a_config_folder_or_unreadable_file_is_exit_2(
     path = tmp_path / "locked.yaml"
     path.write_text("lab: {}\n")
     path.chmod(0)
-    if os.access(path, os.R_OK):  # root reads anything: inject the refusal it would get
-        real = Path.read_bytes
-
-        def refuse(self: Path) -> bytes:
-            if self == path:
-                raise PermissionError(13, "Permission denied", str(self))
-            return real(self)
-
-        monkeypatch.setattr(Path, "read_bytes", refuse)
+    _refuse_reading(path, monkeypatch)
     _one_line(run_cli(capsys, "--config", str(path), "config"), 2, str(path), "Permission denied")
 
 

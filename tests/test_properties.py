@@ -41,6 +41,7 @@ from nsightlab.errors import (
 )
 from nsightlab.parse import ncu as ncu_parse
 from nsightlab.parse import nsys
+from nsightlab.present.safe import terminal_safe
 from nsightlab.runs import store
 from nsightlab.runs.analyze import analyze_path
 from nsightlab.runs.listing import line, show_run
@@ -81,7 +82,7 @@ def _ends_well(call: Callable[[], T], *kinds: type[NsightlabError]) -> T | None:
     try:
         return call()
     except kinds as e:
-        text = e.line()
+        text = terminal_safe(e.line())  # as the CLI's handler writes it
         assert text.startswith("error: ") and "\n" not in text and "\r" not in text, text
         return None
 

@@ -36,7 +36,10 @@ class LabPod(Model):
     created: datetime | None
     started: datetime | None
     deadline: datetime | None
-    seconds_left: int | None
+    seconds_left: int | None  # within [0, activeDeadlineSeconds]
+    # how far the pod's start time is ahead of this machine's clock, when it is more than
+    # CLOCK_TOLERANCE_S: then the time left cannot be told from here
+    clock_ahead_s: int | None = None
     reused: bool = False
     next_steps: list[str] = Field(default_factory=list)
 
@@ -71,14 +74,32 @@ class CleanupReport(Model):
     fleets: FleetCleanup | None = None  # with --fleet ID or --all-mine: the fleets' Jobs and ConfigMaps
 
 
-def _deadline(pod: dict[str, Any]) -> datetime | None:
+# Clocks of a laptop and a cluster's nodes differ by a few seconds; beyond this, the
+# pod's start time is in this machine's future and the time left is not to be believed.
+CLOCK_TOLERANCE_S = 30
+
+
+def _time_left(pod: dict[str, Any], now: datetime) -> tuple[datetime | None, int | None, int | None]:
+    """(deadline, seconds left, how far the start is ahead of `now` beyond the tolerance).
+
+    The pod deletes itself activeDeadlineSeconds after its start, counted on its node's
+    clock: the time left is clamped to [0, activeDeadlineSeconds], and when the start is
+    ahead of this machine's clock the difference is said instead of promised as time.
+    """
     ads = (pod.get("spec") or {}).get("activeDeadlineSeconds")
     start = r.parse_time((pod.get("status") or {}).get("startTime")) or r.parse_time(
         (pod.get("metadata") or {}).get("creationTimestamp")
     )
     if ads is None or start is None:
-        return None
-    return start + timedelta(seconds=int(ads))
+        return None, None, None
+    try:
+        limit = max(0, int(ads))
+        deadline = start + timedelta(seconds=limit)
+    except (TypeError, ValueError, OverflowError):
+        return None, None, None
+    ahead = (start - now).total_seconds()
+    left = min(limit, max(0, int((deadline - now).total_seconds())))
+    return deadline, left, int(ahead) if ahead > CLOCK_TOLERANCE_S else None
 
 
 def selected_instance_type(pod: dict[str, Any]) -> str | None:
@@ -104,8 +125,7 @@ def lab_pod(
     """The lab pod's state from its object (and its node's, for the instance type and GPU)."""
     meta = pod.get("metadata") or {}
     status = pod.get("status") or {}
-    deadline = _deadline(pod)
-    left = int((deadline - datetime.now(timezone.utc)).total_seconds()) if deadline else None
+    deadline, left, ahead = _time_left(pod, datetime.now(timezone.utc))
     return LabPod(
         context=context,
         server=server,
@@ -121,7 +141,8 @@ def lab_pod(
         created=r.parse_time(meta.get("creationTimestamp")),
         started=r.parse_time(status.get("startTime")),
         deadline=deadline,
-        seconds_left=max(0, left) if left is not None else None,
+        seconds_left=left,
+        clock_ahead_s=ahead,
         reused=reused,
     )
 

@@ -133,7 +133,8 @@ def _invoke(args: "list[str]") -> None:
 def main(argv: list[str] | None = None) -> None:
     """Run the CLI: one handler turns nsightlab errors, Ctrl-C and bad command lines into
     one line on stderr and an exit code."""
-    from nsightlab.errors import ExitCode, Interrupted, NsightlabError, escape_controls
+    from nsightlab.errors import ExitCode, Interrupted, NsightlabError
+    from nsightlab.present.safe import terminal_safe
 
     args = list(sys.argv[1:] if argv is None else argv)
     own_args = args[: args.index("--")] if "--" in args else args
@@ -153,17 +154,17 @@ def main(argv: list[str] | None = None) -> None:
     except click_errors.UsageError as e:
         from nsightlab.cli.usage import usage_line
 
-        sys.stderr.write(escape_controls(f"error: {usage_line(e, args, _command())}") + "\n")
+        sys.stderr.write(terminal_safe(f"error: {usage_line(e, args, _command())}") + "\n")
         sys.exit(int(ExitCode.USAGE))
     except click_errors.ClickException as e:
-        sys.stderr.write(escape_controls(f"error: {e.format_message()}") + "\n")
+        sys.stderr.write(terminal_safe(f"error: {e.format_message()}") + "\n")
         sys.exit(int(e.exit_code))
     except NsightlabError as e:
         if show_traceback:
             import traceback
 
             traceback.print_exc()
-        sys.stderr.write(e.line() + "\n")
+        sys.stderr.write(terminal_safe(e.line()) + "\n")
         sys.exit(int(e.exit_code))
     except SystemExit:
         raise
@@ -173,7 +174,7 @@ def main(argv: list[str] | None = None) -> None:
 
             traceback.print_exc()
             sys.exit(int(ExitCode.BUG))
-        text = escape_controls(str(e))  # it may quote user input: still one line
+        text = terminal_safe(str(e))  # it may quote user input: still one line
         sys.stderr.write(
             f"error: unexpected {type(e).__name__}: {text}. This is a bug in nsightlab; rerun with --traceback "
             "and report it.\n"

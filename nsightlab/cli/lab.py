@@ -392,10 +392,18 @@ def _progress(env: "Env", label: str) -> Iterator[Callable[[int], None]]:
         TransferSpeedColumn,
     )
 
+    from nsightlab.present.safe import terminal_safe
+
+    # the label names paths (the pod's among them): shown escaped, never read as markup
     with Progress(
-        SpinnerColumn(), TextColumn(label), DownloadColumn(), TransferSpeedColumn(), console=env.err, transient=True
+        SpinnerColumn(),
+        TextColumn("{task.description}", markup=False),
+        DownloadColumn(),
+        TransferSpeedColumn(),
+        console=env.err,
+        transient=True,
     ) as p:
-        task = p.add_task(label, total=None)
+        task = p.add_task(terminal_safe(label), total=None)
         yield lambda n: p.update(task, completed=n)
 
 

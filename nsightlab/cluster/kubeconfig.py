@@ -18,7 +18,7 @@ from typing import Any
 
 import yaml
 
-from nsightlab.config import read_text_file
+from nsightlab import userfiles
 from nsightlab.errors import ClusterError
 
 
@@ -98,7 +98,10 @@ def load_kubeconfig(explicit: str | os.PathLike[str] | None = None) -> Kubeconfi
         )
     kc = Kubeconfig(paths=existing)
     for path in existing:
-        text = read_text_file(path, what="kubeconfig", error=ClusterError)
+        text = userfiles.read_text(path, what="kubeconfig", error=ClusterError, limit=userfiles.KUBECONFIG_MAX_BYTES)
+        # before any loader (ours, or the kubernetes client's, which reads the files again)
+        # builds anything an alias could multiply
+        userfiles.check_yaml_aliases(text, path=path, what="kubeconfig", error=ClusterError, hint=_FIX)
         _merge(kc, path, _parse(text, path))
     return kc
 
@@ -192,6 +195,42 @@ class PlainConnection:
     token: str | None = None
 
 
+# The entries' keys that name a file the loader reads (relative to the kubeconfig).
+_FILE_KEYS = {"clusters": ("certificate-authority",), "users": ("client-certificate", "client-key", "tokenFile")}
+
+
+def _referenced(kc: Kubeconfig, origin: str, value: object) -> Path:
+    """A file named by an entry of the kubeconfig, as the loader finds it: relative to the
+    kubeconfig file that defined the entry."""
+    base = kc.origins.get(origin)
+    return Path(os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(base)) if base else "", str(value))))
+
+
+def check_credential_files(kc: Kubeconfig, context: str) -> None:
+    """The files the context's cluster and user name (CA, client certificate and key, token
+    file), when they exist, must be regular files of kilobytes: ClusterError (exit 4)
+    otherwise, before nsightlab or the kubernetes client's loader opens one (a FIFO would
+    block it, `/dev/zero` would never end). A missing one is left to the loader to report."""
+    ctx = kc.contexts.get(context) or {}
+    for key, name in (("clusters", ctx.get("cluster")), ("users", ctx.get("user"))):
+        entry = (kc.clusters if key == "clusters" else kc.users).get(str(name)) if name else None
+        for field_name in _FILE_KEYS[key] if isinstance(entry, dict) else ():
+            value = entry.get(field_name) if isinstance(entry, dict) else None
+            if not value or not isinstance(value, str):
+                continue
+            path = _referenced(kc, f"{key}/{name}", value)
+            if not os.path.exists(path):  # missing or unreachable: the loader says so, in its words
+                continue
+            st = userfiles.check_regular(path, what=f"the {field_name} file of context '{context}'", error=ClusterError)
+            if st.st_size > userfiles.CREDENTIAL_FILE_MAX_BYTES:
+                raise ClusterError(
+                    f"the {field_name} file of context '{context}' ({path}) is larger than "
+                    f"{userfiles.size_words(userfiles.CREDENTIAL_FILE_MAX_BYTES)}, far more than a certificate, "
+                    "key or token holds",
+                    hint=_FIX,
+                )
+
+
 def plain_connection(kc: Kubeconfig, context: str) -> PlainConnection | None:
     """The context's connection settings, read here exactly as the kubernetes client's
     loader reads them (data before file, files relative to the kubeconfig that defined
@@ -209,6 +248,7 @@ def plain_connection(kc: Kubeconfig, context: str) -> PlainConnection | None:
     cluster_name, user_name = ctx.get("cluster"), ctx.get("user")
     cluster = kc.clusters.get(str(cluster_name)) if cluster_name else None
     user = kc.users.get(str(user_name), {}) if user_name else {}
+    check_credential_files(kc, context)
     if not cluster or not isinstance(cluster.get("server"), str) or not cluster["server"]:
         return None
     if not set(cluster) <= PLAIN_CLUSTER_KEYS or not set(user) <= PLAIN_USER_KEYS:
@@ -223,12 +263,12 @@ def plain_connection(kc: Kubeconfig, context: str) -> PlainConnection | None:
             data = entry[f"{name}-data"]
             return base64.standard_b64decode(str(data).encode()) if data else None
         if entry.get(name):
-            base = kc.origins.get(origin)
-            path = os.path.normpath(
-                os.path.join(os.path.dirname(os.path.abspath(base)) if base else "", str(entry[name]))
+            path = _referenced(kc, origin, entry[name])
+            if not os.path.exists(path):
+                raise FileNotFoundError(path)
+            return userfiles.read_bytes(
+                path, what=f"{name} file", error=ClusterError, limit=userfiles.CREDENTIAL_FILE_MAX_BYTES
             )
-            with open(path, "rb") as fh:
-                return fh.read()
         return None
 
     ca = cert = key = None

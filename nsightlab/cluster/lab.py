@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from nsightlab import userfiles
 from nsightlab.analysis import pods as r
 from nsightlab.analysis.inventory import requested_by_node
 from nsightlab.analysis.labpod import CleanupReport, GpuFree, LabPod, StatusReport, lab_pod
@@ -189,14 +190,10 @@ def load_manifest(path: Path, model: type[BaseModel], *, api_version: str, kind:
     """A YAML manifest template, checked against the minimum `model` asks of it and its
     apiVersion/kind; everything else is passed through as written. Every problem is one
     usage error naming the file (and the line, for YAML)."""
+    text = userfiles.read_text(path, what=what, error=UsageError, limit=userfiles.MANIFEST_MAX_BYTES)
+    userfiles.check_yaml_aliases(text, path=path, what=what, error=UsageError, hint="Write the repeated values out.")
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise UsageError(f"{what} {path} does not exist") from None
-    except OSError as e:
-        raise UsageError(f"cannot read {what} {path}: {e.strerror or e}") from None
-    except UnicodeDecodeError:
-        raise UsageError(f"{what} {path} is not a text file", hint=f"Give a {what} in YAML.") from None
+        data = yaml.safe_load(text)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f"{path}:{mark.line + 1}" if mark is not None else str(path)

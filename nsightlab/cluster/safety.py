@@ -23,7 +23,8 @@ from enum import Enum
 from typing import TYPE_CHECKING
 
 from nsightlab.cluster import lookalike
-from nsightlab.errors import ClusterError, Interrupted, SafetyError, escape_controls
+from nsightlab.errors import ClusterError, Interrupted, SafetyError
+from nsightlab.kubevalues import described, hidden_characters
 
 if TYPE_CHECKING:
     from nsightlab.cluster.kubeconfig import Kubeconfig
@@ -31,6 +32,12 @@ if TYPE_CHECKING:
     from nsightlab.env import Env
 
 _TOKEN_SPLIT = re.compile(r"[-_.:/@]+")
+# Whitespace and Unicode separators (category Z*: spaces, the no-break space, U+2028/2029):
+# what a person reads as a gap between words, or does not see at all at the end of a name.
+# Python's \s is exactly that: every Z* character, and the whitespace controls (tab, line
+# feed, U+0085...).
+_GAPS = re.compile(r"\s+")
+_GAP_READINGS = "-_.:/@ "  # a gap read as each separator (and as a plain space, for globs)
 _GLOB_CHARS = frozenset("*?[")
 _GLOB_START = re.compile(r"[*?\[]")
 
@@ -68,6 +75,34 @@ def name_tokens(name: str) -> list[str]:
     return [t for t in _TOKEN_SPLIT.split(name.lower()) if t]
 
 
+def unreadable_reason(*names: str | None) -> str | None:
+    """Why a name (a context, an alias) cannot be trusted to read as it is written, or None.
+
+    A right-to-left override (U+202E) before `dorp` shows `online-dorp` as "online-prod"; a zero-width
+    character or a control hides inside a token. Such a name is refused for any change,
+    whatever its tokens say.
+    """
+    for name in names:
+        if not name:
+            continue
+        hidden = hidden_characters(name)
+        if hidden:
+            kinds = ", ".join(dict.fromkeys(described(ch) for ch in hidden))
+            return f"'{name}' holds characters that do not show or reorder what shows ({kinds})"
+    return None
+
+
+def _gap_readings(form: str) -> tuple[str, ...]:
+    """A name as a person may read it: gaps (whitespace, Unicode separators) removed, and
+    read as each separator. Just the name when it has none."""
+    if not _GAPS.search(form):
+        return (form,)
+    trimmed = form.strip()  # str.strip() removes what \s matches
+    readings = [_GAPS.sub("", form)]
+    readings += [_GAPS.sub(sep, trimmed) for sep in _GAP_READINGS]
+    return tuple(dict.fromkeys(readings))
+
+
 def _glob_bounds(pattern: str) -> tuple[str, str]:
     """The literal text every match of a glob starts and ends with: a test far cheaper than
     compiling the glob, so that thousands of patterns cost one pass (fnmatch compiles each
@@ -85,12 +120,19 @@ def protection_reason(
 
     A pattern without glob characters matches a whole token of the name (split on
     -_.:/@); a pattern with `*`, `?` or `[` matches the whole name as a glob. Names and
-    patterns are compared as a person reads them: when any of them is not plain ASCII,
-    also after NFKC and with look-alike characters folded (`ｐｒｄ`, a Cyrillic `prоd`
-    and `PRD` all match `prd`). Linear in the number of patterns.
+    patterns are compared as a person reads them: in lower case; when any of them is not
+    plain ASCII, also after NFKC and with look-alike characters folded (`ｐｒｄ`, a
+    Cyrillic `prоd` and `PRD` all match `prd`); and with whitespace and Unicode separators
+    (a trailing space, a no-break space, U+2028) both removed and read as a separator
+    (`online-prd ` and `online prd` match `prd`). A name holding format or control
+    characters (a bidi override, a zero-width space) is protected whatever it reads as
+    (`unreadable_reason`). Linear in the number of patterns.
     """
     if alias_flag:
         return f"its alias '{alias}' sets protected: true"
+    hidden = unreadable_reason(name, alias)
+    if hidden:
+        return hidden
     candidates = [c for c in (name, alias) if c]
     folding = lookalike.needs_folding(*candidates, *patterns)
 
@@ -99,27 +141,29 @@ def protection_reason(
 
     compared = []
     for pattern in patterns:
-        pforms = forms(pattern)
+        # a pattern's gaps are not part of it: `prod ` in the config file means `prod`
+        pforms = tuple(_GAPS.sub("", f) for f in forms(pattern))
         bounds = [_glob_bounds(f) for f in pforms] if not _GLOB_CHARS.isdisjoint(pattern) else None
         compared.append((pattern, pforms, bounds))
     for candidate in candidates:
-        cforms = forms(candidate)
-        tokens = [set(name_tokens(form)) for form in cforms]
-        for pattern, pforms, bounds in compared:
-            for i, (form, pform) in enumerate(zip(cforms, pforms, strict=True)):
-                if bounds is None:
-                    hit = pform in tokens[i]
-                else:
-                    head, tail = bounds[i]
-                    hit = form.startswith(head) and form.endswith(tail) and fnmatch.fnmatchcase(form, pform)
-                if hit:
-                    read_as = f" (read as '{form}')" if i else ""
-                    what = (
-                        f"contains the protected token '{pattern}'"
-                        if bounds is None
-                        else f"matches the protected pattern '{pattern}'"
-                    )
-                    return f"'{candidate}'{read_as} {what}"
+        for i, written in enumerate(forms(candidate)):
+            for form in _gap_readings(written):
+                tokens = set(name_tokens(form))
+                for pattern, pforms, bounds in compared:
+                    pform = pforms[i]
+                    if bounds is None:
+                        hit = pform in tokens
+                    else:
+                        head, tail = bounds[i]
+                        hit = form.startswith(head) and form.endswith(tail) and fnmatch.fnmatchcase(form, pform)
+                    if hit:
+                        read_as = f" (read as '{form}')" if form != candidate.lower() else ""
+                        what = (
+                            f"contains the protected token '{pattern}'"
+                            if bounds is None
+                            else f"matches the protected pattern '{pattern}'"
+                        )
+                        return f"'{candidate}'{read_as} {what}"
     return None
 
 
@@ -198,6 +242,12 @@ def resolve_context(
             f"unknown context '{name}'{where} in {kubeconfig.path_arg()}",
             hint=f"{_did_you_mean(name, kubeconfig, config)}Known {_known_list(kubeconfig, config)}.",
         )
+    hidden = unreadable_reason(name, alias)
+    if hidden and intent is Intent.CHANGE:
+        raise SafetyError(
+            f"refusing to {action} on context '{name}': {hidden}, so it may not read as it is written",
+            hint="Rename the context to plain text (`kubectl config rename-context OLD NEW`) or use another one.",
+        )
     reason = protection_reason(name, config.all_protected_patterns(), alias=alias, alias_flag=alias_flag)
     if reason and intent is Intent.CHANGE:
         raise SafetyError(
@@ -222,10 +272,8 @@ def resolve_context(
 def announce(env: Env, ctx: ResolvedContext, what: str) -> None:
     """The one line naming context, API server and namespace, before any change."""
     via = " (from the lab session)" if ctx.from_session else ""
-    # names from the kubeconfig and the command line: shown, never obeyed by the terminal
-    env.note(
-        escape_controls(f"{what}: context {ctx.label}{via}, server {ctx.server or '?'}, namespace {ctx.namespace}")
-    )
+    # names from the kubeconfig and the command line: env.note shows them escaped, never obeyed
+    env.note(f"{what}: context {ctx.label}{via}, server {ctx.server or '?'}, namespace {ctx.namespace}")
 
 
 def confirm_change(env: Env, ctx: ResolvedContext, what: str, *, yes: bool) -> None:

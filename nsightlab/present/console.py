@@ -19,6 +19,8 @@ from typing import IO, TYPE_CHECKING, Any
 
 import typer
 
+from nsightlab.present.safe import json_text, rich_text, terminal_safe
+
 if TYPE_CHECKING:
     from pydantic import BaseModel
     from rich.console import Console
@@ -106,19 +108,23 @@ class Env:
         return _may_be_terminal(self.err_file) and bool(self.err.is_terminal)
 
     def note(self, message: str, *, style: str | None = None) -> None:
-        """A line for the human on stderr (never mixed into JSON on stdout)."""
-        self.err.print(message, style=style, markup=False, highlight=False, soft_wrap=True)
+        """A line for the human on stderr (never mixed into JSON on stdout). Notes quote
+        names, messages and log lines from outside: shown through `terminal_safe`, no markup."""
+        self.err.print(terminal_safe(message), style=style, markup=False, highlight=False, soft_wrap=True)
 
     def warn(self, message: str) -> None:
-        self.err.print(f"warning: {message}", style="yellow", markup=False, highlight=False, soft_wrap=True)
+        self.err.print(
+            f"warning: {terminal_safe(message)}", style="yellow", markup=False, highlight=False, soft_wrap=True
+        )
 
     def print_json(self, data: BaseModel | dict[str, Any] | list[Any]) -> None:
-        """Exactly one JSON document on stdout."""
+        """Exactly one JSON document on stdout: the data as it is, with the characters a
+        terminal could act on (DEL, C1, bidi and zero-width ones) in JSON's `\\u` escapes."""
         if hasattr(data, "model_dump_json"):
             text = data.model_dump_json(indent=2)  # serialised in one pass, not via dicts
         else:
             text = json.dumps(data, indent=2, default=str)
-        self.out_file.write(text + "\n")
+        self.out_file.write(json_text(text) + "\n")
         self.out_file.flush()
 
     def write(self, text: str) -> None:
@@ -136,12 +142,23 @@ class Env:
 
     @contextmanager
     def status(self, message: str) -> Iterator[Any]:
-        """A spinner on stderr while something slow runs (nothing when stderr is no TTY)."""
+        """A spinner on stderr while something slow runs (nothing when stderr is no TTY).
+        What it says (and each `update(text)`) is shown through `terminal_safe`, no markup."""
         if self.err_tty:
-            with self.err.status(message) as st:
-                yield st
+            with self.err.status(rich_text(message)) as st:
+                yield _SafeStatus(st)
         else:
             yield _NullStatus()
+
+
+class _SafeStatus:
+    """Rich's Status, with every new text shown through `terminal_safe`, no markup."""
+
+    def __init__(self, status: Any) -> None:
+        self._status = status
+
+    def update(self, status: str | None = None, **kwargs: Any) -> None:
+        self._status.update(rich_text(status) if status is not None else None, **kwargs)
 
 
 class _NullStatus:

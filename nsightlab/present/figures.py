@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from nsightlab.analysis import units
 from nsightlab.analysis.units import time_unit
 from nsightlab.errors import UsageError
+from nsightlab.present.safe import terminal_safe
 from nsightlab.present.text import series_name as run_name
 from nsightlab.present.text import sweep_caption, tbps_text, what_ran
 
@@ -94,8 +95,9 @@ def available() -> bool:
 
 
 def _text(s: str) -> str:
-    """Text as matplotlib shows it literally ($ would start mathtext)."""
-    return s.replace("$", r"\$")
+    """Text as matplotlib shows it literally ($ would start mathtext), names from outside
+    with their control characters shown as escapes (an SVG may not hold them)."""
+    return terminal_safe(s).replace("$", r"\$")
 
 
 def _exponent(x: float) -> str:

@@ -17,6 +17,7 @@ from nsightlab.analysis.sweep import SweepResult
 from nsightlab.analysis.units import percent, sig
 from nsightlab.errors import UsageError
 from nsightlab.present.doc import Bullets, FigureRef, Para, Section, Table
+from nsightlab.present.safe import rich_text
 from nsightlab.runs import store
 from nsightlab.runs.analyze import stored_result
 
@@ -43,6 +44,15 @@ def _where(row: JobRow) -> str:
 
 
 # ---------------------------------------------------------------------------- live
+
+
+def _cell_lines(texts: Sequence[str]) -> Any:
+    """Lines from outside in one cell of a Rich table: each through terminal_safe (so
+    none holds a line break of its own), joined by line breaks of ours."""
+    # Rich loads only when something is drawn on a terminal
+    from rich.text import Text
+
+    return Text("\n").join(rich_text(t) for t in texts)
 
 
 class PlainProgress:
@@ -92,14 +102,16 @@ class LiveProgress:
         for name in ("TYPE / NODE", "PHASE", "NODE", "REASON", "ELAPSED"):
             t.add_column(name, justify="right" if name == "ELAPSED" else "left", overflow="fold")
         for row in rows:
-            reason = row.reason or ""
+            # the reason and the log lines come from the pod: each shown through terminal_safe,
+            # one per line of the cell
+            said = [row.reason] if row.reason else []
             if row.log_tail and row.phase in ("failed", "timeout"):
-                reason = "\n".join([reason, *row.log_tail[-3:]]) if reason else "\n".join(row.log_tail[-3:])
+                said += row.log_tail[-3:]
             t.add_row(
-                _where(row),
-                row.phase,
-                row.node if row.node and row.node != row.key else "",
-                reason,
+                rich_text(_where(row)),
+                rich_text(row.phase),
+                rich_text(row.node if row.node and row.node != row.key else ""),
+                _cell_lines(said),
                 _elapsed(row.elapsed_s),
             )
         return t

@@ -14,8 +14,8 @@ from nsightlab.analysis.packing import PackReport, PackWorkload
 from nsightlab.analysis.sharing import USABLE_FRACTION
 from nsightlab.analysis.tokenize import TokenizerResult
 from nsightlab.analysis.units import percent, sig
-from nsightlab.errors import escape_controls
 from nsightlab.present.doc import Bullets, FigureRef, Para, Section, Table
+from nsightlab.present.safe import terminal_safe as escape_controls
 
 CHANGED_NOTHING = "nsightlab only read the cluster here: it changed no node, pod or deployment"
 

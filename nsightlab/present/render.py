@@ -20,11 +20,11 @@ from nsightlab.analysis.pods import human_duration
 from nsightlab.analysis.profile import ProfileResult, ops_label
 from nsightlab.analysis.sweep import SweepResult
 from nsightlab.configure import ConfigView
-from nsightlab.errors import escape_controls
 from nsightlab.present import decodedoc as dd
 from nsightlab.present.doc import Bullets, Para, Table
 from nsightlab.present.fleetview import fleet_tables, log_tails
 from nsightlab.present.report import floor_table
+from nsightlab.present.safe import rich_text, terminal_safe
 from nsightlab.present.text import (
     SPREAD_NOTE,
     compare_heading,
@@ -74,20 +74,29 @@ class Column:
 
 
 def table(env: Env, columns: Sequence[Column], rows: Sequence[Sequence[Any]], *, title: str | None = None) -> None:
-    """A table on stdout: a Rich table on a terminal, aligned plain text otherwise."""
-    cells = [["" if v is None else str(v) for v in row] for row in rows]
+    """A table on stdout: a Rich table on a terminal, aligned plain text otherwise. Every
+    cell and the title are shown through `terminal_safe` (names in them come from traces
+    and clusters), and Rich reads no markup in them."""
+    cells = [["" if v is None else terminal_safe(v) for v in row] for row in rows]
     if env.out_tty:
         # Rich loads only when something is drawn on a terminal
         from rich.table import Table
+        from rich.text import Text
 
-        t = Table(title=title, title_justify="left", header_style="bold", box=None, pad_edge=False)
+        t = Table(
+            title=rich_text(title) if title else None,
+            title_justify="left",
+            header_style="bold",
+            box=None,
+            pad_edge=False,
+        )
         for c in columns:
-            t.add_column(c.header, justify=c.justify, style=c.style, max_width=c.max_width, overflow="fold")  # type: ignore[arg-type]
+            t.add_column(Text(c.header), justify=c.justify, style=c.style, max_width=c.max_width, overflow="fold")  # type: ignore[arg-type]
         for row in cells:
-            t.add_row(*row)
+            t.add_row(*(Text(cell) for cell in row))
         env.out.print(t)
         return
-    env.write(plain_table(columns, cells, title=title))
+    env.write(plain_table(columns, cells, title=terminal_safe(title) if title else None))
 
 
 def plain_table(columns: Sequence[Column], cells: Sequence[Sequence[str]], *, title: str | None = None) -> str:
@@ -111,17 +120,17 @@ def plain_table(columns: Sequence[Column], cells: Sequence[Sequence[str]], *, ti
 
 def heading(env: Env, text: str) -> None:
     if env.out_tty:
-        env.out.print(f"[bold]{text}[/bold]")
+        env.out.print(rich_text(text, style="bold"))
     else:
-        env.write(text + "\n")
+        env.write(terminal_safe(text) + "\n")
 
 
 def lines(env: Env, items: Sequence[str], *, bullet: str = "- ") -> None:
     for item in items:
         if env.out_tty:
-            env.out.print(bullet + item, markup=False, highlight=False)
+            env.out.print(rich_text(bullet + item), highlight=False)
         else:
-            env.write(bullet + item + "\n")
+            env.write(bullet + terminal_safe(item) + "\n")
 
 
 def blank(env: Env) -> None:
@@ -313,7 +322,14 @@ def lab_pod(env: Env, lab: LabPod, *, title: str) -> None:
         f"node: {lab.node or '<not scheduled>'}" + (f", {lab.instance_type}" if lab.instance_type else ""),
         f"GPU: {lab.gpu_product or ('model not known' if lab.node else 'none yet')}",
     ]
-    if lab.deadline:
+    if lab.clock_ahead_s is not None:
+        start = lab.started or lab.created
+        life = f" {human_duration((lab.deadline - start).total_seconds())}" if lab.deadline and start else ""
+        facts.append(
+            f"deletes itself{life} after it started (activeDeadlineSeconds); the server's clock is ahead of this "
+            f"machine's by {human_duration(lab.clock_ahead_s)}, so how long is left cannot be told from here"
+        )
+    elif lab.deadline:
         facts.append(
             f"deletes itself in {_left(lab.seconds_left)} (activeDeadlineSeconds, at {lab.deadline:%H:%M} UTC)"
         )
@@ -379,11 +395,13 @@ def doctor(env: Env, report: DoctorReport) -> None:
     for c in report.checks:
         mark = {True: "pass", False: "FAIL", None: "info"}[c.ok]
         style = {True: "green", False: "bold red", None: "dim"}[c.ok]
-        text = f"{mark:4}  {c.name}: {c.detail}"
+        text = terminal_safe(f"{c.name}: {c.detail}")  # the details quote the server's answers
         if env.out_tty:
-            env.out.print(f"[{style}]{mark:4}[/]  {c.name}: {c.detail}", highlight=False)
+            from rich.text import Text
+
+            env.out.print(Text.assemble((f"{mark:4}", style), "  ", text), highlight=False)
         else:
-            env.write(text + "\n")
+            env.write(f"{mark:4}  {text}\n")
         if c.fix and c.ok is not True:
             lines(env, [f"fix: {c.fix}"], bullet="      ")
 
@@ -829,8 +847,8 @@ def _state(r: RunLine) -> str:
     if r.complete:
         return r.headline or ""
     if r.damaged:
-        return escape_controls(f"(damaged: {r.problem})")
-    return "(did not finish)" if r.problem in (None, "did not finish") else escape_controls(f"({r.problem})")
+        return f"(damaged: {r.problem})"
+    return "(did not finish)" if r.problem in (None, "did not finish") else f"({r.problem})"
 
 
 def run_detail(env: Env, detail: RunDetail) -> None:

@@ -6,21 +6,34 @@ from __future__ import annotations
 
 import base64
 import html
+import re
 from collections.abc import Sequence
 from pathlib import Path
 
 from nsightlab.present.doc import Bullets, FigureFile, Para, ReportDoc, Table
+from nsightlab.present.safe import terminal_safe
 from nsightlab.present.text import when_text
+
+# Markdown's punctuation that can start a construct anywhere in a line: emphasis, code
+# spans, links and images, raw HTML and autolinks, table cells, entities, headings,
+# strikethrough. Each is written backslash-escaped, which shows it as itself.
+_MD_PUNCTUATION = re.compile(r"[\\`*_\[\]<>|&#~!]")
+# Constructs a line's first characters start: a list item (`- `, `+ `, `1. `, `2) `).
+_MD_LINE_START = re.compile(r"^(\s*)([-+]|\d+(?=[.)]))")
+# GitHub's bare autolinks: `scheme://...` and `www.`; an escaped `:` or `.` stops them.
+_MD_AUTOLINK = re.compile(r"(?i):(?=//)|(?<![a-z0-9])(www)\.")
 
 
 def _md(text: str) -> str:
-    out = []
-    for ch in text:
-        if ch in "\\`*_[]<>|":
-            out.append("\\" + ch)
-        else:
-            out.append(ch)
-    return "".join(out)
+    """`text` as Markdown that renders as that text and nothing else: controls and line
+    separators (a newline, U+2028, U+0085, VT, FF) shown as escapes by `terminal_safe`, so
+    nothing leaves its line or table cell; then every character that could start a
+    heading, a link, an image, a code span, raw HTML or a cell boundary escaped."""
+    safe = _MD_PUNCTUATION.sub(lambda m: "\\" + m.group(), terminal_safe(text))
+    safe = _MD_AUTOLINK.sub(lambda m: m.group(1) + "\\." if m.group(1) else "\\:", safe)
+    return _MD_LINE_START.sub(
+        lambda m: m.group(1) + (m.group(2) + "\\" if m.group(2)[0].isdigit() else "\\" + m.group(2)), safe
+    )
 
 
 def render_markdown(doc: ReportDoc, figures: Sequence[FigureFile]) -> str:

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
 
+from nsightlab import userfiles
 from nsightlab.analysis.decode import DecodeResult, load_decode_record
 from nsightlab.analysis.steps import TraceAnatomy
 from nsightlab.errors import ParseError, UsageError
@@ -54,10 +55,17 @@ _NCU_HEADER = '"ID","Process ID"'
 
 
 def _read(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8", errors="replace")
-    except OSError as e:
-        raise UsageError(f"cannot read {path}: {e.strerror}") from None
+    """A file read whole (nsys console output, an ncu CSV, a JSON): a regular file, capped."""
+    data = userfiles.read_bytes(path, what="file", error=UsageError, limit=userfiles.WHOLE_INPUT_MAX_BYTES)
+    return data.decode("utf-8", errors="replace")
+
+
+def _check_inputs(folder: Path) -> None:
+    """Every file of `folder` that analyze may open is a regular file (a FIFO would block
+    the open, a device never end): exit 2 naming the first that is not."""
+    for p in sorted(folder.iterdir()):
+        if p.suffix.lower() in (".csv", ".json", ".gz", ".nsys-rep") and not p.is_dir():
+            userfiles.check_regular(p, what="file", error=UsageError)
 
 
 def _is_ncu(text: str) -> bool:
@@ -83,6 +91,12 @@ def analyze_path(
                 hint=e.hint or "List the runs with `nsightlab runs`.",
             ) from None
         path = run.path
+    if path.is_dir():
+        _check_inputs(path)
+        if (path / "raw").is_dir():
+            _check_inputs(path / "raw")
+    else:
+        userfiles.check_regular(path, what="file", error=UsageError)
     if path.suffix == ".nsys-rep" and path.is_file():
         with exported(path) as folder:
             for j in sorted(path.parent.glob("*.json")):  # the script's JSON beside the report
