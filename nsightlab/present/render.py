@@ -21,6 +21,7 @@ from nsightlab.analysis.profile import ProfileResult, ops_label
 from nsightlab.analysis.sweep import SweepResult
 from nsightlab.configure import ConfigView
 from nsightlab.errors import escape_controls
+from nsightlab.parse.names import distinct_short_names
 from nsightlab.present import decodedoc as dd
 from nsightlab.present.doc import Bullets, Para, Table
 from nsightlab.present.fleetview import fleet_tables, log_tails
@@ -446,11 +447,11 @@ def kernel_table(env: Env, kernels: Sequence[KernelLine], *, top: int, title: st
         cols.append(Column(f"Self ({total.name})", justify="right"))
     cols += [Column("Instances", justify="right"), Column(f"Avg ({avg.name})", justify="right"), Column("Name")]
     rows = []
-    for k in shown:
+    for k, name in zip(shown, distinct_short_names([k.name for k in shown]), strict=True):
         row: list[Any] = [_pct_cell(k.time_pct), _cell(total, k.total_ns)]
         if with_self:
             row.append(_cell(total, k.self_ns))
-        row += [k.instances, _cell(avg, k.avg_ns), k.short_name]
+        row += [k.instances, _cell(avg, k.avg_ns), name]
         rows.append(row)
     table(env, cols, rows, title=title)
     if len(kernels) > top:
@@ -618,7 +619,8 @@ def ncu(env: Env, result: NcuResult) -> None:
     report_table(env, ncu_table(result))
     blank(env)
     heading(env, "Verdict")
-    lines(env, [f"{k.short_name}: {k.verdict}" for k in result.kernels])
+    named = zip(distinct_short_names([k.name for k in result.kernels]), result.kernels, strict=True)
+    lines(env, [f"{name}: {k.verdict}" for name, k in named])
     if result.notes:
         blank(env)
         lines(env, [f"note: {n}" for n in result.notes], bullet="")

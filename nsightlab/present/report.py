@@ -40,6 +40,7 @@ from nsightlab.analysis.roofline import DecodeFloor, decode_floor, plateau_sourc
 from nsightlab.analysis.sweep import SweepImpls, SweepResult, compare_impls, compare_results
 from nsightlab.config import home, load_session
 from nsightlab.errors import Interrupted, UsageError
+from nsightlab.parse.names import distinct_short_names
 from nsightlab.present import decodedoc as dd
 from nsightlab.present import figures
 from nsightlab.present import figures as figs
@@ -472,9 +473,9 @@ def _profile_sections(profiles: list[ProfileResult], figure_keys: list[str]) -> 
                             *([_in(total, k.self_ns)] if with_self else []),
                             str(k.instances),
                             _in(avg, k.avg_ns),
-                            k.short_name,
+                            name,
                         ]
-                        for k in shown
+                        for k, name in zip(shown, distinct_short_names([k.name for k in shown]), strict=True)
                     ],
                     tooltips=[k.name for k in shown],
                 )
@@ -543,7 +544,12 @@ def _ncu_sections(ncus: list[NcuResult]) -> list[Section]:
         items: list[Any] = [
             ncu_table(n),
             Para(text="Verdicts:"),
-            Bullets(items=[f"{k.short_name}: {k.verdict}" for k in n.kernels]),
+            Bullets(
+                items=[
+                    f"{name}: {k.verdict}"
+                    for name, k in zip(distinct_short_names([k.name for k in n.kernels]), n.kernels, strict=True)
+                ]
+            ),
         ]
         if n.notes:
             items.append(Bullets(items=[f"note: {x}" for x in n.notes]))

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from nsightlab.analysis import units
 from nsightlab.analysis.ncu import NcuResult
 from nsightlab.analysis.sweep import SweepCompare, SweepImpls, SweepResult
+from nsightlab.parse.names import distinct_short_names
 from nsightlab.present.doc import Table
 
 if TYPE_CHECKING:
@@ -367,7 +368,7 @@ def ncu_table(result: NcuResult) -> Table:
     duration = units.time_unit(k.duration_ns * 1e-9 if k.duration_ns is not None else None for k in result.kernels)
     rows = [
         [
-            k.short_name,
+            name,
             duration.value(k.duration_ns * 1e-9) if k.duration_ns is not None else "",
             _pct(k.dram_throughput_pct),
             _pct(k.memory_throughput_pct),
@@ -376,7 +377,7 @@ def ncu_table(result: NcuResult) -> Table:
             _pct(k.sm_throughput_pct),
             k.bound,
         ]
-        for k in result.kernels
+        for k, name in zip(result.kernels, distinct_short_names([k.name for k in result.kernels]), strict=True)
     ]
     return Table(
         columns=["KERNEL", f"DURATION ({duration.name})", "DRAM", "MEMORY", "L2", "L2 HIT", "SM", "BOUND"],
