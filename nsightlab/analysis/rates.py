@@ -104,6 +104,7 @@ class DeviceInfo(Model):
     l2_source: str | None = None
     sm_count: int | None = None
     cc: str | None = None
+    arch: str | None = None  # ROCm's LLVM target (gfx942), where torch reports one
     torch: str | None = None
     cuda: str | None = None
     driver: str | None = None
@@ -943,7 +944,8 @@ def sweep_lesson(summary: SweepSummary, points: Sequence[SweepPoint], record: Sw
     support is not made (no plateau from one point, no bandwidth from an interpreter or
     from 16-bit floats on a CPU)."""
     gpu = summary.device_type == "cuda"
-    cache_name = "L2 cache" if gpu else "last-level cache"
+    infinity = "Infinity Cache" in (summary.l2_source or "")  # an AMD Instinct GPU's last level
+    cache_name = "Infinity Cache" if infinity else "L2 cache" if gpu else "last-level cache"
     out: list[str] = []
     if summary.interpreted:
         errors = [r.max_abs_error for r in (record.rows if record else []) if r.max_abs_error is not None]

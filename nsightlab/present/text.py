@@ -165,7 +165,8 @@ def sweep_summary_lines(result: SweepResult) -> list[str]:
             out.append(f"DRAM plateau: {s.plateau_reason}")
         else:
             out.append("DRAM plateau: not reached (add larger --sizes)")
-    cache_name = "L2" if s.device_type == "cuda" else "last-level cache"
+    infinity = "Infinity Cache" in (s.l2_source or "")  # an AMD Instinct GPU's last level
+    cache_name = "Infinity Cache" if infinity else "L2" if s.device_type == "cuda" else "last-level cache"
     if s.l2_bytes:
         out.append(f"{cache_name} used for the regimes: {size_text(s.l2_bytes)} ({s.l2_source or 'unknown source'})")
     else:
