@@ -526,10 +526,13 @@ def classify_regimes(
        the plateau is their median. An estimated plateau above the DRAM spec is no DRAM
        figure at all (those sizes were still partly cached): it is dropped, with a note.
     4. The remaining sizes: dram when their bandwidth is at most the plateau plus
-       PLATEAU_TOLERANCE, else transition. So a size just past the cache that already runs
-       at the plateau is dram, and a size several times the cache that still runs well
-       above it (a larger effective cache, a prefetcher) is transition. A size that does
-       not fit but beats the DRAM spec is partly cached: transition, not a side forced.
+       PLATEAU_TOLERANCE, else transition: between the cache's rate and DRAM's. So a size
+       just past the cache that already runs at the plateau is dram, and one that runs
+       above it is partly cached. A size DRAM_CACHE_MULTIPLE times the cache or more that
+       still runs well above the plateau is transition too, but not partly cached (no
+       cache holds a part of it worth naming): a note says so, and names noise or a
+       prefetcher. A size that does not fit but beats the DRAM spec is partly cached:
+       transition, not a side forced.
 
     Without a cache size the rule falls back on the shape of the curve: the plateau is
     grown from the largest size as in 3; a size above it is cache when it is at or before
@@ -590,8 +593,13 @@ def classify_regimes(
         if not candidates:
             candidates = rest  # the sizes that do not fit, if any
             estimate = True
-            if not candidates:
+            if not candidates and any(r == "cache" for r in regimes):
                 notes.append("every size fitted in the cache; rerun with larger sizes to see DRAM")
+            elif not candidates:
+                notes.append(
+                    "every size sat at the launch floor (all of them fit in the cache): rerun with larger sizes to "
+                    "see the cache and DRAM"
+                )
     else:
         candidates = rest
         estimate = True
@@ -621,6 +629,7 @@ def classify_regimes(
     beats_spec = [bool(spec and plateau and plateau <= spec and bw[i] > spec) for i in range(n)]
 
     # 4. the rest
+    fast: list[int] = []  # far past the cache, yet well above the plateau
     non_launch = [i for i in order if regimes[i] != "launch"]
     peak_pos = max(range(len(non_launch)), key=lambda k: bw[non_launch[k]]) if non_launch else -1
     for pos, i in enumerate(non_launch):
@@ -629,12 +638,24 @@ def classify_regimes(
         on_plateau = plateau is not None and bw[i] <= plateau * (1 + PLATEAU_TOLERANCE) and not beats_spec[i]
         if cache_bytes:
             regimes[i] = "dram" if on_plateau else "transition"
+            far_past = ws[i] >= DRAM_CACHE_MULTIPLE * cache_bytes and not beats_spec[i]
+            if far_past and not on_plateau and plateau is not None:
+                fast.append(i)
         elif spec and bw[i] > spec:
             regimes[i] = "cache"
         elif on_plateau:
             regimes[i] = "dram"
         else:
             regimes[i] = "cache" if pos <= peak_pos else "transition"
+    if fast and plateau is not None and cache_bytes:
+        sizes = ", ".join(units.size(ws[i]) for i in fast)
+        ratios = [bw[i] / plateau for i in fast]
+        times = units.ratio(min(ratios)) + ("" if len(fast) == 1 else f"-{units.ratio(max(ratios))}")
+        notes.append(
+            f"the {sizes} working set{'' if len(fast) == 1 else 's'} (transition) ran at {times} the rate of the "
+            f"largest sizes, though {DRAM_CACHE_MULTIPLE:g}x the {units.size(cache_bytes)} cache or more: too large "
+            "to be partly cached, so noise or a prefetcher; rerun with more --iters, or on a quieter machine"
+        )
     return RegimeResult(
         regimes=[r if r is not None else "transition" for r in regimes],
         basis="cache size" if cache_bytes else "curve shape",
@@ -1047,13 +1068,19 @@ def sweep_lesson(summary: SweepSummary, points: Sequence[SweepPoint], record: Sw
                     "much faster the cache was than memory."
                 )
     if plateau:
-        # the run of dram sizes that ends the sweep: where the curve has settled
+        # the run of DRAM-bound sizes that ends the sweep, each within PLATEAU_AGREEMENT of
+        # the plateau: where the curve has settled ("from X up" claims every size above X)
         settled: list[SweepPoint] = []
         for p in reversed(points):
-            if p.regime != "dram":
+            if p.regime != "dram" or abs(p.tbps / plateau - 1) > PLATEAU_AGREEMENT:
                 break
             settled.append(p)
-        start = f"From {units.size(settled[-1].tensor_bytes)} up" if settled else "At the largest sizes"
+        start = f"From {units.size(settled[-1].tensor_bytes)} up" if settled else f"At {_log2s(summary.dram_from_log2)}"
+        off = [
+            p
+            for p in points
+            if p.regime == "dram" and p not in settled and abs(p.tbps / plateau - 1) > PLATEAU_AGREEMENT
+        ]
         pct = ""
         if summary.dram_pct_of_spec is not None:
             pct = f", {units.percent(summary.dram_pct_of_spec)} of the DRAM spec ({summary.spec_label})"
@@ -1062,6 +1089,12 @@ def sweep_lesson(summary: SweepSummary, points: Sequence[SweepPoint], record: Sw
             agree += f" agree within {units.percent(100 * summary.plateau_spread)}"
         estimate = " (an estimate: no size was far beyond the cache)" if summary.dram_is_estimate else ""
         floor_s = EXAMPLE_WEIGHT_BYTES / (plateau * 1e12)
+        if off:
+            agree += "; " + ", ".join(
+                f"{units.size(p.tensor_bytes)} ran {units.percent(100 * abs(p.tbps / plateau - 1))} "
+                f"{'below' if p.tbps < plateau else 'above'} it"
+                for p in off
+            )
         out.append(
             f"{start} the bandwidth settles at {_tb(plateau)}{pct}; {agree}{estimate}. That is "
             "the memory ceiling of this device for a streaming op. LLM weights are far larger than "

@@ -142,6 +142,8 @@ def sweep_summary_lines(result: SweepResult) -> list[str]:
             elif s.dram_tbps:
                 line += f" ({units.ratio(s.cache_peak_tbps / s.dram_tbps)} the DRAM plateau)"
             out.append(line)
+        elif result.rows and all(r.regime == "launch" for r in result.rows):
+            out.append("cache peak: none (every size sat at the launch floor)")
         else:
             out.append("cache peak: none (no size ran from the cache)")
         if s.dram_tbps is not None:
