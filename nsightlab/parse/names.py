@@ -204,17 +204,18 @@ def memory_operation_name(name: str) -> str:
     return text
 
 
-def distinct_short_names(names: Sequence[str], width: int = 60) -> list[str]:
+def distinct_short_names(names: Sequence[str | None], width: int = 60) -> list[str]:
     """Short names for a column of a table, at most `width` characters, that stay apart:
     two different names never show the same text (the same name twice shows it twice).
 
     Each name gets `short_kernel_name`; where different names would read the same,
     each shows the part where they differ (`gemvx::kernel<…false, true, 7, …`), narrowed
     again while some still read alike; where even that cannot tell them apart (two
-    spellings of one signature), they are numbered (`… #1`, `… #2`).
+    spellings of one signature), they are numbered (`… #1`, `… #2`). A missing name (None
+    or empty: a range without a kernel) is an empty cell.
     """
     width = max(width, 8)
-    shown = {n: short_kernel_name(n, width) for n in dict.fromkeys(names)}
+    shown = {n: short_kernel_name(n, width) for n in dict.fromkeys(names) if n}
     wide: dict[str, str] = {}
     for _round in range(12):
         owners: dict[str, list[str]] = {}
@@ -237,7 +238,8 @@ def distinct_short_names(names: Sequence[str], width: int = 60) -> list[str]:
                 progressed = True
         if not progressed:
             break
-    return _numbered(names, [shown[n] for n in names], width)
+    given = [n or "" for n in names]
+    return _numbered(given, [shown[n] if n else "" for n in given], width)
 
 
 def _around(name: str, text: str, start: int, width: int) -> str:
@@ -266,7 +268,7 @@ def _numbered(names: Sequence[str], shorts: list[str], width: int) -> list[str]:
     across the whole column where two of those texts would still meet once cut."""
     owners: dict[str, list[str]] = {}
     for name, text in zip(names, shorts, strict=True):
-        if name not in owners.setdefault(text, []):
+        if name and name not in owners.setdefault(text, []):
             owners[text].append(name)
     clashes = {text: who for text, who in owners.items() if len(who) > 1}
     if not clashes:

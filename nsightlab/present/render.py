@@ -497,14 +497,15 @@ def profile(env: Env, result: ProfileResult, *, top: int = 15) -> None:
             Column("Roof"),
         ]
         rows = []
-        for r in timed:
+        kernels = distinct_short_names([r.kernel_full for r in timed])
+        for r, kernel in zip(timed, kernels, strict=True):
             assert r.rates is not None
             kind = "gemm" if "gemm" in r.name else "elementwise"
             roof = r.rates.roofline.bound if r.rates.roofline else "-"
             rows.append(
                 [
                     r.name,
-                    r.kernel or "",
+                    kernel or r.kernel or "",
                     _work(r.rates, kind),
                     per_call.value(r.rates.seconds_per_call),
                     _rate(r.rates, kind),
@@ -529,11 +530,12 @@ def profile(env: Env, result: ProfileResult, *, top: int = 15) -> None:
                 Column(f"{inner} ({inside.name})", justify="right"),
             ]
         range_rows: list[list[Any]] = []
-        for r in result.ranges:
+        range_kernels = distinct_short_names([r.kernel_full for r in result.ranges])
+        for r, kernel in zip(result.ranges, range_kernels, strict=True):
             row: list[Any] = [r.name, r.calls if r.calls is not None else "", _cell(own, r.range_ns)]
             if with_kernels:
                 row += [
-                    r.kernel or "",
+                    kernel or r.kernel or "",
                     r.kernel_instances if r.kernel_instances is not None else "",
                     _cell(inside, r.gpu_ns),
                 ]
