@@ -80,6 +80,10 @@ def test_names_that_differ_only_in_spelling_are_numbered() -> None:
     ]
 
 
+def test_a_range_without_a_kernel_is_an_empty_cell() -> None:
+    assert distinct_short_names([None, "", "Memset (Device)", None]) == ["", "", "memset", ""]
+
+
 @pytest.mark.parametrize(
     ("n", "text"), [(1375, "1375"), (1375.0, "1375"), (1, "1"), (1.0, "1"), (0, "0"), (4.5, "4.5")]
 )
