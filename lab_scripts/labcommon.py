@@ -197,6 +197,8 @@ def describe_device(torch: Any, device: str) -> dict[str, Any]:
                 "l2_source": "device" if l2 else None,
                 "sm_count": int(props.multi_processor_count),
                 "cc": f"{props.major}.{props.minor}",
+                # ROCm's LLVM target (gfx942): names the GPU where the name is generic
+                "arch": getattr(props, "gcnArchName", None) or None,
                 "driver": nvidia_driver_version(),
             }
         )

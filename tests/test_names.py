@@ -209,7 +209,7 @@ def test_kernel_kinds_over_the_pytorch_fixture() -> None:
             "*, int, int, int, const bool *, int, bool)",
             "reduce",
         ),
-        ("[CUDA memcpy Device-to-Host]", "copy"),
+        ("[CUDA memcpy Device-to-Host]", "memory"),  # a memory operation: never a kernel kind
         ("void copy_kernel<double>(const T1 *, T1 *)", "copy"),
         ("void add_kernel<double>(const T1 *, const T1 *, T1 *)", "elementwise"),
         ("vectorAdd(const float *, const float *, float *, int)", "elementwise"),

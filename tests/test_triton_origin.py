@@ -64,10 +64,10 @@ def test_triton_2_kernels_replayed_from_cuda_graphs() -> None:
     ("name", "kind"),
     [
         ("_scale_kernel", "elementwise"),  # lab_scripts/sweep.py --impl triton, as nsys names it
-        ("rms_norm_0d1d2d3de4de5", "reduce"),  # Triton 2.x: the specialisation suffix (a Kineto trace)
+        ("rms_norm_0d1d2d3de4de5", "norm"),  # Triton 2.x: the specialisation suffix (a Kineto trace)
         ("add_kernel_0d1d2d3de", "elementwise"),
         ("matmul_kernel_0d1d2d3de4de5de6de7c8de9c10de11c", "gemm"),
-        ("triton_poi_fused_add_cos_sin_0", "other"),  # the kind it already had
+        ("triton_poi_fused_add_cos_sin_0", "elementwise"),  # inductor's prefix: pointwise
     ],
 )
 def test_triton_names_keep_their_kind(name: str, kind: str) -> None:

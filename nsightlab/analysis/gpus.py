@@ -7,7 +7,14 @@ figure came from where.
 
 Units: bytes, bytes per second, TFLOPS (10^12 FLOP/s). "MB" of L2 in NVIDIA's documents
 is MiB (torch reports 50 MB as 52428800); datasheet memory "GB" is taken as GiB, which is
-what nvidia-smi's MiB figures match within a few percent.
+what nvidia-smi's MiB figures match within a few percent (and what ROCm's table gives).
+
+AMD Instinct GPUs: the name as ROCm and torch report it (`AMD Instinct MI300X`); a
+device that reports a generic name (`AMD Radeon Graphics`) or none is found by its LLVM
+target (`gfx942`) together with its memory and compute units, only where those single
+out one product (`lookup_arch`). Their last-level cache is the Infinity Cache (256 MiB on
+MI300X), beyond the L2 (4 MiB per XCD, which is what the device reports as its L2): it is
+the cache a sweep's working set lives in, so it is the cache the regimes use.
 
 No I/O here: pure data and lookups.
 """
@@ -39,14 +46,16 @@ class GpuSpec(Model):
     l2_bytes: int | None = None
     sm_count: int | None = None
     fp16_tensor_tflops: float | None = None  # dense FP16/BF16 tensor core, FP32 accumulate
-    fp32_tflops: float | None = None  # FP32 on the CUDA cores (no tensor cores)
+    fp32_tflops: float | None = None  # FP32 on the CUDA cores (no tensor cores); AMD: vector FP32
+    infinity_cache_bytes: int | None = None  # AMD's last-level cache beyond the L2
+    arch: str | None = None  # AMD: the LLVM target ROCm reports (gcnArchName), e.g. gfx942
     source: str
     notes: str | None = None
 
     @property
     def short(self) -> str:
         """The name without the vendor prefix, for sentences."""
-        return self.name.removeprefix("NVIDIA ").removeprefix("Tesla ")
+        return self.name.removeprefix("NVIDIA ").removeprefix("Tesla ").removeprefix("AMD Instinct ")
 
     def bw_label(self) -> str | None:
         """E.g. '1.597 TB/s, RTX PRO 6000 Blackwell Server Edition datasheet'."""
@@ -214,6 +223,81 @@ SPECS: tuple[GpuSpec, ...] = (
             "accumulate not verified."
         ),
     ),
+    # AMD Instinct. Bandwidth and peaks: AMD's data sheets; memory, compute units, L2 and
+    # Infinity Cache, LLVM target: ROCm's "AMD GPU specifications" table
+    # (https://rocm.docs.amd.com/en/latest/reference/gpu-specs.html). Dense FP16/BF16 is
+    # the matrix-core peak without sparsity.
+    _spec(
+        key="mi300x",
+        name="AMD Instinct MI300X",
+        aliases=("AMD Instinct MI300X OAM", "AMD Instinct MI300X VF"),
+        memory_bytes=192 * GiB,
+        dram_bw_bytes_per_s=5.3e12,
+        l2_bytes=32 * MiB,
+        infinity_cache_bytes=256 * MiB,
+        sm_count=304,
+        fp16_tensor_tflops=1307.4,
+        fp32_tflops=163.4,
+        arch="gfx942",
+        source="AMD Instinct MI300X data sheet",
+        notes=(
+            "CDNA 3, 8 XCDs of 38 CUs; L2 4 MiB per XCD; 256 MiB Infinity Cache. FP16/BF16 "
+            "2,614.9 TFLOPS with sparsity, 1,307.4 dense. 'MI300X VF' is the whole GPU as an "
+            "SR-IOV virtual function (Azure's ND MI300X v5 shows it so, with 191.5 GiB)."
+        ),
+    ),
+    _spec(
+        key="mi325x",
+        name="AMD Instinct MI325X",
+        aliases=("AMD Instinct MI325X OAM",),
+        memory_bytes=256 * GiB,
+        dram_bw_bytes_per_s=6.0e12,
+        l2_bytes=32 * MiB,
+        infinity_cache_bytes=256 * MiB,
+        sm_count=304,
+        fp16_tensor_tflops=1307.4,
+        fp32_tflops=163.4,
+        arch="gfx942",
+        source="AMD Instinct MI325X data sheet",
+        notes="CDNA 3 with HBM3E: the MI300X's compute, 256 GB at 6 TB/s",
+    ),
+    _spec(
+        key="mi355x",
+        name="AMD Instinct MI355X",
+        aliases=("AMD Instinct MI355X OAM",),
+        memory_bytes=288 * GiB,
+        dram_bw_bytes_per_s=8.0e12,
+        l2_bytes=32 * MiB,
+        infinity_cache_bytes=256 * MiB,
+        sm_count=256,
+        fp16_tensor_tflops=2516.6,
+        fp32_tflops=157.3,
+        arch="gfx950",
+        source="AMD Instinct MI355X data sheet",
+        notes=(
+            "CDNA 4, 8 XCDs of 32 CUs. The data sheet rounds FP16/BF16 dense to 2.5 PFLOPS: "
+            "256 CUs x 4,096 FLOP per clock x 2.4 GHz = 2,516.6 TFLOPS. The MI350X shares its "
+            "LLVM target, memory and CUs at a lower clock: told apart only by name."
+        ),
+    ),
+    _spec(
+        key="mi250x",
+        name="AMD Instinct MI250X",
+        aliases=("AMD Instinct MI250X/MI250",),
+        memory_bytes=64 * GiB,
+        dram_bw_bytes_per_s=1.6384e12,
+        l2_bytes=8 * MiB,
+        sm_count=110,
+        fp16_tensor_tflops=191.5,
+        fp32_tflops=23.95,
+        arch="gfx90a",
+        source="AMD Instinct MI250X data sheet, per GCD",
+        notes=(
+            "An MI250X holds two GCDs and ROCm shows each as a GPU of its own: these are one "
+            "GCD's figures, half the module's (128 GB, 3.2768 TB/s, 383 TFLOPS FP16 dense, "
+            "220 CUs)."
+        ),
+    ),
 )
 
 BY_KEY: dict[str, GpuSpec] = {s.key: s for s in SPECS}
@@ -259,6 +343,33 @@ def lookup(name: str | None) -> GpuSpec | None:
     return _BY_NAME.get(_normalise(name))
 
 
+# Every AMD Instinct product of each LLVM target, as (name, memory GiB, compute units),
+# from ROCm's "AMD GPU specifications" (per GCD for the two-GCD MI250X and MI250), those
+# the table above lacks included: an architecture alone names a product only when its
+# memory and compute units single one out among all of these.
+_AMD_PRODUCTS: dict[str, tuple[tuple[str, int, int], ...]] = {
+    "gfx950": (("AMD Instinct MI355X", 288, 256), ("AMD Instinct MI350X", 288, 256)),
+    "gfx942": (("AMD Instinct MI300X", 192, 304), ("AMD Instinct MI325X", 256, 304), ("AMD Instinct MI300A", 128, 228)),
+    "gfx90a": (("AMD Instinct MI250X", 64, 110), ("AMD Instinct MI250", 64, 104), ("AMD Instinct MI210", 64, 104)),
+}
+
+
+def lookup_arch(arch: str | None, memory_bytes: int | None = None, compute_units: int | None = None) -> GpuSpec | None:
+    """The spec of an AMD GPU known by its LLVM target (`gfx942`, or ROCm's
+    `gfx942:sramecc+:xnack-`), its memory and its compute units: a product only where they
+    single out one (a gfx942 with 192 GiB and 304 CUs is an MI300X); None otherwise, and
+    for an architecture alone (gfx942 is an MI300X, an MI300A or an MI325X)."""
+    if not arch or memory_bytes is None:
+        return None
+    products = _AMD_PRODUCTS.get(arch.strip().lower().split(":", 1)[0], ())
+    matches = [
+        name
+        for name, gib, cus in products
+        if abs(memory_bytes - gib * GiB) <= 0.05 * gib * GiB and (compute_units is None or compute_units == cus)
+    ]
+    return lookup(matches[0]) if len(matches) == 1 else None
+
+
 def for_instance_type(instance_type: str | None) -> GpuSpec | None:
     """The GPU an EC2 instance type carries (`g7e.8xlarge` -> RTX PRO 6000 Server)."""
     if not instance_type:
@@ -297,14 +408,20 @@ def merge_device(device: Mapping[str, Any], spec: GpuSpec | None = None, *, use_
     """Combine a lab script's `device` object with the spec table.
 
     `spec` defaults to the table's entry for the reported name (GPUs only, and only with
-    `use_table`). Figures the
-    device reports (memory, L2 size, SM count) win; bandwidth and peak FLOPS come only from
-    the table. A disagreement between the two is noted, not hidden.
+    `use_table`), else for its AMD architecture (`arch`), memory and compute units. Figures
+    the device reports (memory, L2 size, SM count) win; bandwidth and peak FLOPS come only
+    from the table. A disagreement between the two is noted, not hidden. On an AMD
+    Instinct GPU the cache is the Infinity Cache, the last level (the device's L2 is noted).
     """
     device_type = str(device.get("type") or "cuda")
     name = device.get("name")
     if spec is None and use_table and device_type == "cuda":
-        spec = lookup(name if isinstance(name, str) else None)
+        reported_memory, cus, arch = device.get("memory_bytes"), device.get("sm_count"), device.get("arch")
+        spec = lookup(name if isinstance(name, str) else None) or lookup_arch(
+            arch if isinstance(arch, str) else None,
+            reported_memory if isinstance(reported_memory, int) else None,
+            cus if isinstance(cus, int) else None,
+        )
     notes: list[str] = []
 
     def pick(field: str, reported: Any, table: int | None, what: str) -> tuple[int | None, str | None]:
@@ -321,7 +438,19 @@ def merge_device(device: Mapping[str, Any], spec: GpuSpec | None = None, *, use_
         return None, None
 
     memory, memory_src = pick("memory", device.get("memory_bytes"), spec.memory_bytes if spec else None, "memory")
-    l2, l2_src = pick("l2", device.get("l2_bytes"), spec.l2_bytes if spec else None, "an L2 of")
+    l2: int | None
+    l2_src: str | None
+    if spec is not None and spec.infinity_cache_bytes:
+        # The cache a working set lives in beyond the L2, whatever L2 the device reports.
+        l2, l2_src = spec.infinity_cache_bytes, f"{spec.source}: the Infinity Cache, the last-level cache"
+        reported_l2 = device.get("l2_bytes")
+        if isinstance(reported_l2, int) and reported_l2 > 0:
+            notes.append(
+                f"the device reports an L2 of {reported_l2 / MiB:.0f} MiB; its last-level cache, which holds "
+                f"a sweep's working set, is the {l2 / MiB:.0f} MiB Infinity Cache ({spec.source})"
+            )
+    else:
+        l2, l2_src = pick("l2", device.get("l2_bytes"), spec.l2_bytes if spec else None, "an L2 of")
     sm = device.get("sm_count")
     if not isinstance(sm, int) and spec is not None:
         sm = spec.sm_count

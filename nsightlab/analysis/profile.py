@@ -364,7 +364,10 @@ def build_profile(
             if got and got[0] > 0 and work.calls:
                 seconds[work.name] = got[0] / 1e9 / work.calls
         if record.ranges and not seconds:
-            notes.append("no per-range GPU times in the profile: rates use the script's own timing (CUDA events)")
+            on_gpu = record.device.type == "cuda"
+            clock = "CUDA events" if on_gpu else "its clock, time.perf_counter"
+            what = "GPU times" if on_gpu else "times"
+            notes.append(f"no per-range {what} in the profile: rates use the script's own timing ({clock})")
             timing_source = "the script's own timing"
         analysed = analysis.analyze_lesson1(record, spec, seconds_per_call=seconds or None, timing_source=timing_source)
         by_name = {r.name: r for r in analysed.ranges}
@@ -390,7 +393,8 @@ def build_profile(
         device_name = analysed.device_name
         if record.scaled_down:
             notes.append("the script ran scaled down (no GPU): sizes are smaller than the tutorial's")
-        lesson.extend(_instances_lesson(kernels, record, per_range))
+        cpu_ops = _kernels_are(profiler, torch, device_type, bool(kernels)) == "cpu ops"
+        lesson.extend(_instances_lesson(kernels, record, per_range, cpu_ops=cpu_ops))
     else:
         # every range the profile names, largest first; the kernels inside where known
         order = [n for n, _ in sorted(nvtx_rows.items(), key=lambda kv: -kv[1].total_ns)]
@@ -463,9 +467,14 @@ def ops_label(result: ProfileResult) -> str:
 
 
 def _instances_lesson(
-    kernels: list[KernelLine], record: analysis.Lesson1Record, per_range: dict[str, tuple[float, int, str | None]]
+    kernels: list[KernelLine],
+    record: analysis.Lesson1Record,
+    per_range: dict[str, tuple[float, int, str | None]],
+    *,
+    cpu_ops: bool = False,
 ) -> list[str]:
-    """Why the kernel summary says 23 and the rates use 20."""
+    """Why the kernel summary says 23 and the rates use 20: in the words of what the
+    table holds (GPU kernels are launched; CPU ops are called, with no CUDA to start)."""
     out: list[str] = []
     for work in record.ranges:
         got = per_range.get(work.name)
@@ -475,11 +484,17 @@ def _instances_lesson(
         if summary is None:
             continue
         if summary.instances > got[1]:
+            table, events = ("The op table", "calls") if cpu_ops else ("The kernel summary", "launches")
+            first_use = (
+                "memory allocation, starting the thread pool, choosing a kernel"
+                if cpu_ops
+                else "CUDA init, kernel selection"
+            )
             out.append(
-                f"The kernel summary counts {summary.instances} launches of {summary.short_name}: "
+                f"{table} counts {summary.instances} {events} of {summary.short_name}: "
                 f"{work.warmup} warm-up{'s' if work.warmup != 1 else ''} + {work.calls} timed (and any other use). "
                 f"The rates use only the {got[1]} inside the timed range {work.name}, "
-                "so first-use costs (CUDA init, kernel selection) do not pollute them."
+                f"so first-use costs ({first_use}) do not pollute them."
             )
     return out
 

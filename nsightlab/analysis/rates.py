@@ -9,8 +9,8 @@ Three things live here:
   call over seconds per call; the percentage of the spec peak, naming the spec and its
   source; arithmetic intensity (FLOP/byte); the ridge point (peak FLOP/s / peak bytes/s)
   and which roof a kernel sits under.
-- The regime classifier for a bandwidth sweep (`classify_regimes`): launch-bound,
-  cache-resident, transition, DRAM-bound. Its thresholds are named constants below.
+- The regime classifier for a bandwidth sweep (`classify_regimes`, in `regimes`, with its
+  thresholds): launch-bound, cache-resident, transition, DRAM-bound.
 - `analyze_sweep`: rows with TB/s, % of spec and regime; a summary with the launch floor,
   the cache peak, the DRAM plateau, and a few sentences of lesson keyed to the numbers.
 
@@ -32,28 +32,20 @@ from pydantic import ConfigDict, Field, model_validator
 
 from nsightlab.analysis import units
 from nsightlab.analysis.gpus import DeviceSpec, GpuSpec, merge_device
+
+# The regime rule lives in `regimes`; its names are part of this module's API, as before.
+from nsightlab.analysis.regimes import CACHE_FIT_FRACTION as CACHE_FIT_FRACTION
+from nsightlab.analysis.regimes import DRAM_CACHE_MULTIPLE as DRAM_CACHE_MULTIPLE
+from nsightlab.analysis.regimes import FLOOR_ROWS as FLOOR_ROWS
+from nsightlab.analysis.regimes import LAUNCH_FACTOR as LAUNCH_FACTOR
+from nsightlab.analysis.regimes import LAUNCH_SCALING_MAX as LAUNCH_SCALING_MAX
+from nsightlab.analysis.regimes import PLATEAU_TOLERANCE as PLATEAU_TOLERANCE
+from nsightlab.analysis.regimes import Regime as Regime
+from nsightlab.analysis.regimes import RegimeInput as RegimeInput
+from nsightlab.analysis.regimes import RegimeResult as RegimeResult
+from nsightlab.analysis.regimes import classify_regimes as classify_regimes
 from nsightlab.models import Model
 
-Regime = Literal["launch", "cache", "transition", "dram", "interpreted"]
-
-# --- thresholds of the regime rule (see classify_regimes) ---
-
-#: A size is launch-bound while its time per call is within this factor of the floor.
-LAUNCH_FACTOR = 1.5
-#: The floor is the least time per call over this many of the smallest sizes.
-FLOOR_ROWS = 3
-#: With a single size at the floor, it counts as launch-bound only if the next size's
-#: time grew by less than this fraction of its growth in bytes (time not following size).
-LAUNCH_SCALING_MAX = 0.5
-#: A working set "fits" in a cache of C bytes when it is at most this share of C: the
-#: cache also holds other data, and on GPUs it is split into partitions (an H200 whose
-#: torch reports 60 MB of L2 falls off its L2 bandwidth between 44 and 60 MB).
-CACHE_FIT_FRACTION = 0.75
-#: A working set at least this many times the cache must stream from DRAM.
-DRAM_CACHE_MULTIPLE = 4.0
-#: Rows within this relative distance of the plateau belong to it; the plateau is grown
-#: from the largest size downwards while rows stay within it of the running median.
-PLATEAU_TOLERANCE = 0.25
 #: Cache-resident sizes less than this many times faster than DRAM: the cache did not help.
 CACHE_GAIN_MIN = 1.25
 #: A size whose time grew this many times more than its bytes over the size before it was
@@ -104,6 +96,7 @@ class DeviceInfo(Model):
     l2_source: str | None = None
     sm_count: int | None = None
     cc: str | None = None
+    arch: str | None = None  # ROCm's LLVM target (gfx942), where torch reports one
     torch: str | None = None
     cuda: str | None = None
     driver: str | None = None
@@ -479,184 +472,6 @@ def _range_sentence(work: RangeWork, r: Rates) -> str:
 # --- the bandwidth sweep ---
 
 
-class RegimeInput(Model):
-    """One size of a sweep, as the classifier sees it."""
-
-    working_set_bytes: int  # the tensor's bytes: the op reads and writes this one buffer
-    bytes_per_call: int
-    seconds_per_call: float
-
-    @property
-    def bytes_per_s(self) -> float:
-        return self.bytes_per_call / self.seconds_per_call
-
-
-class RegimeResult(Model):
-    regimes: list[Regime]  # one per input, in input order
-    basis: Literal["cache size", "curve shape"]
-    floor_seconds: float | None  # None when no size was launch-bound
-    plateau_bytes_per_s: float | None
-    plateau_rows: list[int]  # indices of the inputs the plateau was taken from
-    plateau_is_estimate: bool
-    notes: list[str]
-
-
-def classify_regimes(
-    points: Sequence[RegimeInput],
-    *,
-    cache_bytes: int | None,
-    dram_spec_bytes_per_s: float | None = None,
-) -> RegimeResult:
-    """Name the regime of each size of a bandwidth sweep.
-
-    The rule (thresholds are the module constants):
-
-    1. launch: sizes, from the smallest up, whose time per call is within LAUNCH_FACTOR of
-       the floor (the least time over the FLOOR_ROWS smallest sizes). The run stops at the
-       first size that leaves the floor, and at the first size that does not fit in the
-       cache: a working set that must stream from DRAM is not launch-bound even if it
-       happens to read the floor. A floor needs evidence: two sizes on it, or, with one,
-       the next size's time growing far less than its bytes (LAUNCH_SCALING_MAX).
-    2. cache: not launch, and the working set fits in the cache
-       (<= CACHE_FIT_FRACTION of it).
-    3. The DRAM plateau: from the sizes at least DRAM_CACHE_MULTIPLE times the cache
-       (failing that, the sizes that do not fit, marked as an estimate), grown from the
-       largest size down while rows stay within PLATEAU_TOLERANCE of the running median;
-       the plateau is their median. An estimated plateau above the DRAM spec is no DRAM
-       figure at all (those sizes were still partly cached): it is dropped, with a note.
-    4. The remaining sizes: dram when their bandwidth is at most the plateau plus
-       PLATEAU_TOLERANCE, else transition. So a size just past the cache that already runs
-       at the plateau is dram, and a size several times the cache that still runs well
-       above it (a larger effective cache, a prefetcher) is transition. A size that does
-       not fit but beats the DRAM spec is partly cached: transition, not a side forced.
-
-    Without a cache size the rule falls back on the shape of the curve: the plateau is
-    grown from the largest size as in 3; a size above it is cache when it is at or before
-    the bandwidth peak (or beats the DRAM spec), transition after the peak.
-    """
-    n = len(points)
-    regimes: list[Regime | None] = [None] * n
-    notes: list[str] = []
-    if n == 0:
-        return RegimeResult(
-            regimes=[],
-            basis="cache size" if cache_bytes else "curve shape",
-            floor_seconds=None,
-            plateau_bytes_per_s=None,
-            plateau_rows=[],
-            plateau_is_estimate=False,
-            notes=["no sizes were measured"],
-        )
-    order = sorted(range(n), key=lambda i: points[i].working_set_bytes)
-    bw = [p.bytes_per_s for p in points]
-    secs = [p.seconds_per_call for p in points]
-    ws = [p.working_set_bytes for p in points]
-
-    # 1. launch
-    floor = min(secs[i] for i in order[:FLOOR_ROWS])
-    run: list[int] = []
-    for i in order:
-        if cache_bytes and ws[i] > cache_bytes:
-            break
-        if secs[i] > LAUNCH_FACTOR * floor:
-            break
-        run.append(i)
-    if len(run) == 1:
-        nxt = order.index(run[0]) + 1
-        if nxt < n:
-            j = order[nxt]
-            time_growth = secs[j] / secs[run[0]]
-            bytes_growth = points[j].bytes_per_call / points[run[0]].bytes_per_call
-            if time_growth >= LAUNCH_SCALING_MAX * bytes_growth:
-                run = []
-        else:
-            run = []
-    for i in run:
-        regimes[i] = "launch"
-    floor_seconds = min(secs[i] for i in run) if run else None
-
-    # 2. cache by residency
-    if cache_bytes:
-        for i in order:
-            if regimes[i] is None and ws[i] <= CACHE_FIT_FRACTION * cache_bytes:
-                regimes[i] = "cache"
-
-    # 3. the plateau
-    rest = [i for i in order if regimes[i] is None]
-    estimate = False
-    if cache_bytes:
-        candidates = [i for i in rest if ws[i] >= DRAM_CACHE_MULTIPLE * cache_bytes]
-        if not candidates:
-            candidates = rest  # the sizes that do not fit, if any
-            estimate = True
-            if not candidates:
-                notes.append("every size fitted in the cache; rerun with larger sizes to see DRAM")
-    else:
-        candidates = rest
-        estimate = True
-        notes.append("cache size unknown: regimes are inferred from the shape of the curve")
-    tail = _plateau_tail(candidates, bw)
-    plateau = statistics.median(bw[i] for i in tail) if tail else None
-    spec = dram_spec_bytes_per_s
-    if plateau is not None and spec and plateau > spec:
-        if estimate:
-            notes.append(
-                f"the largest sizes still ran at {plateau / 1e12:.3g} TB/s, above the "
-                f"{spec / 1e12:.4g} TB/s DRAM spec: they were partly served from a cache, so "
-                "there is no DRAM figure; rerun with larger sizes"
-            )
-            plateau, tail = None, []
-        else:
-            notes.append(
-                "the DRAM plateau is above the DRAM spec: either the spec does not match "
-                "this device or the largest sizes are still served from a cache"
-            )
-    elif plateau is not None and estimate and cache_bytes:
-        notes.append(
-            f"no size reached {DRAM_CACHE_MULTIPLE:g}x the cache; the DRAM figure comes from "
-            "the largest sizes, which may still be partly cached"
-        )
-    # above a credible spec, a size cannot be streaming from DRAM alone
-    beats_spec = [bool(spec and plateau and plateau <= spec and bw[i] > spec) for i in range(n)]
-
-    # 4. the rest
-    non_launch = [i for i in order if regimes[i] != "launch"]
-    peak_pos = max(range(len(non_launch)), key=lambda k: bw[non_launch[k]]) if non_launch else -1
-    for pos, i in enumerate(non_launch):
-        if regimes[i] is not None:
-            continue
-        on_plateau = plateau is not None and bw[i] <= plateau * (1 + PLATEAU_TOLERANCE) and not beats_spec[i]
-        if cache_bytes:
-            regimes[i] = "dram" if on_plateau else "transition"
-        elif spec and bw[i] > spec:
-            regimes[i] = "cache"
-        elif on_plateau:
-            regimes[i] = "dram"
-        else:
-            regimes[i] = "cache" if pos <= peak_pos else "transition"
-    return RegimeResult(
-        regimes=[r if r is not None else "transition" for r in regimes],
-        basis="cache size" if cache_bytes else "curve shape",
-        floor_seconds=floor_seconds,
-        plateau_bytes_per_s=plateau,
-        plateau_rows=sorted(tail, key=lambda i: ws[i]),
-        plateau_is_estimate=estimate and plateau is not None,
-        notes=notes,
-    )
-
-
-def _plateau_tail(candidates: list[int], bw: list[float]) -> list[int]:
-    """From the largest candidate down, the run of rows within tolerance of its median."""
-    tail: list[int] = []
-    for i in reversed(candidates):
-        if tail:
-            mid = statistics.median(bw[j] for j in tail)
-            if abs(bw[i] / mid - 1) > PLATEAU_TOLERANCE:
-                break
-        tail.append(i)
-    return tail
-
-
 class SweepPoint(Model):
     log2: int
     elements: int
@@ -829,7 +644,7 @@ def analyze_sweep(
     notes += [n for n in record.notes if n not in notes]
     notes += [f"2^{s.log2} skipped: {s.reason}" for s in record.skipped]
     if not interpreted:
-        notes += _stalls(points)
+        notes += _stalls(points, cpu=dev.device_type == "cpu")
     if interpreted:
         plateau = Plateau(
             status="interpreted",
@@ -912,9 +727,11 @@ def _point(
     )
 
 
-def _stalls(points: Sequence[SweepPoint]) -> list[str]:
+def _stalls(points: Sequence[SweepPoint], *, cpu: bool = False) -> list[str]:
     """Sizes whose time grew far more than their bytes over the size before: not memory,
-    not a launch, but something that held the op (said, so no one reads them as bandwidth)."""
+    not a launch (on a CPU: not dispatch), but something that held the op (said, so no
+    one reads them as bandwidth)."""
+    fixed_cost = "dispatching the op" if cpu else "launches"
     out = []
     for a, b in itertools.pairwise(points):
         time_growth, bytes_growth = b.seconds_per_call / a.seconds_per_call, b.bytes_per_call / a.bytes_per_call
@@ -922,8 +739,13 @@ def _stalls(points: Sequence[SweepPoint]) -> list[str]:
             out.append(
                 f"2^{b.log2} took {units.ratio(time_growth)} the time of 2^{a.log2} for "
                 f"{units.ratio(bytes_growth)} the bytes: "
-                "something other than memory or launches held it (on a CPU, often a parallel op waiting for a "
-                "thread on a busy machine); rerun on a quieter machine, or with OMP_NUM_THREADS=1"
+                f"something other than memory or {fixed_cost} held it"
+                + (
+                    " (on a CPU, often a parallel op waiting for a thread on a busy machine); rerun on a quieter "
+                    "machine, or with OMP_NUM_THREADS=1"
+                    if cpu
+                    else " (another process on the GPU, a clock change); rerun on a quiet GPU"
+                )
             )
     return out
 
@@ -943,7 +765,8 @@ def sweep_lesson(summary: SweepSummary, points: Sequence[SweepPoint], record: Sw
     support is not made (no plateau from one point, no bandwidth from an interpreter or
     from 16-bit floats on a CPU)."""
     gpu = summary.device_type == "cuda"
-    cache_name = "L2 cache" if gpu else "last-level cache"
+    infinity = "Infinity Cache" in (summary.l2_source or "")  # an AMD Instinct GPU's last level
+    cache_name = "Infinity Cache" if infinity else "L2 cache" if gpu else "last-level cache"
     out: list[str] = []
     if summary.interpreted:
         errors = [r.max_abs_error for r in (record.rows if record else []) if r.max_abs_error is not None]
@@ -1045,13 +868,19 @@ def sweep_lesson(summary: SweepSummary, points: Sequence[SweepPoint], record: Sw
                     "much faster the cache was than memory."
                 )
     if plateau:
-        # the run of dram sizes that ends the sweep: where the curve has settled
+        # the run of DRAM-bound sizes that ends the sweep, each within PLATEAU_AGREEMENT of
+        # the plateau: where the curve has settled ("from X up" claims every size above X)
         settled: list[SweepPoint] = []
         for p in reversed(points):
-            if p.regime != "dram":
+            if p.regime != "dram" or abs(p.tbps / plateau - 1) > PLATEAU_AGREEMENT:
                 break
             settled.append(p)
-        start = f"From {units.size(settled[-1].tensor_bytes)} up" if settled else "At the largest sizes"
+        start = f"From {units.size(settled[-1].tensor_bytes)} up" if settled else f"At {_log2s(summary.dram_from_log2)}"
+        off = [
+            p
+            for p in points
+            if p.regime == "dram" and p not in settled and abs(p.tbps / plateau - 1) > PLATEAU_AGREEMENT
+        ]
         pct = ""
         if summary.dram_pct_of_spec is not None:
             pct = f", {units.percent(summary.dram_pct_of_spec)} of the DRAM spec ({summary.spec_label})"
@@ -1060,6 +889,12 @@ def sweep_lesson(summary: SweepSummary, points: Sequence[SweepPoint], record: Sw
             agree += f" agree within {units.percent(100 * summary.plateau_spread)}"
         estimate = " (an estimate: no size was far beyond the cache)" if summary.dram_is_estimate else ""
         floor_s = EXAMPLE_WEIGHT_BYTES / (plateau * 1e12)
+        if off:
+            agree += "; " + ", ".join(
+                f"{units.size(p.tensor_bytes)} ran {units.percent(100 * abs(p.tbps / plateau - 1))} "
+                f"{'below' if p.tbps < plateau else 'above'} it"
+                for p in off
+            )
         out.append(
             f"{start} the bandwidth settles at {_tb(plateau)}{pct}; {agree}{estimate}. That is "
             "the memory ceiling of this device for a streaming op. LLM weights are far larger than "

@@ -8,7 +8,9 @@ The rules:
   53.6 GB/s in one place and 0.054 TB/s in another);
 - buffer and tensor sizes are binary (KiB, MiB, GiB); model weights are decimal GB
   (10^9 bytes), as the README defines them;
-- percentages: whole numbers from 10% up, one decimal below.
+- percentages: whole numbers from 10% up, one decimal below;
+- counts (kernels, calls, steps) as integers, never rounded to significant figures
+  (1375, not 1380; 1, not 1.00); a mean count that is not whole keeps one decimal.
 
 Rounding is for text only: JSON keeps full precision. Pure; no I/O.
 """
@@ -122,6 +124,14 @@ def percent(pct: float) -> str:
     if not math.isfinite(pct):
         return f"{pct}%"
     return f"{pct:.0f}%" if abs(pct) >= 10 else f"{pct:.1f}%"
+
+
+def count(n: float) -> str:
+    """A count: 1375, 1, 0; a mean count that is not whole, one decimal (1375.5)."""
+    if not math.isfinite(n):
+        return str(n)
+    whole = round(n)
+    return str(whole) if abs(n - whole) < 0.05 else f"{n:.1f}"
 
 
 def ratio(x: float) -> str:

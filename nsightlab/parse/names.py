@@ -13,18 +13,59 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import Literal
+from collections.abc import Sequence
 
-KernelKind = Literal["gemm", "elementwise", "reduce", "copy", "attention", "other"]
+from nsightlab.parse.demangle import demangled
+
+# The kinds live in `kinds`; they are part of this module's API, as they always were.
+from nsightlab.parse.kinds import (
+    LAB_TRITON_KERNELS,
+    KernelKind,
+    KernelOrigin,
+    StepKernelKind,
+    is_memory_operation,
+    kernel_kind,
+    kernel_origin,
+    step_kernel_kind,
+)
+from nsightlab.parse.signature import (
+    ANON_NS,
+    CUTLASS_WRAPPERS,
+    IDENTIFIER,
+    last_component,
+    split_signature,
+    top_level_split,
+    unqualified,
+)
+
+__all__ = [
+    "ELLIPSIS",
+    "GPU_WORK_CALL_MARKS",
+    "LAB_TRITON_KERNELS",
+    "KernelKind",
+    "KernelOrigin",
+    "StepKernelKind",
+    "distinct_short_names",
+    "is_memory_operation",
+    "kernel_kind",
+    "kernel_names_match",
+    "kernel_origin",
+    "memory_operation_name",
+    "normalise_kernel_name",
+    "puts_work_on_gpu",
+    "short_kernel_name",
+    "step_kernel_kind",
+]
 
 ELLIPSIS = "…"
 
 # `(int)4`, `(unsigned long)3`, `(bool)0`, `(cudnnKernelDataType_t)0`: C-style casts
 # that the demangler puts in front of integral template arguments.
 _CAST = re.compile(r"\((?:[A-Za-z_][\w:]*)(?: [A-Za-z_]\w*)*\)(?=-?\d)")
-_LAMBDA = re.compile(r"\[lambda\([^()]*\) \(instance \d+\)\]")
-_CALL_OPERATOR = re.compile(r"::operator \(\)\(\) const")
-_ANON_NS = re.compile(r"(?:<unnamed>|\(anonymous namespace\))::")
+# A lambda as nsys writes it (`[lambda(int) (instance 1)]`) and as c++filt does
+# (`{lambda(int)#1}`), and the call operator after it.
+_LAMBDA = re.compile(r"\[lambda\([^()]*\) \(instance \d+\)\]|\{lambda\([^{}]*\)#\d+\}")
+_CALL_OPERATOR = re.compile(r"::operator ?\(\)\(\) const")
 # A namespace or class qualifier (`at::`, `c10::`, `T1::`), unless what follows is a
 # lambda marker: `direct_copy_kernel_cuda::lambda` keeps the function it came from.
 _QUALIFIER = re.compile(r"\b[A-Za-z_]\w*::(?=(?!lambda\b)[A-Za-z_~])")
@@ -36,69 +77,6 @@ _TORCH_NOISE_ARGS = re.compile(
     r"^(?:array<.*>|TrivialOffsetCalculator<.*>|OffsetCalculator<.*>|"
     r"(?:Load|Store)With(?:out)?Cast(?:<.*>)?)$"
 )
-# cutlass 2.x wraps the real kernel in `cutlass::Kernel<NAME>` / `Kernel2<NAME>`.
-_CUTLASS_WRAPPERS = {"Kernel", "Kernel2", "Kernel_", "device_kernel"}
-_IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
-
-
-def _match_back(text: str, end: int, open_ch: str, close_ch: str) -> int:
-    """Index of the bracket that opens the one closing at `end`, or -1."""
-    depth = 0
-    for i in range(end, -1, -1):
-        ch = text[i]
-        if ch == close_ch:
-            depth += 1
-        elif ch == open_ch:
-            depth -= 1
-            if depth == 0:
-                return i
-    return -1
-
-
-def _strip_arguments(name: str) -> str:
-    """Drop a trailing top-level argument list `(...)` (and a trailing `const`)."""
-    text = name.strip()
-    if text.endswith(" const"):
-        text = text[: -len(" const")].rstrip()
-    if text.endswith(")"):
-        start = _match_back(text, len(text) - 1, "(", ")")
-        # `(...)` directly after the name or after `>`: an argument list. Anything else
-        # (a lone parenthesised word) is left alone.
-        if start > 0 and (text[start - 1].isalnum() or text[start - 1] in "_>"):
-            return text[:start]
-    return text
-
-
-def _top_level_split(text: str, sep: str) -> list[str]:
-    """Split on `sep` where it is not inside <>, (), [] brackets."""
-    parts: list[str] = []
-    depth = 0
-    current: list[str] = []
-    for ch in text:
-        if ch in "<([":
-            depth += 1
-        elif ch in ">)]" and depth > 0:
-            depth -= 1
-        if ch == sep and depth == 0:
-            parts.append("".join(current))
-            current = []
-        else:
-            current.append(ch)
-    parts.append("".join(current))
-    return parts
-
-
-def _split_signature(full: str) -> tuple[str, str | None]:
-    """`void ns::k<A, B>(int, T2)` -> (`ns::k`, `A, B`); args None without a template."""
-    text = _strip_arguments(full)
-    # Drop the return type: the function is the last top-level space-separated token.
-    tokens = [t for t in _top_level_split(text, " ") if t]
-    head = tokens[-1] if tokens else text
-    if head.endswith(">"):
-        start = _match_back(head, len(head) - 1, "<", ">")
-        if start > 0:
-            return head[:start], head[start + 1 : -1]
-    return head, None
 
 
 def _clean_template_args(args: str) -> str:
@@ -110,7 +88,7 @@ def _clean_template_args(args: str) -> str:
     while previous != text:
         previous = text
         text = re.sub(r"(?<=[\w>])\([^()]*\)", "", text)
-    text = _ANON_NS.sub("", text)
+    text = ANON_NS.sub("", text)
     previous = None
     while previous != text:
         previous = text
@@ -146,26 +124,13 @@ def _elide_middle(text: str, width: int) -> str:
     return text[: keep - tail] + ELLIPSIS + text[start:]
 
 
-def _last_component(name: str) -> str:
-    return name.split("::")[-1]
-
-
-# Names that say nothing alone (`internal::gemvx::kernel`): keep their enclosing scope.
-_GENERIC_NAMES = {"kernel", "Kernel", "kernel_impl", "device_kernel", "run", "main"}
-
-
-def _unqualified(name: str) -> str:
-    parts = _ANON_NS.sub("", name).split("::")
-    if len(parts) > 1 and parts[-1] in _GENERIC_NAMES:
-        return "::".join(parts[-2:])
-    return parts[-1]
-
-
 @functools.lru_cache(maxsize=4096)
 def short_kernel_name(full: str, width: int = 60) -> str:
     """A readable name of at most `width` characters for tables.
 
-    Drops `void`/return types, the argument list, casts such as `(int)`, and namespace
+    A mangled name is demangled first (where that is certain); a memory operation gets
+    its readable name (`memcpy HtoD (pinned)`). Drops `void`/return types, the argument
+    list, casts such as `(int)`, and namespace
     noise inside template arguments; unwraps `cutlass::Kernel2<NAME>` to `NAME`. When
     still too long: drops PyTorch's offset-calculator/array arguments, then the kernel's
     own namespaces, then elides the middle of the template arguments (or of the name)
@@ -176,11 +141,13 @@ def short_kernel_name(full: str, width: int = 60) -> str:
     'cutlass_80_tensorop_f16_s16816gemm_relu_f16_256x128_32x3_nn_align8'
     """
     width = max(width, 1)
-    name, args = _split_signature(full)
-    name = _ANON_NS.sub("", name)
+    if is_memory_operation(full):
+        return _elide_middle(memory_operation_name(full), width)
+    name, args = split_signature(demangled(full))
+    name = ANON_NS.sub("", name)
     if args is not None:
         args = _clean_template_args(args)
-        if _last_component(name) in _CUTLASS_WRAPPERS and _IDENTIFIER.fullmatch(args):
+        if last_component(name) in CUTLASS_WRAPPERS and IDENTIFIER.fullmatch(args):
             return _elide_middle(args, width)
 
     def render(kernel: str, template: str | None) -> str:
@@ -190,13 +157,13 @@ def short_kernel_name(full: str, width: int = 60) -> str:
     if len(candidate) <= width:
         return candidate
     if args is not None:
-        kept = [a.strip() for a in _top_level_split(args, ",")]
+        kept = [a.strip() for a in top_level_split(args, ",")]
         kept = [a for a in kept if not _TORCH_NOISE_ARGS.match(a)]
         args = ", ".join(kept)
         candidate = render(name, args)
         if len(candidate) <= width:
             return candidate
-    name = _unqualified(name)
+    name = unqualified(name)
     candidate = render(name, args)
     if len(candidate) <= width or args is None:
         return _elide_middle(candidate, width)
@@ -204,6 +171,124 @@ def short_kernel_name(full: str, width: int = 60) -> str:
     if room >= 8:
         return f"{name}<{_elide_middle(args, room)}>"
     return _elide_middle(candidate, width)
+
+
+# Memory operations as the profilers name them: Kineto `Memcpy HtoD (Pinned -> Device)`,
+# `Memset (Device)`; nsys `[CUDA memcpy Host-to-Device]`, `[CUDA memset]`.
+_KINETO_MEMCPY = re.compile(r"^Memcpy (\w+) \((\w+) -> (\w+)\)$")
+_KINETO_MEMSET = re.compile(r"^Memset \((\w+)\)$")
+_NSYS_MEMCPY = re.compile(r"^\[CUDA memcpy (Unified )?(\w+)-to-(\w+)\]$")
+_NSYS_MEMSET = re.compile(r"^\[CUDA memset\]$")
+_ENDS = {"Host": "H", "Device": "D", "Peer": "P", "Array": "A"}
+# Host memory worth naming: the kind decides how fast a copy to or from the GPU can go.
+_HOST_KINDS = {"Pinned", "Pageable", "Managed"}
+
+
+def memory_operation_name(name: str) -> str:
+    """A memory operation's readable name: `memcpy HtoD (pinned)`, `memcpy DtoD`,
+    `memset`; the name as it came (stripped) for a spelling not known here."""
+    text = name.strip()
+    if m := _KINETO_MEMCPY.match(text):
+        direction, src, dst = m.groups()
+        host = src if direction.startswith("Hto") else dst if direction.endswith("toH") else None
+        return f"memcpy {direction}" + (f" ({host.lower()})" if host in _HOST_KINDS else "")
+    if m := _KINETO_MEMSET.match(text):
+        where = m.group(1)
+        return "memset" if where == "Device" else f"memset ({where.lower()})"
+    if m := _NSYS_MEMCPY.match(text):
+        unified, src, dst = m.groups()
+        if src in _ENDS and dst in _ENDS:
+            return f"memcpy {_ENDS[src]}to{_ENDS[dst]}" + (" (unified)" if unified else "")
+    if _NSYS_MEMSET.match(text):
+        return "memset"
+    return text
+
+
+def distinct_short_names(names: Sequence[str | None], width: int = 60) -> list[str]:
+    """Short names for a column of a table, at most `width` characters, that stay apart:
+    two different names never show the same text (the same name twice shows it twice).
+
+    Each name gets `short_kernel_name`; where different names would read the same,
+    each shows the part where they differ (`gemvx::kernel<…false, true, 7, …`), narrowed
+    again while some still read alike; where even that cannot tell them apart (two
+    spellings of one signature), they are numbered (`… #1`, `… #2`). A missing name (None
+    or empty: a range without a kernel) is an empty cell.
+    """
+    width = max(width, 8)
+    shown = {n: short_kernel_name(n, width) for n in dict.fromkeys(names) if n}
+    wide: dict[str, str] = {}
+    for _round in range(12):
+        owners: dict[str, list[str]] = {}
+        for name, text in shown.items():
+            owners.setdefault(text, []).append(name)
+        progressed = False
+        for who in owners.values():
+            if len(who) < 2:
+                continue
+            for n in who:
+                wide.setdefault(n, short_kernel_name(n, 100_000))
+            texts = {wide[n] for n in who}
+            if len(texts) < 2:
+                continue
+            first = min(len(t) for t in texts)
+            start = next((k for k in range(first) if len({t[k] for t in texts}) > 1), first)
+            narrowed = {n: _around(n, wide[n], start, width) for n in who}
+            if len(set(narrowed.values())) > 1:
+                shown.update(narrowed)
+                progressed = True
+        if not progressed:
+            break
+    given = [n or "" for n in names]
+    return _numbered(given, [shown[n] if n else "" for n in given], width)
+
+
+def _around(name: str, text: str, start: int, width: int) -> str:
+    """`text` cut to `width` so that what follows `start` shows: the kernel's name, `…`,
+    then the argument (or word) holding `start` and what comes after it."""
+    if len(text) <= width:
+        return text
+    cut = max(text.rfind(sep, 0, start) for sep in (", ", "<", "_", " ")) + 1
+    opening = text.find("<")
+    kernel = short_kernel_name(name, width).split("<", 1)[0]
+    if 0 < opening < cut and len(kernel) <= width // 2:
+        head = f"{kernel}<{ELLIPSIS}"
+    elif cut > width // 3:
+        head = text[: width // 3] + ELLIPSIS
+    else:
+        head = ""
+    window = text[cut if head else 0 :]
+    room = width - len(head)
+    if len(window) > room:
+        window = window[: room - 1] + ELLIPSIS
+    return head + window
+
+
+def _numbered(names: Sequence[str], shorts: list[str], width: int) -> list[str]:
+    """Number the texts that still read alike for different names: `name… #2`; numbered
+    across the whole column where two of those texts would still meet once cut."""
+    owners: dict[str, list[str]] = {}
+    for name, text in zip(names, shorts, strict=True):
+        if name and name not in owners.setdefault(text, []):
+            owners[text].append(name)
+    clashes = {text: who for text, who in owners.items() if len(who) > 1}
+    if not clashes:
+        return shorts
+
+    def cut(text: str, suffix: str) -> str:
+        room = width - len(suffix)
+        return (text if len(text) <= room else text[: room - 1] + ELLIPSIS) + suffix
+
+    for per_group in (True, False):
+        serial = 0
+        renamed: dict[str, str] = {}
+        for text, who in clashes.items():
+            for k, name in enumerate(who, 1):
+                serial += 1
+                renamed[name] = cut(text, f" #{k if per_group else serial}")
+        result = [renamed.get(n, t) for n, t in zip(names, shorts, strict=True)]
+        if len({(n, t) for n, t in zip(names, result, strict=True)}) == len(set(result)) or not per_group:
+            return result
+    return shorts  # pragma: no cover - the loop always returns
 
 
 @functools.lru_cache(maxsize=4096)
@@ -219,13 +304,13 @@ def normalise_kernel_name(name: str) -> str:
     truncated = text.endswith(ELLIPSIS)
     if truncated:
         text = text[: -len(ELLIPSIS)]
-    kernel, args = _split_signature(text) if not truncated else (text, None)
+    kernel, args = split_signature(text) if not truncated else (text, None)
     if truncated:
         # A cut name has no closing brackets to find: clean the whole text instead.
         kernel = re.sub(r"^void\s+", "", kernel)
     text = kernel if args is None else f"{kernel}<{args}>"
     text = _CAST.sub("", text)
-    text = _ANON_NS.sub("", text)
+    text = ANON_NS.sub("", text)
     previous = None
     while previous != text:
         previous = text
@@ -244,143 +329,6 @@ def kernel_names_match(a: str, b: str) -> bool:
     return any(
         cut.endswith(ELLIPSIS) and whole.startswith(cut[: -len(ELLIPSIS)]) for cut, whole in ((na, nb), (nb, na))
     )
-
-
-_ATTENTION = re.compile(r"flash|fmha|attention|attn|mha_|_mha|sdpa|paged_", re.I)
-_GEMM = re.compile(
-    r"gemm|gemv|cutlass|xmma|cublas|matmul|wmma|hmma|tensorop|nvjet|s16816|s1688|"
-    r"implicit_gemm|conv|fprop|dgrad|wgrad|ampere_[a-z0-9]+_|sm[0-9]{2}_xmma",
-    re.I,
-)
-_ELEMENTWISE = re.compile(
-    r"elementwise|fill|pointwise|activation|silu|gelu|relu|"
-    r"^(?:vector_?add|[sd]?axpy|triad|add|mul|scale|init)(?:_?kernel)?$",
-    re.I,
-)
-_COPY = re.compile(r"copy|memcpy|memset|transpose|nchwtonhwc|nhwctonchw|cat_?array|gather|scatter", re.I)
-_REDUCE = re.compile(r"reduce|reduction|softmax|norm|topk|argmax|argmin|scan|_sum|mean|^dot(?:_?kernel)?$", re.I)
-
-
-KernelOrigin = Literal["triton"]
-
-# Triton names a kernel after its Python function. Triton 2.x appended the specialisation
-# of its arguments (`add_kernel_0d1d2d3de`, `rms_norm_0d1d2d3de4de5`: argument index, then
-# d = divisible by 16, c = constant, e = equal to 1); 3.x keeps the bare name.
-_TRITON_SUFFIX = re.compile(r"_0(?=[0-9cde]*[cde])[0-9cde]+$")
-# torch.compile's inductor names its generated Triton kernels triton_poi_ (pointwise),
-# triton_red_ / triton_per_ (reductions), triton_tem_ (templates), triton_ (the rest).
-_TRITON_PREFIX = re.compile(r"^triton_", re.I)
-#: Triton kernels of nsightlab's own lab scripts (lab_scripts/sweep.py --impl triton).
-LAB_TRITON_KERNELS = frozenset({"_scale_kernel"})
-
-
-def kernel_origin(name: str) -> KernelOrigin | None:
-    """`triton` for a kernel Triton compiled, recognised by its name: inductor's
-    `triton_*` kernels, a name ending in Triton 2.x's argument specialisation, or a Triton
-    kernel of the lab scripts. None otherwise (a user's Triton 3.x kernel is named just
-    like its Python function, which a name alone cannot tell from a CUDA kernel)."""
-    kernel, _args = _split_signature(name)
-    own = _unqualified(kernel)
-    if _TRITON_PREFIX.search(own) or _TRITON_SUFFIX.search(own) or own in LAB_TRITON_KERNELS:
-        return "triton"
-    return None
-
-
-@functools.lru_cache(maxsize=4096)
-def kernel_kind(name: str) -> KernelKind:
-    """Coarse kind of a kernel from its name, used to pick the kernel of an NVTX range.
-
-    Attention kernels (flash/fmha) first, then matrix kernels (cutlass, cuBLAS, xmma,
-    gemm/gemv), then elementwise, copy and reduction kernels, judged on the kernel's own
-    name before its template arguments (so `vectorized_elementwise_kernel<..copy..>` is
-    elementwise); `other` when nothing matches.
-    """
-    kernel, args = _split_signature(name)
-    own = _unqualified(kernel)
-    if _last_component(kernel) in _CUTLASS_WRAPPERS and args is not None:
-        own = args
-    if kernel_origin(name) == "triton":  # its Python function's name: `_scale_kernel_0d1d`
-        own = _TRITON_SUFFIX.sub("", own).lstrip("_")
-    if _ATTENTION.search(kernel) or _ATTENTION.search(own):
-        return "attention"
-    if _GEMM.search(kernel) or _GEMM.search(own):
-        return "gemm"
-    checks: tuple[tuple[re.Pattern[str], KernelKind], ...] = (
-        (_ELEMENTWISE, "elementwise"),
-        (_REDUCE, "reduce"),
-        (_COPY, "copy"),
-    )
-    for pattern, kind in checks:
-        if pattern.search(own):
-            return kind
-    if _ATTENTION.search(name):
-        return "attention"
-    if _GEMM.search(name):
-        return "gemm"
-    return "other"
-
-
-StepKernelKind = Literal["gemm", "attention", "norm", "elementwise", "copy", "other"]
-
-_NORM = re.compile(r"norm|rsqrt", re.I)
-_MEMORY_OP = re.compile(r"^\[CUDA mem(?:cpy|set)|^Mem(?:cpy|set)\b", re.I)
-_TRITON_POINTWISE = re.compile(r"^triton_poi_", re.I)
-
-# PyTorch's CPU operators (`aten::mm`), which stand in for kernels in a trace of a script
-# that ran on the CPU: their kinds by operator name (a trailing `_`, in place, dropped).
-_ATEN_KINDS: dict[str, StepKernelKind] = {
-    **dict.fromkeys(
-        ("mm", "addmm", "bmm", "baddbmm", "matmul", "linear", "mv", "addmv", "dot", "einsum", "_addmm_activation"),
-        "gemm",
-    ),
-    **dict.fromkeys(
-        ("scaled_dot_product_attention", "_scaled_dot_product_flash_attention_for_cpu",
-         "_scaled_dot_product_attention_math", "softmax", "_softmax"),
-        "attention",
-    ),
-    **dict.fromkeys(("rms_norm", "_fused_rms_norm", "layer_norm", "native_layer_norm", "rsqrt", "norm"), "norm"),
-    **dict.fromkeys(
-        ("copy", "_to_copy", "to", "clone", "contiguous", "index_copy", "index_put", "cat", "stack",
-         "embedding", "index_select", "fill", "zero", "zeros", "empty", "empty_strided"),
-        "copy",
-    ),
-    **dict.fromkeys(
-        ("mul", "add", "sub", "div", "neg", "silu", "gelu", "relu", "sigmoid", "tanh", "exp", "pow",
-         "masked_fill", "where", "cos", "sin", "sqrt", "reciprocal"),
-        "elementwise",
-    ),
-}  # fmt: skip
-
-
-@functools.lru_cache(maxsize=4096)
-def step_kernel_kind(name: str) -> StepKernelKind:
-    """The kind of a kernel in a decode step's anatomy, finer than `kernel_kind` where a
-    decode step needs it.
-
-    `gemm` covers every matrix kernel (GEMM and GEMV, cuBLAS, cutlass, nvjet...);
-    `attention` flash/paged attention; `norm` layer and RMS norms (by name, or a fused
-    kernel computing `rsqrt`, as inductor's fused RMSNorm does); `elementwise` pointwise
-    kernels (inductor's `triton_poi_*` too); `copy` copies, memcpy and memset operations
-    (`[CUDA memcpy ...]` as nsys names them, `Memcpy HtoD ...` as Kineto does); `other`
-    the rest, reductions and sampling included. `kernel_kind` is unchanged. A CPU
-    operator (`aten::mm`, `aten::add_`) gets the kind of its operation.
-    """
-    if _MEMORY_OP.search(name):
-        return "copy"
-    if name.startswith("aten::"):
-        return _ATEN_KINDS.get(name[6:].rstrip("_"), "other")
-    coarse = kernel_kind(name)
-    if coarse in ("gemm", "attention"):
-        return coarse
-    kernel, _args = _split_signature(name)
-    own = _unqualified(kernel)
-    if _NORM.search(own):
-        return "norm"
-    if coarse == "elementwise" or _TRITON_POINTWISE.search(own):
-        return "elementwise"
-    if coarse == "copy":
-        return "copy"
-    return "other"
 
 
 # ------------------------------------------------------------- CUDA API call names

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from nsightlab.analysis import units
 from nsightlab.analysis.decode import BatchPoint, DecodeResult, DecodeSteps
 from nsightlab.analysis.steps import TraceSummary
+from nsightlab.parse.names import distinct_short_names
 from nsightlab.present.doc import Table
 
 SOURCE_WORDS = {
@@ -72,7 +73,7 @@ def steps_table(
             row.append("" if tps is None else units.sig(tps))
         if traced:
             row += [
-                "" if s.kernels_per_step is None else units.sig(s.kernels_per_step),
+                "" if s.kernels_per_step is None else units.count(s.kernels_per_step),
                 "" if s.gpu_busy_pct is None else units.percent(s.gpu_busy_pct),
                 "" if i is None else gap.value(i.between_kernels / 1e3),
                 "" if i is None else gap.value(i.before_first / 1e3),
@@ -100,10 +101,11 @@ def top_kernels_table(
         totals[k.kind] = totals.get(k.kind, 0.0) + k.ms_per_step
     ordered = sorted(kernels, key=lambda k: (-totals[k.kind], k.kind, -k.ms_per_step))
     unit_name, times = _time_cells([k.ms_per_step for k in ordered])
+    shown = distinct_short_names([k.name for k in ordered])
     rows = []
     last_kind = None
-    for k, t in zip(ordered, times, strict=True):
-        rows.append([k.kind if k.kind != last_kind else "", t, units.percent(k.pct), k.short_name])
+    for k, t, name in zip(ordered, times, shown, strict=True):
+        rows.append([k.kind if k.kind != last_kind else "", t, units.percent(k.pct), name])
         last_kind = k.kind
     return Table(
         title=title,

@@ -20,6 +20,7 @@ from nsightlab.analysis.pods import human_duration
 from nsightlab.analysis.profile import ProfileResult, ops_label
 from nsightlab.analysis.sweep import SweepResult
 from nsightlab.configure import ConfigView
+from nsightlab.parse.names import distinct_short_names
 from nsightlab.present import decodedoc as dd
 from nsightlab.present.doc import Bullets, Para, Table
 from nsightlab.present.fleetview import fleet_tables, log_tails
@@ -464,11 +465,11 @@ def kernel_table(env: Env, kernels: Sequence[KernelLine], *, top: int, title: st
         cols.append(Column(f"Self ({total.name})", justify="right"))
     cols += [Column("Instances", justify="right"), Column(f"Avg ({avg.name})", justify="right"), Column("Name")]
     rows = []
-    for k in shown:
+    for k, name in zip(shown, distinct_short_names([k.name for k in shown]), strict=True):
         row: list[Any] = [_pct_cell(k.time_pct), _cell(total, k.total_ns)]
         if with_self:
             row.append(_cell(total, k.self_ns))
-        row += [k.instances, _cell(avg, k.avg_ns), k.short_name]
+        row += [k.instances, _cell(avg, k.avg_ns), name]
         rows.append(row)
     table(env, cols, rows, title=title)
     if len(kernels) > top:
@@ -514,14 +515,15 @@ def profile(env: Env, result: ProfileResult, *, top: int = 15) -> None:
             Column("Roof"),
         ]
         rows = []
-        for r in timed:
+        kernels = distinct_short_names([r.kernel_full for r in timed])
+        for r, kernel in zip(timed, kernels, strict=True):
             assert r.rates is not None
             kind = "gemm" if "gemm" in r.name else "elementwise"
             roof = r.rates.roofline.bound if r.rates.roofline else "-"
             rows.append(
                 [
                     r.name,
-                    r.kernel or "",
+                    kernel or r.kernel or "",
                     _work(r.rates, kind),
                     per_call.value(r.rates.seconds_per_call),
                     _rate(r.rates, kind),
@@ -546,11 +548,12 @@ def profile(env: Env, result: ProfileResult, *, top: int = 15) -> None:
                 Column(f"{inner} ({inside.name})", justify="right"),
             ]
         range_rows: list[list[Any]] = []
-        for r in result.ranges:
+        range_kernels = distinct_short_names([r.kernel_full for r in result.ranges])
+        for r, kernel in zip(result.ranges, range_kernels, strict=True):
             row: list[Any] = [r.name, r.calls if r.calls is not None else "", _cell(own, r.range_ns)]
             if with_kernels:
                 row += [
-                    r.kernel or "",
+                    kernel or r.kernel or "",
                     r.kernel_instances if r.kernel_instances is not None else "",
                     _cell(inside, r.gpu_ns),
                 ]
@@ -636,7 +639,8 @@ def ncu(env: Env, result: NcuResult) -> None:
     report_table(env, ncu_table(result))
     blank(env)
     heading(env, "Verdict")
-    lines(env, [f"{k.short_name}: {k.verdict}" for k in result.kernels])
+    named = zip(distinct_short_names([k.name for k in result.kernels]), result.kernels, strict=True)
+    lines(env, [f"{name}: {k.verdict}" for name, k in named])
     if result.notes:
         blank(env)
         lines(env, [f"note: {n}" for n in result.notes], bullet="")

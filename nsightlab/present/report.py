@@ -42,6 +42,7 @@ from nsightlab.analysis.sweep import SweepImpls, SweepResult, compare_impls, com
 from nsightlab.analysis.tokenize import TokenizerResult
 from nsightlab.config import home, load_session
 from nsightlab.errors import Interrupted, UsageError
+from nsightlab.parse.names import distinct_short_names
 from nsightlab.present import decodedoc as dd
 from nsightlab.present import figures, packfigure
 from nsightlab.present import figures as figs
@@ -199,8 +200,9 @@ def _compute_like(r: RangeLine) -> bool:
     return rates is not None and ("gemm" in r.name or (rates.intensity is not None and rates.intensity > 10))
 
 
-def _range_row(r: RangeLine, per_call: units.Unit) -> list[str]:
-    """A timed range as the terminal's profile shows it: nsightlab.analysis.units."""
+def _range_row(r: RangeLine, per_call: units.Unit, kernel: str) -> list[str]:
+    """A timed range as the terminal's profile shows it: nsightlab.analysis.units; `kernel`
+    its kernel's name as the column shows it (distinct_short_names)."""
     rates = r.rates
     assert rates is not None
     if _compute_like(r):
@@ -218,7 +220,7 @@ def _range_row(r: RangeLine, per_call: units.Unit) -> list[str]:
         pct = f"{units.percent(rates.pct_of_bw_peak)} of {rates.bw_label}" if rates.pct_of_bw_peak is not None else "-"
     roof = rates.roofline.bound if rates.roofline else "-"
     intensity = units.sig(rates.intensity) if rates.intensity is not None else ""
-    return [r.name, r.kernel or "", work, per_call.value(rates.seconds_per_call), rate, pct, intensity, roof]
+    return [r.name, kernel or r.kernel or "", work, per_call.value(rates.seconds_per_call), rate, pct, intensity, roof]
 
 
 def _in(unit: units.Unit, ns: float | None) -> str:
@@ -476,9 +478,9 @@ def _profile_sections(profiles: list[ProfileResult], figure_keys: list[str]) -> 
                             *([_in(total, k.self_ns)] if with_self else []),
                             str(k.instances),
                             _in(avg, k.avg_ns),
-                            k.short_name,
+                            name,
                         ]
-                        for k in shown
+                        for k, name in zip(shown, distinct_short_names([k.name for k in shown]), strict=True)
                     ],
                     tooltips=[k.name for k in shown],
                 )
@@ -500,7 +502,10 @@ def _profile_sections(profiles: list[ProfileResult], figure_keys: list[str]) -> 
                         "ROOF",
                     ],
                     right=[False, False, True, True, True, False, True, False],
-                    rows=[_range_row(r, per_call) for r in timed],
+                    rows=[
+                        _range_row(r, per_call, k)
+                        for r, k in zip(timed, distinct_short_names([r.kernel_full for r in timed]), strict=True)
+                    ],
                 )
             )
         elif p.ranges:
@@ -517,7 +522,8 @@ def _profile_sections(profiles: list[ProfileResult], figure_keys: list[str]) -> 
                     columns=columns,
                     right=[False, False, True, True],
                     rows=[
-                        [r.name, r.kernel or "", str(r.kernel_instances or ""), _in(inside, r.gpu_ns)] for r in p.ranges
+                        [r.name, k or r.kernel or "", str(r.kernel_instances or ""), _in(inside, r.gpu_ns)]
+                        for r, k in zip(p.ranges, distinct_short_names([r.kernel_full for r in p.ranges]), strict=True)
                     ],
                 )
             )
@@ -547,7 +553,12 @@ def _ncu_sections(ncus: list[NcuResult]) -> list[Section]:
         items: list[Any] = [
             ncu_table(n),
             Para(text="Verdicts:"),
-            Bullets(items=[f"{k.short_name}: {k.verdict}" for k in n.kernels]),
+            Bullets(
+                items=[
+                    f"{name}: {k.verdict}"
+                    for name, k in zip(distinct_short_names([k.name for k in n.kernels]), n.kernels, strict=True)
+                ]
+            ),
         ]
         if n.notes:
             items.append(Bullets(items=[f"note: {x}" for x in n.notes]))

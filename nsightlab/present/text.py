@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from nsightlab.analysis import units
 from nsightlab.analysis.ncu import NcuResult
 from nsightlab.analysis.sweep import SweepCompare, SweepImpls, SweepResult
+from nsightlab.parse.names import distinct_short_names
 from nsightlab.present.doc import Table
 
 if TYPE_CHECKING:
@@ -141,6 +142,8 @@ def sweep_summary_lines(result: SweepResult) -> list[str]:
             elif s.dram_tbps:
                 line += f" ({units.ratio(s.cache_peak_tbps / s.dram_tbps)} the DRAM plateau)"
             out.append(line)
+        elif result.rows and all(r.regime == "launch" for r in result.rows):
+            out.append("cache peak: none (every size sat at the launch floor)")
         else:
             out.append("cache peak: none (no size ran from the cache)")
         if s.dram_tbps is not None:
@@ -164,7 +167,8 @@ def sweep_summary_lines(result: SweepResult) -> list[str]:
             out.append(f"DRAM plateau: {s.plateau_reason}")
         else:
             out.append("DRAM plateau: not reached (add larger --sizes)")
-    cache_name = "L2" if s.device_type == "cuda" else "last-level cache"
+    infinity = "Infinity Cache" in (s.l2_source or "")  # an AMD Instinct GPU's last level
+    cache_name = "Infinity Cache" if infinity else "L2" if s.device_type == "cuda" else "last-level cache"
     if s.l2_bytes:
         out.append(f"{cache_name} used for the regimes: {size_text(s.l2_bytes)} ({s.l2_source or 'unknown source'})")
     else:
@@ -367,7 +371,7 @@ def ncu_table(result: NcuResult) -> Table:
     duration = units.time_unit(k.duration_ns * 1e-9 if k.duration_ns is not None else None for k in result.kernels)
     rows = [
         [
-            k.short_name,
+            name,
             duration.value(k.duration_ns * 1e-9) if k.duration_ns is not None else "",
             _pct(k.dram_throughput_pct),
             _pct(k.memory_throughput_pct),
@@ -376,7 +380,7 @@ def ncu_table(result: NcuResult) -> Table:
             _pct(k.sm_throughput_pct),
             k.bound,
         ]
-        for k in result.kernels
+        for k, name in zip(result.kernels, distinct_short_names([k.name for k in result.kernels]), strict=True)
     ]
     return Table(
         columns=["KERNEL", f"DURATION ({duration.name})", "DRAM", "MEMORY", "L2", "L2 HIT", "SM", "BOUND"],
