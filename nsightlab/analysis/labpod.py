@@ -61,14 +61,15 @@ class FleetCleanup(Model):
 
 
 class CleanupReport(Model):
-    context: str
-    namespace: str
+    context: str | None  # None (and `note` says so): no lab session and no --context, nothing to delete
+    namespace: str | None
     deleted: list[str]
     already_gone: list[str]
     skipped: list[str]  # pods that are not ours (never touched)
     owner: str | None = None
     all_mine: bool = False  # --all-mine: every lab pod of `owner` in the namespace
     fleets: FleetCleanup | None = None  # with --fleet ID or --all-mine: the fleets' Jobs and ConfigMaps
+    note: str | None = None
 
 
 def _deadline(pod: dict[str, Any]) -> datetime | None:

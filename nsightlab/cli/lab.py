@@ -419,8 +419,9 @@ def cleanup(
     """Delete your lab pod and give the GPU back; waits until it is gone.
 
     Only pods labelled as nsightlab lab pods of yours are ever deleted (and with --fleet
-    or --all-mine, only Jobs and ConfigMaps labelled as your fleets'). Refused on
-    protected contexts.
+    or --all-mine, only Jobs and ConfigMaps labelled as your fleets'). Without a lab
+    session and without --context there is nothing to delete: it says so and exits 0
+    (cleaning up twice is fine). Refused on protected contexts.
 
     \b
     Example:
@@ -428,46 +429,20 @@ def cleanup(
       nsightlab cleanup --context stg --all-mine
       nsightlab cleanup --fleet 3fa2c1
     """
-    from nsightlab.analysis.labpod import CleanupReport
-    from nsightlab.cluster import lab
-    from nsightlab.cluster.connect import connect, lab_pod_name, note_session
-    from nsightlab.cluster.fleetjobs import delete_fleets
-    from nsightlab.cluster.safety import Intent, confirm_change
+    from nsightlab.measure.cleanup import CleanupOptions, run_cleanup
     from nsightlab.present import render
 
     env = make_env(json_out)
-    if fleet is not None and context is None:
-        from nsightlab.measure.fleet import stored_place
-
-        found = stored_place(fleet)
-        if found is not None:
-            context, namespace = found[0], namespace or found[1]
-            env.note(f"using the context of fleet {fleet} as it was started here: {context}, namespace {namespace}")
-    with connect(
-        context,
-        kubeconfig,
-        config_path=STATE.config_path,
-        intent=Intent.CHANGE,
+    opts = CleanupOptions(
+        context=context,
+        kubeconfig=kubeconfig,
         namespace=namespace,
-        use_session=True,
-        action="delete pods",
-    ) as c:
-        note_session(env, c)
-        owner = c.config.owner()
-        if fleet is not None:
-            confirm_change(env, c.ctx, f"delete the Jobs and the ConfigMap of fleet {fleet}", yes=yes)
-            report = CleanupReport(
-                context=c.ctx.name, namespace=c.ctx.namespace, deleted=[], already_gone=[], skipped=[]
-            )
-            report.fleets = delete_fleets(env, c.kube, c.ctx.namespace, owner, [fleet])
-        else:
-            name = lab_pod_name(c, require_ready=False)
-            what = f"delete every lab pod and fleet of {owner}" if all_mine else f"delete lab pod {name}"
-            confirm_change(env, c.ctx, what, yes=yes)
-            report = lab.cleanup(env, c.kube, c.ctx, owner=owner, names=[name], all_mine=all_mine)
-            if all_mine:
-                report.fleets = delete_fleets(env, c.kube, c.ctx.namespace, owner, None)
-    show(env, report, render.cleanup)
+        config_path=STATE.config_path,
+        all_mine=all_mine,
+        fleet=fleet,
+        yes=yes,
+    )
+    show(env, run_cleanup(env, opts), render.cleanup)
 
 
 @app.command()

@@ -344,6 +344,8 @@ def status(env: Env, report: StatusReport) -> None:
 
 
 def cleanup(env: Env, report: CleanupReport) -> None:
+    if report.context is None:
+        return  # nothing was looked for: the note on stderr said so
     out = [f"deleted {name}" for name in report.deleted]
     if report.all_mine and not report.deleted:
         out.append(f"there were no lab pods of {report.owner} in {report.namespace}")
