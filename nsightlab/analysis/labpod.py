@@ -19,6 +19,7 @@ class GpuFree(Model):
     nodes: int
     gpu_allocatable: int
     gpu_free: int
+    gpu_most: int = 0  # the most allocatable GPUs on one node of the type
 
 
 class LabPod(Model):
@@ -39,6 +40,9 @@ class LabPod(Model):
     seconds_left: int | None
     reused: bool = False
     next_steps: list[str] = Field(default_factory=list)
+    # while Pending without a node: why, in the scheduler's words (its PodScheduled
+    # condition, else its last FailedScheduling Event)
+    scheduler: str | None = None
 
 
 class StatusReport(Model):
@@ -124,7 +128,24 @@ def lab_pod(
         deadline=deadline,
         seconds_left=max(0, left) if left is not None else None,
         reused=reused,
+        scheduler=unscheduled_reason(pod),
     )
+
+
+def unscheduled_reason(pod: dict[str, Any], events: list[dict[str, Any]] | None = None) -> str | None:
+    """Why a Pending pod has no node, in the scheduler's words: its PodScheduled=False
+    condition, else the last FailedScheduling Event among `events`; None once it is bound."""
+    if (pod.get("spec") or {}).get("nodeName") or (pod.get("status") or {}).get("phase") not in (None, "Pending"):
+        return None
+    sched = r.condition(pod, "PodScheduled") or {}
+    if sched.get("status") == "False" and (sched.get("message") or sched.get("reason")):
+        return str(sched.get("message") or sched.get("reason")).strip()
+    failed = [
+        e
+        for e in pod_events(events or [], uid=(pod.get("metadata") or {}).get("uid"))
+        if e.reason == "FailedScheduling"
+    ]
+    return failed[-1].message if failed else None
 
 
 class PodEvent(Model):

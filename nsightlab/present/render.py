@@ -313,6 +313,8 @@ def lab_pod(env: Env, lab: LabPod, *, title: str) -> None:
         f"node: {lab.node or '<not scheduled>'}" + (f", {lab.instance_type}" if lab.instance_type else ""),
         f"GPU: {lab.gpu_product or ('model not known' if lab.node else 'none yet')}",
     ]
+    if lab.scheduler:  # the scheduler's words: shown, never obeyed by the terminal
+        facts.append(escape_controls(f"scheduler: {lab.scheduler}"))
     if lab.deadline:
         facts.append(
             f"deletes itself in {_left(lab.seconds_left)} (activeDeadlineSeconds, at {lab.deadline:%H:%M} UTC)"
