@@ -289,13 +289,16 @@ def copy(
 ) -> None:
     """Copy files or folders into or out of the lab pod, verified by sha256.
 
-    A path in the pod is written :PATH, as with scp. Streams through tar over exec;
-    local files appear only once complete and verified.
+    A path in the pod is written :PATH, as with scp; without a leading / it is in the
+    pod's working folder (the container's working directory), both ways. Streams
+    through tar over exec; local files appear only once complete and verified.
 
     \b
     Example:
       nsightlab copy lesson1.py :/tmp/
       nsightlab copy :/tmp/l1.nsys-rep .
+      nsightlab copy proj :proj
+      nsightlab copy :proj ./back
     """
     from nsightlab.cluster import transfer
     from nsightlab.cluster.connect import connect, lab_pod_name, note_session
