@@ -16,6 +16,9 @@ NS = "ml-lab"
 OWNER = "ana"
 POD = f"nsight-lab-{OWNER}"
 IMAGE = "registry.example.com/triton-vllm-container:1.0-1"
+# lab.node_selector that no node of the emulator matches (a node group scaled to zero): the
+# pod stays Pending and the scheduler says why, while its GPUs fit the instance type
+PENDING = {"eks.amazonaws.com/nodegroup": "scaled-to-zero"}
 
 
 def write_config(path: Path, namespace: str = NS, **lab: Any) -> Path:

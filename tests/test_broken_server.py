@@ -16,6 +16,7 @@ import pytest
 from clirun import Result, run_cli
 from conftest import CONTEXTS, STG_CONTEXT
 from kubesim import KubeSim
+from labenv import PENDING
 
 NODE = "ip-10-0-19-150.ec2.internal"
 NS = "ml-lab"
@@ -166,11 +167,12 @@ def test_request_timeout_refuses_nonsense(capsys: pytest.CaptureFixture[str], en
 # ---------------------------------------------------------------------------- watches and exec
 
 
-def _config(tmp_path: Path, gpus: int = 1) -> Path:
+def _config(tmp_path: Path, *, pending: bool = False) -> Path:
     path = tmp_path / "config.yaml"
     path.write_text(
         f"clusters:\n  stg:\n    context: {STG_CONTEXT}\n    namespace: {NS}\n"
-        f"lab:\n  image: registry.example.com/triton-vllm-container:1.0-1\n  owner: {OWNER}\n  gpus: {gpus}\n"
+        f"lab:\n  image: registry.example.com/triton-vllm-container:1.0-1\n  owner: {OWNER}\n"
+        + (f"  node_selector: {json.dumps(PENDING)}\n" if pending else "")
     )
     return path
 
@@ -178,7 +180,7 @@ def _config(tmp_path: Path, gpus: int = 1) -> Path:
 def test_a_broken_watch_is_one_line_and_exit_4(
     capsys: pytest.CaptureFixture[str], env: KubeSim, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("NSIGHTLAB_CONFIG", str(_config(tmp_path, gpus=2)))  # stays Pending: create watches
+    monkeypatch.setenv("NSIGHTLAB_CONFIG", str(_config(tmp_path, pending=True)))  # stays Pending: create watches
     env.faults.html_page(lambda q: q.action == kmock.action.WATCH, times=None)
     r = nsl(capsys, "create", "--context", "stg", "--yes", "--timeout", "60")
     assert r.code == 4, r

@@ -16,6 +16,7 @@ import pytest
 from clirun import run_cli
 from conftest import STG_CONTEXT
 from kubesim import KubeSim
+from labenv import PENDING
 
 NS = "ml-lab"
 OWNER = "ana"
@@ -79,7 +80,7 @@ def test_create_interrupted_while_waiting(
     capsys: pytest.CaptureFixture[str], home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sim: KubeSim
 ) -> None:
     cfg = tmp_path / "config.yaml"
-    cfg.write_text(cfg.read_text() + "  gpus: 2\n")  # no g7e node has two: it stays Pending
+    cfg.write_text(cfg.read_text() + f"  node_selector: {json.dumps(PENDING)}\n")  # no node matches: it stays Pending
     code, err = interrupt(["create", "--context", "stg", "--yes", "--timeout", "120"], lambda e: "created pod" in e)
     assert code == 130, err
     line = last_line(err)

@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 from conftest import CONTEXTS, STG_CONTEXT
 from kubesim import KubeSim, kubectl, realistic_cluster
-from labenv import IMAGE, NS, OWNER, POD, nsl, write_config
+from labenv import IMAGE, NS, OWNER, PENDING, POD, nsl, write_config
 
 HERE = Path(__file__).resolve().parent
 needs_kubectl = pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed")
@@ -89,15 +89,15 @@ def test_create_is_idempotent(capsys: pytest.CaptureFixture[str], lab: dict[str,
 
 
 def test_unschedulable_pod_times_out_with_the_schedulers_words(
-    capsys: pytest.CaptureFixture[str], home: Path, tmp_path: Path, sim: KubeSim
+    capsys: pytest.CaptureFixture[str], home: Path, sim: KubeSim
 ) -> None:
-    cfg = write_config(tmp_path / "two.yaml", gpus=2)  # no g7e node has two GPUs
+    _take_the_free_g7e_gpus(sim)
     start = time.monotonic()
-    r = nsl(capsys, "--config", str(cfg), "create", "--context", "stg", "--yes", "--timeout", "2")
+    r = nsl(capsys, "create", "--context", "stg", "--yes", "--timeout", "2")
     assert r.code == 5, r
     assert time.monotonic() - start < 15
     assert "0/10 nodes are available" in r.err and "Insufficient nvidia.com/gpu" in r.err
-    assert "free GPUs:" in r.err and "g7e.8xlarge 2/4" in r.err
+    assert "free GPUs:" in r.err and "g7e.8xlarge 0/4" in r.err
     assert f"nsightlab cleanup --context stg --namespace {NS}" in r.err
     assert "FailedScheduling" in r.err  # the event arrived while waiting
     assert sim.get("pods", NS, POD) is not None  # left in place
@@ -156,7 +156,7 @@ def test_crash_loop_while_waiting_is_named(capsys: pytest.CaptureFixture[str], h
 def test_pod_deleted_while_waiting_is_named(
     capsys: pytest.CaptureFixture[str], home: Path, tmp_path: Path, sim: KubeSim
 ) -> None:
-    cfg = write_config(tmp_path / "two.yaml", gpus=2)  # stays Pending
+    cfg = write_config(tmp_path / "pending.yaml", node_selector=PENDING)  # stays Pending
     threading.Timer(1.0, lambda: sim.delete("pods", NS, POD)).start()
     start = time.monotonic()
     r = nsl(capsys, "--config", str(cfg), "create", "--context", "stg", "--yes", "--timeout", "60")
@@ -201,7 +201,7 @@ def test_server_going_away_is_a_clear_error(
     server.start()
     kc = server.write_kubeconfig(tmp_path / "gone-kc", CONTEXTS)
     monkeypatch.setenv("KUBECONFIG", str(kc))
-    cfg = write_config(tmp_path / "two.yaml", gpus=2)  # stays Pending: the wait goes on
+    cfg = write_config(tmp_path / "pending.yaml", node_selector=PENDING)  # stays Pending: the wait goes on
     threading.Timer(1.0, server.stop).start()
     start = time.monotonic()
     r = nsl(capsys, "--config", str(cfg), "create", "--context", "stg", "--yes", "--timeout", "120")
@@ -211,7 +211,7 @@ def test_server_going_away_is_a_clear_error(
 
 
 def test_ctrl_c_while_waiting(home: Path, tmp_path: Path) -> None:
-    cfg = write_config(tmp_path / "two.yaml", gpus=2)
+    cfg = write_config(tmp_path / "pending.yaml", node_selector=PENDING)
     env = {**os.environ, "NSIGHTLAB_CONFIG": str(cfg)}
     proc = subprocess.Popen(
         [sys.executable, "-m", "nsightlab", "create", "--context", "stg", "--yes", "--timeout", "120"],
@@ -935,12 +935,16 @@ def test_confirmation_on_a_terminal(home: Path, sim: KubeSim) -> None:
     assert sim.get("pods", NS, POD) is None
 
 
-def test_create_warns_when_no_gpu_is_free(capsys: pytest.CaptureFixture[str], home: Path, sim: KubeSim) -> None:
+def _take_the_free_g7e_gpus(sim: KubeSim) -> None:
     for node in ("ip-10-0-19-150.ec2.internal", "ip-10-0-83-47.ec2.internal"):  # the two free g7e GPUs
         pod = _decoy(f"squatter-{node[:12]}", {})
         pod["spec"]["nodeName"] = node
         pod["spec"]["containers"][0]["resources"] = {"limits": {"nvidia.com/gpu": "1"}}
         sim.put(pod)
+
+
+def test_create_warns_when_no_gpu_is_free(capsys: pytest.CaptureFixture[str], home: Path, sim: KubeSim) -> None:
+    _take_the_free_g7e_gpus(sim)
     r = nsl(capsys, "create", "--context", "stg", "--yes", "--timeout", "1")
     assert "warning: 0 GPUs of g7e.8xlarge are free right now (4 nodes, 4 GPUs, all in use)" in r.err
     assert r.code == 5 and "Insufficient nvidia.com/gpu" in r.err  # warned, not refused: it tried

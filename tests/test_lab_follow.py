@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from conftest import STG_CONTEXT
 from kubesim import KubeSim, kubectl
-from labenv import NS, POD, nsl, write_config
+from labenv import NS, PENDING, POD, nsl, write_config
 
 HERE = Path(__file__).resolve().parent
 FIXTURE03 = HERE / "fixtures" / "nsys" / "03_nsys_cuda_gpu_kern_sum_pytorch_rtx5090.csv"
@@ -209,7 +209,7 @@ def test_repeated_events_are_counted_as_kubectl_does() -> None:
 def test_create_no_wait_returns_at_once_and_events_say_why_it_waits(
     capsys: pytest.CaptureFixture[str], home: Path, tmp_path: Path, sim: KubeSim
 ) -> None:
-    cfg = write_config(tmp_path / "two.yaml", gpus=2)  # no g7e node has two GPUs: it stays Pending
+    cfg = write_config(tmp_path / "pending.yaml", node_selector=PENDING)  # no node matches: it stays Pending
     sim.clear_requests()
     r = nsl(capsys, "--config", str(cfg), "create", "--context", "stg", "--yes", "--no-wait")
     assert r.code == 0, r
@@ -227,7 +227,11 @@ def test_create_no_wait_returns_at_once_and_events_say_why_it_waits(
         if failed or time.monotonic() > deadline:
             break
         time.sleep(0.2)
-    assert failed and failed[0]["type"] == "Warning" and "Insufficient nvidia.com/gpu" in failed[0]["message"]
+    assert (
+        failed
+        and failed[0]["type"] == "Warning"
+        and "didn't match Pod's node affinity/selector" in failed[0]["message"]
+    )
     status = nsl(capsys, "--config", str(cfg), "status", "--json")
     assert status.code == 0 and json.loads(status.out)["lab"]["phase"] == "Pending"
     no_log = nsl(capsys, "--config", str(cfg), "logs")

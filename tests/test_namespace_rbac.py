@@ -15,6 +15,7 @@ import pytest
 import yaml
 from clirun import Result, run_cli
 from kubesim import KubeSim, realistic_cluster
+from labenv import PENDING
 
 from nsightlab.cluster.permissions import FLEET_PERMISSIONS, LAB_PERMISSIONS, Permission
 
@@ -285,9 +286,9 @@ subjects:
 def test_the_wait_lists_events_when_it_may_not_watch_them(
     capsys: pytest.CaptureFixture[str], team: Path, tmp_path: Path, sim: KubeSim
 ) -> None:
-    # two GPUs: no g7e node has two, the pod stays Pending and the scheduler says why
-    config = tmp_path / "two.yaml"
-    config.write_text(f"lab:\n  image: {IMAGE}\n  owner: {OWNER}\n  gpus: 2\n")
+    # a node group with no node: the pod stays Pending and the scheduler says why
+    config = tmp_path / "pending.yaml"
+    config.write_text(f"lab:\n  image: {IMAGE}\n  owner: {OWNER}\n  node_selector: {json.dumps(PENDING)}\n")
     r = nsl(capsys, "--config", str(config), "create", "--context", "lab", "--yes", "--timeout", "2")
     assert r.code == 5, r
     assert "event Warning/FailedScheduling: 0/10 nodes are available" in r.err  # listed, as watching is not granted

@@ -379,6 +379,41 @@ def for_instance_type(instance_type: str | None) -> GpuSpec | None:
     return BY_KEY[key] if key else None
 
 
+# GPUs per EC2 instance of the families above, from AWS's accelerated-computing instance
+# specifications (g7e's sizes as listed in the SageMaker HyperPod CLI's instance table).
+# A size not listed is not known, and never guessed from its name.
+_SINGLE = ("xlarge", "2xlarge", "4xlarge", "8xlarge", "16xlarge")
+INSTANCE_GPUS: dict[str, int] = {
+    **{f"{family}.{size}": 1 for family in ("g4dn", "g5", "g6", "g6e") for size in _SINGLE},
+    **{f"{family}.{size}": 4 for family in ("g5", "g6", "g6e") for size in ("12xlarge", "24xlarge")},
+    **{f"{family}.48xlarge": 8 for family in ("g5", "g6", "g6e", "g7e", "p5", "p5e", "p5en")},
+    "g4dn.12xlarge": 4,
+    "g4dn.metal": 8,
+    "gr6.4xlarge": 1,
+    "gr6.8xlarge": 1,
+    "g7e.2xlarge": 1,
+    "g7e.4xlarge": 1,
+    "g7e.8xlarge": 1,
+    "g7e.12xlarge": 2,
+    "g7e.24xlarge": 4,
+    "p4d.24xlarge": 8,
+    "p4de.24xlarge": 8,
+    "p5.4xlarge": 1,
+}
+
+
+def gpus_per_instance(instance_type: str | None) -> int | None:
+    """How many GPUs one instance of this EC2 type has (`g7e.12xlarge` -> 2), when known."""
+    return INSTANCE_GPUS.get((instance_type or "").strip().lower())
+
+
+def instance_sizes(instance_type: str) -> list[tuple[str, int]]:
+    """The known sizes of the type's family and their GPUs, fewest GPUs first."""
+    family = instance_type.strip().lower().split(".", 1)[0]
+    sizes = [(t, n) for t, n in INSTANCE_GPUS.items() if t.split(".", 1)[0] == family]
+    return sorted(sizes, key=lambda tn: (tn[1], tn[0]))
+
+
 class DeviceSpec(Model):
     """What the analysis uses: the device's own figures where it reports them, else the table's.
 

@@ -19,6 +19,7 @@ class GpuFree(Model):
     nodes: int
     gpu_allocatable: int
     gpu_free: int
+    gpu_most: int = 0  # the most allocatable GPUs on one node of the type
 
 
 class LabPod(Model):
@@ -42,6 +43,9 @@ class LabPod(Model):
     clock_ahead_s: int | None = None
     reused: bool = False
     next_steps: list[str] = Field(default_factory=list)
+    # while Pending without a node: why, in the scheduler's words (its PodScheduled
+    # condition, else its last FailedScheduling Event)
+    scheduler: str | None = None
 
 
 class StatusReport(Model):
@@ -64,14 +68,15 @@ class FleetCleanup(Model):
 
 
 class CleanupReport(Model):
-    context: str
-    namespace: str
+    context: str | None  # None (and `note` says so): no lab session and no --context, nothing to delete
+    namespace: str | None
     deleted: list[str]
     already_gone: list[str]
     skipped: list[str]  # pods that are not ours (never touched)
     owner: str | None = None
     all_mine: bool = False  # --all-mine: every lab pod of `owner` in the namespace
     fleets: FleetCleanup | None = None  # with --fleet ID or --all-mine: the fleets' Jobs and ConfigMaps
+    note: str | None = None
 
 
 # Clocks of a laptop and a cluster's nodes differ by a few seconds; beyond this, the
@@ -144,7 +149,24 @@ def lab_pod(
         seconds_left=left,
         clock_ahead_s=ahead,
         reused=reused,
+        scheduler=unscheduled_reason(pod),
     )
+
+
+def unscheduled_reason(pod: dict[str, Any], events: list[dict[str, Any]] | None = None) -> str | None:
+    """Why a Pending pod has no node, in the scheduler's words: its PodScheduled=False
+    condition, else the last FailedScheduling Event among `events`; None once it is bound."""
+    if (pod.get("spec") or {}).get("nodeName") or (pod.get("status") or {}).get("phase") not in (None, "Pending"):
+        return None
+    sched = r.condition(pod, "PodScheduled") or {}
+    if sched.get("status") == "False" and (sched.get("message") or sched.get("reason")):
+        return str(sched.get("message") or sched.get("reason")).strip()
+    failed = [
+        e
+        for e in pod_events(events or [], uid=(pod.get("metadata") or {}).get("uid"))
+        if e.reason == "FailedScheduling"
+    ]
+    return failed[-1].message if failed else None
 
 
 class PodEvent(Model):

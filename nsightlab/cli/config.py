@@ -36,12 +36,22 @@ def init(
     force: Annotated[
         bool, typer.Option("--force", help="Overwrite an existing config file (values not given are kept from it).")
     ] = False,
+    protected_ok: Annotated[
+        bool,
+        typer.Option(
+            "--protected-ok",
+            help="Accept a protected context (prd, prod, production...) for the alias: nsightlab will only read "
+            "there (doctor, explore) and refuse every change.",
+        ),
+    ] = False,
 ) -> None:
     """Write a commented starter config.yaml: the 'stg' alias and the tutorial's lab pod.
 
     It needs the kubeconfig context of your staging cluster, the namespace for the lab
     pod and the image (with nsys, ncu and PyTorch). On a terminal it asks for those not
-    given, offering the kubeconfig's contexts; otherwise a missing one is exit 2.
+    given, offering the kubeconfig's contexts; otherwise a missing one is exit 2. A
+    protected context is refused (exit 3) unless --protected-ok: nsightlab changes
+    nothing there, so a lab pod cannot be made on it.
 
     \b
     Example:
@@ -59,8 +69,9 @@ def init(
     kc = _kubeconfig_or_none(kubeconfig)
     if values["context"] is not None:
         _check_context(values["context"], kc)
+        _check_protected(values["context"], protected_ok)
     if not all(values.values()):
-        _ask_for_missing(env, values, kc)
+        _ask_for_missing(env, values, kc, protected_ok=protected_ok)
     path = configure.write_starter_config(STATE.config_path, force=force, **values)
     env.note(f"wrote {path}")
     env.write(f"{path}\n")
@@ -68,7 +79,37 @@ def init(
     env.note(
         f"next: nsightlab {config_opt}doctor --context {configure.STARTER_ALIAS}    # checks access, GPUs and the image"
     )
-    env.note(f"then: nsightlab {config_opt}create --context {configure.STARTER_ALIAS}    # the lab pod")
+    if guarded := _protected(values["context"] or ""):
+        env.warn(f"the alias's context is protected ({guarded}): {REFUSED_THERE}")
+    else:
+        env.note(f"then: nsightlab {config_opt}create --context {configure.STARTER_ALIAS}    # the lab pod")
+
+
+REFUSED_THERE = (
+    "every change will be refused there (create, shell, copy, profile, sweep, ncu, cleanup); doctor and explore only "
+    "read"
+)
+
+
+def _protected(context: str) -> str | None:
+    """Why the alias's context would be protected (the starter's patterns: the defaults)."""
+    from nsightlab.cluster.safety import protection_reason
+    from nsightlab.config import DEFAULT_PROTECTED
+
+    return protection_reason(context, list(DEFAULT_PROTECTED))
+
+
+def _check_protected(context: str, protected_ok: bool) -> None:
+    """A protected context for the alias is refused (exit 3) unless --protected-ok."""
+    from nsightlab.errors import SafetyError
+
+    reason = _protected(context)
+    if reason and not protected_ok:
+        raise SafetyError(
+            f"context '{context}' is protected ({reason}): nsightlab would refuse every change there, so the lab pod "
+            "could never be made on it",
+            hint="Give the context of a staging cluster, or pass --protected-ok to have an alias that only reads.",
+        )
 
 
 def _kubeconfig_or_none(path: "Path | None") -> "Kubeconfig | None":
@@ -100,7 +141,9 @@ def _check_context(name: str, kc: "Kubeconfig | None") -> None:
     )
 
 
-def _ask_for_missing(env: "Env", values: dict[str, "str | None"], kc: "Kubeconfig | None") -> None:
+def _ask_for_missing(
+    env: "Env", values: dict[str, "str | None"], kc: "Kubeconfig | None", *, protected_ok: bool
+) -> None:
     """Ask on the terminal for each value not given; without one, name the flags (exit 2)."""
     from nsightlab import configure
     from nsightlab.errors import UsageError
@@ -118,7 +161,7 @@ def _ask_for_missing(env: "Env", values: dict[str, "str | None"], kc: "Kubeconfi
             hint=f"Run `nsightlab init {example}` with your values.{contexts}",
         )
     if not values["context"]:
-        values["context"] = _ask_context(env, kc)
+        values["context"] = _ask_context(env, kc, protected_ok=protected_ok)
     if not values["namespace"]:
         usual = kc.namespace(values["context"] or "") if kc is not None else None
         values["namespace"] = _ask(env, "Namespace for the lab pod", "namespace", default=usual)
@@ -143,11 +186,11 @@ def _ask(env: "Env", question: str, key: str, *, default: "str | None" = None) -
             env.note(e.line())
 
 
-def _ask_context(env: "Env", kc: "Kubeconfig | None") -> str:
+def _ask_context(env: "Env", kc: "Kubeconfig | None", *, protected_ok: bool) -> str:
     """The context for the 'stg' alias: a number from the kubeconfig's list, or a name."""
     from nsightlab.cluster.safety import protection_reason
     from nsightlab.config import DEFAULT_PROTECTED
-    from nsightlab.errors import UsageError
+    from nsightlab.errors import SafetyError, UsageError
 
     names = kc.context_names() if kc is not None else []
     if kc is not None and names:
@@ -162,10 +205,11 @@ def _ask_context(env: "Env", kc: "Kubeconfig | None") -> str:
     while True:
         answer = _ask(env, "Context of your staging cluster (number or name)", "context")
         if answer.isdigit() and 1 <= int(answer) <= len(names):
-            return names[int(answer) - 1]
+            answer = names[int(answer) - 1]
         try:
             _check_context(answer, kc)
-        except UsageError as e:
+            _check_protected(answer, protected_ok)
+        except (UsageError, SafetyError) as e:
             env.note(e.line())
             continue
         return answer

@@ -59,87 +59,62 @@ def create(
             "OK).",
         ),
     ] = False,
+    recreate: Annotated[
+        bool,
+        typer.Option(
+            "--recreate",
+            help="Delete your lab pod first (checked as cleanup checks it), then create the configured one: for a "
+            "pod that is not what config.yaml asks for.",
+        ),
+    ] = False,
     yes: YesOpt = False,
     json_out: JsonOpt = False,
 ) -> None:
     """Create your GPU lab pod (or reuse it) and wait until it is Ready.
 
     The pod is the tutorial's: 1 GPU on a g7e.8xlarge, 4 CPU, 24Gi, deleted after 4 h,
-    labelled as yours. Refused on protected contexts.
+    labelled as yours. A lab pod of yours is reused only when it is the one config.yaml
+    asks for (name, image, GPUs, CPU, memory, instance type, node selector); otherwise
+    create says what differs (exit 2) and --recreate replaces it. Refused on protected
+    contexts.
 
     \b
     Example:
       nsightlab create --context stg
       nsightlab create --context stg --dry-run
       nsightlab create --context stg --no-wait && nsightlab events
+      nsightlab create --context stg --recreate
     """
-    from nsightlab import assets, configure
-    from nsightlab.cluster import lab
-    from nsightlab.cluster.connect import connect
-    from nsightlab.cluster.kubeconfig import load_kubeconfig
-    from nsightlab.cluster.safety import Intent, confirm_change, resolve_context
-    from nsightlab.config import ensure_home, load_config
+    from nsightlab.cluster import lab, labcreate
     from nsightlab.present import render
 
     env = make_env(json_out)
-    loaded = load_config(STATE.config_path)
-    cfg = loaded.config
-    if not loaded.exists:
-        from nsightlab.errors import UsageError
-
-        raise UsageError(
-            f"there is no config file yet ({loaded.path}): the lab pod needs an image, and --context stg an alias",
-            hint="Write one with `nsightlab init`: it asks for the context, the namespace and the image (or pass "
-            "--context, --namespace, --image).",
-        )
-    # a placeholder from an old starter config must not reach a manifest, printed or sent
-    configure.refuse_placeholders(
-        loaded, alias=context if context in cfg.clusters else None, namespace_given=namespace is not None
+    opts = labcreate.CreateOptions(
+        context=context,
+        kubeconfig=kubeconfig,
+        namespace=namespace,
+        config_path=STATE.config_path,
+        manifest=manifest,
+        timeout=timeout,
+        wait=not no_wait,
+        profiling_caps=profiling_caps,
+        recreate=recreate,
+        yes=yes,
     )
-    template = lab.load_template(manifest or assets.pod_template())
     if dry_run:
-        kc = load_kubeconfig(kubeconfig) if context else None
-        ns = namespace or "default"
-        if kc is not None:
-            ns = resolve_context(context, config=cfg, kubeconfig=kc, intent=Intent.READ, namespace=namespace).namespace
-        m = lab.build_manifest(template, cfg, namespace=ns, profiling_caps=profiling_caps)
+        m = labcreate.dry_run(opts)
         if env.json:
             env.print_json(m)
         else:
             env.write(lab.manifest_yaml(m))
         return
-    ensure_home()  # the session must be recordable before a GPU is taken
-    if profiling_caps:
-        env.warn(
-            "--profiling-caps adds CAP_SYS_ADMIN to the lab pod: it weakens isolation; use it only with your "
-            "platform team's OK."
-        )
-    with connect(
-        context,
-        kubeconfig,
-        config_path=STATE.config_path,
-        intent=Intent.CHANGE,
-        namespace=namespace,
-        action="create the lab pod",
-    ) as c:
-        m = lab.build_manifest(template, c.config, namespace=c.ctx.namespace, profiling_caps=profiling_caps)
-        confirm_change(
-            env,
-            c.ctx,
-            f"create lab pod {m['metadata']['name']} ({c.config.lab.gpus} GPU on a {c.config.lab.instance_type})",
-            yes=yes,
-        )
-        result = lab.create(env, c.kube, c.ctx, c.config, m, timeout=timeout, wait=not no_wait)
+    result = labcreate.create_lab(env, opts)
     if env.json:
         env.print_json(result)
     elif no_wait and not result.ready:
-        render.lab_pod(
-            env,
-            result,
-            title="Lab pod created, not waiting for it" if not result.reused else "Lab pod reused, not waiting for it",
-        )
+        render.lab_pod(env, result, title=f"Lab pod {'reused' if result.reused else 'created'}, not waiting for it")
     else:
-        render.lab_pod(env, result, title="Lab pod ready" if not result.reused else "Lab pod ready (reused)")
+        render.lab_pod(env, result, title="Lab pod ready (reused)" if result.reused else "Lab pod ready")
 
 
 @app.command()
@@ -195,7 +170,8 @@ def logs(
     """The lab pod's log on stdout, as `kubectl logs` gives it.
 
     With -f it keeps streaming until Ctrl-C (exit 0) or the container ends. A container
-    that has not started has no log yet: exit 5, and `nsightlab events` says why.
+    that has not started has no log yet: exit 5, and `nsightlab events` says why; one
+    that has printed nothing says "(no output yet)" on stderr (exit 0).
 
     \b
     Example:
@@ -203,14 +179,12 @@ def logs(
       nsightlab logs -f --tail 20
       nsightlab logs --context stg --container lab
     """
-    import codecs
-
     from nsightlab.cluster.connect import connect, lab_pod_name, note_session
-    from nsightlab.cluster.podlogs import stream_log
+    from nsightlab.cluster.podlogs import LogText, stream_log
     from nsightlab.cluster.safety import Intent
 
     env = make_env()
-    decoder = codecs.getincrementaldecoder("utf-8")("replace")  # a character may span two pieces
+    text = LogText(env.write)
     try:
         with connect(
             context,
@@ -221,20 +195,14 @@ def logs(
             use_session=True,
         ) as c:
             note_session(env, c)
-            stream_log(
-                c.kube,
-                c.ctx,
-                lab_pod_name(c, require_ready=False),
-                write=lambda data: env.write(decoder.decode(data)),
-                container=container,
-                tail=tail,
-                follow=follow,
-            )
+            name = lab_pod_name(c, require_ready=False)
+            stream_log(c.kube, c.ctx, name, write=text, container=container, tail=tail, follow=follow)
     except KeyboardInterrupt:
         if not follow:
             raise
         # Ctrl-C is how a followed log is meant to end
-    env.write(decoder.decode(b"", final=True))
+    if not text.finish():
+        env.note("(no output yet)")
 
 
 @app.command()
@@ -321,13 +289,16 @@ def copy(
 ) -> None:
     """Copy files or folders into or out of the lab pod, verified by sha256.
 
-    A path in the pod is written :PATH, as with scp. Streams through tar over exec;
-    local files appear only once complete and verified.
+    A path in the pod is written :PATH, as with scp; without a leading / it is in the
+    pod's working folder (the container's working directory), both ways. Streams
+    through tar over exec; local files appear only once complete and verified.
 
     \b
     Example:
       nsightlab copy lesson1.py :/tmp/
       nsightlab copy :/tmp/l1.nsys-rep .
+      nsightlab copy proj :proj
+      nsightlab copy :proj ./back
     """
     from nsightlab.cluster import transfer
     from nsightlab.cluster.connect import connect, lab_pod_name, note_session
@@ -427,8 +398,9 @@ def cleanup(
     """Delete your lab pod and give the GPU back; waits until it is gone.
 
     Only pods labelled as nsightlab lab pods of yours are ever deleted (and with --fleet
-    or --all-mine, only Jobs and ConfigMaps labelled as your fleets'). Refused on
-    protected contexts.
+    or --all-mine, only Jobs and ConfigMaps labelled as your fleets'). Without a lab
+    session and without --context there is nothing to delete: it says so and exits 0
+    (cleaning up twice is fine). Refused on protected contexts.
 
     \b
     Example:
@@ -436,46 +408,20 @@ def cleanup(
       nsightlab cleanup --context stg --all-mine
       nsightlab cleanup --fleet 3fa2c1
     """
-    from nsightlab.analysis.labpod import CleanupReport
-    from nsightlab.cluster import lab
-    from nsightlab.cluster.connect import connect, lab_pod_name, note_session
-    from nsightlab.cluster.fleetjobs import delete_fleets
-    from nsightlab.cluster.safety import Intent, confirm_change
+    from nsightlab.measure.cleanup import CleanupOptions, run_cleanup
     from nsightlab.present import render
 
     env = make_env(json_out)
-    if fleet is not None and context is None:
-        from nsightlab.measure.fleet import stored_place
-
-        found = stored_place(fleet)
-        if found is not None:
-            context, namespace = found[0], namespace or found[1]
-            env.note(f"using the context of fleet {fleet} as it was started here: {context}, namespace {namespace}")
-    with connect(
-        context,
-        kubeconfig,
-        config_path=STATE.config_path,
-        intent=Intent.CHANGE,
+    opts = CleanupOptions(
+        context=context,
+        kubeconfig=kubeconfig,
         namespace=namespace,
-        use_session=True,
-        action="delete pods",
-    ) as c:
-        note_session(env, c)
-        owner = c.config.owner()
-        if fleet is not None:
-            confirm_change(env, c.ctx, f"delete the Jobs and the ConfigMap of fleet {fleet}", yes=yes)
-            report = CleanupReport(
-                context=c.ctx.name, namespace=c.ctx.namespace, deleted=[], already_gone=[], skipped=[]
-            )
-            report.fleets = delete_fleets(env, c.kube, c.ctx.namespace, owner, [fleet])
-        else:
-            name = lab_pod_name(c, require_ready=False)
-            what = f"delete every lab pod and fleet of {owner}" if all_mine else f"delete lab pod {name}"
-            confirm_change(env, c.ctx, what, yes=yes)
-            report = lab.cleanup(env, c.kube, c.ctx, owner=owner, names=[name], all_mine=all_mine)
-            if all_mine:
-                report.fleets = delete_fleets(env, c.kube, c.ctx.namespace, owner, None)
-    show(env, report, render.cleanup)
+        config_path=STATE.config_path,
+        all_mine=all_mine,
+        fleet=fleet,
+        yes=yes,
+    )
+    show(env, run_cleanup(env, opts), render.cleanup)
 
 
 @app.command()

@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING
 from nsightlab.analysis import pods as r
 from nsightlab.analysis.doctor import Check
 from nsightlab.cluster.kube import Forbidden
-from nsightlab.cluster.lab import check_lab_pod, check_pin, create_command, free_gpus, session_for
+from nsightlab.cluster.lab import check_lab_pod, check_pin, create_command, session_for
+from nsightlab.cluster.labgpus import free_gpus
 from nsightlab.cluster.permissions import (
     FLEET_PERMISSIONS,
     LAB_PERMISSIONS,
@@ -33,15 +34,19 @@ if TYPE_CHECKING:
 
 def api_checks(kube: Kube, ctx: ResolvedContext, config: Config) -> tuple[list[Check], bool]:
     """The read-only checks through the API: kubeconfig, server, namespace, permissions,
-    GPUs of the lab's type, the image. Also says whether the server answered at all."""
-    checks: list[Check] = []
+    GPUs of the lab's type, the image. Also says whether the server answered at all.
+
+    On a protected context it says first that every change is refused there, and sends
+    only reads (GET, list): no access review (each is a POST, a `create` in the audit
+    log), so the permission checks are skipped, and what only a lab pod would need (free
+    GPUs, the image) is information, not a failure."""
+    checks: list[Check] = [_protected(ctx)] if ctx.protected_reason else []
     kc = ctx.kubeconfig
     checks.append(
         Check(
             name="kubeconfig and context",
             ok=True,
-            detail=f"context {ctx.label} from {kc.path_arg()}, user {kc.user_of(ctx.name) or '?'}"
-            + (f"; protected ({ctx.protected_reason}): read-only" if ctx.protected_reason else ""),
+            detail=f"context {ctx.label} from {kc.path_arg()}, user {kc.user_of(ctx.name) or '?'}",
         )
     )
     try:
@@ -56,25 +61,37 @@ def api_checks(kube: Kube, ctx: ResolvedContext, config: Config) -> tuple[list[C
     )
     namespace = _namespace_check(kube, ctx)
     checks.append(namespace)
-    if namespace.ok is not False:
+    if ctx.protected_reason:
+        detail = "skipped: each access review is a POST request, and doctor sends none on a protected context"
+        checks.append(Check(name="permissions", ok=None, detail=detail))
+    elif namespace.ok is not False:
         checks += permission_checks(kube, ctx, LAB_PERMISSIONS, needed=True, role="the lab's Role")
         extra = [p for p in FLEET_PERMISSIONS if p not in LAB_PERMISSIONS]
         checks += permission_checks(kube, ctx, extra, needed=False, label="fleet: ", role="the fleet's Role")
     checks += _gpu_checks(kube, ctx, config)
     image = config.lab.image
     image_ok = bool(image) and "CHANGE-ME" not in (image or "")
+    fix = "Set it with `nsightlab init --force --image REGISTRY/IMAGE:TAG` (the image with nsys, ncu and PyTorch)."
+    detail = image or "lab.image is not set"
     checks.append(
-        Check(
-            name="lab image configured",
-            ok=image_ok,
-            detail=image or "lab.image is not set",
-            fix=None
-            if image_ok
-            else "Set it with `nsightlab init --force --image REGISTRY/IMAGE:TAG` (the image with nsys, ncu and "
-            "PyTorch).",
-        )
+        Check(name="lab image configured", ok=image_ok or _lab_need(ctx), detail=detail, fix=None if image_ok else fix)
     )
     return checks, True
+
+
+def _lab_need(ctx: ResolvedContext) -> bool | None:
+    """What a failed check of something only a lab pod needs is: a failure, or (on a
+    protected context, where no lab pod is made) information."""
+    return None if ctx.protected_reason else False
+
+
+def _protected(ctx: ResolvedContext) -> Check:
+    return Check(
+        name="protected context",
+        ok=None,
+        detail=f"{ctx.protected_reason}: nsightlab refuses every change here (create, shell, copy, profile, sweep, "
+        "ncu, cleanup); doctor only reads (GET and list requests, no access review)",
+    )
 
 
 def _fix(e: ClusterError) -> str | None:
@@ -181,7 +198,7 @@ def _gpu_checks(kube: Kube, ctx: ResolvedContext, config: Config) -> list[Check]
         return [
             Check(
                 name=name,
-                ok=False,
+                ok=_lab_need(ctx),
                 detail="none in this cluster",
                 fix=f"Set lab.instance_type in config.yaml to a GPU type that {explore} lists.",
             )
@@ -192,7 +209,7 @@ def _gpu_checks(kube: Kube, ctx: ResolvedContext, config: Config) -> list[Check]
         checks.append(
             Check(
                 name=f"a free GPU on {itype}",
-                ok=False,
+                ok=_lab_need(ctx),
                 detail="all GPUs of this type are in use",
                 fix=f"Wait, or ask for one; {explore} shows each node's GPUs.",
             )
@@ -207,6 +224,8 @@ def probe_pod(
     they are skipped."""
     s = session_for(ctx, session)
     name = s.pod if s is not None else config.pod_name()
+    if ctx.protected_reason:  # not even looked for: nothing is made or run here
+        return name, None, Check(name="lab pod", ok=None, detail="in-pod checks skipped: nsightlab never execs here")
     try:
         if s is not None:
             check_pin(ctx, s)  # the session's pod is not looked for on another server
@@ -232,15 +251,5 @@ def probe_pod(
             name,
             None,
             Check(name="lab pod", ok=None, detail=f"{name} is {r.pod_status(pod)}: in-pod checks skipped"),
-        )
-    if ctx.protected_reason:
-        return (
-            name,
-            None,
-            Check(
-                name="lab pod",
-                ok=None,
-                detail=f"{name} is up, but this context is protected: nsightlab does not exec here",
-            ),
         )
     return name, (pod.get("spec") or {}).get("nodeName"), None

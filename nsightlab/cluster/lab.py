@@ -21,9 +21,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from nsightlab import userfiles
 from nsightlab.analysis import pods as r
-from nsightlab.analysis.inventory import requested_by_node
-from nsightlab.analysis.labpod import CleanupReport, GpuFree, LabPod, StatusReport, lab_pod
+from nsightlab.analysis.labmatch import differences, mismatch_error
+from nsightlab.analysis.labpod import CleanupReport, LabPod, StatusReport, lab_pod, unscheduled_reason
 from nsightlab.cluster.kube import Forbidden, Gone
+from nsightlab.cluster.labgpus import check_gpus, free_gpus
 from nsightlab.cluster.permissions import optional, skipped_note
 from nsightlab.config import Config, Session, end_session, load_session, save_session, session_path
 from nsightlab.errors import (
@@ -287,35 +288,6 @@ def manifest_yaml(manifest: dict[str, Any]) -> str:
 # ---------------------------------------------------------------------------- helpers
 
 
-def free_gpus(kube: Kube, instance_type: str | None = None) -> list[GpuFree]:
-    """Free GPUs per instance type (one type, or all), counting native sidecars."""
-
-    if instance_type:
-        nodes = kube.list_nodes(label_selector=f"node.kubernetes.io/instance-type={instance_type}")
-    else:
-        nodes = [n for n in kube.list_nodes() if r.node_is_gpu(n)]
-    pods: list[dict[str, Any]] = []
-    if 0 < len(nodes) <= 10:
-        for n in nodes:
-            name = n["metadata"]["name"]
-            pods += kube.list_pods(
-                None, field_selector=f"spec.nodeName={name},status.phase!=Succeeded,status.phase!=Failed"
-            )[0]
-    elif nodes:
-        pods = kube.list_pods(None, field_selector="status.phase!=Succeeded,status.phase!=Failed")[0]
-    used = requested_by_node(pods)
-    out: dict[str, GpuFree] = {}
-    for n in nodes:
-        itype = r.instance_type(n) or "<none>"
-        g = out.setdefault(itype, GpuFree(instance_type=itype, nodes=0, gpu_allocatable=0, gpu_free=0))
-        alloc = r.node_gpu_allocatable(n)
-        g.nodes += 1
-        g.gpu_allocatable += alloc
-        if r.node_ready(n) and not (n.get("spec") or {}).get("unschedulable"):
-            g.gpu_free += max(0, alloc - used.get(n["metadata"]["name"], 0))
-    return sorted(out.values(), key=lambda g: g.instance_type)
-
-
 def next_steps(ctx: ResolvedContext) -> list[str]:
     return [
         "nsightlab shell                      # a shell in the pod (try nvidia-smi)",
@@ -573,15 +545,26 @@ def create(
     *,
     timeout: float,
     wait: bool = True,
+    recreate: bool = False,
+    again: tuple[str, str] | None = None,
 ) -> LabPod:
     """Create (or reuse) this owner's lab pod and wait until it is Ready (with `wait`
     False: return the pod as it is).
+
+    A lab pod of this owner is reused only when it is the one the config asks for
+    (`analysis.labmatch.differences`); else this is exit 2 naming what differs, with
+    `again` (the cleanup and create commands as typed, global options kept) in the ways
+    out. With `recreate` it is deleted first, checked as cleanup checks it. A pod that
+    could never be scheduled is exit 2 before anything is deleted or created
+    (`labgpus.check_gpus`).
 
     The lab session is recorded as soon as the pod exists (and again once it is Ready),
     so that a wait cut short by Ctrl-C or the timeout leaves a pod that `nsightlab status`
     and `nsightlab cleanup` know."""
     with OnInterrupt("nothing was created") as progress:
-        return _create(progress, env, kube, ctx, config, manifest, timeout=timeout, wait=wait)
+        return _create(
+            progress, env, kube, ctx, config, manifest, timeout=timeout, wait=wait, recreate=recreate, again=again
+        )
 
 
 def _create(
@@ -594,36 +577,24 @@ def _create(
     *,
     timeout: float,
     wait: bool,
+    recreate: bool,
+    again: tuple[str, str] | None,
 ) -> LabPod:
     owner = config.owner()
-    name = manifest["metadata"]["name"]
     ns = ctx.namespace
-    existing = find_existing(kube, ns, name, owner)
-    reused = existing is not None
-    if existing is not None and r.is_terminal(existing):
-        env.note(f"your previous lab pod {name} has ended ({existing['status'].get('phase')}); replacing it")
-        kube.delete_pod(ns, name, uid=existing["metadata"]["uid"], grace_seconds=0)
-        _wait_gone(kube, ns, name, existing["metadata"]["uid"], timeout=60)
-        existing, reused = None, False
-    if existing is None:
-        itype = config.lab.instance_type
-        # context, not a need: an account limited to its namespace cannot read nodes
-        free = optional(lambda: free_gpus(kube, itype), consequence="free-GPU check skipped", note=env.note)
-        total_free = sum(g.gpu_free for g in free or [])
-        if free is None:
-            pass  # said so in the note
-        elif not free:
-            env.warn(
-                f"no node of instance type {itype} exists right now; the pod will wait for one (an autoscaler "
-                "may add it)."
-            )
-        elif total_free < config.lab.gpus:
-            env.warn(
-                f"0 GPUs of {itype} are free right now ({free[0].nodes} nodes, {free[0].gpu_allocatable} GPUs, "
-                "all in use); the pod may stay Pending."
-            )
-        else:
-            env.note(f"{total_free} GPU{'s' if total_free != 1 else ''} of {itype} free right now")
+    existing = find_existing(kube, ns, manifest["metadata"]["name"], owner)
+    candidate = existing is not None and not recreate and not r.is_terminal(existing)
+    diffs = differences(existing, manifest) if existing is not None and candidate else []
+    reused = candidate and not diffs
+    if not reused:  # a pod that could never be scheduled: said before any change, and before ways out
+        check_gpus(env, kube, config, say_free=not diffs)
+    if existing is not None and diffs:
+        commands = again or (cleanup_command(ctx), create_command(ctx))
+        raise _mismatch(ctx, existing, diffs, commands, manifest["metadata"]["name"])
+    if not reused:
+        if existing is not None:
+            _replace(env, kube, ctx, existing, owner)
+        name = manifest["metadata"]["name"]
         progress.state = (
             f"the lab pod {name} may have been created; `nsightlab status --context {ctx.alias or ctx.name} "
             f"--namespace {ns}` shows it, "
@@ -632,7 +603,8 @@ def _create(
         pod = kube.create_pod(ns, manifest)
         env.note(f"created pod {name} in {ns}")
     else:
-        pod = existing
+        assert existing is not None
+        pod, name = existing, existing["metadata"]["name"]
         env.note(f"reusing your lab pod {name} ({r.pod_status(pod)})")
     uid = pod["metadata"]["uid"]
     early = lab_pod(pod, None, context=ctx.name, server=ctx.server, namespace=ns, reused=reused)
@@ -676,6 +648,32 @@ def _record(ctx: ResolvedContext, pod: dict[str, Any], lab: LabPod, owner: str) 
             hint="Fix NSIGHTLAB_HOME and run `nsightlab create` again to record it (the pod is reused), or delete it "
             f"with `{cleanup_command(ctx)}`.",
         ) from None
+
+
+def _mismatch(
+    ctx: ResolvedContext, pod: dict[str, Any], diffs: list[str], again: tuple[str, str], configured: str
+) -> UsageError:
+    """The lab pod there is not the configured one; the ways out name only commands that
+    replace that very pod (plain cleanup deletes the session's pod, else the configured
+    name)."""
+    session = session_for(ctx, load_session())
+    target = session.pod if session is not None and session.namespace == ctx.namespace else configured
+    cleanup, create = again
+    pair = f"`{cleanup}` then `{create}`" if target == pod["metadata"]["name"] else None
+    return mismatch_error(pod, diffs, cleanup=pair, recreate=f"{create} --recreate")
+
+
+def _replace(env: Env, kube: Kube, ctx: ResolvedContext, pod: dict[str, Any], owner: str) -> None:
+    """Delete the lab pod a new one replaces: one that has ended, or (--recreate) one that
+    is there; the latter as cleanup deletes it, labels and session checked first."""
+    name, uid = pod["metadata"]["name"], pod["metadata"]["uid"]
+    if not r.is_terminal(pod):
+        env.note(f"--recreate: deleting your lab pod {name} ({r.pod_status(pod)}) first")
+        cleanup(env, kube, ctx, owner=owner, names=[name], all_mine=False)
+        return
+    env.note(f"your previous lab pod {name} has ended ({(pod.get('status') or {}).get('phase')}); replacing it")
+    kube.delete_pod(ctx.namespace, name, uid=uid, grace_seconds=0)
+    _wait_gone(kube, ctx.namespace, name, uid, timeout=60)
 
 
 def lab_node(
@@ -772,13 +770,12 @@ def status(kube: Kube, ctx: ResolvedContext, name: str, *, note: Callable[[str],
             next_steps=[create_command(ctx)],
         )
     node = lab_node(kube, pod, note=note)
-    return StatusReport(
-        context=ctx.name,
-        namespace=ctx.namespace,
-        pod=name,
-        gone=False,
-        lab=lab_pod(pod, node, context=ctx.name, server=ctx.server, namespace=ctx.namespace),
-    )
+    lab = lab_pod(pod, node, context=ctx.name, server=ctx.server, namespace=ctx.namespace)
+    if lab.scheduler is None and lab.phase == "Pending" and not lab.node:  # not said on the pod: its Events
+        field = f"involvedObject.kind=Pod,involvedObject.name={name}"
+        events = optional(lambda: kube.list_events(ctx.namespace, field_selector=field), consequence="", note=None)
+        lab.scheduler = unscheduled_reason(pod, events)
+    return StatusReport(context=ctx.name, namespace=ctx.namespace, pod=name, gone=False, lab=lab)
 
 
 def cleanup(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import codecs
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -43,6 +44,25 @@ def _not_started(pod: dict[str, Any], container: str) -> str | None:
                 return str((state.get("waiting") or {}).get("reason") or "waiting")
             return None
     return str(status.get("phase") or "Pending")
+
+
+class LogText:
+    """The log's bytes as text for `write`, as they come (a character may span two pieces;
+    bytes that are not UTF-8 are replaced). `finish()` writes what is left and says
+    whether any output came at all."""
+
+    def __init__(self, write: Callable[[str], None]) -> None:
+        self._write = write
+        self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        self._any = False
+
+    def __call__(self, data: bytes) -> None:
+        self._any = self._any or bool(data)
+        self._write(self._decoder.decode(data))
+
+    def finish(self) -> bool:
+        self._write(self._decoder.decode(b"", final=True))
+        return self._any
 
 
 def stream_log(

@@ -189,6 +189,19 @@ def _no_session(ended: EndedSession, kubeconfig: Kubeconfig, config: Config) -> 
     return SafetyError(f"no lab session ({ended.pod} {how} at {at}); start one with {command}", ends_with_command=True)
 
 
+def _unprotected_example(config: Config, kubeconfig: Kubeconfig) -> str:
+    """' (e.g. --context NAME)' for an alias, else a context, that is not protected; '' when
+    there is none (an alias such as `stg` may point at production: never suggested then)."""
+    patterns = config.all_protected_patterns()
+    for alias, entry in sorted(config.clusters.items()):
+        if entry.context in kubeconfig.contexts and not protection_reason(
+            entry.context, patterns, alias=alias, alias_flag=entry.protected
+        ):
+            return f" (e.g. --context {alias})"
+    name = next((n for n in kubeconfig.context_names() if not protection_reason(n, patterns)), None)
+    return f" (e.g. --context {name})" if name else ""
+
+
 def _known_list(kubeconfig: Kubeconfig, config: Config) -> str:
     names = kubeconfig.context_names()
     aliases = sorted(config.clusters)
@@ -252,7 +265,8 @@ def resolve_context(
     if reason and intent is Intent.CHANGE:
         raise SafetyError(
             f"refusing to {action} on protected context '{name}': {reason}",
-            hint="nsightlab only changes non-production clusters; use a staging context (e.g. --context stg).",
+            hint="nsightlab only changes non-production clusters; use a staging context"
+            f"{_unprotected_example(config, kubeconfig)}.",
         )
     ns = namespace or alias_ns
     if ns is None and from_session and session is not None:

@@ -18,6 +18,10 @@
   an earlier file of the archive, writing through a link, devices, FIFOs, sparse files,
   duplicates and malformed headers. (kubectl cp had five CVEs of exactly this kind.)
 - Names in every message are shown escaped when they hold control characters.
+- A pod path without a leading `/` is in the pod's working folder, both ways: the
+  container's working directory (its `workingDir`, else the image's WORKDIR, else `/`),
+  where every exec starts, as with kubectl cp. Both scripts run there and are given
+  such a path as it is, never with a `/` put in front.
 """
 
 from __future__ import annotations
@@ -126,13 +130,20 @@ printf '\0P\t%s\0' "$where"
 """  # noqa: E501
 )
 
-# stdin: the agent. stdout: a tar of $1/$2; stderr at the end: the digests.
+# stdin: the agent. stdout: a tar of $1/$2; stderr at the end: the digests. A relative
+# $1 is in the pod's working folder, where the exec starts (see copy_out).
 _PACK_SH = (
     _DIGESTS_SH
     + r"""
 parent="$1"; name="$2"
-cd "$parent" 2>/dev/null || { echo "no such directory: $parent" >&2; exit 44; }
-[ -e "$name" ] || [ -L "$name" ] || { echo "no such file or directory: $parent/$name" >&2; exit 44; }
+case "$parent" in
+  /) path="/$name"; here= ;;
+  /*) path="$parent/$name"; here= ;;
+  .) path="$name"; here=" in the pod's working folder $(pwd)" ;;
+  *) path="$parent/$name"; here=" in the pod's working folder $(pwd)" ;;
+esac
+cd "$parent" 2>/dev/null || { echo "no such directory: $parent$here" >&2; exit 44; }
+[ -e "$name" ] || [ -L "$name" ] || { echo "no such file or directory: $path$here" >&2; exit 44; }
 if command -v python3 >/dev/null 2>&1; then agent pack . "$name"; fi
 skip_agent
 need_verify
@@ -638,7 +649,7 @@ def _fetch(
 ) -> dict[str, Digest]:
     """The pod's `parent/name` extracted into `staging` and verified; its digests."""
     session = kube.exec(
-        ns, pod, ["sh", "-c", _PACK_SH, "nsightlab", parent or "/", name], container=container, stdin=True
+        ns, pod, ["sh", "-c", _PACK_SH, "nsightlab", parent or ".", name], container=container, stdin=True
     )
     stdout = _Stdout(session, progress)
     failure: RemoteCommandError | None = None

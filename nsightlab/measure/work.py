@@ -16,9 +16,10 @@ if TYPE_CHECKING:
 
 
 class LabWork(OnInterrupt):
-    """While inside, Ctrl-C removes the run folder begun with `new_run` (unless it is
-    complete) and ends the command with `interrupted: the <kind> was stopped; no run was
-    stored`, naming the work folder left on the target."""
+    """While inside, a run folder begun with `new_run` is stored whole or not at all: an
+    error or Ctrl-C removes it unless it is complete (a failed ncu, nsys or script leaves
+    no half run for `nsightlab runs` to list). Ctrl-C ends the command with `interrupted:
+    the <kind> was stopped; no run was stored`, naming the work folder left on the target."""
 
     def __init__(self, kind: str, target: Target) -> None:
         super().__init__(f"the {kind} was stopped; no run was stored")
@@ -33,11 +34,11 @@ class LabWork(OnInterrupt):
         return run, run_id
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: object) -> None:
+        stored = self.run is not None and self.run.has_result()
+        if kind is not None and self.run is not None and not stored:
+            with contextlib.suppress(OSError):
+                store.remove(self.run)
         if kind is not None and issubclass(kind, KeyboardInterrupt):
-            stored = self.run is not None and self.run.has_result()
-            if self.run is not None and not stored:
-                with contextlib.suppress(OSError):
-                    store.remove(self.run)
             left = self.target.made_workdir()
             where = f"; its work folder {left} stays on {self.target.label}" if left else ""
             self.state = (

@@ -323,6 +323,8 @@ def lab_pod(env: Env, lab: LabPod, *, title: str) -> None:
         f"node: {lab.node or '<not scheduled>'}" + (f", {lab.instance_type}" if lab.instance_type else ""),
         f"GPU: {lab.gpu_product or ('model not known' if lab.node else 'none yet')}",
     ]
+    if lab.scheduler:  # the scheduler's words: shown escaped, as every fact line is
+        facts.append(f"scheduler: {lab.scheduler}")
     if lab.clock_ahead_s is not None:
         start = lab.started or lab.created
         life = f" {human_duration((lab.deadline - start).total_seconds())}" if lab.deadline and start else ""
@@ -361,6 +363,8 @@ def status(env: Env, report: StatusReport) -> None:
 
 
 def cleanup(env: Env, report: CleanupReport) -> None:
+    if report.context is None:
+        return  # nothing was looked for: the note on stderr said so
     out = [f"deleted {name}" for name in report.deleted]
     if report.all_mine and not report.deleted:
         out.append(f"there were no lab pods of {report.owner} in {report.namespace}")

@@ -263,6 +263,7 @@ class ExecServer:
         loop = asyncio.get_running_loop()
         argv = sandbox.argv(s.argv)
         env = sandbox.env(container, s.tty)
+        cwd = sandbox.workdir(container)  # where a runtime starts an exec: the container's working directory
         json_status = s.ws.ws_protocol in ("v5.channel.k8s.io", "v4.channel.k8s.io")
         slave: int | None = None
         if s.dropped:
@@ -279,7 +280,7 @@ class ExecServer:
                         stdin=slave,
                         stdout=slave,
                         stderr=slave,
-                        cwd=str(sandbox.path),
+                        cwd=str(cwd),
                         env=env,
                         start_new_session=True,
                         preexec_fn=lambda: _reset_child_signals(True),
@@ -292,7 +293,7 @@ class ExecServer:
                         stdin=asyncio.subprocess.PIPE if want_in else asyncio.subprocess.DEVNULL,
                         stdout=asyncio.subprocess.PIPE if want_out else asyncio.subprocess.DEVNULL,
                         stderr=asyncio.subprocess.PIPE if want_err else asyncio.subprocess.DEVNULL,
-                        cwd=str(sandbox.path),
+                        cwd=str(cwd),
                         env=env,
                         start_new_session=True,
                         preexec_fn=lambda: _reset_child_signals(False),

@@ -1,7 +1,8 @@
 """Per-pod sandboxes: where an exec'd "container" command really runs, on this machine.
 
 Each pod gets a folder ``S`` that stands for the container's ``/``. A command runs as a
-local subprocess with ``S`` as its working directory, and with these rules:
+local subprocess with ``S`` as its working directory (the container's ``workingDir`` when it
+sets one under a virtual root, as a runtime starts an exec there), and with these rules:
 
 * **Paths.** Absolute paths under the virtual roots (:data:`SANDBOX_ROOTS`: ``/tmp``,
   ``/workspace``, ``/root``, ``/proc/driver/nvidia`` ..., and the pod's volume mount paths
@@ -84,6 +85,16 @@ class Sandbox:
     def host_path(self, virtual: str) -> Path:
         """Where a path inside the pod (``/tmp/x``) lives on this machine."""
         return Path(self.rewrite(virtual)) if virtual.startswith("/") else self.path / virtual
+
+    def workdir(self, container: Mapping[str, Any] | None) -> Path:
+        """Where the container's commands start (made if missing, as runtimes do): its
+        ``workingDir`` when that is under a virtual root, else the sandbox's ``/``."""
+        virtual = str((container or {}).get("workingDir") or "")
+        path = self.host_path(virtual) if virtual.startswith("/") else self.path
+        if path != self.path and not path.is_relative_to(self.path):
+            return self.path
+        path.mkdir(parents=True, exist_ok=True)
+        return path
 
     def rewrite(self, text: str) -> str:
         """Rewrite virtual absolute paths in one argv string (see the module rules)."""
