@@ -235,3 +235,19 @@ def test_a_damaged_run_can_be_removed(capsys: pytest.CaptureFixture[str], st: St
     assert [x["id"] for x in json.loads(r.out)["removed"]] == gone
     left = {x["id"] for x in json.loads(run_cli(capsys, "runs", "--json").out)["runs"]}
     assert left == set(st.ids.values()) - set(gone)
+
+
+def test_latest_is_the_last_run_made_even_within_one_second(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A folder's name holds only the second: of two runs begun in one second, "latest" is the
+    one made last (meta.json's created), not the one whose kind or name sorts last."""
+    monkeypatch.setenv("NSIGHTLAB_HOME", str(tmp_path))
+    second = datetime(2026, 12, 3, 9, 0, 0, tzinfo=timezone.utc)
+    made = []
+    for kind, name, micro in (("tokenizer", "bpe", 1), ("pack", "colocate", 900_000)):  # "tokenizer" sorts last
+        run, run_id = store.new_run(kind, name, now=second)
+        run.write_meta(
+            RunMeta(id=run_id, kind=kind, name=name, created=second.replace(microsecond=micro), target="this machine")
+        )
+        made.append(run.id)
+    assert [r.id for r in store.all_runs()] == made
+    assert store.resolve("latest").id == made[-1]

@@ -325,11 +325,30 @@ def new_run(kind: str, name: str, *, now: datetime | None = None, run_id: str | 
 
 
 def all_runs() -> list[Run]:
-    """Every run folder, oldest first."""
+    """Every run folder, oldest first. A folder's name holds the second its run began; runs
+    begun in the same second are put in the order of their meta.json's `created` (which has
+    the microseconds), so "latest" is the last one made, whatever its kind or name."""
     base = runs_dir()
     if not base.is_dir():
         return []
-    return [Run(p) for p in sorted(base.iterdir()) if is_run_folder(p)]
+    runs = [Run(p) for p in sorted(base.iterdir()) if is_run_folder(p)]
+    by_second: dict[str, list[Run]] = {}
+    for run in runs:
+        m = _FOLDER.fullmatch(run.folder)
+        by_second.setdefault(m.group(1) if m else run.folder, []).append(run)
+    ordered: list[Run] = []
+    for second in sorted(by_second):
+        same = by_second[second]
+        ordered.extend(same if len(same) == 1 else sorted(same, key=_created_or_never))
+    return ordered
+
+
+def _created_or_never(run: Run) -> tuple[float, str]:
+    """A run's `created` for ordering (before every other for a damaged one), then its folder."""
+    try:
+        return run.meta().created.timestamp(), run.folder
+    except DamagedRunError:
+        return float("-inf"), run.folder
 
 
 def is_run_folder(path: Path) -> bool:
