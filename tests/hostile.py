@@ -54,9 +54,10 @@ MARKDOWN: dict[str, str] = {
     "list": "- not a list",
     "emphasis": "**not bold** _not em_",
 }
-# Python's str.splitlines() breaks on these, so the line-based CSV readers of nsys exports
-# cannot carry them inside a cell: CSV builders leave such strings out.
-_LINE_BREAKS = frozenset("\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029")
+# The line-based CSV readers of nsys and ncu exports end a line at LF, CR and CRLF only
+# (parse/lines.py): a cell may hold any other separator (U+2028, U+0085, VT, FF, ...), but
+# not these two, which CSV builders leave out.
+_LINE_BREAKS = frozenset("\n\r")
 
 
 def every() -> list[str]:

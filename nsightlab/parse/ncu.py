@@ -16,6 +16,7 @@ from pydantic import ConfigDict, Field
 
 from nsightlab.errors import ParseError
 from nsightlab.models import Model
+from nsightlab.parse.lines import physical_lines
 
 
 class NcuMetric(Model):
@@ -230,7 +231,7 @@ class _Row:
 
 def detect_counter_permission_error(text: str) -> str | None:
     """The verbatim line that reports ERR_NVGPUCTRPERM in ncu output, else None."""
-    for line in text.splitlines():
+    for line in physical_lines(text):
         if "ERR_NVGPUCTRPERM" in line:
             return line.rstrip("\r")
     return None
@@ -260,7 +261,7 @@ def parse_ncu_csv(text: str, *, source: str | None = None) -> NcuReport:
     report = NcuReport()
     index: dict[str, int] | None = None
     kernels: dict[tuple[int, int | None], NcuKernel] = {}
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, line in enumerate(physical_lines(text), start=1):
         stripped = line.strip()
         if stripped.startswith("==") and "==" in stripped[2:]:
             if stripped.startswith(("==WARNING==", "==ERROR==")):

@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from nsightlab.errors import ParseError
+from nsightlab.parse.lines import physical_lines
 from nsightlab.parse.nsys_columns import Column, Table, column, identify, table_rows
 from nsightlab.parse.nsys_report import (
     ALIAS_TO_ID,
@@ -84,7 +85,7 @@ def available_reports(help_text: str, *, source: str | None = None) -> dict[Repo
     ParseError when the text lists none of the reports we know.
     """
     listed: set[str] = set()
-    for line in help_text.splitlines():
+    for line in physical_lines(help_text):
         match = _HELP_ENTRY.match(line)
         if match:
             listed.add(match.group(1))
@@ -137,7 +138,7 @@ def check_stats_output(text: str, *, source: str | None = None) -> None:
       a fresh export is reused is fine.
     - ImporterMissingError when nsys could not import its capture (`.qdstrm` only).
     """
-    lines = text.splitlines()
+    lines = physical_lines(text)
     for number, line in enumerate(lines, start=1):
         if _STALE.search(line):
             window = " ".join(lines[number - 1 : number + 4])
@@ -161,7 +162,7 @@ def check_stats_output(text: str, *, source: str | None = None) -> None:
 
 def detect_importer_error(text: str) -> str | None:
     """The verbatim importer-error line when nsys left only a `.qdstrm`, else None."""
-    for line in text.splitlines():
+    for line in physical_lines(text):
         if "Importer error status" in line or "importer binary" in line.lower():
             return line
     return None
@@ -221,7 +222,7 @@ def parse_stats_csv(text: str, *, source: str | None = None, report: str | None 
     differs from the header's, or a cell that is not a number where one is expected.
     """
     check_stats_output(text, source=source)
-    lines = text.splitlines()
+    lines = physical_lines(text)
     start = next((i for i, line in enumerate(lines) if line.strip()), None)
     if start is None:
         raise ParseError("empty CSV: no header line", source=source, line=1)
