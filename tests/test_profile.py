@@ -336,3 +336,15 @@ def test_nsys_device_comes_from_the_gpu_trace(capsys: pytest.CaptureFixture[str]
     assert r.code == 0, r
     data = json.loads(r.out)
     assert (data["device_name"], data["device_type"]) == ("NVIDIA RTX 5000 Ada Generation Laptop GPU", "cuda")
+
+
+def test_a_lesson1_record_alone_names_no_profiler(capsys: pytest.CaptureFixture[str]) -> None:
+    """The script's JSON read alone: no profiler ran, so neither "Nsight Systems" nor an empty
+    kernel table is shown; the rates come from the script's own timing."""
+    record = Path(__file__).resolve().parent / "data" / "lesson1_cpu_float32_epyc-2c-l3-32mib.json"
+    shown = run_cli(capsys, "analyze", str(record))
+    assert shown.code == 0, shown
+    assert "Nsight Systems" not in shown.out and "by total time" not in shown.out
+    assert "no profiler" in shown.out.splitlines()[0] and "memory_bound_scale" in shown.out
+    data = json.loads(run_cli(capsys, "analyze", str(record), "--json").out)
+    assert data["profiler"] == "none" and data["kernels"] == [] and data["timing_source"] == "the script's own timing"

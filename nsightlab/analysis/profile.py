@@ -22,7 +22,7 @@ from nsightlab.errors import ParseError, validation_message
 from nsightlab.models import Model
 from nsightlab.parse import names, nsys
 
-Profiler = Literal["nsys", "torch"]
+Profiler = Literal["nsys", "torch", "none"]  # "none": the lab script's own record, read alone
 # torch.profiler names its steps ProfilerStep#N (torchprof lists them as "ProfilerStep*")
 TORCH_STEP_PREFIX = "ProfilerStep"
 

@@ -492,17 +492,18 @@ def _device_words(result: ProfileResult) -> str:
 
 
 def profile(env: Env, result: ProfileResult, *, top: int = 15) -> None:
-    how = (
-        "Nsight Systems"
-        if result.profiler == "nsys"
-        else "torch.profiler (no nsys: the same tables, from PyTorch's profiler)"
-    )
-    heading(env, f"{result.script} under {how} on {result.target}: {_device_words(result)}")
+    how = {
+        "nsys": "under Nsight Systems",
+        "torch": "under torch.profiler (no nsys: the same tables, from PyTorch's profiler)",
+        "none": "as its own record tells (no profiler: no kernel table, the script's own timing)",
+    }[result.profiler]
+    heading(env, f"{result.script} {how} on {result.target}: {_device_words(result)}")
     if result.warnings:
         lines(env, [f"warning: {w}" for w in result.warnings], bullet="")
     blank(env)
     what = ops_label(result)
-    kernel_table(env, result.kernels, top=top, title=f"{what}, by total time", what=what)
+    if result.kernels or result.profiler != "none":
+        kernel_table(env, result.kernels, top=top, title=f"{what}, by total time", what=what)
     blank(env)
     cpu = result.device_type == "cpu"
     timed = [r for r in result.ranges if r.rates is not None]

@@ -437,7 +437,9 @@ def _profile_sections(profiles: list[ProfileResult], figure_keys: list[str]) -> 
     if "roofline" in figure_keys:
         out[0].items.append(FigureRef(key="roofline"))
     for p in profiles:
-        how = "Nsight Systems" if p.profiler == "nsys" else "torch.profiler"
+        how = {"nsys": "Nsight Systems", "torch": "torch.profiler", "none": "no profiler (the script's own record)"}[
+            p.profiler
+        ]
         device = p.device_name or "unknown device"
         if p.device_type == "cpu":
             device = f"cpu ({device})"

@@ -266,7 +266,7 @@ def _json_file(path: Path) -> BaseModel:
     if kind == "sweep":
         return analyze_record_file(path)
     if kind == "lesson1":
-        return build_profile(nsys.NsysReport(), load_record(path), script=path.stem, profiler="nsys", target=str(path))
+        return build_profile(nsys.NsysReport(), load_record(path), script=path.stem, profiler="none", target=str(path))
     if data.get("profiler") == "torch":
         report = report_from_torch(data, str(path))
         # the lesson1 JSON beside it (a run's raw/), when it describes ranges this profile has
