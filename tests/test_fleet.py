@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 import yaml
-from clirun import Result, run_cli
+from clirun import Result, run_cli, sigint_default
 from conftest import STG_CONTEXT
 from kubesim import KubeSim, kubectl, realistic_cluster
 
@@ -514,6 +514,7 @@ def test_ctrl_c_leaves_the_jobs_and_collect_finishes_them(
         text=True,
         cwd=ROOT,
         env=dict(os.environ),
+        preexec_fn=sigint_default,
     )
     assert proc.stderr is not None
     seen = ""

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from clirun import sigint_default
 from conftest import CONTEXTS, STG_CONTEXT
 from kubesim import KubeSim, kubectl, realistic_cluster
 from labenv import IMAGE, NS, OWNER, POD, nsl, write_config
@@ -219,6 +220,7 @@ def test_ctrl_c_while_waiting(home: Path, tmp_path: Path) -> None:
         stderr=subprocess.PIPE,
         env=env,
         text=True,
+        preexec_fn=sigint_default,
     )
     assert proc.stderr is not None
     seen = ""
