@@ -314,7 +314,7 @@ def ncu(
         list[str] | None, typer.Option("--section", help="ncu section(s) to collect.", show_default=False)
     ] = None,
     count: Annotated[
-        int, typer.Option("--count", "-c", help="kernel launches to profile.", parser=number(int, minimum=1))
+        int, typer.Option("--count", help="kernel launches to profile.", parser=number(int, minimum=1))
     ] = 1,
     device: DeviceOpt = _Device.auto,
     local: LocalOpt = False,
