@@ -57,8 +57,8 @@ def test_ncu_on_the_cpu_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> 
     assert r.code == 2, r
     assert (
         r.err.strip()
-        == "error: ncu profiles GPU kernels: --device cpu leaves it nothing to measure. On the CPU use `nsightlab "
-        "profile --profiler torch --device cpu`."
+        == "error: ncu profiles GPU kernels: --device cpu leaves it nothing to measure. On the CPU, torch.profiler "
+        "times its ops: `nsightlab profile lesson1 --profiler torch --device cpu --local`."
     )
 
 

@@ -70,8 +70,8 @@ def api_checks(kube: Kube, ctx: ResolvedContext, config: Config) -> tuple[list[C
             detail=image or "lab.image is not set",
             fix=None
             if image_ok
-            else "Set it with `nsightlab init --force --image REGISTRY/IMAGE:TAG` (the image with nsys, ncu and "
-            "PyTorch).",
+            else "Set lab.image in the config file (`nsightlab config` shows which) to the image with nsys, ncu and "
+            "PyTorch.",
         )
     )
     return checks, True

@@ -334,7 +334,8 @@ def _profile(
         if not script_args:
             raise UsageError(
                 "--serving needs the server's command after --",
-                hint="e.g. `nsightlab profile --serving -- vllm serve MODEL --profiler-config.profiler cuda`.",
+                hint="e.g. `nsightlab profile --serving -- vllm serve Qwen/Qwen2.5-0.5B --profiler-config.profiler "
+                "cuda`.",
             )
         _require_nsys(target)
         name = command_name(script_args)

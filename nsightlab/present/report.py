@@ -630,7 +630,8 @@ def _floor_section(floor: DecodeFloor) -> Section:
         items.append(
             Para(
                 text="No floor from these runs: no sweep reached a DRAM plateau and no GPU of theirs is in the spec "
-                "table. Sweep larger sizes, or see `nsightlab roofline --gpu NAME` for a spec floor."
+                "table. Sweep larger sizes, or take the floor of a GPU of the spec table, e.g. `nsightlab roofline "
+                f"--weights-gb {floor.weights_gb:g} --gpu g7e.8xlarge`."
             )
         )
     if floor.notes:
