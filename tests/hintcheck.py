@@ -14,7 +14,8 @@ from cliwalk import program
 _TICKED = re.compile(r"`(nsightlab(?:\s[^`]*)?)`")
 # a command not in backticks: after "run" or "with", to the end of its clause
 _BARE = re.compile(r"\b(?:run|with)\s+(nsightlab\s[^`;]*?)(?=[.,;)]\s|[.,;)]?$|\s\(|\s(?:or|and|then)\s)")
-_PLACEHOLDER = re.compile(r"[A-Z][A-Z0-9_]*(?:[/:.=-][A-Z0-9_]+)*|\.\.\.|<[^>]*>|\{[^}]*\}")
+_PLACEHOLDER = re.compile(r"\.\.\.|<[^>]*>|\{[^}]*\}")
+_CAPS = re.compile(r"[A-Z][A-Z0-9_]+")  # DIR, ID, NAME, REGISTRY in REGISTRY/image:tag
 
 
 def commands_in(text: str) -> list[str]:
@@ -47,6 +48,13 @@ def _parse(argv: list[str]) -> None:
     del typer
 
 
+def _held(word: str) -> bool:
+    """A word that holds a placeholder rather than a value."""
+    if _PLACEHOLDER.search(word) or word.endswith("..."):
+        return True
+    return any(_CAPS.fullmatch(piece) for piece in re.split(r"[/:=,@]", word.lstrip("-")))
+
+
 def problem(command: str) -> str | None:
     """What keeps `command` from running as printed, or None."""
     import typer
@@ -55,9 +63,7 @@ def problem(command: str) -> str | None:
         words = shlex.split(command)
     except ValueError as e:
         return f"not a shell command line: {e}"
-    before_dashes = words[: words.index("--")] if "--" in words else words
-    held = [w for w in words[1:] if _PLACEHOLDER.fullmatch(w) or "{" in w or w.endswith("...")]
-    held += [w for w in before_dashes if w.startswith("-") and "=" in w and _PLACEHOLDER.fullmatch(w.split("=", 1)[1])]
+    held = [w for w in words[1:] if _held(w)]
     if held:
         return f"placeholder {held[0]!r} left"
     try:

@@ -402,15 +402,20 @@ def test_dry_run_yaml_is_what_kubectl_would_create_and_creates_nothing(
     assert r.code == 0, r
     assert sim.requests == []  # the types were named: nothing to read
     docs = list(yaml.safe_load_all(r.out))
-    assert [d["kind"] for d in docs] == ["ConfigMap", "Job", "Job"]
-    assert sorted(docs[0]["data"]) == ["fleetrun.py", "labcommon.py", "plan.json", "sweep.py"]
-    fleet_id = docs[0]["metadata"]["labels"]["nsightlab/fleet"]
+    assert [d["kind"] for d in docs] == ["Job", "Job", "ConfigMap"]  # what a reader looks for first
+    assert sorted(docs[2]["data"]) == ["fleetrun.py", "labcommon.py", "plan.json", "sweep.py"]
+    fleet_id = docs[2]["metadata"]["labels"]["nsightlab/fleet"]
+    lines = r.out.splitlines()
+    assert lines.index("kind: Job") < 5, lines[:5]
+    # the scripts read as the files they are (literal blocks), and are those files exactly
+    assert "  sweep.py: |" in lines and "  labcommon.py: |" in lines
+    assert docs[2]["data"]["sweep.py"] == (ROOT / "lab_scripts" / "sweep.py").read_text()
     judged = kubectl(kubeconfig, STG_CONTEXT, "create", "--dry-run=client", "-f", "-", "-o", "name", input=r.out)
     assert judged.returncode == 0, judged.stderr
     assert judged.stdout.split() == [
-        f"configmap/nsightlab-fleet-{fleet_id}",
         f"job.batch/nsl-fleet-{fleet_id}-g7e-8xlarge",
         f"job.batch/nsl-fleet-{fleet_id}-g6-12xlarge",
+        f"configmap/nsightlab-fleet-{fleet_id}",
     ]
     every = nsl(capsys, "fleet", "sweep", "--context", "stg", "--every-node", "--dry-run")
     assert every.code == 0, every

@@ -137,3 +137,22 @@ def test_hints_after_fleet_status(capsys: pytest.CaptureFixture[str], home: Path
     assert f"nsightlab fleet collect {fleet_id} --context stg -n serving" in seen, sorted(seen)
     assert f"nsightlab cleanup --fleet {fleet_id} --context stg -n serving" in seen, sorted(seen)
     _check(seen, at_least=4)
+
+
+def test_hints_of_a_config_without_an_image(
+    capsys: pytest.CaptureFixture[str], home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sim: KubeSim
+) -> None:
+    cfg = tmp_path / "no-image.yaml"
+    cfg.write_text(f"clusters:\n  stg:\n    context: {STG_CONTEXT}\n    namespace: {NS}\n")
+    monkeypatch.setenv("NSIGHTLAB_CONFIG", str(cfg))
+    seen: Seen = {}
+    for argv in (
+        ["create", "--context", "stg"],
+        ["fleet", "sweep", "--context", "stg", "--dry-run"],
+        ["doctor", "--context", "stg"],
+    ):
+        r = nsl(capsys, *argv)
+        assert r.code != 0, r
+        _collect(seen, argv, r)
+    _check(seen, at_least=1)
+    assert sim.get("pods", NS, POD) is None

@@ -271,9 +271,35 @@ def build_job(template: dict[str, Any], config: Config, plan: FleetPlan, target:
     return m
 
 
+class _ReadableDumper(yaml.SafeDumper):
+    """YAML that shows a file as the file: a string of several lines as a literal block
+    scalar (`|`), not one double-quoted line of escapes. (PyYAML still quotes one that a
+    block cannot hold exactly, e.g. with trailing spaces on a line.)"""
+
+
+def _text(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    style = "|" if "\n" in value else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_ReadableDumper.add_representer(str, _text)
+
+
 def manifests_yaml(docs: Iterable[dict[str, Any]]) -> str:
-    """Several manifests as one multi-document YAML stream (what `kubectl create -f -` reads)."""
-    return yaml.safe_dump_all(list(docs), sort_keys=False, default_flow_style=False, explicit_start=True)
+    """Several manifests as one multi-document YAML stream (what `kubectl create -f -` reads),
+    for a person first: the Jobs, then the ConfigMap, whose files read as files."""
+    docs = list(docs)
+    jobs = [d for d in docs if d.get("kind") == "Job"]
+    rest = [d for d in docs if d.get("kind") != "Job"]
+    head = (
+        f"# {len(jobs)} Job{'s' if len(jobs) != 1 else ''}, then the ConfigMap of the scripts they run\n"
+        if jobs
+        else ""
+    )
+    body = yaml.dump_all(
+        [*jobs, *rest], Dumper=_ReadableDumper, sort_keys=False, default_flow_style=False, explicit_start=True
+    )
+    return head + body
 
 
 def plan_of(configmap: dict[str, Any]) -> FleetPlan | None:
