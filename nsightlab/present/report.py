@@ -41,7 +41,7 @@ from nsightlab.analysis.sweep import SweepImpls, SweepResult, compare_impls, com
 from nsightlab.config import home, load_session
 from nsightlab.errors import Interrupted, UsageError
 from nsightlab.present import decodedoc as dd
-from nsightlab.present import figures
+from nsightlab.present import figures, sweepfigure
 from nsightlab.present import figures as figs
 from nsightlab.present.doc import (
     Bullets,
@@ -743,7 +743,7 @@ def draw_figures(bundle: ReportBundle) -> list[Plot]:
 
     plots: list[Plot] = []
     if bundle.sweeps:
-        plots.append(figures.sweep_figure(bundle.sweeps))
+        plots.append(sweepfigure.sweep_figure(bundle.sweeps))
     plateaus = [
         (
             s.summary.device_name or "",
