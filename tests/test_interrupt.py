@@ -131,7 +131,7 @@ def test_local_sweep_interrupted_mid_run(home: Path) -> None:
         "--warmup",
         "1",
     ]
-    code, err = interrupt(args, lambda e: "2^12 elems" in e)
+    code, err = interrupt(args, lambda e: "2^12 elements" in e)
     assert code == 130, err
     assert last_line(err) == "error: interrupted: the sweep was stopped; no run was stored."
     runs = home / "runs"
