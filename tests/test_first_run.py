@@ -224,7 +224,7 @@ def test_create_refuses_placeholders_naming_the_key_and_the_command(
             f"clusters.stg.namespace ({fresh / 'config.yaml'}:4)" in line
             and f"lab.image ({fresh / 'config.yaml'}:6)" in line
         )
-        assert "`nsightlab init --force --namespace NS --image IMAGE`" in line
+        assert "`nsightlab init --force`, which asks for --namespace, --image on a terminal" in line
         assert r.out == ""  # no manifest in a placeholder namespace
     # -n given on the command line: the alias's namespace does not matter, the image does
     r = nsl(capsys, "create", "--context", "stg", "-n", NS, "--dry-run")

@@ -139,6 +139,24 @@ def test_hints_after_fleet_status(capsys: pytest.CaptureFixture[str], home: Path
     _check(seen, at_least=4)
 
 
+def test_hints_of_a_config_with_placeholders(
+    capsys: pytest.CaptureFixture[str], home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sim: KubeSim
+) -> None:
+    """An older starter config that still says CHANGE-ME."""
+    cfg = tmp_path / "old.yaml"
+    cfg.write_text(
+        f"clusters:\n  stg:\n    context: {STG_CONTEXT}\n    namespace: CHANGE-ME-namespace\n"
+        "lab:\n  image: CHANGE-ME.registry.example.com/triton-vllm-container:1.0-1\n"
+    )
+    monkeypatch.setenv("NSIGHTLAB_CONFIG", str(cfg))
+    seen: Seen = {}
+    for argv in (["create", "--context", "stg", "--dry-run"], ["fleet", "sweep", "--context", "stg", "--dry-run"]):
+        r = nsl(capsys, *argv)
+        assert r.code == 2, r
+        _collect(seen, argv, r)
+    _check(seen, at_least=1)
+
+
 def test_hints_of_a_config_without_an_image(
     capsys: pytest.CaptureFixture[str], home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sim: KubeSim
 ) -> None:

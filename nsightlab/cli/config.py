@@ -63,7 +63,6 @@ def init(
         _ask_for_missing(env, values, kc)
     path = configure.write_starter_config(STATE.config_path, force=force, **values)
     env.note(f"wrote {path}")
-    env.write(f"{path}\n")
     config_opt = "" if STATE.config_path is None else f"--config {shlex.quote(str(path))} "
     env.note(
         f"next: nsightlab {config_opt}doctor --context {configure.STARTER_ALIAS}    # checks access, GPUs and the image"

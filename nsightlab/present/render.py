@@ -1040,6 +1040,8 @@ def config_view(env: Env, view: ConfigView) -> None:
 def _config_value(value: Any) -> str:
     if value is None:
         return "null"
+    if isinstance(value, bool):  # YAML's words, as a person writes them in config.yaml
+        return "yes" if value else "no"
     if isinstance(value, (dict, list)):
         return (
             yaml.safe_dump(value, default_flow_style=True).strip()
