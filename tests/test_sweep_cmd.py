@@ -258,6 +258,33 @@ def test_bad_dtype_is_a_usage_error(capsys: pytest.CaptureFixture[str], home: Pa
     assert r.code == 2 and "--dtype 'int8' is not an element type" in r.err and "float32 (fp32, float)" in r.err
 
 
+@pytest.mark.torch
+def test_compare_across_targets_says_so(capsys: pytest.CaptureFixture[str], home: Path) -> None:
+    """`--compare` a run the lab pod made, on this machine: said before it runs, and in the
+    comparison."""
+    pytest.importorskip("torch")
+    from datetime import datetime, timezone
+
+    from nsightlab.runs import store
+
+    pod = sweeps.analyze_record_file(DATA / "sweep_cpu_float32_epyc-2c-l3-32mib.json")
+    pod.target = "pod ml-lab/nsight-lab-ana"
+    run, run_id = store.new_run("sweep", "float32", now=datetime.now(timezone.utc))
+    pod.run_id = run_id
+    run.write_meta(
+        store.RunMeta(id=run_id, kind="sweep", name="float32", created=datetime.now(timezone.utc), target=pod.target)
+    )
+    run.write_result(pod)
+    r = run_cli(capsys, "sweep", *SMALL, "--sizes", "12,14", "--compare", run_id)
+    assert r.code == 0, r
+    said = f"note: run {run_id} ran on pod ml-lab/nsight-lab-ana and this one runs on this machine"
+    assert said in r.err
+    assert (
+        f"note: the runs ran on different targets (run {run_id} on pod ml-lab/nsight-lab-ana, run " in r.out
+        and "on this machine)" in r.out
+    )
+
+
 def test_compare_needs_a_stored_sweep(capsys: pytest.CaptureFixture[str], home: Path) -> None:
     r = run_cli(capsys, "sweep", "--local", "--compare", "latest")
     assert r.code == 2 and "error: there is no finished sweep run yet" in r.err

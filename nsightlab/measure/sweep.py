@@ -165,7 +165,7 @@ def plan_sweep(
         )
         notes.append(
             f"comparing with run {against.run_id} ({theirs.dtype} on "
-            f"{theirs.device.name or theirs.device.type}): this run measures {what}"
+            f"{theirs.device.name or theirs.device.type}, {against.target}): this run measures {what}"
         )
     impls = impls or ["torch"]
     if "triton" in impls and dtype is not None and dtype not in TRITON_DTYPES:
@@ -346,6 +346,12 @@ def run_sweep(
     plan = plan_device(where, device)
     if plan.note():
         env.note(str(plan.note()))
+    here = str(where.meta.get("target") or where.target.label)
+    if against is not None and against.target != here:
+        env.note(
+            f"note: run {against.run_id} ran on {against.target} and this one runs on {here}: the comparison is "
+            "across two targets"
+        )
     with LabWork("sweep", where.target) as work:
         return _sweep(
             work,
