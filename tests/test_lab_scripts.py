@@ -264,10 +264,6 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         str(SWEEP), "--device", "cpu", "--dtype", "float16", "--sizes", "10,12,24",
         "--iters", "2", "--warmup", "0", "--max-bytes", "20000", "--json", str(tmp / "skip.json"),
     ]  # fmt: skip
-    # the default scale size: past the last-level cache (gigabytes on some machines)
-    plans["lesson1"] = [
-        str(LESSON1), "--device", "cpu", "--iters", "1", "--warmup", "0", "--json", str(tmp / "l1.json"),
-    ]  # fmt: skip
     # no --json: the default is lesson1.json in the working directory
     plans["lesson1-cwd"] = [
         str(LESSON1), "--device", "cpu", "--scale-log2", "10", "--gemm-n", "16", "--iters", "1",
@@ -404,7 +400,21 @@ def test_sweep_skips_what_does_not_fit(runs: dict[str, Any]) -> None:
     assert len(proc.stdout.splitlines()) == 2
 
 
-def test_lesson1_cpu_run(runs: dict[str, Any]) -> None:
+@pytest.fixture(scope="module")
+def lesson1_default(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """lesson1 at its default scale size on the CPU: past the last-level cache, so gigabytes
+    of memory and seconds of time on a machine with a large cache (2 GiB for 480 MiB)."""
+    pytest.importorskip("torch")
+    tmp = tmp_path_factory.mktemp("lesson1")
+    plan = [str(LESSON1), "--device", "cpu", "--iters", "1", "--warmup", "0", "--json", str(tmp / "l1.json")]
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env["OMP_NUM_THREADS"] = "1"
+    return {"tmp": tmp, **run_together({"lesson1": plan}, cwd=tmp, env=env)}
+
+
+@pytest.mark.slow
+def test_lesson1_cpu_run(lesson1_default: dict[str, Any]) -> None:
+    runs = lesson1_default
     proc = runs["lesson1"]
     assert proc.returncode == 0, proc.stderr
     assert "no GPU: running on the CPU, scaled down" in proc.stderr and "512^3 GEMM" in proc.stderr
@@ -444,7 +454,7 @@ def test_lesson1_cpu_run(runs: dict[str, Any]) -> None:
 
 def test_both_scripts_describe_the_device_alike(runs: dict[str, Any]) -> None:
     sweep_dev = _load(runs["tmp"] / "float32.json")["device"]
-    lesson_dev = _load(runs["tmp"] / "l1.json")["device"]
+    lesson_dev = _load(runs["tmp"] / "cwd" / "lesson1.json")["device"]
     assert sweep_dev == lesson_dev
 
 
