@@ -449,6 +449,7 @@ def _readme_block(index: int) -> list[list[str]]:
     return [shlex.split(line.split("#", 1)[0]) for line in block.splitlines() if line.strip()]
 
 
+@pytest.mark.slow
 @pytest.mark.torch
 def test_the_readme_from_the_top_reaches_a_profile_and_a_report(
     capsys: pytest.CaptureFixture[str], fresh: Path, sim: KubeSim

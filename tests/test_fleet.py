@@ -124,6 +124,7 @@ def more_g7e_nodes(total: int) -> list[dict[str, Any]]:
 # ---------------------------------------------------------------------------- measuring
 
 
+@pytest.mark.slow
 def test_two_types_measured_while_a_third_has_no_free_gpu(
     capsys: pytest.CaptureFixture[str], home: Path, sim: KubeSim, tmp_path: Path
 ) -> None:
@@ -224,6 +225,7 @@ def test_two_types_measured_while_a_third_has_no_free_gpu(
     assert f"## Fleet {fleet_id}" in md and "| g7e.8xlarge | NVIDIA RTX PRO 6000 Blackwell Server Edition | 1 |" in md
 
 
+@pytest.mark.slow
 def test_every_node_runs_one_job_per_node_pinned_at_most_max_parallel_at_once(
     capsys: pytest.CaptureFixture[str], home: Path, sim: KubeSim
 ) -> None:
@@ -265,6 +267,7 @@ def test_every_node_runs_one_job_per_node_pinned_at_most_max_parallel_at_once(
     assert fleet_objects(sim) == []
 
 
+@pytest.mark.slow
 def test_a_job_whose_torch_cannot_see_the_gpu_fails_with_the_scripts_reason(
     capsys: pytest.CaptureFixture[str], home: Path, sim: KubeSim
 ) -> None:
@@ -492,6 +495,7 @@ def test_a_namespace_scoped_user_runs_it_with_types(
 # ---------------------------------------------------------------------------- Ctrl-C, status, collect, cleanup
 
 
+@pytest.mark.slow
 def test_ctrl_c_leaves_the_jobs_and_collect_finishes_them(
     capsys: pytest.CaptureFixture[str], home: Path, sim: KubeSim
 ) -> None:

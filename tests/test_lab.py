@@ -612,6 +612,7 @@ def _standin(name: str, fixture: Path) -> str:
     return (HERE / "standins" / name).read_text().replace("@FIXTURE@", str(fixture))
 
 
+@pytest.mark.slow
 def test_doctor_checks_cluster_and_pod(capsys: pytest.CaptureFixture[str], lab: dict[str, Any], sim: KubeSim) -> None:
     sim.put_tool(NS, POD, "nvidia-smi", NVIDIA_SMI)
     sim.put_tool(
@@ -728,6 +729,7 @@ def test_doctor_reports_missing_rbac(capsys: pytest.CaptureFixture[str], home: P
 # ---------------------------------------------------------------------------- lab work in the pod
 
 
+@pytest.mark.slow
 def test_profile_in_the_pod(capsys: pytest.CaptureFixture[str], lab: dict[str, Any], sim: KubeSim, home: Path) -> None:
     pytest.importorskip("torch")
     fixture = HERE / "fixtures" / "nsys" / "03_nsys_cuda_gpu_kern_sum_pytorch_rtx5090.csv"
@@ -752,6 +754,7 @@ def test_profile_in_the_pod(capsys: pytest.CaptureFixture[str], lab: dict[str, A
     assert meta["device_requested"] == "cpu" and meta["node_gpu"] == lab["gpu_product"]
 
 
+@pytest.mark.slow
 def test_sweep_in_the_pod(capsys: pytest.CaptureFixture[str], lab: dict[str, Any], home: Path) -> None:
     pytest.importorskip("torch")
     r = nsl(capsys, "sweep", "--device", "cpu", "--sizes", "12,14,16", "--iters", "3", "--warmup", "1", "--json")
@@ -767,6 +770,7 @@ def test_sweep_in_the_pod(capsys: pytest.CaptureFixture[str], lab: dict[str, Any
     assert meta["device_requested"] == "cpu" and meta["node_gpu"] == lab["gpu_product"]
 
 
+@pytest.mark.slow
 @pytest.mark.torch
 def test_a_gpu_pod_whose_torch_cannot_see_the_gpu_is_exit_6(
     capsys: pytest.CaptureFixture[str], lab: dict[str, Any], home: Path
@@ -802,6 +806,7 @@ for _ in range(3):
 """
 
 
+@pytest.mark.slow
 @pytest.mark.torch
 def test_users_script_in_a_gpu_pod_that_ran_on_the_cpu_says_so(
     capsys: pytest.CaptureFixture[str], lab: dict[str, Any], sim: KubeSim, home: Path, tmp_path: Path
@@ -866,6 +871,7 @@ def test_users_script_in_a_gpu_pod_that_ran_on_the_cpu_says_so(
     assert matmul_row(report.out) == matmul_row(ops)
 
 
+@pytest.mark.slow
 def test_triton_sweep_in_the_pod_runs_in_the_interpreter_on_its_cpu(
     capsys: pytest.CaptureFixture[str], lab: dict[str, Any], home: Path
 ) -> None:

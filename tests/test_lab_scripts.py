@@ -286,6 +286,7 @@ def _load(path: Path) -> dict[str, Any]:
     return data
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dtype", list(ELEMENT_SIZE))
 def test_sweep_cpu_every_dtype(runs: dict[str, Any], dtype: str) -> None:
     proc = runs[f"sweep-{dtype}"]
@@ -337,6 +338,7 @@ def test_sweep_cpu_every_dtype(runs: dict[str, Any], dtype: str) -> None:
         assert doc["notes"] == [] and "converted element by element" not in proc.stderr
 
 
+@pytest.mark.slow
 def test_sweep_with_impl_torch_never_imports_triton(runs: dict[str, Any]) -> None:
     proc = runs["sweep-float32"]
     assert proc.returncode == 0, proc.stderr
@@ -362,6 +364,7 @@ def triton_rows_agree_with_torch(doc: dict[str, Any], op: str, dtype: str) -> No
             assert 0.0 <= row["max_error_ulps"] <= 2.0 and row["tolerance"] == "2 ulp"
 
 
+@pytest.mark.slow
 def test_triton_scale_add_float16_in_the_interpreter(runs: dict[str, Any]) -> None:
     proc = runs["triton-scale-add-f16"]
     assert proc.returncode == 0, proc.stderr
@@ -377,6 +380,7 @@ def test_triton_scale_add_float16_in_the_interpreter(runs: dict[str, Any]) -> No
     assert "Triton ran in its interpreter (TRITON_INTERPRET=1)" in proc.stderr
 
 
+@pytest.mark.slow
 def test_sweep_output_validates_as_the_tools_record(runs: dict[str, Any]) -> None:
     from nsightlab.analysis.rates import SweepRecord, analyze_sweep
 
@@ -387,6 +391,7 @@ def test_sweep_output_validates_as_the_tools_record(runs: dict[str, Any]) -> Non
         assert analysis.summary.spec_name is None  # a CPU is not in the GPU table
 
 
+@pytest.mark.slow
 def test_sweep_skips_what_does_not_fit(runs: dict[str, Any]) -> None:
     proc = runs["sweep-skip"]
     assert proc.returncode == 0, proc.stderr
@@ -452,12 +457,14 @@ def test_lesson1_cpu_run(lesson1_default: dict[str, Any]) -> None:
     assert sorted(p.name for p in runs["tmp"].iterdir() if p.name.startswith(".")) == []
 
 
+@pytest.mark.slow
 def test_both_scripts_describe_the_device_alike(runs: dict[str, Any]) -> None:
     sweep_dev = _load(runs["tmp"] / "float32.json")["device"]
     lesson_dev = _load(runs["tmp"] / "cwd" / "lesson1.json")["device"]
     assert sweep_dev == lesson_dev
 
 
+@pytest.mark.slow
 def test_lesson1_default_json_path_is_the_cwd(runs: dict[str, Any]) -> None:
     proc = runs["lesson1-cwd"]
     assert proc.returncode == 0, proc.stderr
@@ -477,6 +484,7 @@ def test_lesson1_default_json_path_is_the_cwd(runs: dict[str, Any]) -> None:
     assert f"lesson1: {SIXTEEN_BIT_NOTE.format('float16')}\n" in proc.stderr
 
 
+@pytest.mark.slow
 def test_cuda_requested_without_a_gpu_fails_clearly(runs: dict[str, Any]) -> None:
     import torch
 
@@ -619,6 +627,7 @@ def test_torchprof_profiler_steps_are_ranges() -> None:
     assert torchprof.ran_on(events, set()) == "cpu"
 
 
+@pytest.mark.slow
 def test_torchprof_copied_alone_describes_the_device_itself(runs: dict[str, Any]) -> None:
     proc = runs["torchprof-alone"]
     assert proc.returncode == 0, proc.stderr

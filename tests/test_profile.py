@@ -44,6 +44,7 @@ def _run_dir(home: Path) -> Path:
     return runs[0]
 
 
+@pytest.mark.slow
 def test_lesson1_under_torch_profiler_on_cpu(capsys: pytest.CaptureFixture[str], nsl_home: Path) -> None:
     r = run_cli(capsys, "profile", "lesson1", "--local", "--profiler", "torch", "--json", *SMALL)
     assert r.code == 0, r
@@ -74,6 +75,7 @@ def test_lesson1_under_torch_profiler_on_cpu(capsys: pytest.CaptureFixture[str],
     assert "USDT:" not in r.err and "profiler_start" in (run / "raw" / "profile.log").read_text()
 
 
+@pytest.mark.slow
 def test_human_output_marks_torch_profiler(capsys: pytest.CaptureFixture[str]) -> None:
     r = run_cli(capsys, "profile", "lesson1", "--local", "--profiler", "torch", *SMALL)
     assert r.code == 0, r
@@ -173,6 +175,7 @@ def test_failing_script_is_exit_6(
     assert list(scratch.iterdir()) == []  # a failed run leaves no work folder either
 
 
+@pytest.mark.slow
 def test_users_own_script_gets_kernel_table_without_rates(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     script = tmp_path / "mine.py"
     script.write_text(

@@ -155,6 +155,7 @@ def test_sweep_on_this_machine(capsys: pytest.CaptureFixture[str], home: Path, d
     assert meta["command"][i : i + 4] == ["--iters", str(doc["iters"]), "--warmup", str(doc["warmup"])]
 
 
+@pytest.mark.slow
 @pytest.mark.torch
 def test_predict_then_measure(capsys: pytest.CaptureFixture[str], home: Path) -> None:
     """float32 (the CPU's default), then `--compare latest`, which on a CPU runs float64 (a

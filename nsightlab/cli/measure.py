@@ -330,8 +330,6 @@ def ncu(
       nsightlab ncu
       nsightlab ncu lesson1 --kernel gemm --section SpeedOfLight --section MemoryWorkloadAnalysis
     """
-    from nsightlab.cli.hints import command_line
-    from nsightlab.errors import UsageError
     from nsightlab.measure.device import plan_device
     from nsightlab.measure.ncu import run_ncu
     from nsightlab.measure.targets import open_target
@@ -339,17 +337,7 @@ def ncu(
 
     env = make_env(json_out)
     if device is _Device.cpu:
-        raise UsageError(
-            "ncu profiles GPU kernels: --device cpu leaves it nothing to measure",
-            hint="On the CPU, torch.profiler times its ops: `"
-            + command_line(
-                ["profile", script, "--profiler", "torch", "--device", "cpu"],
-                local=local,
-                context=context,
-                namespace=namespace,
-            )
-            + "`.",
-        )
+        raise _ncu_needs_a_gpu(script, local=local, context=context, namespace=namespace)
     with open_target(
         env,
         local=local,
@@ -371,6 +359,20 @@ def ncu(
             device=plan_device(w, device.value),
         )
     show(env, result, render.ncu)
+
+
+def _ncu_needs_a_gpu(script: str, *, local: bool, context: str | None, namespace: str | None) -> Exception:
+    """`ncu --device cpu`: nothing for ncu there; torch.profiler times the same script on the CPU."""
+    from nsightlab.cli.hints import command_line
+    from nsightlab.errors import UsageError
+
+    torch = command_line(
+        ["profile", script, "--profiler", "torch", "--device", "cpu"], local=local, context=context, namespace=namespace
+    )
+    return UsageError(
+        "ncu profiles GPU kernels: --device cpu leaves it nothing to measure",
+        hint=f"On the CPU, torch.profiler times its ops: `{torch}`.",
+    )
 
 
 def _decode_only(
