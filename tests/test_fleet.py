@@ -420,6 +420,14 @@ def test_dry_run_yaml_is_what_kubectl_would_create_and_creates_nothing(
         f"job.batch/nsl-fleet-{fleet_id}-g6-12xlarge",
         f"configmap/nsightlab-fleet-{fleet_id}",
     ]
+    # an id that Go's YAML reads as a number (12e456: an exponent without a point) is
+    # written quoted: kubectl takes its labels as the strings they are
+    from nsightlab.cluster.fleetjobs import manifests_yaml
+
+    odd = manifests_yaml(yaml.safe_load_all(r.out.replace(fleet_id, "12e456")))
+    assert "nsightlab/fleet: '12e456'" in odd
+    judged = kubectl(kubeconfig, STG_CONTEXT, "create", "--dry-run=client", "-f", "-", "-o", "name", input=odd)
+    assert judged.returncode == 0, judged.stderr
     every = nsl(capsys, "fleet", "sweep", "--context", "stg", "--every-node", "--dry-run")
     assert every.code == 0, every
     jobs = [d for d in yaml.safe_load_all(every.out) if d["kind"] == "Job"]

@@ -277,8 +277,18 @@ class _ReadableDumper(yaml.SafeDumper):
     block cannot hold exactly, e.g. with trailing spaces on a line.)"""
 
 
+# A string Go's YAML (kubectl's) would read as a number, where PyYAML would write it plain:
+# a fleet id such as 12e456 (an exponent without a point).
+_NUMBER_TO_GO = re.compile(r"[-+]?(?:[0-9][0-9_]*)?(?:\.[0-9_]*)?(?:[eE][-+]?[0-9]+)?")
+
+
 def _text(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
-    style = "|" if "\n" in value else None
+    if "\n" in value:
+        style: str | None = "|"
+    elif any(c.isdigit() for c in value) and _NUMBER_TO_GO.fullmatch(value):
+        style = "'"
+    else:
+        style = None
     return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
 
 
