@@ -46,10 +46,18 @@ def _makes_something(argv: list[str]) -> bool:
     return named and (argv[0] == "create" or argv[:2] == ["fleet", "sweep"])
 
 
+# the walk's bad values that print hints of their own; the others ("-1", "", a garbage
+# file, 1e999, an unknown id) end in the same lines as these, at twice the time
+_VALUES = ("nan", "latest", "x")
+
+
 def _walk(capsys: pytest.CaptureFixture[str], tmp_path: Path, keep: Callable[[list[str]], bool]) -> Seen:
     seen: Seen = {}
     garbage, missing = _files(tmp_path)
-    for _label, argv in _invocations(garbage, missing):
+    for label, argv in _invocations(garbage, missing):
+        value = label.rsplit("=", 1)[-1] if label.startswith("argument ") else label.split(" ", 1)[-1]
+        if "'" in value and value.strip("'") not in (*_VALUES, str(missing)):
+            continue
         if keep(argv):
             _collect(seen, argv, nsl(capsys, *argv))
     return seen
