@@ -57,6 +57,7 @@ Runs in the lab pod's own Python (3.8 or later) with only the standard library a
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import sys
@@ -74,6 +75,7 @@ except ModuleNotFoundError as _missing:
     sys.exit("sweep.py: needs labcommon.py in the same folder as this script (copy lab_scripts/labcommon.py beside it)")
 
 SCHEMA = 1
+PROGRESS_PREFIX = "nsightlab-row "  # --progress json: a row nsightlab writes in its own format
 IMPLS = ("torch", "triton")
 OPS = ("scale", "scale-add")
 # scale: x *= SCALE_FACTOR. scale-add: x = x * ADD_A + ADD_B, a contraction towards
@@ -216,6 +218,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         f"exit {lab.NO_GPU_EXIT}; cpu: the CPU on purpose",
     )
     parser.add_argument("--json", default=None, metavar="PATH", help="also write the rows here")
+    # nsightlab's own: each row as `nsightlab-row {JSON}` on stdout instead of the tutorial's
+    # line, for it to write in its own number format
+    parser.add_argument("--progress", choices=("text", "json"), default="text", help=argparse.SUPPRESS)
     # Pretend the device has at most this many bytes free: exercises the skip path.
     parser.add_argument("--max-bytes", type=int, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -460,6 +465,20 @@ def format_row(log2: int, tensor_bytes: int, seconds: float, bytes_per_call: int
     )
 
 
+def progress_line(row: dict[str, Any]) -> str:
+    """A row for nsightlab to show (`--progress json`): what its streamed line needs, exact."""
+    keep = (
+        "log2",
+        "tensor_bytes",
+        "bytes_per_call",
+        "seconds_per_call",
+        "interpreted",
+        "max_abs_error",
+        "triton_config",
+    )
+    return PROGRESS_PREFIX + json.dumps({k: v for k, v in row.items() if k in keep})
+
+
 def _bytes_formula(impl: str, op: str, element_size: int) -> str:
     factor = BYTES_FACTOR[(impl, op)]
     if impl == "torch" and op == "scale-add":
@@ -620,12 +639,15 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 **row_check,
             }
         )
-        line = format_row(log2, rows[-1]["tensor_bytes"], seconds, bytes_per_call, 2 if cuda else 3)
-        if row_check:
-            line += f"  max err {row_check['max_abs_error']:.3g}"
-            config = row_check["triton_config"]
-            line += f"  BLOCK_SIZE {config['BLOCK_SIZE']} warps {config['num_warps']}"
-            line += "  [interpreted]" if interpreted else ""
+        if args.progress == "json":
+            line = progress_line(rows[-1])
+        else:
+            line = format_row(log2, rows[-1]["tensor_bytes"], seconds, bytes_per_call, 2 if cuda else 3)
+            if row_check:
+                line += f"  max err {row_check['max_abs_error']:.3g}"
+                config = row_check["triton_config"]
+                line += f"  BLOCK_SIZE {config['BLOCK_SIZE']} warps {config['num_warps']}"
+                line += "  [interpreted]" if interpreted else ""
         print(line, flush=True)
         del x, call
         if cuda:

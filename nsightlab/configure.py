@@ -142,10 +142,11 @@ def refuse_placeholders(loaded: LoadedConfig, *, alias: str | None, namespace_gi
     hint = ""
     if settable:
         config_opt = "" if loaded.path == default_config_path() else f"--config {shlex.quote(str(loaded.path))} "
-        args = " ".join(f"{flag} {word}" for key, flag, word in STARTER_FLAGS if key in settable)
+        named = ", ".join(flag for key, flag, _ in STARTER_FLAGS if key in settable)
         hint = (
-            f"Set {'it' if len(settable) == 1 else 'them'} with `nsightlab {config_opt}init --force {args}` (it "
-            "rewrites the file, keeping the alias and image already set)"
+            f"Set {'it' if len(settable) == 1 else 'them'} with `nsightlab {config_opt}init --force`, which asks "
+            f"for {named} on a terminal (elsewhere add {named} and the value{'s' if len(settable) > 1 else ''}) and "
+            "rewrites the file, keeping the alias and image already set"
         )
     if others:
         hint += ("; " if hint else "") + f"edit {', '.join(others)} in {loaded.path}"
@@ -160,6 +161,8 @@ def config_view(loaded: LoadedConfig) -> ConfigView:
         node: Any = data
         for part in key.split("."):
             node = node.get(part) if isinstance(node, dict) else None
+        if key == "lab.owner" and node is None:  # what is meant: the user's name
+            node, source = loaded.config.owner(), f"{source} (your user name)"
         values.append(ConfigValue(key=key, value=node, source=source))
     placeholders = [v.key for v in values if isinstance(v.value, str) and PLACEHOLDER in v.value]
     return ConfigView(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 from dataclasses import dataclass
 
 import pytest
@@ -28,3 +29,13 @@ def run_cli(capsys: pytest.CaptureFixture[str], *args: str) -> Result:
         code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
     captured = capsys.readouterr()
     return Result(code=code, out=captured.out, err=captured.err)
+
+
+def sigint_default() -> None:
+    """`preexec_fn` of a child that a test will Ctrl-C: SIGINT's default disposition back.
+
+    A shell that ignores SIGINT (a background job without job control, as a CI runner may
+    start the suite) hands SIG_IGN down through fork and exec, and neither `restore_signals`
+    nor Python's start-up undoes it: Python then installs no KeyboardInterrupt handler and
+    the child never hears the test's SIGINT."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)

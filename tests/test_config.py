@@ -118,6 +118,7 @@ def test_init_writes_valid_commented_config(
     )
     assert lab.image == "reg.example.com/lab:0"
     assert "nsightlab doctor --context stg" in r.err and "nsightlab create --context stg" in r.err  # what comes next
+    assert (r.out + r.err).count(str(path)) == 1 and f"wrote {path}" in r.err  # the path once
     again = run_cli(capsys, "init")
     assert again.code == 2 and "already exists" in again.err and "--force" in again.err
     assert path.read_text() == text
@@ -149,6 +150,17 @@ def test_config_command_json_and_text(
     assert data["protected_patterns"][:3] == ["prd", "prod", "production"]
     text = run_cli(capsys, "config")
     assert text.code == 0 and "lab.instance_type" in text.out and "g7e.8xlarge" in text.out
+    # what a value means, not how Python spells it: the owner nsightlab will use, yes/no
+    monkeypatch.setenv("USER", "zed")
+    rows = {
+        line.split()[0]: line.split(maxsplit=1)[1] for line in run_cli(capsys, "config").out.splitlines()[3:] if line
+    }
+    assert rows["lab.owner"].split()[0] == "zed" and rows["lab.owner"].endswith("(your user name)")
+    assert rows["clusters.stg.protected"].split()[0] == "no"
+    assert "null" not in rows["lab.owner"] and "False" not in run_cli(capsys, "config").out
+    assert {v["key"]: v["value"] for v in json.loads(run_cli(capsys, "config", "--json").out)["values"]}[
+        "clusters.stg.protected"
+    ] is False  # --json keeps JSON's own values
 
 
 def test_config_command_reports_bad_file(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from clirun import sigint_default
 from copylab import CopyLab, copy_lab, fingerprint, nsl, one_error_line
 
 POD_SIDES = ["python3", "tar+sha256sum"]
@@ -219,7 +220,11 @@ def _interrupt(argv: list[str], started: Path, glob: str) -> subprocess.Complete
     """Run `nsightlab ARGV`, press Ctrl-C once something matching `glob` shows in
     `started` (the copy is under way), and wait for it to end."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "nsightlab", *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        [sys.executable, "-m", "nsightlab", *argv],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=sigint_default,
     )
     deadline = time.monotonic() + 30
     while not list(started.glob(glob)) and time.monotonic() < deadline and proc.poll() is None:
@@ -276,6 +281,7 @@ def test_ctrl_c_during_copy_in_says_nothing_was_placed(lab: CopyLab, tmp_path: P
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=sigint_default,
     )
     try:
         deadline = time.monotonic() + 30

@@ -411,7 +411,8 @@ def test_nsys_rep_is_exported_with_the_local_nsys(
     assert r.code == 2 and r.err.count("\n") == 1
     assert (
         "nsys is not installed here" in r.err
-        and "nsys stats --force-export=true --format csv --output capture" in r.err
+        and f"nsys stats --force-export=true --format csv --output {tmp_path / 'capture'} " in r.err
+        and f"then `nsightlab analyze {tmp_path}`." in r.err  # the CSVs land beside the report
     )
     assert "cuda_gpu_trace,nvtx_pushpop_trace,nvtx_gpu_proj_trace,cuda_api_trace" in r.err
     standins = Path(__file__).parent / "standins"

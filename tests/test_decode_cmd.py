@@ -98,6 +98,7 @@ def in_home(torch_run: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> Path:
 # ------------------------------------------------------------ the torch.profiler run
 
 
+@pytest.mark.slow
 def test_the_json_is_the_contract(torch_run: dict[str, Any]) -> None:
     data = torch_run["data"]
     assert set(data) == CONTRACT and data["kind"] == "decode"
@@ -285,6 +286,7 @@ def pod_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kubeconfig: Path) 
     return home
 
 
+@pytest.mark.slow
 def test_in_the_pod_under_nsys(capsys: pytest.CaptureFixture[str], pod_home: Path, sim: KubeSim) -> None:
     r = run_cli(capsys, "create", "--context", "stg", "--yes", "--json")
     assert r.code == 0, r

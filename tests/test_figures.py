@@ -18,7 +18,7 @@ pytest.importorskip("matplotlib")
 from nsightlab.analysis import gpus
 from nsightlab.analysis.profile import ProfileResult
 from nsightlab.analysis.sweep import SweepResult
-from nsightlab.present import figures
+from nsightlab.present import figures, sweepfigure
 from nsightlab.runs.analyze import analyze_path, stored_result
 
 RTX = gpus.BY_KEY["rtx-pro-6000-server"].name
@@ -59,52 +59,75 @@ def _image_ok(png: Path) -> Any:
 # --- sweep ---
 
 
-def test_sweep_figure_cpu_runs_overlaid(rec: Recorded) -> None:
+def _panels(plot: Any) -> list[Any]:
+    """The main axes of each panel, in order."""
+    return [ax for sub in plot.figure.subfigs for ax in sub.axes if (ax.get_gid() or "").startswith("panel-")]
+
+
+def _strips(plot: Any) -> list[Any]:
+    return [ax for sub in plot.figure.subfigs for ax in sub.axes if ax.get_gid() == "strip"]
+
+
+def _panel_legend(plot: Any, k: int) -> list[str]:
+    return [t.get_text().replace("\n", " ") for leg in plot.figure.subfigs[k].legends for t in leg.get_texts()]
+
+
+def _inside(plot: Any) -> None:
+    """Every title, legend and note is inside the canvas: nothing is cut off."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    fig = plot.figure
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    renderer = canvas.get_renderer()
+    width, height = canvas.get_width_height()
+    texts = [fig._suptitle, fig._supxlabel] + [leg for sub in fig.subfigs for leg in sub.legends]
+    texts += [ax._left_title for ax in _panels(plot)]
+    for artist in [t for t in texts if t is not None and (not hasattr(t, "get_text") or t.get_text())]:
+        box = artist.get_window_extent(renderer)
+        assert box.x0 >= -1 and box.y0 >= -1 and box.x1 <= width + 1 and box.y1 <= height + 1, (artist, box)
+
+
+def test_sweep_figure_a_panel_per_dtype_and_the_float16_cpu_run_left_out(rec: Recorded) -> None:
     f16: SweepResult = _result(rec, rec.cpu_f16)
     f32: SweepResult = _result(rec, rec.cpu_f32)
-    plot = figures.sweep_figure([f16, f32])
-    fig = plot.figure
-    ax = fig.axes[0]
-    assert (
-        ax.get_xlabel() == "" and fig.axes[1].get_xlabel() == "tensor size, log2(elements)"
-    )  # the regime strip below holds it
-    assert "TB/s" in ax.get_ylabel()
-    series = _by_gid(ax, "series-")
-    assert len(series) == 2
-    assert list(series[0].get_xdata()) == [12, 14, 16]
-    assert list(series[0].get_ydata()) == [r.tbps for r in f16.rows]
-    labels = _legend(fig)
-    cpu = f"cpu ({f16.summary.device_name})"  # this machine's CPU, as torch names it
-    assert any("float16" in t and cpu in t and rec.cpu_f16 in t for t in labels)
+    assert not f16.summary.bandwidth_test and f32.summary.bandwidth_test  # float16 on a CPU converts each element
+    plot = sweepfigure.sweep_figure([f16, f32])
+    (ax,) = _panels(plot)  # float16 is not drawn: only float32's panel
+    assert ax.get_xlabel() == "tensor size, log2(elements)" and "TB/s" in ax.get_ylabel()
+    (series,) = _by_gid(ax, "series-")
+    assert list(series.get_xdata()) == [12, 14, 16]
+    assert list(series.get_ydata()) == [r.tbps for r in f32.rows]
+    assert ax.get_title(loc="left").startswith("float32 x.mul_")
+    note = plot.figure._supxlabel.get_text().replace("\n", " ")
+    assert note.startswith("Not drawn (not bandwidth tests") and f"run {rec.cpu_f16}" in note
+    assert "is not a bandwidth test" in note
+    assert f"Not drawn, as not bandwidth tests: float16 (run {rec.cpu_f16})." in plot.caption
+    labels = _panel_legend(plot, 0)
+    cpu = f"cpu ({f32.summary.device_name})"  # this machine's CPU, as torch names it
     assert any("float32" in t and cpu in t and rec.cpu_f32 in t for t in labels)
-    # regimes shaded and named
-    shaded = {a.get_gid() for a in _by_gid(ax, "regime-")}
-    assert shaded == {f"regime-{r.regime}" for r in f16.rows}
-    # each shaded regime is named in the legend (which regimes a CPU run shows depends on
-    # how busy the machine was; the smallest size is usually launch-bound)
-    for regime in {r.regime for r in f16.rows}:
-        assert any(t.startswith(figures.REGIME_NAMES[regime]) for t in labels), regime
-    # no spec for a CPU: no DRAM spec line, no reference curve; the last-level cache per dtype
+    # one run: its regimes in the background, each named in the legend
+    assert {a.get_gid() for a in _by_gid(ax, "regime-")} == {f"regime-{r.regime}" for r in f32.rows}
+    for regime in {r.regime for r in f32.rows}:
+        assert sweepfigure.REGIME_NAMES[regime] in labels, regime
+    # no spec for a CPU: no DRAM spec line, no reference curve; the last-level cache
     assert _by_gid(ax, "dram-spec") == [] and _by_gid(ax, "reference") == []
-    caches = _by_gid(ax, "cache-")
-    l2 = f16.summary.l2_bytes
-    assert l2 is not None
-    assert sorted(c.get_xdata()[0] for c in caches) == [math.log2(l2 / 4), math.log2(l2 / 2)]
+    (cache,) = _by_gid(ax, "cache-")
+    l2 = f32.summary.l2_bytes
+    assert l2 is not None and cache.get_xdata()[0] == math.log2(l2 / 4)
     assert any(t.startswith("last-level cache") and "float32 elements" in t for t in labels)
-    # the strip names each run's regimes
-    strip = fig.axes[1]
-    assert [t.get_text() for t in strip.get_yticklabels()] == [f"float16 {rec.cpu_f16}", f"float32 {rec.cpu_f32}"]
+    _inside(plot)
 
 
 def test_sweep_figure_gpu_reference_spec_and_l2(rec: Recorded) -> None:
     ref: SweepResult = _result(rec, rec.ref_sweep)
-    plot = figures.sweep_figure([ref])
-    ax = plot.figure.axes[0]
+    plot = sweepfigure.sweep_figure([ref])
+    (ax,) = _panels(plot)
     assert ax.get_xlabel() == "tensor size, log2(elements)"
     assert ax.get_yscale() == "log" and "log scale" in ax.get_ylabel()  # 0.04 .. 5.45 TB/s
     (spec,) = _by_gid(ax, "dram-spec")
     assert list(spec.get_ydata()) == [1.597, 1.597]
-    labels = _legend(plot.figure)
+    labels = _panel_legend(plot, 0)
     assert "DRAM spec: 1.597 TB/s, RTX PRO 6000 Blackwell Server Edition datasheet" in labels
     (cache,) = _by_gid(ax, "cache-")
     assert cache.get_xdata()[0] == 26  # 128 MiB / 2 B = 2^26 float16 elements
@@ -121,14 +144,59 @@ def test_sweep_figure_gpu_reference_spec_and_l2(rec: Recorded) -> None:
         "regime-dram",
     }
     assert [t.get_text() for t in ax.get_xticklabels()] == [f"$2^{{{n}}}$" for n in (16, 20, 22, 24, 26, 28, 30)]
+    assert plot.figure._suptitle.get_text() == f"Bandwidth sweep on {RTX}"
+    _inside(plot)
 
 
-def test_sweep_figure_mixed_devices_title_and_spec_once(rec: Recorded) -> None:
-    plot = figures.sweep_figure([_result(rec, rec.ref_sweep), _result(rec, rec.cpu_f16)])
-    ax = plot.figure.axes[0]
-    assert len(_by_gid(ax, "dram-spec")) == 1 and len(_by_gid(ax, "series-")) == 2
-    cpu = _result(rec, rec.cpu_f16).summary.device_name
-    assert RTX in ax.get_title(loc="left") and f"cpu ({cpu})" in ax.get_title(loc="left")
+def test_sweep_figure_gpu_and_cpu_title_fits_and_the_cpu_float16_is_a_note(rec: Recorded) -> None:
+    """The report's own pair (the browser test's page): a GPU float16 sweep and this CPU's
+    float16 one. The CPU's is no bandwidth test, so the figure is the GPU's, and says so."""
+    ref, cpu16 = _result(rec, rec.ref_sweep), _result(rec, rec.cpu_f16)
+    plot = sweepfigure.sweep_figure([ref, cpu16])
+    (ax,) = _panels(plot)
+    assert len(_by_gid(ax, "dram-spec")) == 1 and len(_by_gid(ax, "series-")) == 1
+    assert f"run {rec.cpu_f16}" in plot.figure._supxlabel.get_text().replace("\n", " ")
+    _inside(plot)
+
+
+def test_sweep_figure_panels_per_dtype_and_implementation_with_regimes_per_run() -> None:
+    f32, bf16 = _data_sweep("float32", "f32000"), _data_sweep("float64", "f64000")
+    again = _data_sweep("float32", "f32111")
+    for row in again.rows:
+        row.tbps *= 1.2
+    torch_add = _data_file("sweep_cpu_float32_scale-add_torch_xeon-2c-l3-480mib.json", "add000")
+    plot = sweepfigure.sweep_figure([f32, bf16, again, torch_add])
+    titles = [ax.get_title(loc="left").replace("\n", " ") for ax in _panels(plot)]
+    assert [t.split(" on ")[0] for t in titles] == [
+        "float32 x.mul_",
+        "float64 x.mul_",
+        "float32 x.mul_ + x.add_ (2 kernels)",
+    ]
+    first = _panels(plot)[0]
+    assert len(_by_gid(first, "series-")) == 2  # the two float32 runs, together
+    # two runs in a panel: no background shading (it would be one run's); a strip, a row per run
+    assert _by_gid(first, "regime-") == []
+    (strip,) = _strips(plot)
+    assert [t.get_text() for t in strip.get_yticklabels()] == ["float32 f32000", "float32 f32111"]
+    for regime in {r.regime for s in (f32, again) for r in s.rows}:
+        assert sweepfigure.REGIME_NAMES[regime] in _panel_legend(plot, 0)
+    # a panel of one run shades its background from that run
+    assert {a.get_gid() for a in _by_gid(_panels(plot)[1], "regime-")} == {f"regime-{r.regime}" for r in bf16.rows}
+    assert "One panel per dtype and implementation (3)." in plot.caption
+    _inside(plot)
+
+
+def test_sweep_figure_of_no_bandwidth_test_draws_them_and_says_so() -> None:
+    f16 = _data_sweep("float16", "f16000")
+    interpreted = _data_file("sweep_cpu_float32_scale-add_triton-interpreted_xeon-2c-l3-480mib.json", "tri000")
+    plot = sweepfigure.sweep_figure([f16, interpreted])
+    titles = [ax.get_title(loc="left").replace("\n", " ") for ax in _panels(plot)]
+    assert len(titles) == 2
+    assert "(not a bandwidth test: float16 on a CPU is not a bandwidth test" in titles[0]
+    assert titles[1].endswith("(not a bandwidth test: Triton's interpreter: correctness only)")
+    assert all(line.get_linestyle() == ":" for ax in _panels(plot) for line in _by_gid(ax, "series-"))
+    assert plot.figure._supxlabel is None or plot.figure._supxlabel.get_text() == ""
+    _inside(plot)
 
 
 # --- roofline ---
@@ -216,7 +284,7 @@ def test_kernels_figure_from_fixture_03(rec: Recorded) -> None:
 
 def test_saved_png_and_svg(rec: Recorded, tmp_path: Path) -> None:
     for plot in (
-        figures.sweep_figure([_result(rec, rec.ref_sweep), _result(rec, rec.cpu_f16)]),
+        sweepfigure.sweep_figure([_result(rec, rec.ref_sweep), _result(rec, rec.cpu_f16)]),
         figures.roofline_figure([_result(rec, rec.ref_profile)]),
         figures.kernels_figure(_result(rec, rec.kern03)),
     ):
@@ -257,16 +325,16 @@ def test_kernel_names_are_literal_text(tmp_path: Path) -> None:
 
 def test_regime_spans() -> None:
     # halfway to the neighbours; at most one step of log2 past the first and last size
-    assert figures._spans([16, 20, 22]) == [(15, 18), (18, 21), (21, 23)]
-    assert figures._spans([12, 13]) == [(11.5, 12.5), (12.5, 13.5)]
-    assert figures._spans([20]) == [(19.5, 20.5)]
+    assert sweepfigure._spans([16, 20, 22]) == [(15, 18), (18, 21), (21, 23)]
+    assert sweepfigure._spans([12, 13]) == [(11.5, 12.5), (12.5, 13.5)]
+    assert sweepfigure._spans([20]) == [(19.5, 20.5)]
 
     class Row:
         def __init__(self, log2: int, regime: str) -> None:
             self.log2, self.regime = log2, regime
 
     rows = [Row(16, "launch"), Row(20, "launch"), Row(24, "cache"), Row(28, "dram"), Row(30, "dram")]
-    assert figures._regime_runs(rows) == [(15, 22, "launch"), (22, 26, "cache"), (26, 31, "dram")]
+    assert sweepfigure.regime_runs(rows) == [(15, 22, "launch"), (22, 26, "cache"), (26, 31, "dram")]
 
 
 # --- recorded CPU runs (tests/data): two plateaus, a regime only one run reaches ---
@@ -275,9 +343,13 @@ DATA = Path(__file__).resolve().parent / "data"
 
 
 def _data_sweep(dtype: str, run_id: str) -> SweepResult:
+    return _data_file(f"sweep_cpu_{dtype}_epyc-2c-l3-32mib.json", run_id)
+
+
+def _data_file(name: str, run_id: str) -> SweepResult:
     from nsightlab.runs.sweeps import analyze_record_file
 
-    s = analyze_record_file(DATA / f"sweep_cpu_{dtype}_epyc-2c-l3-32mib.json")
+    s = analyze_record_file(DATA / name)
     s.run_id = run_id
     return s
 
@@ -306,13 +378,3 @@ def test_roofline_plateaus_have_their_own_colours_and_the_remark_is_off_the_line
     assert box.y1 <= title.get_window_extent().y0  # and under the title, not over it
     png, _ = figures.save(plot, tmp_path)
     _image_ok(png)
-
-
-def test_sweep_legend_names_a_regime_only_the_strip_shows() -> None:
-    bf16, f32 = _data_sweep("bfloat16", "bf1600"), _data_sweep("float32", "f32000")
-    assert "transition" not in {r.regime for r in bf16.rows} and "transition" in {r.regime for r in f32.rows}
-    plot = figures.sweep_figure([bf16, f32])  # the background shows bf16's regimes
-    labels = _legend(plot.figure)
-    assert "transition (in the strip below)" in labels
-    for regime in ("launch", "cache", "dram"):
-        assert any(t.startswith(figures.REGIME_NAMES[regime] + " (regimes of bfloat16") for t in labels), regime

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 import yaml
-from clirun import Result, run_cli
+from clirun import Result, run_cli, sigint_default
 from conftest import STG_CONTEXT
 from kubesim import KubeSim, kubectl, realistic_cluster
 
@@ -124,6 +124,7 @@ def more_g7e_nodes(total: int) -> list[dict[str, Any]]:
 # ---------------------------------------------------------------------------- measuring
 
 
+@pytest.mark.slow
 def test_two_types_measured_while_a_third_has_no_free_gpu(
     capsys: pytest.CaptureFixture[str], home: Path, sim: KubeSim, tmp_path: Path
 ) -> None:
@@ -224,6 +225,7 @@ def test_two_types_measured_while_a_third_has_no_free_gpu(
     assert f"## Fleet {fleet_id}" in md and "| g7e.8xlarge | NVIDIA RTX PRO 6000 Blackwell Server Edition | 1 |" in md
 
 
+@pytest.mark.slow
 def test_every_node_runs_one_job_per_node_pinned_at_most_max_parallel_at_once(
     capsys: pytest.CaptureFixture[str], home: Path, sim: KubeSim
 ) -> None:
@@ -265,6 +267,7 @@ def test_every_node_runs_one_job_per_node_pinned_at_most_max_parallel_at_once(
     assert fleet_objects(sim) == []
 
 
+@pytest.mark.slow
 def test_a_job_whose_torch_cannot_see_the_gpu_fails_with_the_scripts_reason(
     capsys: pytest.CaptureFixture[str], home: Path, sim: KubeSim
 ) -> None:
@@ -402,16 +405,29 @@ def test_dry_run_yaml_is_what_kubectl_would_create_and_creates_nothing(
     assert r.code == 0, r
     assert sim.requests == []  # the types were named: nothing to read
     docs = list(yaml.safe_load_all(r.out))
-    assert [d["kind"] for d in docs] == ["ConfigMap", "Job", "Job"]
-    assert sorted(docs[0]["data"]) == ["fleetrun.py", "labcommon.py", "plan.json", "sweep.py"]
-    fleet_id = docs[0]["metadata"]["labels"]["nsightlab/fleet"]
+    assert [d["kind"] for d in docs] == ["Job", "Job", "ConfigMap"]  # what a reader looks for first
+    assert sorted(docs[2]["data"]) == ["fleetrun.py", "labcommon.py", "plan.json", "sweep.py"]
+    fleet_id = docs[2]["metadata"]["labels"]["nsightlab/fleet"]
+    lines = r.out.splitlines()
+    assert lines.index("kind: Job") < 5, lines[:5]
+    # the scripts read as the files they are (literal blocks), and are those files exactly
+    assert "  sweep.py: |" in lines and "  labcommon.py: |" in lines
+    assert docs[2]["data"]["sweep.py"] == (ROOT / "lab_scripts" / "sweep.py").read_text()
     judged = kubectl(kubeconfig, STG_CONTEXT, "create", "--dry-run=client", "-f", "-", "-o", "name", input=r.out)
     assert judged.returncode == 0, judged.stderr
     assert judged.stdout.split() == [
-        f"configmap/nsightlab-fleet-{fleet_id}",
         f"job.batch/nsl-fleet-{fleet_id}-g7e-8xlarge",
         f"job.batch/nsl-fleet-{fleet_id}-g6-12xlarge",
+        f"configmap/nsightlab-fleet-{fleet_id}",
     ]
+    # an id that Go's YAML reads as a number (12e456: an exponent without a point) is
+    # written quoted: kubectl takes its labels as the strings they are
+    from nsightlab.cluster.fleetjobs import manifests_yaml
+
+    odd = manifests_yaml(yaml.safe_load_all(r.out.replace(fleet_id, "12e456")))
+    assert "nsightlab/fleet: '12e456'" in odd
+    judged = kubectl(kubeconfig, STG_CONTEXT, "create", "--dry-run=client", "-f", "-", "-o", "name", input=odd)
+    assert judged.returncode == 0, judged.stderr
     every = nsl(capsys, "fleet", "sweep", "--context", "stg", "--every-node", "--dry-run")
     assert every.code == 0, every
     jobs = [d for d in yaml.safe_load_all(every.out) if d["kind"] == "Job"]
@@ -487,6 +503,7 @@ def test_a_namespace_scoped_user_runs_it_with_types(
 # ---------------------------------------------------------------------------- Ctrl-C, status, collect, cleanup
 
 
+@pytest.mark.slow
 def test_ctrl_c_leaves_the_jobs_and_collect_finishes_them(
     capsys: pytest.CaptureFixture[str], home: Path, sim: KubeSim
 ) -> None:
@@ -514,6 +531,7 @@ def test_ctrl_c_leaves_the_jobs_and_collect_finishes_them(
         text=True,
         cwd=ROOT,
         env=dict(os.environ),
+        preexec_fn=sigint_default,
     )
     assert proc.stderr is not None
     seen = ""

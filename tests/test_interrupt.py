@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from clirun import run_cli
+from clirun import run_cli, sigint_default
 from conftest import STG_CONTEXT
 from kubesim import KubeSim
 from labenv import PENDING
@@ -46,6 +46,7 @@ def interrupt(args: list[str], ready: Callable[[str], bool], *, settle: float = 
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         env=dict(os.environ),
+        preexec_fn=sigint_default,
     )
     assert proc.stderr is not None
     os.set_blocking(proc.stderr.fileno(), False)
@@ -105,6 +106,16 @@ def test_a_read_interrupted_on_a_silent_server(home: Path, sim: KubeSim) -> None
     assert last_line(err) == "error: interrupted: nothing was changed."
 
 
+def test_interrupt_reaches_the_command_when_the_suite_ignores_sigint(home: Path, sim: KubeSim) -> None:
+    """A CI runner may start the suite from a shell that ignores SIGINT (a background job
+    without job control); the commands these tests Ctrl-C must hear it all the same."""
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        test_a_read_interrupted_on_a_silent_server(home, sim)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 def test_local_sweep_interrupted_mid_run(home: Path) -> None:
     pytest.importorskip("torch")
     args = [
@@ -121,7 +132,7 @@ def test_local_sweep_interrupted_mid_run(home: Path) -> None:
         "--warmup",
         "1",
     ]
-    code, err = interrupt(args, lambda e: "2^12 elems" in e)
+    code, err = interrupt(args, lambda e: "2^12 elements" in e)
     assert code == 130, err
     assert last_line(err) == "error: interrupted: the sweep was stopped; no run was stored."
     runs = home / "runs"

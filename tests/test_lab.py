@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from clirun import sigint_default
 from conftest import CONTEXTS, STG_CONTEXT
 from kubesim import KubeSim, kubectl, realistic_cluster
 from labenv import IMAGE, NS, OWNER, PENDING, POD, nsl, write_config
@@ -219,6 +220,7 @@ def test_ctrl_c_while_waiting(home: Path, tmp_path: Path) -> None:
         stderr=subprocess.PIPE,
         env=env,
         text=True,
+        preexec_fn=sigint_default,
     )
     assert proc.stderr is not None
     seen = ""
@@ -610,6 +612,7 @@ def _standin(name: str, fixture: Path) -> str:
     return (HERE / "standins" / name).read_text().replace("@FIXTURE@", str(fixture))
 
 
+@pytest.mark.slow
 def test_doctor_checks_cluster_and_pod(capsys: pytest.CaptureFixture[str], lab: dict[str, Any], sim: KubeSim) -> None:
     sim.put_tool(NS, POD, "nvidia-smi", NVIDIA_SMI)
     sim.put_tool(
@@ -726,6 +729,7 @@ def test_doctor_reports_missing_rbac(capsys: pytest.CaptureFixture[str], home: P
 # ---------------------------------------------------------------------------- lab work in the pod
 
 
+@pytest.mark.slow
 def test_profile_in_the_pod(capsys: pytest.CaptureFixture[str], lab: dict[str, Any], sim: KubeSim, home: Path) -> None:
     pytest.importorskip("torch")
     fixture = HERE / "fixtures" / "nsys" / "03_nsys_cuda_gpu_kern_sum_pytorch_rtx5090.csv"
@@ -750,6 +754,7 @@ def test_profile_in_the_pod(capsys: pytest.CaptureFixture[str], lab: dict[str, A
     assert meta["device_requested"] == "cpu" and meta["node_gpu"] == lab["gpu_product"]
 
 
+@pytest.mark.slow
 def test_sweep_in_the_pod(capsys: pytest.CaptureFixture[str], lab: dict[str, Any], home: Path) -> None:
     pytest.importorskip("torch")
     r = nsl(capsys, "sweep", "--device", "cpu", "--sizes", "12,14,16", "--iters", "3", "--warmup", "1", "--json")
@@ -765,6 +770,7 @@ def test_sweep_in_the_pod(capsys: pytest.CaptureFixture[str], lab: dict[str, Any
     assert meta["device_requested"] == "cpu" and meta["node_gpu"] == lab["gpu_product"]
 
 
+@pytest.mark.slow
 @pytest.mark.torch
 def test_a_gpu_pod_whose_torch_cannot_see_the_gpu_is_exit_6(
     capsys: pytest.CaptureFixture[str], lab: dict[str, Any], home: Path
@@ -800,6 +806,7 @@ for _ in range(3):
 """
 
 
+@pytest.mark.slow
 @pytest.mark.torch
 def test_users_script_in_a_gpu_pod_that_ran_on_the_cpu_says_so(
     capsys: pytest.CaptureFixture[str], lab: dict[str, Any], sim: KubeSim, home: Path, tmp_path: Path
@@ -864,6 +871,7 @@ def test_users_script_in_a_gpu_pod_that_ran_on_the_cpu_says_so(
     assert matmul_row(report.out) == matmul_row(ops)
 
 
+@pytest.mark.slow
 def test_triton_sweep_in_the_pod_runs_in_the_interpreter_on_its_cpu(
     capsys: pytest.CaptureFixture[str], lab: dict[str, Any], home: Path
 ) -> None:

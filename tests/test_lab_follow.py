@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from clirun import sigint_default
 from conftest import STG_CONTEXT
 from kubesim import KubeSim, kubectl
 from labenv import NS, PENDING, POD, nsl, write_config
@@ -102,6 +103,7 @@ def test_ctrl_c_ends_a_followed_log_quietly(lab: dict[str, Any], sim: KubeSim) -
         stderr=subprocess.PIPE,
         env=os.environ.copy(),
         text=True,
+        preexec_fn=sigint_default,
     )
     assert proc.stdout is not None
     assert proc.stdout.readline() == "serving\n"  # it is following

@@ -264,10 +264,6 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         str(SWEEP), "--device", "cpu", "--dtype", "float16", "--sizes", "10,12,24",
         "--iters", "2", "--warmup", "0", "--max-bytes", "20000", "--json", str(tmp / "skip.json"),
     ]  # fmt: skip
-    # the default scale size: past the last-level cache (gigabytes on some machines)
-    plans["lesson1"] = [
-        str(LESSON1), "--device", "cpu", "--iters", "1", "--warmup", "0", "--json", str(tmp / "l1.json"),
-    ]  # fmt: skip
     # no --json: the default is lesson1.json in the working directory
     plans["lesson1-cwd"] = [
         str(LESSON1), "--device", "cpu", "--scale-log2", "10", "--gemm-n", "16", "--iters", "1",
@@ -290,6 +286,7 @@ def _load(path: Path) -> dict[str, Any]:
     return data
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dtype", list(ELEMENT_SIZE))
 def test_sweep_cpu_every_dtype(runs: dict[str, Any], dtype: str) -> None:
     proc = runs[f"sweep-{dtype}"]
@@ -341,6 +338,7 @@ def test_sweep_cpu_every_dtype(runs: dict[str, Any], dtype: str) -> None:
         assert doc["notes"] == [] and "converted element by element" not in proc.stderr
 
 
+@pytest.mark.slow
 def test_sweep_with_impl_torch_never_imports_triton(runs: dict[str, Any]) -> None:
     proc = runs["sweep-float32"]
     assert proc.returncode == 0, proc.stderr
@@ -366,6 +364,7 @@ def triton_rows_agree_with_torch(doc: dict[str, Any], op: str, dtype: str) -> No
             assert 0.0 <= row["max_error_ulps"] <= 2.0 and row["tolerance"] == "2 ulp"
 
 
+@pytest.mark.slow
 def test_triton_scale_add_float16_in_the_interpreter(runs: dict[str, Any]) -> None:
     proc = runs["triton-scale-add-f16"]
     assert proc.returncode == 0, proc.stderr
@@ -381,6 +380,7 @@ def test_triton_scale_add_float16_in_the_interpreter(runs: dict[str, Any]) -> No
     assert "Triton ran in its interpreter (TRITON_INTERPRET=1)" in proc.stderr
 
 
+@pytest.mark.slow
 def test_sweep_output_validates_as_the_tools_record(runs: dict[str, Any]) -> None:
     from nsightlab.analysis.rates import SweepRecord, analyze_sweep
 
@@ -391,6 +391,7 @@ def test_sweep_output_validates_as_the_tools_record(runs: dict[str, Any]) -> Non
         assert analysis.summary.spec_name is None  # a CPU is not in the GPU table
 
 
+@pytest.mark.slow
 def test_sweep_skips_what_does_not_fit(runs: dict[str, Any]) -> None:
     proc = runs["sweep-skip"]
     assert proc.returncode == 0, proc.stderr
@@ -404,7 +405,21 @@ def test_sweep_skips_what_does_not_fit(runs: dict[str, Any]) -> None:
     assert len(proc.stdout.splitlines()) == 2
 
 
-def test_lesson1_cpu_run(runs: dict[str, Any]) -> None:
+@pytest.fixture(scope="module")
+def lesson1_default(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """lesson1 at its default scale size on the CPU: past the last-level cache, so gigabytes
+    of memory and seconds of time on a machine with a large cache (2 GiB for 480 MiB)."""
+    pytest.importorskip("torch")
+    tmp = tmp_path_factory.mktemp("lesson1")
+    plan = [str(LESSON1), "--device", "cpu", "--iters", "1", "--warmup", "0", "--json", str(tmp / "l1.json")]
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env["OMP_NUM_THREADS"] = "1"
+    return {"tmp": tmp, **run_together({"lesson1": plan}, cwd=tmp, env=env)}
+
+
+@pytest.mark.slow
+def test_lesson1_cpu_run(lesson1_default: dict[str, Any]) -> None:
+    runs = lesson1_default
     proc = runs["lesson1"]
     assert proc.returncode == 0, proc.stderr
     assert "no GPU: running on the CPU, scaled down" in proc.stderr and "512^3 GEMM" in proc.stderr
@@ -442,12 +457,14 @@ def test_lesson1_cpu_run(runs: dict[str, Any]) -> None:
     assert sorted(p.name for p in runs["tmp"].iterdir() if p.name.startswith(".")) == []
 
 
+@pytest.mark.slow
 def test_both_scripts_describe_the_device_alike(runs: dict[str, Any]) -> None:
     sweep_dev = _load(runs["tmp"] / "float32.json")["device"]
-    lesson_dev = _load(runs["tmp"] / "l1.json")["device"]
+    lesson_dev = _load(runs["tmp"] / "cwd" / "lesson1.json")["device"]
     assert sweep_dev == lesson_dev
 
 
+@pytest.mark.slow
 def test_lesson1_default_json_path_is_the_cwd(runs: dict[str, Any]) -> None:
     proc = runs["lesson1-cwd"]
     assert proc.returncode == 0, proc.stderr
@@ -467,6 +484,7 @@ def test_lesson1_default_json_path_is_the_cwd(runs: dict[str, Any]) -> None:
     assert f"lesson1: {SIXTEEN_BIT_NOTE.format('float16')}\n" in proc.stderr
 
 
+@pytest.mark.slow
 def test_cuda_requested_without_a_gpu_fails_clearly(runs: dict[str, Any]) -> None:
     import torch
 
@@ -609,6 +627,7 @@ def test_torchprof_profiler_steps_are_ranges() -> None:
     assert torchprof.ran_on(events, set()) == "cpu"
 
 
+@pytest.mark.slow
 def test_torchprof_copied_alone_describes_the_device_itself(runs: dict[str, Any]) -> None:
     proc = runs["torchprof-alone"]
     assert proc.returncode == 0, proc.stderr

@@ -251,6 +251,7 @@ def _load(path: Path) -> dict[str, Any]:
     return data
 
 
+@pytest.mark.slow
 def test_tiny_end_to_end(runs: dict[str, Any]) -> None:
     proc = runs["json"]
     assert proc.returncode == 0, proc.stderr

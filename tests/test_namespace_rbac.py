@@ -96,6 +96,7 @@ def _profile_device() -> list[str]:
     return ["--device", "cpu"] if "device" in inspect.signature(profile).parameters else []
 
 
+@pytest.mark.slow
 def test_the_whole_lab_with_namespace_permissions(
     capsys: pytest.CaptureFixture[str], team: Path, sim: KubeSim, tmp_path: Path
 ) -> None:

@@ -57,8 +57,8 @@ def test_ncu_on_the_cpu_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> 
     assert r.code == 2, r
     assert (
         r.err.strip()
-        == "error: ncu profiles GPU kernels: --device cpu leaves it nothing to measure. On the CPU use `nsightlab "
-        "profile --profiler torch --device cpu`."
+        == "error: ncu profiles GPU kernels: --device cpu leaves it nothing to measure. On the CPU, torch.profiler "
+        "times its ops: `nsightlab profile lesson1 --profiler torch --device cpu --local`."
     )
 
 
@@ -134,3 +134,17 @@ def test_analyze_lesson1_json_and_run_folder(capsys: pytest.CaptureFixture[str])
     data = json.loads(r.out)
     scale = next(x for x in data["ranges"] if x["name"] == "memory_bound_scale")["rates"]
     assert scale["bytes_per_call"] == 33554432 and data["timing_source"] == "the script's own timing"
+
+
+def test_the_verdict_quotes_the_table_s_percentages(capsys: pytest.CaptureFixture[str]) -> None:
+    """One way to write a percentage (analysis.units): the verdict's `DRAM 6.3%` is the
+    table's 6.3%, not a `6%` of its own."""
+    r = run_cli(capsys, "analyze", str(NCU05))
+    assert r.code == 0, r
+    header, row = r.out.splitlines()[1:3]
+    names = ["DRAM", "MEMORY", "L2", "L2 HIT", "SM"]
+    assert header.split("(us)")[1].split() == ["DRAM", "MEMORY", "L2", "L2", "HIT", "SM", "BOUND"]
+    cells = dict(zip(names, row.split()[-6:-1], strict=True))
+    assert cells["DRAM"] == "6.3%" and cells["SM"] == "0.5%"
+    verdict = next(line for line in r.out.splitlines() if "latency-bound" in line)
+    assert f"neither memory ({cells['MEMORY']}, DRAM {cells['DRAM']}) nor compute ({cells['SM']})" in verdict

@@ -113,7 +113,7 @@ def test_show_latest_and_folder_prefix(capsys: pytest.CaptureFixture[str], rec: 
 def test_ambiguous_prefix_names_candidates(capsys: pytest.CaptureFixture[str], rec: Recorded) -> None:
     # every folder starts with the UTC time it was made: its year matches them all
     folders = sorted(p.name for p in (rec.home / "runs").iterdir())
-    common = folders[0][:4]
+    common = folders[0][:8]  # the date: longer than an id, so a folder name's prefix
     assert all(f.startswith(common) for f in folders)
     r = run_cli(capsys, "runs", "show", common)
     assert r.code == 2, r
@@ -121,6 +121,22 @@ def test_ambiguous_prefix_names_candidates(capsys: pytest.CaptureFixture[str], r
     named = [i for i in rec.all_ids if i in r.err]
     assert len(named) >= min(6, len(folders))  # the candidates are named
     assert "more characters" in r.err
+
+
+@pytest.mark.parametrize("which", ["first", "year"])
+def test_a_short_prefix_matches_ids_only(capsys: pytest.CaptureFixture[str], rec: Recorded, which: str) -> None:
+    """`runs show 2`: the runs whose id starts with 2, never every folder of 2026."""
+    year = sorted(p.name for p in (rec.home / "runs").iterdir())[0][:1]
+    ref = sorted(rec.all_ids)[0][:1] if which == "first" else year
+    wanted = sorted(i for i in rec.all_ids if i.startswith(ref))
+    r = run_cli(capsys, "runs", "show", ref, "--json")
+    if not wanted:
+        assert r.code == 2 and r.err.startswith(f"error: no run matches '{ref}'"), r
+    elif len(wanted) == 1:
+        assert r.code == 0 and json.loads(r.out)["run"]["id"] == wanted[0], r
+    else:
+        assert r.code == 2 and f"'{ref}' matches {len(wanted)} runs" in r.err, r
+        assert {i for i in rec.all_ids if i in r.err} == set(wanted[:6])
 
 
 def test_unknown_id(capsys: pytest.CaptureFixture[str], rec: Recorded) -> None:

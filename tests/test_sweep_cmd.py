@@ -119,9 +119,7 @@ def test_sweep_on_this_machine(capsys: pytest.CaptureFixture[str], home: Path, d
         assert "from the cache" not in lesson and "served from" not in lesson
         assert doc["headline"] == f"{ran} on a CPU: not a bandwidth test"
 
-    # progress went to stderr, live rows included
-    assert "2^12 elems" in r.err and "2^20 elems" in r.err
-    assert "2^12" not in r.out.split('"rows"')[0]
+    assert "2^12" not in r.out.split('"rows"')[0]  # progress went to stderr
 
     # the run folder: raw output, meta.json, result.json
     (run,) = runs(home)
@@ -130,7 +128,19 @@ def test_sweep_on_this_machine(capsys: pytest.CaptureFixture[str], home: Path, d
     raw = json.loads((run / "raw" / "sweep.json").read_text())
     assert raw["kind"] == "sweep" and raw["dtype"] == ran
     assert [row["seconds_per_call"] for row in raw["rows"]] == [row["seconds_per_call"] for row in doc["rows"]]
-    assert "2^16 elems" in (run / "raw" / "sweep.log").read_text()
+    # the live rows on stderr, in the number format of the table (three significant
+    # figures, binary sizes, TB/s), from the very rows stored
+    from nsightlab.analysis import units
+
+    for row in raw["rows"]:
+        line = (
+            f"2^{row['log2']} elements  {units.size(row['tensor_bytes'])}  "
+            f"{units.duration(row['seconds_per_call'])} per call  "
+            f"{units.tbps(row['bytes_per_call'] / row['seconds_per_call'])}"
+        )
+        assert line in r.err.splitlines(), (line, r.err)
+    assert "elems" not in r.err  # the tutorial's own rounding is the script's, standalone
+    assert '"log2": 16' in (run / "raw" / "sweep.log").read_text()  # the rows as the script wrote them
     assert json.loads((run / "result.json").read_text()) == doc
     meta = json.loads((run / "meta.json").read_text())
     assert meta["kind"] == "sweep" and meta["name"] == ran and meta["dtype"] == ran
@@ -145,6 +155,7 @@ def test_sweep_on_this_machine(capsys: pytest.CaptureFixture[str], home: Path, d
     assert meta["command"][i : i + 4] == ["--iters", str(doc["iters"]), "--warmup", str(doc["warmup"])]
 
 
+@pytest.mark.slow
 @pytest.mark.torch
 def test_predict_then_measure(capsys: pytest.CaptureFixture[str], home: Path) -> None:
     """float32 (the CPU's default), then `--compare latest`, which on a CPU runs float64 (a
@@ -246,6 +257,33 @@ def test_bad_sizes_are_a_usage_error(capsys: pytest.CaptureFixture[str], home: P
 def test_bad_dtype_is_a_usage_error(capsys: pytest.CaptureFixture[str], home: Path) -> None:
     r = run_cli(capsys, "sweep", "--local", "--dtype", "int8")
     assert r.code == 2 and "--dtype 'int8' is not an element type" in r.err and "float32 (fp32, float)" in r.err
+
+
+@pytest.mark.torch
+def test_compare_across_targets_says_so(capsys: pytest.CaptureFixture[str], home: Path) -> None:
+    """`--compare` a run the lab pod made, on this machine: said before it runs, and in the
+    comparison."""
+    pytest.importorskip("torch")
+    from datetime import datetime, timezone
+
+    from nsightlab.runs import store
+
+    pod = sweeps.analyze_record_file(DATA / "sweep_cpu_float32_epyc-2c-l3-32mib.json")
+    pod.target = "pod ml-lab/nsight-lab-ana"
+    run, run_id = store.new_run("sweep", "float32", now=datetime.now(timezone.utc))
+    pod.run_id = run_id
+    run.write_meta(
+        store.RunMeta(id=run_id, kind="sweep", name="float32", created=datetime.now(timezone.utc), target=pod.target)
+    )
+    run.write_result(pod)
+    r = run_cli(capsys, "sweep", *SMALL, "--sizes", "12,14", "--compare", run_id)
+    assert r.code == 0, r
+    said = f"note: run {run_id} ran on pod ml-lab/nsight-lab-ana and this one runs on this machine"
+    assert said in r.err
+    assert (
+        f"note: the runs ran on different targets (run {run_id} on pod ml-lab/nsight-lab-ana, run " in r.out
+        and "on this machine)" in r.out
+    )
 
 
 def test_compare_needs_a_stored_sweep(capsys: pytest.CaptureFixture[str], home: Path) -> None:

@@ -132,11 +132,11 @@ def test_the_pair_rendered(capsys: pytest.CaptureFixture[str], pair: dict[str, A
 
 
 @pytest.mark.torch
-def test_the_report_draws_both_curves(
+def test_the_report_draws_torch_and_names_the_interpreted_run(
     capsys: pytest.CaptureFixture[str], pair: dict[str, Any], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     pytest.importorskip("matplotlib")
-    from nsightlab.present import figures
+    from nsightlab.present import sweepfigure
 
     monkeypatch.setenv("NSIGHTLAB_HOME", str(pair["home"]))
     t, k = pair["doc"]["runs"]
@@ -149,16 +149,14 @@ def test_the_report_draws_both_curves(
     assert "verdict: interpreted: correctness only" in md
     (fig,) = [f for f in files["figures"] if f["key"] == "sweep"]
     assert "float32 triton (run " in fig["caption"] and "correctness only (no bandwidth)" in fig["caption"]
-    plot = figures.sweep_figure([sweep.SweepResult.model_validate(x) for x in (t, k)])
+    plot = sweepfigure.sweep_figure([sweep.SweepResult.model_validate(x) for x in (t, k)])
+    # the interpreter's TB/s are no bandwidth: torch's curve alone, the Triton run named in a note
     series = [a for a in plot.figure.axes[0].get_lines() if (a.get_gid() or "").startswith("series-")]
-    assert len(series) == 2
-    labels = [a.get_label() for a in series]
-    assert (
-        labels[0].startswith("float32, cpu")
-        and labels[1].startswith("float32 triton, cpu")
-        and labels[1].endswith("(interpreted: not bandwidth)")
-    )
-    assert series[1].get_linestyle() == ":"  # the interpreter's curve is drawn apart
+    assert [a.get_label().replace("\n", " ").split(", run")[0] for a in series] == [
+        f"float32, cpu ({t['summary']['device_name']})"
+    ]
+    note = plot.figure._supxlabel.get_text().replace("\n", " ")
+    assert f"float32 triton, cpu ({k['summary']['device_name']}), run {k['run_id']}: Triton's interpreter" in note
 
 
 # --- verdicts and lessons from numbers that are known ---

@@ -84,12 +84,12 @@ def test_the_same_figure_reads_the_same_everywhere(capsys: pytest.CaptureFixture
     assert table[0].split()[:5] == ["SIZE", "TENSOR", "(GiB)", "TIME/CALL", "(ms)"]
     # the figure: its caption and legend
     pytest.importorskip("matplotlib")
-    from nsightlab.present import figures
+    from nsightlab.present import sweepfigure
 
-    plot = figures.sweep_figure([load_sweep_run(run_id)])
+    plot = sweepfigure.sweep_figure([load_sweep_run(run_id)])
     assert f"DRAM plateau {plateau} (2^24..2^26)" in plot.caption and f"launch floor {floor}" in plot.caption
     assert f"cache peak {peak} at 2^19" in plot.caption
-    legend = [t.get_text() for leg in plot.figure.legends for t in leg.get_texts()]
+    legend = [t.get_text() for sub in plot.figure.subfigs for leg in sub.legends for t in leg.get_texts()]
     assert f"measured DRAM plateau {plateau} (float64)" in legend
     assert "last-level cache 32.0 MiB = 2^22 float64 elements" in legend
     # and nowhere another spelling of a bandwidth, a rounded-away size or a zero

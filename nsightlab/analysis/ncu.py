@@ -8,6 +8,7 @@ from typing import Literal
 
 from pydantic import Field
 
+from nsightlab.analysis import units
 from nsightlab.models import Model
 from nsightlab.parse import names
 from nsightlab.parse import ncu as ncu_parse
@@ -43,7 +44,8 @@ class NcuResult(Model):
 
 
 def _p(value: float | None) -> str:
-    return f"{value:.0f}%" if value is not None else "n/a"
+    """A percentage as the table writes it (analysis.units: 3.8%, 92%), or n/a."""
+    return units.percent(value) if value is not None else "n/a"
 
 
 def verdict(k: ncu_parse.NcuKernel) -> tuple[Bound, str]:
@@ -55,18 +57,18 @@ def verdict(k: ncu_parse.NcuKernel) -> tuple[Bound, str]:
     if dram is not None and dram >= HIGH:
         return (
             "memory",
-            f"memory-bound: DRAM throughput at {dram:.0f}% of peak. Only moving fewer bytes makes it faster.",
+            f"memory-bound: DRAM throughput at {_p(dram)} of peak. Only moving fewer bytes makes it faster.",
         )
     cache_busy = max(v for v in (mem, l2, 0.0) if v is not None)
     if cache_busy >= HIGH and (hit is None or hit >= L2_SERVED) and (dram is None or dram < HIGH):
-        hit_text = f"{hit:.0f}% L2 hit rate, " if hit is not None else ""
+        hit_text = f"{_p(hit)} L2 hit rate, " if hit is not None else ""
         return (
             "cache",
             f"the data is served from L2 ({hit_text}memory throughput {_p(mem)}, DRAM only {_p(dram)}): "
             "this confirms the sweep's cache regime, where apparent bandwidth can exceed the DRAM spec.",
         )
     if sm is not None and sm >= HIGH:
-        return "compute", f"compute-bound: SM throughput at {sm:.0f}% of peak (memory {_p(mem)})."
+        return "compute", f"compute-bound: SM throughput at {_p(sm)} of peak (memory {_p(mem)})."
     return (
         "latency",
         f"neither memory ({_p(mem)}, DRAM {_p(dram)}) nor compute ({_p(sm)}) is near its peak: "

@@ -434,6 +434,11 @@ def compare_results(x: SweepResult, y: SweepResult) -> SweepCompare:
             f"the runs are on different devices ({a.summary.device_name or a.summary.device_type} vs "
             f"{b.summary.device_name or b.summary.device_type}): the check needs one device"
         )
+    if a.target != b.target:
+        notes.append(
+            f"the runs ran on different targets (run {a.run_id or '-'} on {a.target}, run {b.run_id or '-'} on "
+            f"{b.target}): what differs between them is in the figures too, not only the element size"
+        )
     if a.dtype == b.dtype:
         notes.append(f"both runs are {a.dtype}: this checks that the run repeats, not the prediction")
     if (a.impl, a.op) != (b.impl, b.op):

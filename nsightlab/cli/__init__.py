@@ -20,6 +20,7 @@ import nsightlab.cli.measure
 import nsightlab.cli.pack
 import nsightlab.cli.runs  # noqa: F401
 from nsightlab import __version__
+from nsightlab.cli import completion
 from nsightlab.cli.common import STATE, app
 
 __all__ = ["app", "entry", "main"]
@@ -63,6 +64,30 @@ def _root(
     traceback: Annotated[
         bool, typer.Option("--traceback", help="Show the full traceback of an unexpected error.")
     ] = False,
+    show_completion: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option(
+            "--show-completion",
+            metavar="SHELL",
+            callback=completion.show,
+            expose_value=False,
+            is_eager=True,
+            help="Print the completion script for SHELL (bash, zsh, fish, powershell) and exit.",
+            show_default=False,
+        ),
+    ] = None,
+    install_completion: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option(
+            "--install-completion",
+            metavar="SHELL",
+            callback=completion.install,
+            expose_value=False,
+            is_eager=True,
+            help="Install completion for SHELL (bash, zsh, fish, powershell) and exit.",
+            show_default=False,
+        ),
+    ] = None,
     request_timeout: Annotated[
         Optional[str],  # noqa: UP045
         typer.Option(
@@ -99,7 +124,11 @@ def _command() -> "typer.core.TyperGroup":
     import typer.main
 
     if not _built:
-        _built.append(typer.main.get_command(app))
+        from nsightlab.cli.global_options import accept_after_the_command
+
+        root = typer.main.get_command(app)
+        accept_after_the_command(root)
+        _built.append(root)
     command = _built[0]
     assert isinstance(command, typer.core.TyperGroup)
     return command
@@ -115,6 +144,7 @@ def _invoke(args: "list[str]") -> None:
     from nsightlab.errors import Interrupted
 
     command = _command()
+    completion.complete_if_asked(command)
     try:
         with command.make_context("nsightlab", args) as ctx:
             command.invoke(ctx)
@@ -143,7 +173,7 @@ def main(argv: list[str] | None = None) -> None:
     click_errors = _click_exceptions()
     try:
         try:
-            _invoke(args)
+            _invoke(list(args))  # Click consumes the list it parses; the error line quotes it
         except KeyboardInterrupt:
             # Ctrl-C where no running work said what it leaves (see errors.OnInterrupt):
             # a command that only reads, or one that had not started to change anything

@@ -45,8 +45,7 @@ STATE = _State()
 ContextOpt = Annotated[
     Optional[str],  # noqa: UP045 - Typer needs Optional at runtime on 3.10
     typer.Option(
-        "--context",
-        "-c",
+        "--context",  # no short form, as in kubectl: -c is a container there (and in `logs`)
         help="kubeconfig context or alias from config.yaml (the current-context is never used).",
         show_default=False,
     ),

@@ -74,7 +74,6 @@ def init(
         _ask_for_missing(env, values, kc, protected_ok=protected_ok)
     path = configure.write_starter_config(STATE.config_path, force=force, **values)
     env.note(f"wrote {path}")
-    env.write(f"{path}\n")
     config_opt = "" if STATE.config_path is None else f"--config {shlex.quote(str(path))} "
     env.note(
         f"next: nsightlab {config_opt}doctor --context {configure.STARTER_ALIAS}    # checks access, GPUs and the image"
@@ -150,15 +149,10 @@ def _ask_for_missing(
 
     missing = [(key, flag) for key, flag, _ in configure.STARTER_FLAGS if not values[key]]
     if not env.stdin_tty:
-        example = " ".join(f"{flag} {shlex.quote(values[key] or word)}" for key, flag, word in configure.STARTER_FLAGS)
-        contexts = (
-            f" Contexts in {kc.path_arg()}: {', '.join(kc.context_names())}."
-            if kc is not None and not values["context"]
-            else ""
-        )
         raise UsageError(
             f"nsightlab init needs {', '.join(flag for _, flag in missing)} (there is no terminal to ask on)",
-            hint=f"Run `nsightlab init {example}` with your values.{contexts}",
+            hint=f"Give {'; '.join(_what_to_give(key, values, kc) for key, _ in missing)}; `nsightlab init --help` "
+            "has an example.",
         )
     if not values["context"]:
         values["context"] = _ask_context(env, kc, protected_ok=protected_ok)
@@ -171,6 +165,17 @@ def _ask_for_missing(
             "Lab pod image (with nsys, ncu and PyTorch, e.g. registry.example.com/triton-vllm-container:1.0-1)",
             "image",
         )
+
+
+def _what_to_give(key: str, values: dict[str, "str | None"], kc: "Kubeconfig | None") -> str:
+    """What a missing value of `init` is, in words (a hint names no placeholder to paste)."""
+    if key == "context":
+        names = ", ".join(kc.context_names()) if kc is not None else ""
+        return f"--context, one of the contexts in {kc.path_arg()} ({names})" if names and kc else "--context"
+    if key == "namespace":
+        usual = kc.namespace(values["context"] or "") if kc is not None and values["context"] else None
+        return "--namespace, the lab pod's" + (f" (the context's is {usual})" if usual else "")
+    return "--image, one with nsys, ncu and PyTorch (the serving sidecar's)"
 
 
 def _ask(env: "Env", question: str, key: str, *, default: "str | None" = None) -> str:

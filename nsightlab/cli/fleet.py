@@ -393,4 +393,4 @@ def fleet_status(
     ) as c:
         note_session(env, c)
         report = fj.fleet_status(c.kube, c.ctx.namespace, c.config.owner(), context=c.ctx.name)
-    show(env, report, render.fleet_status)
+    show(env, report, lambda e, r: render.fleet_status(e, r, where=c.ctx.cli_args))

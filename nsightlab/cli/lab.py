@@ -161,7 +161,8 @@ def logs(
         ),
     ] = None,
     container: Annotated[
-        str | None, typer.Option("--container", help="the container (default: the pod's first).", show_default=False)
+        str | None,
+        typer.Option("--container", "-c", help="the container (default: the pod's first).", show_default=False),
     ] = None,
     context: ContextOpt = None,
     kubeconfig: KubeconfigOpt = None,

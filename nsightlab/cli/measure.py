@@ -217,7 +217,8 @@ def profile(
         if not command or [script, *args] != command:
             raise UsageError(
                 "with --serving, the server's command goes after --, and nothing else",
-                hint="e.g. `nsightlab profile --serving -- vllm serve MODEL --profiler-config.profiler cuda`.",
+                hint="e.g. `nsightlab profile --serving -- vllm serve Qwen/Qwen2.5-0.5B --profiler-config.profiler "
+                "cuda`.",
             )
         if delay is not None and duration is None:
             raise UsageError(
@@ -266,13 +267,9 @@ def profile(
             )
         show(env, decoded, render.decode)
         return
-    given = [flag for flag, value in decode_opts.items() if value is not None]
+    given = {flag: str(value) for flag, value in decode_opts.items() if value is not None}
     if given or profiler is ProfilerChoice.none:
-        flags = ", ".join(given) or "--profiler none"
-        raise UsageError(
-            f"{flags}: only `profile decode` takes {'this option' if len(given) < 2 else 'these options'}",
-            hint=f"Pass your script's own options after --: `nsightlab profile {script} -- ...`.",
-        )
+        raise _decode_only(script, given, local=local, context=context, namespace=namespace)
     with open_target(
         env,
         local=local,
@@ -314,7 +311,7 @@ def ncu(
         list[str] | None, typer.Option("--section", help="ncu section(s) to collect.", show_default=False)
     ] = None,
     count: Annotated[
-        int, typer.Option("--count", "-c", help="kernel launches to profile.", parser=number(int, minimum=1))
+        int, typer.Option("--count", help="kernel launches to profile.", parser=number(int, minimum=1))
     ] = 1,
     device: DeviceOpt = _Device.auto,
     local: LocalOpt = False,
@@ -333,7 +330,6 @@ def ncu(
       nsightlab ncu
       nsightlab ncu lesson1 --kernel gemm --section SpeedOfLight --section MemoryWorkloadAnalysis
     """
-    from nsightlab.errors import UsageError
     from nsightlab.measure.device import plan_device
     from nsightlab.measure.ncu import run_ncu
     from nsightlab.measure.targets import open_target
@@ -341,10 +337,7 @@ def ncu(
 
     env = make_env(json_out)
     if device is _Device.cpu:
-        raise UsageError(
-            "ncu profiles GPU kernels: --device cpu leaves it nothing to measure",
-            hint="On the CPU use `nsightlab profile --profiler torch --device cpu`.",
-        )
+        raise _ncu_needs_a_gpu(script, local=local, context=context, namespace=namespace)
     with open_target(
         env,
         local=local,
@@ -366,6 +359,40 @@ def ncu(
             device=plan_device(w, device.value),
         )
     show(env, result, render.ncu)
+
+
+def _ncu_needs_a_gpu(script: str, *, local: bool, context: str | None, namespace: str | None) -> Exception:
+    """`ncu --device cpu`: nothing for ncu there; torch.profiler times the same script on the CPU."""
+    from nsightlab.cli.hints import command_line
+    from nsightlab.errors import UsageError
+
+    torch = command_line(
+        ["profile", script, "--profiler", "torch", "--device", "cpu"], local=local, context=context, namespace=namespace
+    )
+    return UsageError(
+        "ncu profiles GPU kernels: --device cpu leaves it nothing to measure",
+        hint=f"On the CPU, torch.profiler times its ops: `{torch}`.",
+    )
+
+
+def _decode_only(
+    script: str, given: dict[str, str], *, local: bool, context: str | None, namespace: str | None
+) -> Exception:
+    """The error for `profile SCRIPT` given options only `profile decode` takes: the
+    script's own go after `--`, and the command that passes them there."""
+    from nsightlab.cli.hints import command_line
+    from nsightlab.errors import UsageError
+
+    mine = [word for pair in given.items() for word in pair]
+    line = command_line(["profile", script], local=local, context=context, namespace=namespace, after_dashes=mine)
+    if given:
+        flags = ", ".join(given)
+        hint = f"To pass them to your script: `{line}`."
+    else:
+        flags = "--profiler none"
+        hint = f"A script runs under nsys or torch.profiler: `{line}`."
+    these = "this option" if len(given) < 2 else "these options"
+    return UsageError(f"{flags}: only `profile decode` takes {these}", hint=hint)
 
 
 class _Op(str, Enum):

@@ -71,7 +71,7 @@ def api_checks(kube: Kube, ctx: ResolvedContext, config: Config) -> tuple[list[C
     checks += _gpu_checks(kube, ctx, config)
     image = config.lab.image
     image_ok = bool(image) and "CHANGE-ME" not in (image or "")
-    fix = "Set it with `nsightlab init --force --image REGISTRY/IMAGE:TAG` (the image with nsys, ncu and PyTorch)."
+    fix = "Set lab.image in the config file (`nsightlab config` shows which) to the image with nsys, ncu and PyTorch."
     detail = image or "lab.image is not set"
     checks.append(
         Check(name="lab image configured", ok=image_ok or _lab_need(ctx), detail=detail, fix=None if image_ok else fix)

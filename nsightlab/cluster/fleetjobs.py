@@ -271,9 +271,45 @@ def build_job(template: dict[str, Any], config: Config, plan: FleetPlan, target:
     return m
 
 
+class _ReadableDumper(yaml.SafeDumper):
+    """YAML that shows a file as the file: a string of several lines as a literal block
+    scalar (`|`), not one double-quoted line of escapes. (PyYAML still quotes one that a
+    block cannot hold exactly, e.g. with trailing spaces on a line.)"""
+
+
+# A string Go's YAML (kubectl's) would read as a number, where PyYAML would write it plain:
+# a fleet id such as 12e456 (an exponent without a point).
+_NUMBER_TO_GO = re.compile(r"[-+]?(?:[0-9][0-9_]*)?(?:\.[0-9_]*)?(?:[eE][-+]?[0-9]+)?")
+
+
+def _text(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    if "\n" in value:
+        style: str | None = "|"
+    elif any(c.isdigit() for c in value) and _NUMBER_TO_GO.fullmatch(value):
+        style = "'"
+    else:
+        style = None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_ReadableDumper.add_representer(str, _text)
+
+
 def manifests_yaml(docs: Iterable[dict[str, Any]]) -> str:
-    """Several manifests as one multi-document YAML stream (what `kubectl create -f -` reads)."""
-    return yaml.safe_dump_all(list(docs), sort_keys=False, default_flow_style=False, explicit_start=True)
+    """Several manifests as one multi-document YAML stream (what `kubectl create -f -` reads),
+    for a person first: the Jobs, then the ConfigMap, whose files read as files."""
+    docs = list(docs)
+    jobs = [d for d in docs if d.get("kind") == "Job"]
+    rest = [d for d in docs if d.get("kind") != "Job"]
+    head = (
+        f"# {len(jobs)} Job{'s' if len(jobs) != 1 else ''}, then the ConfigMap of the scripts they run\n"
+        if jobs
+        else ""
+    )
+    body = yaml.dump_all(
+        [*jobs, *rest], Dumper=_ReadableDumper, sort_keys=False, default_flow_style=False, explicit_start=True
+    )
+    return head + body
 
 
 def plan_of(configmap: dict[str, Any]) -> FleetPlan | None:

@@ -223,8 +223,8 @@ def check_lab_values(config: Config, *, needs: str) -> None:
     if not lab.image or PLACEHOLDER in lab.image:
         raise UsageError(
             "lab.image is not set in config.yaml",
-            hint=f"Set it to the image with {needs} (the serving sidecar's image), e.g. `nsightlab init --force "
-            "--image REGISTRY/triton-vllm-container:1.0-1`.",
+            hint=f"Set it (`nsightlab config` shows the file) to the image with {needs}: the serving sidecar's image, "
+            "e.g. registry.example.com/triton-vllm-container:1.0-1.",
         )
     for key, value in lab.node_selector.items():
         if PLACEHOLDER in key or PLACEHOLDER in value:

@@ -107,7 +107,8 @@ def interactive(kube: Kube, namespace: str, pod: str, argv: list[str] | None = N
 
     if not sys.stdin.isatty():
         raise RemoteCommandError(
-            "an interactive shell needs a terminal", hint="Run one command instead: `nsightlab shell -- CMD ARGS`."
+            "an interactive shell needs a terminal",
+            hint="Run one command instead, e.g. `nsightlab shell -- nvidia-smi`.",
         )
     session = kube.exec(namespace, pod, argv or SHELL_ARGV, stdin=True, tty=True)
     fd_in = sys.stdin.fileno()

@@ -30,6 +30,7 @@ import contextlib
 import os
 import posixpath
 import queue
+import shlex
 import shutil
 import signal
 import tempfile
@@ -456,10 +457,10 @@ def copy_in(
         hint = "It may have been placed, not verified; copy it again." if sent_all else "Nothing was placed; try again."
         raise ClusterError(f"the exec stream dropped while copying {shown(str(src))} to {where}", hint=hint)
     if code == podtar.E_NODIR:
+        folder = target if want_dir == "1" else posixpath.dirname(target) or "."
+        make = f"nsightlab shell {kube.ctx.cli_args} -- mkdir -p {shlex.quote(folder)}"
         raise RemoteCommandError(
-            f"{message} (in pod {pod})",
-            returncode=code,
-            hint="Create it first, e.g. `nsightlab shell -- mkdir -p DIR`.",
+            f"{message} (in pod {pod})", returncode=code, hint=f"Create it first: `{make}`, then copy again."
         )
     if code == podtar.E_CLASH:
         raise UsageError(

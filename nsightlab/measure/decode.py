@@ -188,10 +188,13 @@ def _run_decode(
     if device.note():
         env.note(str(device.note()))
     if profiler == "nsys" and target.which("nsys") is None:
+        here = getattr(target, "kube", None) is None  # this machine: no cluster behind it
+        fix = "Install Nsight Systems here (`nsys` on PATH)" if here else "Use an image that ships it (lab.image)"
+        again = "nsightlab profile decode" + (" --local" if here else "")
         raise RemoteCommandError(
             f"nsys (Nsight Systems) is not installed on {target.label}",
             returncode=127,
-            hint="Use an image that ships it, or `--profiler torch` (torch.profiler's trace), or `--profiler none` "
+            hint=f"{fix}, or `{again} --profiler torch` (torch.profiler's trace), or `{again} --profiler none` "
             "(the script's own step times)",
         )
     wd = target.workdir()

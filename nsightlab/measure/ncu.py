@@ -101,7 +101,9 @@ def _ncu(
         raise RemoteCommandError(
             f"ncu (Nsight Compute) is not installed on {target.label}",
             returncode=127,
-            hint="Use an image that ships Nsight Compute.",
+            hint="Install Nsight Compute here (`ncu` on PATH)."
+            if getattr(target, "kube", None) is None
+            else "Use an image that ships Nsight Compute (lab.image).",
         )
     version = target.run(["ncu", "--version"], check=False).out
     run, run_id = work.new_run("ncu", name)

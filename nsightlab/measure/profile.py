@@ -183,13 +183,19 @@ def _complete_or_removed(run: Run) -> Iterator[None]:
         raise
 
 
-def _require_nsys(target: Target) -> None:
-    if target.which("nsys") is None:
-        raise RemoteCommandError(
-            f"nsys (Nsight Systems) is not installed on {target.label}",
-            returncode=127,
-            hint="Use an image that ships it, or run the same tables under torch.profiler: `--profiler torch`.",
-        )
+def _require_nsys(target: Target, script: str | None) -> None:
+    """nsys on the target, else what fits there: this machine can install it, a pod needs
+    an image with it; a script (not a server) can run under torch.profiler instead."""
+    if target.which("nsys") is not None:
+        return
+    here = getattr(target, "kube", None) is None  # this machine: no cluster behind it
+    fix = "Install Nsight Systems here (`nsys` on PATH)" if here else "Use an image that ships it (lab.image)"
+    if script is not None:
+        torch = shlex.join(["nsightlab", "profile", script, *(["--local"] if here else []), "--profiler", "torch"])
+        fix += f", or run the same tables under torch.profiler: `{torch}`"
+    raise RemoteCommandError(
+        f"nsys (Nsight Systems) is not installed on {target.label}", returncode=127, hint=fix + "."
+    )
 
 
 def _nsys_run(
@@ -334,9 +340,10 @@ def _profile(
         if not script_args:
             raise UsageError(
                 "--serving needs the server's command after --",
-                hint="e.g. `nsightlab profile --serving -- vllm serve MODEL --profiler-config.profiler cuda`.",
+                hint="e.g. `nsightlab profile --serving -- vllm serve Qwen/Qwen2.5-0.5B --profiler-config.profiler "
+                "cuda`.",
             )
-        _require_nsys(target)
+        _require_nsys(target, None)
         name = command_name(script_args)
         run, run_id = work.new_run("profile", name)
         with _complete_or_removed(run):
@@ -372,7 +379,7 @@ def _profile(
     local_script, name = resolve_script(script)
     builtin = script in BUILTIN
     if profiler == "nsys":
-        _require_nsys(target)
+        _require_nsys(target, script)
     if plan.note():
         env.note(str(plan.note()))
     run, run_id = work.new_run("profile", name)

@@ -18,6 +18,8 @@ the run says it checks correctness only.
 from __future__ import annotations
 
 import contextlib
+import json
+import math
 import shutil
 import tempfile
 from collections import deque
@@ -28,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from nsightlab import __version__, assets
+from nsightlab.analysis import units
 from nsightlab.analysis.rates import SweepRecord
 from nsightlab.analysis.sweep import (
     SIZE_MAX_LOG2,
@@ -52,6 +55,8 @@ from nsightlab.runs.sweeps import load_record, load_sweep_run
 
 SCRIPT = "sweep.py"
 RAW_JSON = "sweep.json"
+# sweep.py --progress json writes each row as this prefix and a JSON object (its PROGRESS_PREFIX)
+PROGRESS_PREFIX = "nsightlab-row "
 RAW_LOG = "sweep.log"
 IMPLS = ("torch", "triton")
 OPS = ("scale", "scale-add")
@@ -160,7 +165,7 @@ def plan_sweep(
         )
         notes.append(
             f"comparing with run {against.run_id} ({theirs.dtype} on "
-            f"{theirs.device.name or theirs.device.type}): this run measures {what}"
+            f"{theirs.device.name or theirs.device.type}, {against.target}): this run measures {what}"
         )
     impls = impls or ["torch"]
     if "triton" in impls and dtype is not None and dtype not in TRITON_DTYPES:
@@ -185,6 +190,44 @@ def plan_sweep(
 
 
 # ---------------------------------------------------------------------------- running it
+
+
+def row_text(row: dict[str, Any]) -> str:
+    """A streamed row in the number format of the sweep's table (analysis.units: three
+    significant figures, binary sizes, TB/s): `2^16 elements  128 KiB  5.90 us per call
+    0.0444 TB/s`."""
+    seconds = float(row["seconds_per_call"])
+    parts = [
+        f"2^{int(row['log2'])} elements",
+        units.size(float(row["tensor_bytes"])),
+        f"{units.duration(seconds)} per call",
+    ]
+    if row.get("interpreted"):
+        parts.append("interpreted: no TB/s")
+    elif seconds > 0 and math.isfinite(seconds):
+        parts.append(units.tbps(float(row["bytes_per_call"]) / seconds))
+    if "max_abs_error" in row:
+        parts.append(f"max err {units.sig(float(row['max_abs_error']))}")
+    config = row.get("triton_config") or {}
+    if config:
+        parts.append(f"BLOCK_SIZE {config.get('BLOCK_SIZE')}, {config.get('num_warps')} warps")
+    return "  ".join(parts)
+
+
+def _rows_shown(emit: Callable[[str], None]) -> Callable[[str], None]:
+    """The script's stdout as the user sees it: its rows in nsightlab's number format, any
+    other line as it came."""
+
+    def show(text: str) -> None:
+        if text.startswith(PROGRESS_PREFIX):
+            try:
+                row = json.loads(text[len(PROGRESS_PREFIX) :])
+                text = row_text(row)
+            except (ValueError, KeyError, TypeError):
+                pass  # not a row after all: shown as it came
+        emit(text)
+
+    return show
 
 
 class _Lines:
@@ -303,6 +346,12 @@ def run_sweep(
     plan = plan_device(where, device)
     if plan.note():
         env.note(str(plan.note()))
+    here = str(where.meta.get("target") or where.target.label)
+    if against is not None and against.target != here:
+        env.note(
+            f"note: run {against.run_id} ran on {against.target} and this one runs on {here}: the comparison is "
+            "across two targets"
+        )
     with LabWork("sweep", where.target) as work:
         return _sweep(
             work,
@@ -348,11 +397,11 @@ def _sweep(
                 argv += [flag, str(value)]
         if sizes:
             argv += ["--sizes", ",".join(str(n) for n in sizes)]
-        argv += ["--device", plan.script_arg, "--json", remote_json]
+        argv += ["--device", plan.script_arg, "--json", remote_json, "--progress", "json"]
         script_env = triton_env(env, target, plan) if impl == "triton" else {}
 
         log = bytearray()
-        out = _Lines(env.note, log.extend)
+        out = _Lines(_rows_shown(env.note), log.extend)
         err = _Lines(env.note, log.extend)
         what = f"{dtype or 'the default type'}" + ("" if impl == "torch" else f" with {impl}")
         with env.status(f"sweeping {what} on {target.label}"):

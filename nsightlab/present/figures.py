@@ -8,27 +8,24 @@ functions, on the headless Agg backend. Each function takes typed results and re
 The figures try to be honest: every axis names its unit; regimes are shaded and named in
 the legend; the DRAM spec is a horizontal line that names its source; the L2 (or a CPU's
 last-level cache) is a vertical line at log2(cache bytes / element size) for each element
-size, since the x axis counts elements.
+size, since the x axis counts elements. The bandwidth-sweep figure, with its panels, is
+in `sweepfigure.py`.
 """
 
 from __future__ import annotations
 
-import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from nsightlab.analysis import units
 from nsightlab.analysis.units import time_unit
 from nsightlab.errors import UsageError
 from nsightlab.present.safe import terminal_safe
-from nsightlab.present.text import series_name as run_name
-from nsightlab.present.text import sweep_caption, tbps_text, what_ran
 
 if TYPE_CHECKING:
-    from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
     # the result models load only when a stored result is read, not for every store access
@@ -38,20 +35,6 @@ if TYPE_CHECKING:
 
 MISSING = "plotting needs matplotlib: pip install 'nsightlab[report]'"
 
-REGIME_COLORS = {
-    "launch": "#d9d9d9",
-    "cache": "#c6dbef",
-    "transition": "#fdd0a2",
-    "dram": "#c7e9c0",
-    "interpreted": "#f0f0f0",
-}
-REGIME_NAMES = {
-    "launch": "launch-bound",
-    "cache": "cache-resident",
-    "transition": "transition",
-    "dram": "DRAM-bound",
-    "interpreted": "interpreted (correctness only)",
-}
 #: Series colours (colour-blind safe, Okabe-Ito), in order.
 SERIES = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000")
 SPEC_COLOR = "#b2182b"
@@ -100,217 +83,12 @@ def _text(s: str) -> str:
     return terminal_safe(s).replace("$", r"\$")
 
 
-def _exponent(x: float) -> str:
-    """log2 of a size: 26 when whole, else three significant figures (26.9)."""
-    return f"{x:.0f}" if x.is_integer() else units.sig(x)
-
-
 def device_label(s: SweepResult) -> str:
     """'NVIDIA H200' for a GPU, 'cpu (AMD EPYC)' for a CPU."""
     name = s.summary.device_name
     if s.summary.device_type == "cpu":
         return f"cpu ({name})" if name else "cpu"
     return name or s.summary.device_type
-
-
-def series_label(s: SweepResult) -> str:
-    run = f", run {s.run_id}" if s.run_id else ""
-    return f"{run_name(s)}, {device_label(s)}{run}"
-
-
-def _spans(xs: Sequence[float]) -> list[tuple[float, float]]:
-    """Each point's stretch of the axis: halfway to its neighbours; at the ends, as far
-    out as in, but no more than one step of log2 (nothing was measured beyond)."""
-    if not xs:
-        return []
-    if len(xs) == 1:
-        return [(xs[0] - 0.5, xs[0] + 0.5)]
-    mids = [(a + b) / 2 for a, b in itertools.pairwise(xs)]
-    first = xs[0] - min(mids[0] - xs[0], 1.0)
-    last = xs[-1] + min(xs[-1] - mids[-1], 1.0)
-    bounds = [first, *mids, last]
-    return list(itertools.pairwise(bounds))
-
-
-def _regime_runs(rows: Sequence[Any]) -> list[tuple[float, float, str]]:
-    """Consecutive sizes of one regime merged: (x0, x1, regime)."""
-    xs = [float(r.log2) for r in rows]
-    out: list[tuple[float, float, str]] = []
-    for (x0, x1), r in zip(_spans(xs), rows, strict=True):
-        if out and out[-1][2] == r.regime and math.isclose(out[-1][1], x0):
-            out[-1] = (out[-1][0], x1, r.regime)
-        else:
-            out.append((x0, x1, r.regime))
-    return out
-
-
-def sweep_figure(sweeps: Sequence[SweepResult]) -> Plot:
-    """log2(elements) vs TB/s for one or more sweeps, regimes shaded, spec and L2 marked."""
-    if not sweeps:
-        raise ValueError("no sweep to plot")
-    several = len(sweeps) > 1
-    fig = _figure(10.0, 7.5 + (0.3 * len(sweeps) if several else 0.0))
-    # matplotlib is optional ([report]) and slow to import: only figures load it
-    from matplotlib.patches import Rectangle
-
-    if several:
-        grid = fig.add_gridspec(2, 1, height_ratios=[6.0, 0.35 * len(sweeps) + 0.3])
-        ax = fig.add_subplot(grid[0])
-        strip: Axes | None = fig.add_subplot(grid[1], sharex=ax)
-    else:
-        ax = fig.add_subplot()
-        strip = None
-    # the background shows the regimes of the run that spans the most sizes
-    # (a measured run before an interpreted one: the interpreter's "regime" says nothing of memory)
-    first = max(
-        sweeps,
-        key=lambda s: (
-            max((r.log2 for r in s.rows), default=0) - min((r.log2 for r in s.rows), default=0),
-            not s.interpreted,
-        ),
-    )
-    rows0 = sorted(first.rows, key=lambda r: r.log2)
-    shaded: set[str] = set()
-    for x0, x1, regime in _regime_runs(rows0):
-        label = None
-        if regime not in shaded:
-            shaded.add(regime)
-            label = REGIME_NAMES.get(regime, regime) + (
-                f" (regimes of {run_name(first)}, run {first.run_id})" if several and first.run_id else ""
-            )
-        ax.axvspan(
-            x0, x1, color=REGIME_COLORS.get(regime, "#eeeeee"), alpha=0.6, lw=0, label=label, gid=f"regime-{regime}"
-        )
-    # a regime only another run reaches (in the strip below) is named in the legend too
-    for regime in REGIME_NAMES:
-        if regime not in shaded and any(r.regime == regime for s in sweeps for r in s.rows):
-            ax.add_patch(
-                Rectangle(
-                    (0, 0),
-                    0,
-                    0,
-                    color=REGIME_COLORS[regime],
-                    alpha=0.6,
-                    lw=0,
-                    label=f"{REGIME_NAMES[regime]} (in the strip below)",
-                    gid=f"legend-regime-{regime}",
-                )
-            )
-
-    values: list[float] = []
-    for i, s in enumerate(sweeps):
-        rows = sorted(s.rows, key=lambda r: r.log2)
-        xs = [r.log2 for r in rows]
-        ys = [r.tbps for r in rows]
-        values += ys
-        # an interpreted run's TB/s is the interpreter's: drawn faint and dashed, said so
-        label = series_label(s) + (" (interpreted: not bandwidth)" if s.interpreted else "")
-        ax.plot(
-            xs,
-            ys,
-            marker="o",
-            lw=2,
-            color=SERIES[i % len(SERIES)],
-            label=_text(label),
-            gid=f"series-{i}",
-            zorder=3,
-            ls=":" if s.interpreted else "-",
-            alpha=0.5 if s.interpreted else 1.0,
-        )
-
-    ref_drawn = False
-    for s in sweeps:
-        ref = s.reference
-        if ref is None or not ref.matches_device or ref_drawn:
-            continue
-        ref_drawn = True
-        xs = [r.log2 for r in ref.rows]
-        ys = [r.tbps for r in ref.rows]
-        values += ys
-        ax.plot(
-            xs,
-            ys,
-            ls="--",
-            marker="x",
-            color=REFERENCE_COLOR,
-            label=_text(f"tutorial's sweep: {ref.gpu}, {ref.dtype}"),
-            gid="reference",
-            zorder=2,
-        )
-
-    specs: dict[float, str] = {}
-    for s in sweeps:
-        if s.summary.spec_dram_tbps is not None:
-            specs.setdefault(s.summary.spec_dram_tbps, s.summary.spec_label or f"{s.summary.spec_dram_tbps:.4g} TB/s")
-    for value, label in specs.items():
-        values.append(value)
-        ax.axhline(
-            value, color=SPEC_COLOR, ls="-.", lw=1.5, label=_text(f"DRAM spec: {label}"), gid="dram-spec", zorder=2
-        )
-
-    for i, s in enumerate(sweeps):
-        if s.summary.dram_tbps is not None:
-            est = "~" if s.summary.dram_is_estimate else ""
-            ax.axhline(
-                s.summary.dram_tbps,
-                color=SERIES[i % len(SERIES)],
-                ls=":",
-                lw=1.2,
-                label=_text(f"measured DRAM plateau {est}{tbps_text(s.summary.dram_tbps)} ({run_name(s)})"),
-                gid=f"plateau-{i}",
-            )
-
-    caches: set[tuple[int, int]] = set()
-    for i, s in enumerate(sweeps):
-        l2 = s.summary.l2_bytes
-        if not l2 or (l2, s.element_size) in caches:
-            continue
-        caches.add((l2, s.element_size))
-        x = math.log2(l2 / s.element_size)
-        name = "L2" if s.summary.device_type == "cuda" else "last-level cache"
-        ax.axvline(
-            x,
-            color=SERIES[i % len(SERIES)],
-            ls="--",
-            lw=1.2,
-            alpha=0.8,
-            label=_text(f"{name} {units.size(l2)} = 2^{_exponent(x)} {s.dtype} elements"),
-            gid=f"cache-{i}",
-        )
-
-    positive = [v for v in values if v > 0]
-    if positive and max(positive) / min(positive) > LOG_Y_RATIO:
-        ax.set_yscale("log")
-        ax.set_ylabel("TB/s, log scale (bytes read + written / time per call)")
-    else:
-        ax.set_ylim(bottom=0)
-        ax.set_ylabel("TB/s (bytes read + written / time per call)")
-    all_x = sorted({r.log2 for s in sweeps for r in s.rows})
-    ax.set_xticks(all_x, [f"$2^{{{n}}}$" for n in all_x])
-    ax.grid(True, which="major", alpha=0.3)
-    ax.set_title(
-        _text(
-            f"Bandwidth sweep: {', '.join(sorted({what_ran(s) for s in sweeps}))}, "
-            f"{', '.join(sorted({device_label(s) for s in sweeps}))}"
-        ),
-        loc="left",
-    )
-    if strip is not None:
-        ax.tick_params(labelbottom=False)
-        for k, s in enumerate(sweeps):
-            for x0, x1, regime in _regime_runs(sorted(s.rows, key=lambda r: r.log2)):
-                strip.broken_barh(
-                    [(x0, x1 - x0)], (k - 0.4, 0.8), color=REGIME_COLORS.get(regime, "#eeeeee"), edgecolor="white"
-                )
-        strip.set_yticks(range(len(sweeps)), [_text(f"{run_name(s)} {s.run_id or ''}".strip()) for s in sweeps])
-        strip.set_ylim(len(sweeps) - 0.5, -0.5)
-        strip.set_title("regimes of each run", loc="left", fontsize="small")
-        strip.set_xlabel("tensor size, log2(elements)")
-    else:
-        ax.set_xlabel("tensor size, log2(elements)")
-    fig.legend(loc="outside lower center", ncols=2, fontsize="small")
-    devices = ", ".join(sorted({device_label(s) for s in sweeps}))
-    return Plot(key="sweep", title="Bandwidth sweep", caption=sweep_caption(sweeps, devices), figure=fig)
 
 
 def fleet_figure(fleet_id: str, curves: Sequence[tuple[str, SweepResult]]) -> Plot:

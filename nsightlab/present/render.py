@@ -1010,8 +1010,9 @@ def fleet(env: Env, result: FleetResult) -> None:
     )
 
 
-def fleet_status(env: Env, report: FleetStatusReport) -> None:
-    """`fleet status`: this owner's fleets, their age and Jobs by phase."""
+def fleet_status(env: Env, report: FleetStatusReport, *, where: str = "") -> None:
+    """`fleet status`: this owner's fleets, their age and Jobs by phase; `where` is the
+    context options its commands need (`--context stg -n serving`)."""
     if not report.fleets:
         lines(
             env, [f"no fleet of {report.owner} in namespace {report.namespace} (context {report.context})"], bullet=""
@@ -1035,9 +1036,15 @@ def fleet_status(env: Env, report: FleetStatusReport) -> None:
     ]
     table(env, cols, rows)
     blank(env)
+    first = report.fleets[0].fleet_id
+    opts = f" {where}" if where else ""
     lines(
         env,
-        ["collect one with `nsightlab fleet collect ID`, remove one with `nsightlab cleanup --fleet ID`"],
+        [
+            f"collect {'it' if len(report.fleets) == 1 else first} with `nsightlab fleet collect {first}{opts}`, "
+            f"remove it with `nsightlab cleanup --fleet {first}{opts}`"
+            + ("" if len(report.fleets) == 1 else " (the same for the others, by their id)")
+        ],
         bullet="",
     )
 
@@ -1060,6 +1067,8 @@ def config_view(env: Env, view: ConfigView) -> None:
 def _config_value(value: Any) -> str:
     if value is None:
         return "null"
+    if isinstance(value, bool):  # YAML's words, as a person writes them in config.yaml
+        return "yes" if value else "no"
     if isinstance(value, (dict, list)):
         return (
             yaml.safe_dump(value, default_flow_style=True).strip()

@@ -44,7 +44,7 @@ from nsightlab.config import home, load_session
 from nsightlab.errors import Interrupted, UsageError
 from nsightlab.parse.names import distinct_short_names
 from nsightlab.present import decodedoc as dd
-from nsightlab.present import figures, packfigure
+from nsightlab.present import figures, packfigure, sweepfigure
 from nsightlab.present import figures as figs
 from nsightlab.present.doc import (
     Bullets,
@@ -647,7 +647,8 @@ def _floor_section(floor: DecodeFloor) -> Section:
         items.append(
             Para(
                 text="No floor from these runs: no sweep reached a DRAM plateau and no GPU of theirs is in the spec "
-                "table. Sweep larger sizes, or see `nsightlab roofline --gpu NAME` for a spec floor."
+                "table. Sweep larger sizes, or take the floor of a GPU of the spec table, e.g. `nsightlab roofline "
+                f"--weights-gb {floor.weights_gb:g} --gpu g7e.8xlarge`."
             )
         )
     if floor.notes:
@@ -765,7 +766,7 @@ def draw_figures(bundle: ReportBundle) -> list[Plot]:
 
     plots: list[Plot] = []
     if bundle.sweeps:
-        plots.append(figures.sweep_figure(bundle.sweeps))
+        plots.append(sweepfigure.sweep_figure(bundle.sweeps))
     plateaus = [
         (
             s.summary.device_name or "",

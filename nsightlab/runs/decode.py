@@ -281,10 +281,11 @@ def exported(rep: Path) -> Iterator[Path]:
 
     nsys_bin = shutil.which("nsys")
     if nsys_bin is None:
-        cmd = shlex.join(export_command(rep, rep.with_suffix("").name))
+        cmd = shlex.join(export_command(rep, str(rep.with_suffix(""))))  # the CSVs beside the report
+        analyze = shlex.join(["nsightlab", "analyze", str(rep.parent)])
         raise UsageError(
             f"{rep} is an Nsight Systems report and nsys is not installed here to export it",
-            hint=f"Run where nsys is: `{cmd}`, then `nsightlab analyze` the folder of CSVs",
+            hint=f"Run where nsys is: `{cmd}`, then `{analyze}`.",
         )
     with tempfile.TemporaryDirectory(prefix="nsightlab-export-") as tmp:
         base = Path(tmp) / rep.with_suffix("").name

@@ -6,7 +6,8 @@
         result.json   the parsed, analysed result
 
 Results are written to disk (atomically) before anything is printed. A run's id is six
-hex digits; any unambiguous prefix of the id (or of the folder name) finds it.
+hex digits; any unambiguous prefix of the id finds it, and so does a longer prefix of the
+folder name (the date and time first).
 
 A run folder is in one of three states (`inspect`):
 - complete: meta.json and result.json both read, each of the shape its kind has;
@@ -43,6 +44,7 @@ from nsightlab.models import Model
 _SAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 # <UTC time>-<kind>-<name>-<id>, as new_run names a folder
 _FOLDER = re.compile(r"(\d{8}T\d{6}Z)-([A-Za-z0-9_.]+)-(.*)-([0-9a-f]{6})")
+ID_DIGITS = 6  # a run's id: secrets.token_hex(3)
 # How long a folder of raw outputs without meta.json may still be a run being written:
 # the lab pod's default lifetime (lab.deadline_seconds), the longest a run in it can take.
 RUNNING_GRACE = timedelta(hours=4)
@@ -317,7 +319,7 @@ def new_run(kind: str, name: str, *, now: datetime | None = None, run_id: str | 
     """A fresh run folder (with raw/) and its id (a new one unless `run_id` is given: a
     fleet's run takes the fleet's id)."""
     now = now or datetime.now(timezone.utc)
-    run_id = run_id or secrets.token_hex(3)
+    run_id = run_id or secrets.token_hex(ID_DIGITS // 2)
     folder = f"{now:%Y%m%dT%H%M%SZ}-{_SAFE.sub('-', kind)}-{_SAFE.sub('-', name).strip('-')[:40] or 'run'}-{run_id}"
     path = runs_dir() / folder
     (path / "raw").mkdir(parents=True)
@@ -370,7 +372,13 @@ def resolve(ref: str) -> Run:
                 "there are no runs yet", hint="Make one with `nsightlab profile lesson1` or `nsightlab sweep`."
             )
         return runs[-1]
-    matches = [r for r in runs if r.id.startswith(ref) or r.folder.startswith(ref)]
+    # A run id is six hex digits: a reference that short is an id's prefix, and only that
+    # (every folder name starts with the year: `2` must not match them all); a longer
+    # one is a folder name's prefix.
+    if len(ref) <= ID_DIGITS:
+        matches = [r for r in runs if r.id.startswith(ref)]
+    else:
+        matches = [r for r in runs if r.folder.startswith(ref)]
     if not matches:
         raise UsageError(f"no run matches '{ref}'", hint="List them with `nsightlab runs`.")
     if len(matches) > 1:
