@@ -163,6 +163,8 @@ def main() -> int:
     # what the shell script decides on: one key=value a line, values on one line
     gpu = facts["torch"].get("cuda_available", False)
     print(f"gpu={1 if gpu else 0}")
+    device = facts["torch"].get("device") or {}
+    print("gpu_name=" + " ".join(f"{device.get('name') or ''} (driver {device.get('driver') or 'unknown'})".split()))
     reason = facts["torch"].get("no_gpu_reason") or facts["torch"].get("error") or ""
     print("gpu_reason=" + " ".join(str(reason).split()))
     print(f"triton={1 if facts['triton'].get('imported') else 0}")

@@ -298,7 +298,6 @@ skip() { # skip STEP REASON
     step_line "$1" skipped 0 - - "$2"
 }
 
-
 # ------------------------------------------------------------------ sizes per mode
 if [ "$DEVICE" = cuda ]; then
     DEV_ARG=cuda
@@ -328,7 +327,6 @@ if [ "$TINY" = 1 ]; then
     SIZES=10,12,14,16
     T_SIZES=10,12
     SWEEP_CALLS=(--warmup 1 --iters 3)
-    [ "$DEVICE" = cpu ] && DEC_A=(--preset tiny) && DEC_B=(--preset tiny --layers 8 --hidden 128 --untied)
     DEC_RUN=(--tokens 4 --warmup 1 --prompt-len 8)
     # two copies: each is a process that imports torch, the slow part of a tiny run
     COLOC=("${COLOC[@]:0:2}" --copies 1,2 --batch 1 --tokens 4 --prompt-len 8)
@@ -338,12 +336,13 @@ fi
 echo "gpu_run.sh: --device $DEVICE, tiny $TINY, budget ${TOTAL_S}s -> $OUTDIR"
 FACTS_OUT=$WORK/facts.out
 run_step facts 60 "$RUN/facts.json" "$FACTS_OUT" -- "$PY" "$HERE/gpu_facts.py" --device "$DEVICE" --out "$RUN/facts.json"
-GPU=0 GPU_REASON="the facts step did not finish" TRITON=0 TRITON_REASON="the facts step did not finish"
+GPU=0 GPU_NAME="" GPU_REASON="the facts step did not finish" TRITON=0 TRITON_REASON="the facts step did not finish"
 if [ -f "$FACTS_OUT" ]; then
     while IFS='=' read -r key value; do
         case "$key" in
         gpu) GPU=$value ;;
         gpu_reason) GPU_REASON=$value ;;
+        gpu_name) GPU_NAME=$value ;;
         triton) TRITON=$value ;;
         triton_reason) TRITON_REASON=$value ;;
         summary) note_line "machine: $value" ;;
@@ -364,7 +363,7 @@ if [ "$DEVICE" = cpu ]; then
     skip gpu "--device cpu: the run stays on the CPU"
     NO_GPU=""
 elif [ "$GPU" = 1 ]; then
-    step_line gpu ok 0 - 0 "torch sees a GPU"
+    step_line gpu ok 0 - 0 "torch sees $GPU_NAME"
     NO_GPU=""
 else
     NO_GPU="no GPU: torch cannot see one (${GPU_REASON}); bench/gpu_run.sh --device cpu runs on the CPU"
