@@ -262,6 +262,13 @@ def test_ncu_counters_read_or_refused(
     doc = json.loads(analyze(capsys, folder, "--json").out)
     assert not [x for x in doc["records"] if x["kind"] == "ncu"]
     assert any("ERR_NVGPUCTRPERM" in n and "a finding" in n for n in doc["notes"])
+    # the refusal on ncu's stderr (the step's log), its stdout holding only the program's lines
+    ncu_csv.write_text("memory_bound_scale   268435456 elems float16\n")
+    (folder / "logs" / "ncu.log").write_text("$ ncu --csv ...\n" + PERM + "\n")
+    doc = json.loads(analyze(capsys, folder, "--json").out)
+    assert any("ERR_NVGPUCTRPERM" in n and "a finding" in n for n in doc["notes"])
+    assert not any("records/ncu: cannot be read" in n for n in doc["notes"])
+    (folder / "logs" / "ncu.log").unlink()
     shutil.copyfile(NCU_CSV, ncu_csv)  # a real capture: the counters were read
     doc = json.loads(analyze(capsys, folder, "--json").out)
     (ncu,) = [x for x in doc["records"] if x["kind"] == "ncu"]
@@ -326,16 +333,21 @@ def test_graphs_and_floor_checks_of_a_gpu_decode(tmp_path: Path) -> None:
     assert h200 is not None
     floor_s = eager.bytes_per_step_floor / 4.8e12
 
+    bf16 = {"dtype": "bfloat16", "element_size": 2}
+
     def with_graphs(graphs_s: float) -> DecodeRecord:
         twin = eager.model_copy(update={"mode": "graphs", "median_step_s": graphs_s})
         slow = eager.model_copy(update={"median_step_s": 10 * floor_s})
-        return record.model_copy(update={"modes": [slow, twin]})
+        # in bfloat16, as decode.py runs on a GPU
+        return record.model_copy(update={"modes": [slow, twin], "model": record.model.model_copy(update=bf16)})
 
     rows = check_run(RunFigures(device_type="cuda", spec=h200, decodes=[("decode-1b-class", with_graphs(5 * floor_s))]))
     by = {r.check.split(": ", 1)[1]: r for r in rows}
     graphs = by[f"graphs faster than eager at batch {eager.batch}"]
     assert graphs.ok is True and graphs.value == pytest.approx(5 * floor_s * 1e3)
-    assert all(r.ok is True for r in rows) and len(rows) == 3  # graphs, and a floor row per mode
+    assert all(r.ok is True for r in rows) and len(rows) == 4  # graphs, the matrix rate, a floor row per mode
+    (matmul,) = [r for r in rows if "matrix TFLOP/s" in r.check]
+    assert matmul.bound == 989.0 and matmul.value < 989.0 and "H200 dense FP16/BF16 tensor peak" in matmul.source
     rows = check_run(
         RunFigures(device_type="cuda", spec=h200, decodes=[("decode-1b-class", with_graphs(0.5 * floor_s))])
     )
@@ -367,6 +379,10 @@ def test_a_gone_budget_skips_every_step_and_still_packs(
     doc = json.loads(analyze(capsys, out, "--json").out)
     assert doc["records"] == [] and doc["sanity"] == []
     assert any("no facts.json" in n for n in doc["notes"])
+    (out / "gpu-run.tar.gz").unlink()  # a run killed before it packed: the steps log alone
+    doc = json.loads(analyze(capsys, out, "--json").out)
+    assert len(doc["steps"]) == len(STEPS) and doc["records"] == []
+    assert any(n.startswith("no gpu-run.tar.gz: the run ended before it packed") for n in doc["notes"])
 
 
 @pytest.fixture
@@ -505,3 +521,30 @@ def test_an_archive_is_read_member_by_member_and_nothing_leaves(
     (out / "gpu-run.tar.gz").write_bytes((out / "gpu-run.tar.gz").read_bytes()[:40])  # cut short
     r = analyze(capsys, out)
     assert r.code == 2 and "gpu-run.tar.gz: cannot read the archive" in r.err and r.err.count("\n") <= 2
+
+
+@pytest.mark.slow
+def test_without_a_gpu_every_gpu_step_is_a_skipped_line(
+    capsys: pytest.CaptureFixture[str], nsl_home: Path, tmp_path: Path
+) -> None:
+    torch = pytest.importorskip("torch")
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    out = tmp_path / "out"
+    done = gpu_run(out, tmp=tmp_path)  # the GPU run, where torch sees none
+    assert done.returncode == 0, done.stderr
+    steps = steps_of(out)
+    assert steps["facts"][0] == "ok"
+    reason = steps["gpu"][4]
+    assert steps["gpu"][0] == "skipped" and reason.startswith("no GPU: torch cannot see one (")
+    assert "bench/gpu_run.sh --device cpu runs on the CPU" in reason
+    for step in STEPS[2:]:
+        status, _, _, _, detail = steps[step]
+        assert status == "skipped", step
+        if step in ("ncu", "nsys") and not shutil.which(step):
+            assert detail.endswith("is not on PATH"), detail
+        else:
+            assert detail == reason, step
+    doc = json.loads(analyze(capsys, out, "--json").out)
+    assert doc["device"] == "cuda" and doc["records"] == [] and doc["sanity"] == []
+    assert doc["facts"]["torch"]["cuda_available"] is False

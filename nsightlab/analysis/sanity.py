@@ -9,19 +9,21 @@ bounds.
 GPU checks: lesson1's scale under the DRAM spec and its GEMM under the dense FP16/BF16
 peak; each sweep's DRAM plateau below the spec and its launch floor at least a few
 microseconds; a decode step replayed from a CUDA graph at batch 1 faster than its eager
-twin; every decode step at or above its floor (the bytes a step must read over the spec
-bandwidth); copies at once reading no faster together than the spec. CPU checks (no spec
-there): a sweep's DRAM plateau not above its cache peak; a decode step not below its floor
-at the fastest rate the run's own sweep measured. Pure.
+twin; a decode's fastest matrix rate under the dense peak of its dtype; every decode step
+at or above its floor (the bytes a step must read over the spec bandwidth); copies at
+once reading no faster together than the spec. CPU checks (no spec there): a sweep's DRAM
+plateau not above its cache peak; a decode step not below its floor at the fastest rate
+the run's own sweep measured. Pure.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Literal, NamedTuple
 
 from nsightlab.analysis.colocate import ColocateResult
-from nsightlab.analysis.decode import DecodeRecord
+from nsightlab.analysis.decode import DecodeRecord, peak_tflops
 from nsightlab.analysis.gpus import GpuSpec
 from nsightlab.analysis.profile import ProfileResult
 from nsightlab.analysis.sweep import SweepResult
@@ -93,6 +95,10 @@ def _row(
 ) -> SanityRow:
     """A row; `finding` is the note when the figure breaks its bound, `missing` when
     there is no figure."""
+    if value is not None and not math.isfinite(value):
+        value, missing = None, f"the figure is not a finite number ({value}): the record is damaged"
+    if bound is not None and not math.isfinite(bound):
+        bound = None
     if value is None or bound is None:
         return SanityRow(
             check=check, value=value, bound=bound, unit=unit, relation=relation, source=source, ok=None, note=missing
@@ -165,6 +171,7 @@ def _gpu_rows(f: RunFigures) -> list[SanityRow]:
         )
     for step, rec in f.decodes:
         rows += _graphs_rows(step, rec)
+        rows += _matmul_rows(step, rec, spec, no_spec)
         if dram is not None:
             rows += _floor_rows(step, rec, dram * 1e12, f"{DECODE_FLOOR_SOURCE} the {dram_src}")
         else:
@@ -269,6 +276,28 @@ def _graphs_rows(step: str, rec: DecodeRecord) -> list[SanityRow]:
             missing="the run has no "
             + ("graphs" if graphs is None else "eager")
             + f" step at batch {batch} (a mode failed, or the run was cut short)",
+        )
+    ]
+
+
+def _matmul_rows(step: str, rec: DecodeRecord, spec: GpuSpec | None, no_spec: str) -> list[SanityRow]:
+    """The fastest step's matrix FLOP/s against the dense peak of the model's dtype."""
+    timed = [e for e in rec.modes if e.median_step_s > 0 and e.flops_per_step > 0]
+    if not timed:
+        return []
+    e = max(timed, key=lambda e: e.flops_per_step / e.median_step_s)
+    peak, label = peak_tflops(spec, rec.model.dtype)
+    return [
+        _row(
+            f"{step} ({rec.model.preset or 'custom'}) {e.mode}, batch {e.batch}: matrix TFLOP/s at most the dense "
+            f"{rec.model.dtype} peak",
+            e.flops_per_step / e.median_step_s / 1e12,
+            peak,
+            "TFLOP/s",
+            "<=",
+            label or "the spec table",
+            finding="above the datasheet's dense peak: the FLOPs per step are counted too high or the timer is wrong",
+            missing=no_spec if spec is None else f"the spec table has no dense {rec.model.dtype} peak for this GPU",
         )
     ]
 

@@ -107,7 +107,7 @@ def _ok(row: SanityRow) -> str:
 
 
 def _num(value: float | None, unit: str) -> str:
-    return "-" if value is None else f"{sig(value)} {unit}"
+    return "-" if value is None else f"{sig(value, 4)} {unit}"
 
 
 def draw_sanity(env: Env, rows: list[SanityRow]) -> None:

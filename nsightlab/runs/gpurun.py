@@ -296,6 +296,9 @@ class _Records:
             self.notes.append("records/ncu: no ncu.csv (the step left no output)")
             return
         text = csv.read_text(encoding="utf-8", errors="replace")
+        log = folder.parent.parent / "logs" / "ncu.log"  # ncu's own lines may have gone to stderr
+        if log.is_file():
+            text += "\n" + log.read_text(encoding="utf-8", errors="replace")
         blocked = detect_counter_permission_error(text)
         if blocked:
             self.notes.append(
