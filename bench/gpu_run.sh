@@ -34,6 +34,7 @@
 #   GPU_RUN_ONLY=a,b      run only these steps, or steps of these first words (sweep,
 #                         decode); facts always runs, the rest are skipped
 #   GPU_RUN_PYTHON=PATH   the Python to run (default: python3 on PATH)
+#   GPU_RUN_CAP_BYTES=N   a file's cap (16 MiB); smaller only to test how traces are dropped
 set -u
 
 PROG=gpu_run.sh
@@ -81,13 +82,16 @@ command -v timeout >/dev/null 2>&1 || usage_error "needs coreutils' timeout, whi
 
 TOTAL_S=${GPU_RUN_BUDGET_S:-285}
 case "$TOTAL_S" in '' | *[!0-9]*) usage_error "GPU_RUN_BUDGET_S must be whole seconds, not '$TOTAL_S'" ;; esac
+CAP_BYTES=${GPU_RUN_CAP_BYTES:-$((16 * 1024 * 1024))} # a smaller cap only to test the dropping
+case "$CAP_BYTES" in '' | *[!0-9]*) usage_error "GPU_RUN_CAP_BYTES must be whole bytes, not '$CAP_BYTES'" ;; esac
+SLACK_BYTES=$((CAP_BYTES / 256)) # what tar and gzip add around the traces
 TINY=${GPU_RUN_TINY:-0}
 ONLY=${GPU_RUN_ONLY:-}
 PY=${GPU_RUN_PYTHON:-python3}
 command -v "$PY" >/dev/null 2>&1 || usage_error "no $PY on PATH (set GPU_RUN_PYTHON)"
 
 # Our own files in OUTDIR; anything else there is refused, so the folder holds at most 4.
-OWN_FILES="steps.log gpu-run.tar.gz traces.tar.gz traces-2.tar.gz"
+OWN_FILES="steps.log gpu-run.tar.gz traces.tar.gz"
 if [ -e "$OUTDIR" ] && [ ! -d "$OUTDIR" ]; then
     usage_error "$OUTDIR exists and is not a folder"
 fi
@@ -110,7 +114,6 @@ RUN=$WORK/gpu-run # what gpu-run.tar.gz holds
 mkdir -p "$RUN/records" "$RUN/logs" "$WORK/traces"
 LOG=$OUTDIR/steps.log
 
-CAP_BYTES=$((16 * 1024 * 1024))
 LOG_CAP_BYTES=$((1024 * 1024)) # each step's log keeps its last MiB
 PACK_RESERVE_S=10              # kept back from the steps for packing
 MIN_STEP_S=5                   # a step that would get less is skipped
@@ -157,8 +160,8 @@ pack() {
         [ -n "$f" ] || continue
         size=$(wc -c <"$f")
         name=$(basename "$f")
-        if [ $((kept + size)) -gt $((CAP_BYTES - 65536)) ]; then
-            note_line "trace $name dropped: $size bytes would take traces.tar.gz past 16 MiB"
+        if [ $((kept + size)) -gt $((CAP_BYTES - SLACK_BYTES)) ]; then
+            note_line "trace $name dropped: $size bytes would take traces.tar.gz past the $CAP_BYTES-byte cap"
             continue
         fi
         kept=$((kept + size))
@@ -170,7 +173,7 @@ pack() {
         size=$(wc -c <"$OUTDIR/traces.tar.gz" 2>/dev/null || echo 0)
         if [ "$size" -gt "$CAP_BYTES" ]; then
             rm -f "$OUTDIR/traces.tar.gz"
-            note_line "traces.tar.gz dropped: $size bytes, over 16 MiB"
+            note_line "traces.tar.gz dropped: $size bytes, over the $CAP_BYTES-byte cap"
         fi
     fi
     local elapsed=$(($(date +%s) - START))

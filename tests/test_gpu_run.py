@@ -548,3 +548,23 @@ def test_without_a_gpu_every_gpu_step_is_a_skipped_line(
     doc = json.loads(analyze(capsys, out, "--json").out)
     assert doc["device"] == "cuda" and doc["records"] == [] and doc["sanity"] == []
     assert doc["facts"]["torch"]["cuda_available"] is False
+
+
+@pytest.mark.slow
+def test_a_trace_over_the_cap_is_dropped_with_a_note(
+    capsys: pytest.CaptureFixture[str], nsl_home: Path, tmp_path: Path
+) -> None:
+    pytest.importorskip("torch")
+    out = tmp_path / "out"
+    # a cap smaller than lesson1's real trace (a couple of KiB compressed)
+    done = gpu_run(
+        out, "--device", "cpu", tmp=tmp_path, GPU_RUN_TINY="1", GPU_RUN_ONLY="lesson1", GPU_RUN_CAP_BYTES="512"
+    )
+    assert done.returncode == 0, done.stderr
+    assert steps_of(out)["lesson1"][0] == "ok"
+    assert not (out / "traces.tar.gz").exists()
+    log = (out / "steps.log").read_text()
+    assert "# note: trace lesson1.trace.json.gz dropped: " in log and "past the 512-byte cap" in log
+    doc = json.loads(analyze(capsys, out, "--json").out)
+    assert [x["step"] for x in doc["records"]] == ["lesson1"]  # the record stays; only the trace went
+    assert any("trace lesson1.trace.json.gz dropped" in n for n in doc["notes"])

@@ -48,7 +48,7 @@ from nsightlab.parse.ncu import detect_counter_permission_error
 
 STEPS_LOG = "steps.log"
 ARCHIVE = "gpu-run.tar.gz"
-TRACES = ("traces.tar.gz", "traces-2.tar.gz")
+TRACES = ("traces.tar.gz",)
 TOP = "gpu-run"
 #: What the script promises about its folder (the device machine brings back at most
 #: 8 files of 16 MiB): a folder that breaks it is said so in the notes.
