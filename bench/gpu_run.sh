@@ -27,8 +27,9 @@
 # and traces.tar.gz (profiler traces; the biggest are dropped, with a note, when over the
 # cap). `nsightlab analyze OUTDIR` reads it back on any machine.
 #
-# --device cpu runs the same steps on the CPU with small sizes (about a minute; one torch
-# thread unless OMP_NUM_THREADS says otherwise). Environment:
+# --device cpu runs the same steps on the CPU with small sizes (two minutes on a loaded
+# 2-core machine, half of it colocate's 15 processes starting; one torch thread each unless
+# OMP_NUM_THREADS says otherwise). Environment:
 #   GPU_RUN_TINY=1        the smallest sizes (the test suite's proof of the script)
 #   GPU_RUN_BUDGET_S=N    the whole run's budget in seconds (default 285)
 #   GPU_RUN_ONLY=a,b      run only these steps, or steps of these first words (sweep,
