@@ -13,8 +13,8 @@ from nsightlab.analysis.profile import ProfileResult
 from nsightlab.analysis.sanity import SanityRow
 from nsightlab.analysis.sweep import SweepImpls, SweepResult
 from nsightlab.analysis.units import sig
-from nsightlab.errors import escape_controls
 from nsightlab.present import render
+from nsightlab.present.packdoc import esc
 from nsightlab.present.packview import draw_colocate
 from nsightlab.present.render import Column
 from nsightlab.present.text import SPREAD_NOTE, impls_heading, impls_lines, impls_table, sweep_summary_lines
@@ -24,7 +24,8 @@ if TYPE_CHECKING:
 
 
 def _esc(text: object) -> str:
-    return "" if text is None else escape_controls(str(text))
+    """A string from the run's folder, safe to show: present's own escaping."""
+    return esc(text)
 
 
 def draw_gpu_run(env: Env, result: GpuRunResult) -> None:

@@ -12,7 +12,8 @@ are compared side by side as `sweep --impl torch,triton` does. Then the sanity t
 
 The archive is read member by member into a private temporary folder: regular files
 only, with plain names under `gpu-run/`, size-capped; nothing is extracted with tarfile's
-own extraction and no link is followed.
+own extraction and no link is followed. Names and messages from the folder stay as they
+are in the result (the renderer makes them safe to show).
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ from nsightlab.analysis.profile import ProfileResult
 from nsightlab.analysis.sanity import RunFigures, check_run
 from nsightlab.analysis.sweep import SweepResult, compare_impls
 from nsightlab.analysis.units import sig
-from nsightlab.errors import ParseError, UsageError, escape_controls
+from nsightlab.errors import ParseError, UsageError
 from nsightlab.parse.ncu import detect_counter_permission_error
 
 STEPS_LOG = "steps.log"
@@ -111,7 +112,7 @@ def analyze_gpu_run(path: Path, read: Reader) -> GpuRunResult:
     if failed:
         notes.append(
             f"{len(failed)} step(s) did not finish: "
-            + "; ".join(f"{s.step} {s.status} ({escape_controls(s.detail)[:160]})" for s in failed)
+            + "; ".join(f"{s.step} {s.status} ({s.detail[:160]})" for s in failed)
         )
     sanity = check_run(figures)
     outside = [r for r in sanity if r.ok is False]
@@ -144,7 +145,7 @@ def _folder_notes(files: list[RunFile]) -> list[str]:
         out.append(f"the folder holds {len(files)} files; the script leaves at most {MAX_FILES}")
     for f in files:
         if f.bytes > MAX_FILE_BYTES:
-            out.append(f"{escape_controls(f.name)} is {f.bytes} bytes, over the 16 MiB a file may take")
+            out.append(f"{f.name} is {f.bytes} bytes, over the 16 MiB a file may take")
     return out
 
 
@@ -182,7 +183,7 @@ def _unpack(archive: Path, into: Path, notes: list[str]) -> None:
                     and all(_PART.match(p) and p not in (".", "..") for p in parts)
                 )
                 if not plain:
-                    notes.append(f"{ARCHIVE}: left out {escape_controls(member.name)!r} (not a plain file of the run)")
+                    notes.append(f"{ARCHIVE}: left out {member.name!r} (not a plain file of the run)")
                     continue
                 if member.size > MEMBER_CAP or total + member.size > TOTAL_CAP:
                     notes.append(f"{ARCHIVE}: left out {member.name} ({member.size} bytes: over the size cap)")
@@ -202,7 +203,7 @@ def _unpack(archive: Path, into: Path, notes: list[str]) -> None:
 def _list_traces(path: Path, notes: list[str]) -> None:
     try:
         with tarfile.open(path, mode="r:gz") as tar:
-            names = [f"{escape_controls(m.name)} ({sig(m.size / 2**20)} MiB)" for m in tar if m.isfile()]
+            names = [f"{m.name} ({sig(m.size / 2**20)} MiB)" for m in tar if m.isfile()]
     except (tarfile.TarError, OSError, EOFError) as e:
         notes.append(f"{path.name} cannot be read: {e}")
         return
@@ -249,7 +250,7 @@ class _Records:
             else:
                 self._read(folder)
         except (ParseError, UsageError) as e:
-            self.notes.append(f"records/{name}: cannot be read: {escape_controls(self._shown(e.message))}")
+            self.notes.append(f"records/{name}: cannot be read: {self._shown(e.message)}")
 
     def _add(self, step: str, file: Path, result: RecordResult, headline: str) -> RecordResult:
         rel = f"records/{step}/{file.name}" if file.is_file() else f"records/{step}/"
@@ -303,7 +304,7 @@ class _Records:
         if blocked:
             self.notes.append(
                 "ncu could not read the GPU's performance counters on this machine (ERR_NVGPUCTRPERM): a finding "
-                f"about the machine, not a failure of the run: {escape_controls(blocked.strip())[:200]}"
+                f"about the machine, not a failure of the run: {blocked.strip()[:200]}"
             )
             return
         result = self.read(csv)
@@ -367,7 +368,7 @@ class _Records:
                 )
                 self._add("colocate", self.colocate, result, result.headline)
             except ParseError as e:
-                self.notes.append(f"records/colocate: cannot be read: {escape_controls(self._shown(e.message))}")
+                self.notes.append(f"records/colocate: cannot be read: {self._shown(e.message)}")
         name = _device_name(facts)
         ran_on = "cpu" if device == "cpu" else "cuda"
         return RunFigures(
@@ -416,7 +417,7 @@ def _comparisons(sweeps: dict[str, SweepResult], notes: list[str]) -> list[RunRe
         try:
             cmp = compare_impls(a, b)
         except (UsageError, ValueError) as e:
-            notes.append(f"{torch_step} against {triton_step}: {escape_controls(str(e))}")
+            notes.append(f"{torch_step} against {triton_step}: {e}")
             continue
         out.append(
             RunRecord(
