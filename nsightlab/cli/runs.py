@@ -119,8 +119,8 @@ def analyze(
         Path,
         typer.Argument(
             help="a stored run (id, prefix, 'latest') or its folder, nsys CSV exports (folder), a cuda_gpu_trace CSV, "
-            "a Kineto trace (.json, .json.gz), a .nsys-rep, nsys console output, an ncu CSV, or a "
-            "lesson1/torchprof/sweep/decode JSON."
+            "a Kineto trace (.json, .json.gz), a .nsys-rep, nsys console output, an ncu CSV, a "
+            "lesson1/torchprof/sweep/decode JSON, or the folder bench/gpu_run.sh wrote."
         ),
     ],
     step_range: Annotated[
@@ -152,7 +152,8 @@ def analyze(
     From nsys output: the kernels, the NVTX ranges, the CUDA API calls and the memory
     operations, and why there are no rates when nothing says what one call did. With a
     GPU timeline (a cuda_gpu_trace export, a Kineto trace, a .nsys-rep) it adds the step
-    anatomy: step time, GPU idle between kernels, the top kernels, a verdict.
+    anatomy: step time, GPU idle between kernels, the top kernels, a verdict. The folder
+    bench/gpu_run.sh wrote: every record, and its figures against physical bounds.
 
     \b
     Example:
@@ -161,6 +162,7 @@ def analyze(
       nsightlab analyze ncu_speedoflight.csv
       nsightlab analyze latest
       nsightlab analyze trace.pt.trace.json.gz --step-range ProfilerStep --weights-gb 16
+      nsightlab analyze ./gpu-run-h200/
     """
     from nsightlab.runs.analyze import analyze_path
 
@@ -172,11 +174,15 @@ def analyze(
     # The renderers and the result types, only for the text (importing them all is a
     # tenth of a second that --json need not wait for).
     from nsightlab.analysis.decode import DecodeResult, TraceResult
+    from nsightlab.analysis.gpurun import GpuRunResult
     from nsightlab.analysis.ncu import NcuResult
     from nsightlab.analysis.profile import ProfileResult
     from nsightlab.present import render
+    from nsightlab.present.gpurunview import draw_gpu_run
 
-    if isinstance(result, ProfileResult):
+    if isinstance(result, GpuRunResult):
+        draw_gpu_run(env, result)
+    elif isinstance(result, ProfileResult):
         render.profile(env, result)
     elif isinstance(result, NcuResult):
         render.ncu(env, result)

@@ -4,8 +4,9 @@ PATH may be: a stored run (its id, an unambiguous prefix, `latest`, or its folde
 stored result), a folder of `nsys stats` CSV exports
 (with the script's JSON beside them, if any), a saved console output of `nsys stats` or
 `nsys profile --stats=true`, an ncu CSV (`--section SpeedOfLight` or `--page details`), a
-lesson1 / torchprof / sweep / decode JSON. A file that cannot be parsed is exit 2 naming
-the file and the line.
+lesson1 / torchprof / sweep / decode JSON, or the folder `bench/gpu_run.sh` wrote (its
+records analysed one by one, with a sanity table: `nsightlab.runs.gpurun`). A file that
+cannot be parsed is exit 2 naming the file and the line.
 
 Whenever the input holds a GPU timeline (a `cuda_gpu_trace` export, alone or in a folder
 with the other trace exports of its capture; a Kineto trace; a `.nsys-rep`, exported
@@ -118,6 +119,12 @@ def analyze_path(
 
 def _analyze(path: Path, opts: TraceOptions) -> BaseModel:
     if path.is_dir():
+        from nsightlab.runs import gpurun
+
+        if gpurun.is_gpu_run(path):  # bench/gpu_run.sh's folder: each record read as a file of its own
+            if opts.used:
+                raise UsageError(f"--step-range and --weights-gb need a GPU timeline; {path} is a gpu_run.sh folder")
+            return gpurun.analyze_gpu_run(path, lambda p: _analyze(p, TraceOptions()))
         return _folder(path, opts)
     if is_kineto_file(path):
         return trace_result(path, kineto_anatomy(path, opts.step_range), opts)
