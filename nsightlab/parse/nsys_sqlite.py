@@ -39,11 +39,16 @@ import stat
 import urllib.parse
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 from nsightlab.errors import ParseError
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 SUPPORTED_MAJOR = (2, 3)
+# A memset's name code in `op_chunks` (kernels' are StringIds ids, memcpys' -1 - copy kind).
+MEMSET_CODE = -(1 << 20)
+# Rows fetched from SQLite at a time.
+CHUNK_ROWS = 1 << 14
 # How long to wait for another process's write lock before reading without locking.
 LOCK_WAIT_S = 2.0
 # The longest string or blob a query may return (kernel names run to a few kB).
@@ -299,7 +304,8 @@ class NsysSqlite:
     # ------------------------------------------------------------------ GPU operations
 
     def check_ops(self) -> None:
-        """The cells the operation stream turns into numbers are whole numbers."""
+        """ParseError naming the first cell of the GPU operation tables (and the CUDA API
+        table) that is not a whole number in range; nothing when all are."""
         for table in (KERNEL, MEMCPY, MEMSET):
             ids = ("deviceId", "streamId", "correlationId", "globalPid")
             self.check_integers(table, ("start", "end"))
@@ -307,35 +313,68 @@ class NsysSqlite:
         self.check_integers(RUNTIME, ("start", "end"))
         self.check_integers(RUNTIME, ("correlationId", "globalTid", "nameId"), nullable=("correlationId", "globalTid"))
 
-    def ops(self) -> Iterator[tuple[object, ...]]:
-        """Every kernel, memcpy and memset in start order, with the CUDA call that launched
-        it (same correlation id, same process), as tuples: (start, end, kind 0 kernel / 1
-        memcpy / 2 memset, name (a StringIds id, the copy kind, or 0), deviceId, streamId,
-        correlationId, globalPid, the launch's start, the launching thread's globalTid)."""
+    def op_chunks(self, *, threads: bool) -> Iterator[list[tuple[Any, ...]]]:
+        """Every kernel, memcpy and memset in start order, each joined to the CUDA call that
+        launched it (same correlation id, same process), in chunks of rows:
+
+            (start, end (never before start), name code, stream key, correlation id (-1:
+             none), the launch's start (-1: none), the launching thread's globalTid)
+
+        The name code is a kernel's `demangledName` StringIds id (>= 0), `-1 - copyKind`
+        for a memcpy, `MEMSET_CODE` for a memset; the stream key packs the process id (bits
+        40-63), the device id (32-39) and the stream id (0-31). The thread is NULL unless
+        `threads`. Cells are as stored: the caller checks that times are whole numbers."""
         parts = []
-        for table, kind, name in ((KERNEL, 0, "demangledName"), (MEMCPY, 1, "copyKind"), (MEMSET, 2, "0")):
+        for table, column, code in (
+            (KERNEL, "demangledName", "demangledName & 9223372036854775807"),
+            (MEMCPY, "copyKind", "-1 - copyKind"),
+            (MEMSET, "", str(MEMSET_CODE)),
+        ):
             if not self.has(table, "start", "end"):
                 continue
-            if name != "0" and not self.has(table, name):
-                raise self.fail(f"{table} has no {name} column: not a layout this nsightlab knows")
-            cols = [self._col(table, c) for c in ("deviceId", "streamId", "correlationId", "globalPid")]
-            parts.append(f'SELECT start, "end", {kind} AS kind, {name} AS name, {", ".join(cols)} FROM {table}')
+            if column and not self.has(table, column):
+                raise self.fail(f"{table} has no {column} column: not an nsys export layout this nsightlab knows")
+            parts.append(self._op_select(table, code))
         if not parts:
-            return iter(())
+            return
         ops = " UNION ALL ".join(parts)
         if self.has(RUNTIME, "start", "correlationId", "globalTid"):
+            thread = "r.globalTid" if threads else "NULL"
             sql = (
-                f"SELECT o.*, r.start, r.globalTid FROM ({ops}) AS o LEFT JOIN {RUNTIME} AS r "
+                f"SELECT o.start, o.e, o.name, o.skey, coalesce(o.corr, -1), coalesce(r.start, -1), {thread} "
+                f"FROM ({ops}) AS o LEFT JOIN {RUNTIME} AS r "
                 "ON r.correlationId = o.corr AND (o.gpid IS NULL OR r.globalTid >> 24 = o.gpid >> 24) "
                 "ORDER BY o.start"
             )
         else:
-            sql = f"SELECT o.*, NULL, NULL FROM ({ops}) AS o ORDER BY o.start"
-        return self.query(sql)
+            sql = (
+                f"SELECT o.start, o.e, o.name, o.skey, coalesce(o.corr, -1), -1, NULL FROM ({ops}) AS o "
+                "ORDER BY o.start"
+            )
+        try:
+            cursor = self.conn.execute(sql)
+            while True:
+                rows = cursor.fetchmany(CHUNK_ROWS)
+                if not rows:
+                    return
+                yield rows
+        except sqlite3.Error as e:
+            raise self._db_error(e) from None
 
-    def _col(self, table: str, column: str) -> str:
-        alias = {"deviceId": "device", "streamId": "stream", "correlationId": "corr", "globalPid": "gpid"}[column]
-        return f"{column} AS {alias}" if self.has(table, column) else f"NULL AS {alias}"
+    def _op_select(self, table: str, name: str) -> str:
+        def col(column: str, default: str = "0") -> str:
+            return f"coalesce({column}, {default})" if self.has(table, column) else default
+
+        pid = col("globalPid")
+        skey = (
+            f"((({pid} >> 24) & 16777215) << 40) | (({col('deviceId')} & 255) << 32) | ({col('streamId')} & 4294967295)"
+        )
+        corr = "correlationId" if self.has(table, "correlationId") else "NULL"
+        gpid = "globalPid" if self.has(table, "globalPid") else "NULL"
+        return (
+            f'SELECT start, max(start, "end") AS e, {name} AS name, {skey} AS skey, {corr} AS corr, {gpid} AS gpid '
+            f"FROM {table}"
+        )
 
     def copy_label(self, kind: int) -> str:
         """`[CUDA memcpy Host-to-Device]`: the name nsys's reports give a copy kind."""

@@ -10,7 +10,7 @@ the CSV and console readers give (`nsightlab.parse.nsys`), from one database.
 - `cuda_gpu_mem_time_sum` / `cuda_gpu_mem_size_sum`: memcpy per copy kind and memset;
 - `nvtx_sum`: NVTX push/pop and start/end ranges per name and style;
 - `nvtx_kern_sum`: per (range, kernel name), the kernels whose launching CUDA call lies
-  inside the range on the same thread (nested ranges count them too);
+  inside the range on the same thread (nested ranges count them too); no median;
 - `nvtx_gpu_proj_sum`: per range name, each instance's projection onto the GPU (first to
   last operation launched inside it).
 
@@ -99,8 +99,7 @@ def build_report(trace: SqliteTrace) -> NsysReport:
 
 def _kernel_sum(trace: SqliteTrace) -> list[KernelSummaryRow]:
     cols = trace.gpu_columns()
-    assert trace.scan is not None
-    rows = [(cols.names[nid], stats(d)) for nid, d in enumerate(trace.scan.durations) if len(d)]
+    rows = [(cols.names[nid], stats(d)) for nid, d in enumerate(trace.kernel_durations()) if len(d)]
     whole = sum(s[1] for _, s in rows)
     out = [
         KernelSummaryRow(
@@ -245,31 +244,46 @@ def _chains(trace: SqliteTrace) -> list[list[int]]:
 
 def _nvtx_kern_sum(trace: SqliteTrace) -> list[NvtxKernelRow]:
     cols = trace.gpu_columns()
-    assert trace.scan is not None
     records = trace.ranges().records
     chains = _chains(trace)
-    per: dict[tuple[str, int], array[int]] = {}
+    # per (innermost range, kernel name): count, total, min, max, sum of squares
+    per: dict[tuple[int, int], list[int]] = {}
+    for r, kind, nid, a, b in zip(trace.attributed().owner, cols.kind, cols.name, cols.start, cols.end, strict=True):
+        if r < 0 or kind != 0:
+            continue
+        d = b - a
+        acc = per.get((r, nid))
+        if acc is None:
+            per[(r, nid)] = [1, d, d, d, d * d]
+        else:
+            acc[0] += 1
+            acc[1] += d
+            if d < acc[2]:
+                acc[2] = d
+            if d > acc[3]:
+                acc[3] = d
+            acc[4] += d * d
+    # then to every range that encloses it, grouped by range name
+    named: dict[tuple[str, int], list[int]] = {}
     instances: dict[tuple[str, int], set[int]] = {}
     first: dict[tuple[str, int], int] = {}
-    names = [r.raw_name for r in records]
-    kind, start, end, name = cols.kind, cols.start, cols.end, cols.name
-    for i, r in enumerate(trace.scan.owner):
-        if r < 0 or kind[i] != 0:
-            continue
-        d = end[i] - start[i]
-        nid = name[i]
+    for (r, nid), (n, total, low, high, squares) in per.items():
         for k in chains[r]:
-            key = (names[k], nid)
-            got = per.get(key)
-            if got is None:
-                got = per[key] = array("q")
-                instances[key] = set()
+            key = (records[k].raw_name, nid)
+            acc = named.get(key)
+            if acc is None:
+                named[key] = [n, total, low, high, squares]
+                instances[key] = {k}
                 first[key] = k
-            got.append(d)
-            instances[key].add(k)
+            else:
+                acc[0] += n
+                acc[1] += total
+                acc[2] = min(acc[2], low)
+                acc[3] = max(acc[3], high)
+                acc[4] += squares
+                instances[key].add(k)
     out = []
-    for key, durs in per.items():
-        s = stats(durs)
+    for key, (n, total, low, high, squares) in named.items():
         rec = records[first[key]]
         out.append(
             NvtxKernelRow(
@@ -279,14 +293,14 @@ def _nvtx_kern_sum(trace: SqliteTrace) -> list[NvtxKernelRow]:
                 pid=rec.pid,
                 tid=rec.tid,
                 range_instances=len(instances[key]),
-                kernel_instances=s[0],
+                kernel_instances=n,
                 time_pct=None,
-                total_ns=float(s[1]),
-                avg_ns=s[2],
-                med_ns=s[3],
-                min_ns=float(s[4]),
-                max_ns=float(s[5]),
-                stddev_ns=s[6],
+                total_ns=float(total),
+                avg_ns=total / n,
+                med_ns=None,
+                min_ns=float(low),
+                max_ns=float(high),
+                stddev_ns=math.sqrt(max(squares - total * total / n, 0) / (n - 1)) if n > 1 else 0.0,
             )
         )
     return sorted(out, key=lambda r: (r.range_name, -r.total_ns, r.kernel_name))

@@ -27,11 +27,11 @@ from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from nsightlab.parse.gputrace import ApiCall, GpuTraceColumns, NvtxProjection, NvtxRange, TraceReport, range_text
 from nsightlab.parse.nsys_sqlite import (
     DOMAIN_CREATE,
+    MEMSET_CODE,
     NVTX,
     PUSH_POP,
     RUNTIME,
@@ -64,10 +64,12 @@ class Ranges:
 
 @dataclass
 class Scan:
-    """What the one pass over the GPU operations keeps for the summaries."""
+    """What the pass over the GPU operations keeps beside the columns: the launching thread
+    of each operation (an index into `threads`, -1: none known), when the export has NVTX
+    ranges to attribute operations to."""
 
-    durations: list[array[int]]  # per name id: the kernels' durations (kernels only)
-    owner: array[int]  # per operation: its innermost launching range (index into Ranges.records), or -1
+    thread: array[int] | None = None
+    threads: list[int | None] = field(default_factory=list)
 
 
 class SqliteTrace:
@@ -79,6 +81,7 @@ class SqliteTrace:
         self.label = db.source
         self._columns: GpuTraceColumns | None = None
         self._ranges: Ranges | None = None
+        self._attribution: Attribution | None = None
         self.scan: Scan | None = None
 
     @classmethod
@@ -112,39 +115,7 @@ class SqliteTrace:
         return iter(self.ranges().records)
 
     def projections(self) -> Iterator[NvtxProjection]:
-        cols, ranges = self.gpu_columns(), self.ranges()
-        assert self.scan is not None
-        n = len(ranges.records)
-        first, last, count = [0] * n, [0] * n, [0] * n
-        parent_index = {r.range_id: i for i, r in enumerate(ranges.records)}
-        for i, r in enumerate(self.scan.owner):
-            while r >= 0:
-                a, b = cols.start[i], cols.end[i]
-                if count[r] == 0 or a < first[r]:
-                    first[r] = a
-                if count[r] == 0 or b > last[r]:
-                    last[r] = b
-                count[r] += 1
-                parent = ranges.records[r].parent_id
-                r = parent_index.get(parent, -1) if parent is not None else -1
-        for k, rec in enumerate(ranges.records):
-            if count[k]:
-                yield NvtxProjection(
-                    first[k],
-                    last[k],
-                    rec.start_ns,
-                    rec.end_ns,
-                    rec.name,
-                    rec.raw_name,
-                    "PushPop",
-                    rec.pid,
-                    rec.tid,
-                    count[k],
-                    rec.level,
-                    rec.range_id,
-                    rec.parent_id,
-                    rec.line,
-                )
+        return iter(self.attributed().projections)
 
     def api_calls(self) -> Iterator[ApiCall]:
         db = self.db
@@ -215,88 +186,151 @@ class SqliteTrace:
 
     def _scan(self) -> GpuTraceColumns:
         db = self.db
-        db.check_ops()
         ranges = self.ranges()
         gpus = db.gpu_names()
         cols = GpuTraceColumns(
             array("q"), array("q"), array("l"), array("b"), array("l"), array("q"), [], [], 0, True, array("q")
         )
-        launch = cols.launch
-        assert launch is not None
-        owner = array("l")
-        durations: list[array[int]] = []
-        name_ids: dict[tuple[object, object], int] = {}
+        nid_of: dict[int, int] = {}
         kinds: list[int] = []
-        stream_ids: dict[tuple[object, object, object], int] = {}
-        add_start, add_end, add_name = cols.start.append, cols.end.append, cols.name.append
-        add_kind, add_stream, add_corr = cols.kind.append, cols.stream.append, cols.corr.append
-        add_launch, add_owner = launch.append, owner.append
-        by_thread = ranges.by_thread
-        previous = -(1 << 62)
-        prev_key: tuple[object, object, object] | None = None
-        sid = -1
-        kernels = 0
-        in_order = True
-        rows: Iterator[Any] = db.ops()  # whole numbers (check_ops), NULL where the export has none
-        for start, end, kind, name, device, stream, corr, gpid, lstart, ltid in rows:
-            nid = name_ids.get((kind, name))
-            if nid is None:
-                nid = name_ids[(kind, name)] = len(cols.names)
-                cols.names.append(self._op_name(kind, name))
-                kinds.append(int(kind))
-                durations.append(array("q"))
-            key = (device, stream, gpid)
-            if key != prev_key:
-                got = stream_ids.get(key)
-                if got is None:
-                    got = stream_ids[key] = len(cols.streams)
-                    cols.streams.append((self._device(gpus, device, gpid), stream if isinstance(stream, int) else None))
-                sid, prev_key = got, key
-            dur = end - start
-            if dur < 0:
-                dur = 0
-            if kind == 0:
-                kernels += 1
-                durations[nid].append(dur)
-            if start < previous:
-                in_order = False
-            previous = start
-            add_start(start)
-            add_end(start + dur)
-            add_name(nid)
-            add_kind(kinds[nid])
-            add_stream(sid)
-            add_corr(corr if corr is not None else -1)
-            add_launch(lstart if lstart is not None else -1)
-            r = -1
-            if ltid is not None:
-                thread = by_thread.get(ltid)
-                if thread is not None:
-                    starts, ends, parents, indexes = thread
-                    j = bisect.bisect_right(starts, lstart) - 1
-                    while j >= 0 and ends[j] < lstart:
-                        j = parents[j]
-                    r = indexes[j] if j >= 0 else -1
-            add_owner(r)
-        cols.kernels = kernels
-        cols.in_start_order = in_order
+        sid_of: dict[int, int] = {}
+        scan = Scan(thread=array("l") if ranges.by_thread else None)
+        thread_of: dict[int | None, int] = {None: -1}
+        try:
+            for chunk in db.op_chunks(threads=scan.thread is not None):
+                start, end, code, skey, corr, launch, ltid = zip(*chunk, strict=True)
+                for c in set(code).difference(nid_of):
+                    nid_of[c] = len(cols.names)
+                    cols.names.append(self._op_name(c))
+                    kinds.append(0 if c >= 0 else 2 if c == MEMSET_CODE else 1)
+                for k in set(skey).difference(sid_of):
+                    sid_of[k] = len(cols.streams)
+                    cols.streams.append(self._stream(gpus, k))
+                nids = array("l", map(nid_of.__getitem__, code))
+                cols.start.extend(start)
+                cols.end.extend(end)
+                cols.name.extend(nids)
+                cols.kind.extend(map(kinds.__getitem__, nids))
+                cols.stream.extend(map(sid_of.__getitem__, skey))
+                cols.corr.extend(corr)
+                assert cols.launch is not None
+                cols.launch.extend(launch)
+                if scan.thread is not None:
+                    for t in set(ltid).difference(thread_of):
+                        thread_of[t] = len(scan.threads)
+                        scan.threads.append(t)
+                    scan.thread.extend(map(thread_of.__getitem__, ltid))
+        except (TypeError, OverflowError):
+            db.check_ops()  # names the cell that is not a whole number in range
+            raise db.fail("a GPU operation's time or id is not a whole number in range") from None
+        cols.kernels = cols.kind.count(0)
         if not self.has("cuda_api_trace"):
             cols.launch = None  # no CUDA API table: no launch is known (not: none was launched)
-        self.scan = Scan(durations, owner)
+        self.scan = scan
         return cols
 
-    def _op_name(self, kind: object, name: object) -> str:
-        if kind == 0:
-            return self.db.string(name)
-        if kind == 1:
-            return self.db.copy_label(name if isinstance(name, int) else 0)
-        return MEMSET_NAME
+    # ------------------------------------------------------------------ attribution
+
+    def attributed(self) -> Attribution:
+        """Which NVTX push/pop range launched each GPU operation, and what follows from it
+        (computed once, on first use)."""
+        if self._attribution is None:
+            self._attribution = _attribute(self.gpu_columns(), self.scan or Scan(), self.ranges())
+        return self._attribution
+
+    def kernel_durations(self) -> list[array[int]]:
+        """Per name id, the durations of that name's kernels (memory operations: empty)."""
+        cols = self.gpu_columns()
+        out: list[array[int]] = [array("q") for _ in cols.names]
+        appends = [d.append for d in out]
+        for nid, kind, a, b in zip(cols.name, cols.kind, cols.start, cols.end, strict=True):
+            if kind == 0:
+                appends[nid](b - a)
+        return out
+
+    def _op_name(self, code: int) -> str:
+        """The Name cuda_gpu_trace prints for an operation's name code (see `op_chunks`)."""
+        if code >= 0:
+            return self.db.string(code)
+        if code == MEMSET_CODE:
+            return MEMSET_NAME
+        return self.db.copy_label(-1 - code)
 
     @staticmethod
-    def _device(gpus: dict[tuple[int | None, int], str], device: object, gpid: object) -> str | None:
-        """`NAME (ID)` as cuda_gpu_trace's Device column prints it; None when unknown."""
-        if not isinstance(device, int):
-            return None
-        pid = (gpid >> 24) & 0xFFFFFF if isinstance(gpid, int) else None
+    def _stream(gpus: dict[tuple[int | None, int], str], key: int) -> tuple[str | None, int | None]:
+        """(Device, Strm) as cuda_gpu_trace prints them (`NAME (ID)`; None when the report
+        names no GPU for it) for a stream key (see `op_chunks`)."""
+        pid, device, stream = key >> 40, (key >> 32) & 0xFF, key & 0xFFFFFFFF
         name = gpus.get((pid, device)) or gpus.get((None, device))
-        return f"{name} ({device})" if name else None
+        return (f"{name} ({device})" if name else None), stream
+
+
+@dataclass
+class Attribution:
+    """Operations given to the NVTX range that launched them: each operation's innermost
+    range (`owner`, -1: none), and each range's GPU projection (ranges that launched
+    nothing have none)."""
+
+    owner: array[int]
+    projections: list[NvtxProjection]
+
+
+def _attribute(cols: GpuTraceColumns, scan: Scan, ranges: Ranges) -> Attribution:
+    n = len(cols.start)
+    owner = array("l", [-1]) * n
+    if scan.thread is None or cols.launch is None or not ranges.records:
+        return Attribution(owner, [])
+    lists = [ranges.by_thread.get(g) if g is not None else None for g in scan.threads]
+    right = bisect.bisect_right
+    for i, t, at in zip(range(n), scan.thread, cols.launch, strict=True):
+        found = lists[t] if t >= 0 else None
+        if found is None:
+            continue
+        starts, ends, parents, indexes = found
+        j = right(starts, at) - 1
+        while j >= 0 and ends[j] < at:
+            j = parents[j]
+        if j >= 0:
+            owner[i] = indexes[j]
+    # each range's projection: its own operations and those of the ranges inside it
+    records = ranges.records
+    k = len(records)
+    first, last, count = [0] * k, [0] * k, [0] * k
+    for r, a, b in zip(owner, cols.start, cols.end, strict=True):
+        if r < 0:
+            continue
+        if count[r] == 0:
+            first[r], last[r] = a, b
+        elif b > last[r]:
+            last[r] = b
+        count[r] += 1
+    index = {rec.range_id: i for i, rec in enumerate(records)}
+    for i in range(k - 1, -1, -1):  # children come after their parents
+        parent = index.get(records[i].parent_id, -1) if records[i].parent_id is not None else -1
+        if parent >= 0 and count[i]:
+            if count[parent] == 0 or first[i] < first[parent]:
+                first[parent] = first[i]
+            if count[parent] == 0 or last[i] > last[parent]:
+                last[parent] = last[i]
+            count[parent] += count[i]
+    projections = [
+        NvtxProjection(
+            first[i],
+            last[i],
+            rec.start_ns,
+            rec.end_ns,
+            rec.name,
+            rec.raw_name,
+            "PushPop",
+            rec.pid,
+            rec.tid,
+            count[i],
+            rec.level,
+            rec.range_id,
+            rec.parent_id,
+            rec.line,
+        )
+        for i, rec in enumerate(records)
+        if count[i]
+    ]
+    return Attribution(owner, projections)
