@@ -503,6 +503,8 @@ def _damage(path: Path, how: str) -> None:
         ("schema-4", "unknown export schema version '4.0.1'"),
         ("real-start", "CUPTI_ACTIVITY_KIND_KERNEL.start of row 3 is not a whole number in range (real)"),
         ("text-launch", "CUPTI_ACTIVITY_KIND_RUNTIME.start of row 2 is not a whole number in range (text)"),
+        ("real-sync", "CUPTI_ACTIVITY_KIND_RUNTIME.end of row 6 is not a whole number in range (real)"),
+        ("huge-copy", "CUPTI_ACTIVITY_KIND_MEMCPY.bytes of row 2 is not a whole number in range (real)"),
         ("infinite-end", "CUPTI_ACTIVITY_KIND_KERNEL.end of row 1 is not a whole number in range (real)"),
         ("fifo", "not a regular file"),
     ],
@@ -539,6 +541,10 @@ def test_bad_input_is_one_line_and_nothing_is_written_beside_it(
                 conn.execute("UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET start = 1e6 + 0.5 WHERE rowid = 3")
             elif setup == "text-launch":
                 conn.execute("UPDATE CUPTI_ACTIVITY_KIND_RUNTIME SET start = 'soon' WHERE rowid = 2")
+            elif setup == "real-sync":  # a call that launched nothing: read only by the API summary
+                conn.execute('UPDATE CUPTI_ACTIVITY_KIND_RUNTIME SET "end" = 9e999 WHERE rowid = 6')
+            elif setup == "huge-copy":
+                conn.execute("UPDATE CUPTI_ACTIVITY_KIND_MEMCPY SET bytes = 1e300 WHERE rowid = 2")
             else:
                 conn.execute('UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET "end" = 9e999 WHERE rowid = 1')
         conn.close()

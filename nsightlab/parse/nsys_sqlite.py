@@ -303,6 +303,14 @@ class NsysSqlite:
 
     # ------------------------------------------------------------------ GPU operations
 
+    def not_whole(self, what: str) -> ParseError:
+        """The error for a value that is not a whole number: names the first such cell of
+        the tables read (`check_ops` raises it), else says what it was."""
+        self.check_ops()
+        return self.fail(
+            f"{what} is not a whole number in range", hint="The export is damaged: export the report again"
+        )
+
     def check_ops(self) -> None:
         """ParseError naming the first cell of the GPU operation tables (and the CUDA API
         table) that is not a whole number in range; nothing when all are."""

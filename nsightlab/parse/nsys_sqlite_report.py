@@ -23,6 +23,7 @@ from __future__ import annotations
 import math
 from array import array
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 from nsightlab.parse.nsys_columns import _mem_kind
 from nsightlab.parse.nsys_report import (
@@ -121,18 +122,20 @@ def _kernel_sum(trace: SqliteTrace) -> list[KernelSummaryRow]:
 def _api_sum(trace: SqliteTrace) -> list[ApiCallRow]:
     db = trace.db
     merged: dict[str, list[float]] = {}
-    for name_id, calls, total, low, high, squares in db.api_summary():
+    rows: Iterable[Any] = db.api_summary()
+    for name_id, calls, total, low, high, squares in rows:
         name = api_name(db.string(name_id))
-        assert isinstance(calls, int) and isinstance(total, int) and isinstance(low, int) and isinstance(high, int)
+        if not all(type(v) is int for v in (calls, total, low, high)):  # a REAL or text cell
+            raise db.not_whole("a CUDA API call's start or end")
         acc = merged.get(name)
         if acc is None:
-            merged[name] = [calls, total, low, high, float(squares)]  # type: ignore[arg-type]
+            merged[name] = [calls, total, low, high, float(squares)]
         else:
             acc[0] += calls
             acc[1] += total
             acc[2] = min(acc[2], low)
             acc[3] = max(acc[3], high)
-            acc[4] += float(squares)  # type: ignore[arg-type]
+            acc[4] += float(squares)
     whole = sum(a[1] for a in merged.values())
     out = []
     for name, (calls, total, low, high, squares) in merged.items():
@@ -157,11 +160,13 @@ def _api_sum(trace: SqliteTrace) -> list[ApiCallRow]:
 def _memop_sums(trace: SqliteTrace) -> tuple[list[MemOpRow], list[MemOpRow]]:
     db = trace.db
     groups: dict[tuple[int, int], tuple[array[int], array[int]]] = {}
-    for kind, copy_kind, duration, nbytes in db.memop_rows():
-        key = (int(kind), int(copy_kind))  # type: ignore[call-overload]
-        durs, sizes = groups.setdefault(key, (array("q"), array("q")))
-        durs.append(max(int(duration), 0))  # type: ignore[call-overload]
-        sizes.append(int(nbytes))  # type: ignore[call-overload]
+    rows: Iterable[Any] = db.memop_rows()
+    for kind, copy_kind, duration, nbytes in rows:
+        if not all(type(v) is int for v in (kind, copy_kind, duration, nbytes)):
+            raise db.not_whole("a memory operation's time, kind or size")
+        durs, sizes = groups.setdefault((kind, copy_kind), (array("q"), array("q")))
+        durs.append(max(duration, 0))
+        sizes.append(nbytes)
     whole = sum(sum(d) for d, _ in groups.values())
     times: list[MemOpRow] = []
     sizes_out: list[MemOpRow] = []

@@ -125,7 +125,8 @@ class SqliteTrace:
             if name is None:
                 name = names[name_id] = api_name(db.string(name_id))
             pid, tid = split_global_tid(gtid if isinstance(gtid, int) else None)
-            assert isinstance(start, int) and isinstance(end, int)
+            if type(start) is not int or type(end) is not int:
+                raise db.not_whole("a CUDA API call's start or end")
             yield ApiCall(start, max(end, start), name, corr if isinstance(corr, int) else None, pid, tid, n)
 
     # ------------------------------------------------------------------ NVTX ranges
@@ -221,8 +222,7 @@ class SqliteTrace:
                         scan.threads.append(t)
                     scan.thread.extend(map(thread_of.__getitem__, ltid))
         except (TypeError, OverflowError):
-            db.check_ops()  # names the cell that is not a whole number in range
-            raise db.fail("a GPU operation's time or id is not a whole number in range") from None
+            raise db.not_whole("a GPU operation's time or id") from None
         cols.kernels = cols.kind.count(0)
         if not self.has("cuda_api_trace"):
             cols.launch = None  # no CUDA API table: no launch is known (not: none was launched)

@@ -51,6 +51,7 @@ if TYPE_CHECKING:
 # case, need not wait for them (bench/RESULTS.md, Kineto traces).
 
 _NCU_HEADER = '"ID","Process ID"'
+SCRIPT_JSON_MAX = 16 << 20  # bytes: the largest JSON beside an export taken for the script's own
 
 
 def _read(path: Path) -> str:
@@ -255,7 +256,8 @@ def _sqlite(db: Path, beside: Path, opts: TraceOptions) -> BaseModel:
     decode run's JSON makes it a decode result, lesson1's gives the ranges their rates."""
     from nsightlab.runs.sqlite_input import sqlite_result
 
-    jsons = sorted(beside.glob("*.json")) if beside.is_dir() else []
+    # a script's JSON is small: a large one (a trace) is not read to find out
+    jsons = [j for j in sorted(beside.glob("*.json")) if j.is_file() and j.stat().st_size <= SCRIPT_JSON_MAX]
     decode = next((j for j in jsons if _json_kind(j) == "decode"), None)
     if decode is not None:
         return _decode_folder(decode, [], [], opts, sqlite=db)
