@@ -26,6 +26,8 @@ import re
 from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from functools import partial
+from operator import itemgetter
 from pathlib import Path
 
 from nsightlab.parse.gputrace import ApiCall, GpuTraceColumns, NvtxProjection, NvtxRange, TraceReport, range_text
@@ -197,30 +199,30 @@ class SqliteTrace:
         sid_of: dict[int, int] = {}
         scan = Scan(thread=array("l") if ranges.by_thread else None)
         thread_of: dict[int | None, int] = {None: -1}
+        start, end, code, skey, corr, launch, ltid = (itemgetter(k) for k in range(7))
         try:
             for chunk in db.op_chunks(threads=scan.thread is not None):
-                start, end, code, skey, corr, launch, ltid = zip(*chunk, strict=True)
-                for c in set(code).difference(nid_of):
+                for c in set(map(code, chunk)).difference(nid_of):
                     nid_of[c] = len(cols.names)
                     cols.names.append(self._op_name(c))
                     kinds.append(0 if c >= 0 else 2 if c == MEMSET_CODE else 1)
-                for k in set(skey).difference(sid_of):
+                for k in set(map(skey, chunk)).difference(sid_of):
                     sid_of[k] = len(cols.streams)
                     cols.streams.append(self._stream(gpus, k))
-                nids = array("l", map(nid_of.__getitem__, code))
-                cols.start.extend(start)
-                cols.end.extend(end)
+                nids = array("l", map(nid_of.__getitem__, map(code, chunk)))
+                cols.start.extend(map(start, chunk))
+                cols.end.extend(map(end, chunk))
                 cols.name.extend(nids)
                 cols.kind.extend(map(kinds.__getitem__, nids))
-                cols.stream.extend(map(sid_of.__getitem__, skey))
-                cols.corr.extend(corr)
+                cols.stream.extend(map(sid_of.__getitem__, map(skey, chunk)))
+                cols.corr.extend(map(corr, chunk))
                 assert cols.launch is not None
-                cols.launch.extend(launch)
+                cols.launch.extend(map(launch, chunk))
                 if scan.thread is not None:
-                    for t in set(ltid).difference(thread_of):
+                    for t in set(map(ltid, chunk)).difference(thread_of):
                         thread_of[t] = len(scan.threads)
                         scan.threads.append(t)
-                    scan.thread.extend(map(thread_of.__getitem__, ltid))
+                    scan.thread.extend(map(thread_of.__getitem__, map(ltid, chunk)))
         except (TypeError, OverflowError):
             raise db.not_whole("a GPU operation's time or id") from None
         cols.kernels = cols.kind.count(0)
@@ -275,23 +277,41 @@ class Attribution:
     projections: list[NvtxProjection]
 
 
+def _innermost(j: int, at: int, ends: list[int], parents: list[int], indexes: list[int]) -> int:
+    """The innermost range holding time `at`, from `j`, the last range of the thread that
+    began at or before it (ranges nest: the others holding it enclose `j`); -1: none."""
+    while j >= 0 and ends[j] < at:
+        j = parents[j]
+    return indexes[j] if j >= 0 else -1
+
+
 def _attribute(cols: GpuTraceColumns, scan: Scan, ranges: Ranges) -> Attribution:
     n = len(cols.start)
     owner = array("l", [-1]) * n
     if scan.thread is None or cols.launch is None or not ranges.records:
         return Attribution(owner, [])
     lists = [ranges.by_thread.get(g) if g is not None else None for g in scan.threads]
-    right = bisect.bisect_right
-    for i, t, at in zip(range(n), scan.thread, cols.launch, strict=True):
-        found = lists[t] if t >= 0 else None
-        if found is None:
-            continue
+    with_ranges = [t for t, found in enumerate(lists) if found is not None]
+    if len(with_ranges) == 1 and len(lists) == 1:
+        # one launching thread, and it has ranges (the usual capture): bisect in C
+        found = lists[0]
+        assert found is not None
         starts, ends, parents, indexes = found
-        j = right(starts, at) - 1
-        while j >= 0 and ends[j] < at:
-            j = parents[j]
-        if j >= 0:
-            owner[i] = indexes[j]
+        after = map(partial(bisect.bisect_right, starts), cols.launch)
+        owner = array(
+            "l",
+            (
+                indexes[j - 1] if j and ends[j - 1] >= at else _innermost(j - 1, at, ends, parents, indexes)
+                for j, at in zip(after, cols.launch, strict=True)
+            ),
+        )
+    else:
+        right = bisect.bisect_right
+        for i, t, at in zip(range(n), scan.thread, cols.launch, strict=True):
+            found = lists[t] if t >= 0 else None
+            if found is not None:
+                starts, ends, parents, indexes = found
+                owner[i] = _innermost(right(starts, at) - 1, at, ends, parents, indexes)
     # each range's projection: its own operations and those of the ranges inside it
     records = ranges.records
     k = len(records)
