@@ -13,7 +13,10 @@ writes it). Then times, alternating, each in its own process:
     sqlite     nsightlab analyze REPORT.sqlite --json   (every table, the whole trace,
                the steps)
     csv        nsightlab analyze REPORT_cuda_gpu_trace.csv --json   (today's trace path:
-               the whole trace and the steps, no tables)
+               the whole trace and steps inferred from the repeating sequence, no tables)
+    csv+       nsightlab analyze FOLDER --json, the folder holding the same capture's
+               cuda_gpu_trace, nvtx_pushpop_trace and cuda_api_trace CSVs (the step
+               anatomy the export gives, by launch; still no tables)
 
 Target: sqlite at most 2x bare, under 200 MB peak RSS.
 
@@ -23,6 +26,7 @@ Target: sqlite at most 2x bare, under 200 MB peak RSS.
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -32,6 +36,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "bench"), str(ROOT / "tests")]
 from _timing import compare, nsightlab_argv, side_by_side, table  # noqa: E402
 from nsys_sqlite_build import ExportWriter, api_name  # noqa: E402
 from trace_analyze import _STEP, _ops, generate_csv  # noqa: E402
+from tracebuild import API_HEADER, PUSHPOP_HEADER  # noqa: E402
 
 BARE = """
 import sqlite3, sys
@@ -55,12 +60,16 @@ print(n, busy)
 """
 
 
-def generate(folder: Path, n: int) -> tuple[Path, Path]:
-    """REPORT.sqlite and REPORT_cuda_gpu_trace.csv of the same n operations."""
+def generate(folder: Path, n: int) -> tuple[Path, Path, Path]:
+    """REPORT.sqlite, REPORT_cuda_gpu_trace.csv of the same n operations, and a folder of
+    the capture's three trace CSVs (GPU trace, NVTX ranges, CUDA API calls)."""
     db = folder / "report.sqlite"
     csv_path = folder / "report_cuda_gpu_trace.csv"
     generate_csv(csv_path, n)
     ops = _ops(n)
+    trio = folder / "csv"
+    trio.mkdir(exist_ok=True)
+    shutil.copy(csv_path, trio / "report_cuda_gpu_trace.csv")
     with ExportWriter(db, "2026.1") as w:
         w.gpu(0, "NVIDIA H100 80GB HBM3")
         w.kernels(
@@ -88,7 +97,16 @@ def generate(folder: Path, n: int) -> tuple[Path, Path]:
         if begin is not None:
             steps.append((begin, ops[-1][1] + ops[-1][2], "decode_step", 4242))
         w.nvtx(steps)
-    return db, csv_path
+    with open(trio / "report_cuda_api_trace.csv", "w", encoding="utf-8") as fh:
+        fh.write(",".join(API_HEADER) + "\n")
+        for corr, (name, start, _dur) in enumerate(ops, start=1):
+            call = "cudaMemcpyAsync" if name.startswith("[CUDA memcpy") else "cudaLaunchKernel"
+            fh.write(f"{start - 1_500},500,{call},0,{corr},4242,4242,0,python3\n")
+    with open(trio / "report_nvtx_pushpop_trace.csv", "w", encoding="utf-8") as fh:
+        fh.write(",".join(PUSHPOP_HEADER) + "\n")
+        for k, (a, b, _name, _tid) in enumerate(steps, start=1):
+            fh.write(f"{a},{b},{b - a},0,{b - a},:decode_step,4242,4242,0,0,{k},,:{k},:decode_step\n")
+    return db, csv_path, trio
 
 
 def main() -> None:
@@ -100,19 +118,21 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="nsys-sqlite-bench-") as tmp:
         folder = args.keep or Path(tmp)
         folder.mkdir(parents=True, exist_ok=True)
-        db, csv_path = generate(folder, args.ops)
+        db, csv_path, trio = generate(folder, args.ops)
         print(f"{args.ops} operations: {db} ({db.stat().st_size / 2**20:.0f} MiB), {csv_path.name}", flush=True)
         results = side_by_side(
             {
                 "bare sqlite3 kernels + union": [sys.executable, "-c", BARE, str(db)],
                 "nsightlab analyze .sqlite --json": nsightlab_argv(ROOT, "analyze", str(db), "--json"),
                 "nsightlab analyze .csv --json": nsightlab_argv(ROOT, "analyze", str(csv_path), "--json"),
+                "nsightlab analyze 3 CSVs --json": nsightlab_argv(ROOT, "analyze", str(trio), "--json"),
             },
             repeat=args.rounds,
         )
         print(table(results, "bare sqlite3 kernels + union"))
         print(compare(results, "nsightlab analyze .sqlite --json", "bare sqlite3 kernels + union"))
         print(compare(results, "nsightlab analyze .csv --json", "nsightlab analyze .sqlite --json"))
+        print(compare(results, "nsightlab analyze 3 CSVs --json", "nsightlab analyze .sqlite --json"))
 
 
 if __name__ == "__main__":
