@@ -460,7 +460,7 @@ def test_a_file_halfway_through_a_write_is_one_line(capsys: pytest.CaptureFixtur
     # the writer died: its journal is hot, the file may be half-written
     err = _beside_unchanged(capsys, db, 2)
     assert "a write to this file did not finish (report.sqlite-journal is beside it)" in err
-    assert "nsys export --type sqlite --force-overwrite true REPORT.nsys-rep" in err
+    assert f"`nsys export --type sqlite --output {db} --force-overwrite true {tmp_path}/report.nsys-rep`" in err
 
 
 def test_a_wal_database_is_read_without_creating_its_side_files(

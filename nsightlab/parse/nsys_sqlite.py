@@ -34,6 +34,7 @@ unknown schema: a one-line error naming it.
 from __future__ import annotations
 
 import os
+import shlex
 import sqlite3
 import stat
 import urllib.parse
@@ -168,18 +169,23 @@ class NsysSqlite:
             if code == "SQLITE_READONLY_ROLLBACK":
                 raise self.fail(
                     f"a write to this file did not finish ({journal.name} is beside it): it may be half-written",
-                    hint="Export the report again: `nsys export --type sqlite --force-overwrite true REPORT.nsys-rep`",
+                    hint=self.reexport_hint(),
                 ) from None
             raise self._db_error(e) from None
         except sqlite3.Error as e:
             raise self._db_error(e) from None
 
+    def reexport_hint(self) -> str:
+        """What to do about a damaged export: the nsys command that writes it again."""
+        argv = ["nsys", "export", "--type", "sqlite", "--output", self.source, "--force-overwrite", "true"]
+        return f"Export the report again: `{shlex.join([*argv, str(self.path.with_suffix('.nsys-rep'))])}`"
+
     def _db_error(self, e: sqlite3.Error) -> ParseError:
         text = str(e)
-        if "malformed" in text or "not a database" in text or isinstance(e, sqlite3.DatabaseError):
-            return self.fail(
-                f"the database is damaged or cut short ({text})",
-                hint="Export the report again: `nsys export --type sqlite --force-overwrite true REPORT.nsys-rep`",
+        code = getattr(e, "sqlite_errorname", "")
+        if code in ("SQLITE_CORRUPT", "SQLITE_NOTADB") or "malformed" in text or "not a database" in text:
+            return ParseError(
+                f"the database is damaged or cut short ({text})", source=self.source, hint=self.reexport_hint()
             )
         return self.fail(f"SQLite could not read it ({text})")
 
@@ -213,7 +219,7 @@ class NsysSqlite:
             raise self.fail(
                 "an SQLite database, but not an Nsight Systems export (no StringIds and no CUDA, NVTX or "
                 "export meta-data tables)",
-                hint="Give the .sqlite that `nsys export --type sqlite REPORT.nsys-rep` writes",
+                hint="Give the .sqlite file nsys export --type sqlite writes of a report",
             )
         return tables
 
@@ -470,7 +476,7 @@ def _check_file(path: Path, source: str) -> bool:
         raise ParseError(
             f"{what}: an Nsight Systems export (.sqlite) starts with SQLite's header",
             source=source,
-            hint="Give the .sqlite that `nsys export --type sqlite REPORT.nsys-rep` writes",
+            hint="Give the .sqlite file nsys export --type sqlite writes of a report",
         )
     wal = header[18] == 2 or header[19] == 2
     side = Path(source + "-wal")

@@ -111,7 +111,7 @@ def sqlite_result(
             raise ParseError(
                 "holds no CUDA and no NVTX data: a capture of CPU activity only",
                 source=path,
-                hint="Profile with `nsys profile -t cuda,nvtx ...`",
+                hint="Profile with CUDA and NVTX traced (nsys profile -t cuda,nvtx)",
             )
         report = build_report(trace)
         anatomy = sqlite_anatomy(trace, opts.step_range)
