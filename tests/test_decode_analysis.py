@@ -412,7 +412,7 @@ def test_nsys_rep_is_exported_with_the_local_nsys(
     assert "nsys is not installed here" in r.err
     assert (
         f"Run where nsys is: `nsys export --type sqlite --output {tmp_path}/capture.sqlite --force-overwrite true "
-        f"{rep}`, then `nsightlab analyze {tmp_path}/capture.sqlite`" in r.err
+        f"{rep}`, then `nsightlab analyze {tmp_path}/capture.sqlite`." in r.err
     )
     assert sorted(tmp_path.iterdir()) == sorted([rep, bindir, tmp_path / "decode.json"])  # nothing written beside
     standins = Path(__file__).parent / "standins"

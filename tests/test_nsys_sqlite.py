@@ -334,6 +334,7 @@ def test_step_range_and_a_folder_holding_an_export(capsys: pytest.CaptureFixture
     capture(tmp_path / "other.sqlite")
     r = run_cli(capsys, "analyze", str(tmp_path))
     assert r.code == 2 and "holds 2 nsys SQLite exports" in r.err and r.err.count("\n") == 1
+    assert r.err.strip().endswith(f"Give one of them: `nsightlab analyze {tmp_path / 'other.sqlite'}`.")
 
 
 def test_an_export_older_than_the_report_beside_it_is_said(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
@@ -460,7 +461,9 @@ def test_a_file_halfway_through_a_write_is_one_line(capsys: pytest.CaptureFixtur
     # the writer died: its journal is hot, the file may be half-written
     err = _beside_unchanged(capsys, db, 2)
     assert "a write to this file did not finish (report.sqlite-journal is beside it)" in err
-    assert f"`nsys export --type sqlite --output {db} --force-overwrite true {tmp_path}/report.nsys-rep`" in err
+    assert err.strip().endswith(
+        f"`nsys export --type sqlite --output {db} --force-overwrite true {tmp_path}/report.nsys-rep`."
+    )
 
 
 def test_a_wal_database_is_read_without_creating_its_side_files(

@@ -178,7 +178,7 @@ class NsysSqlite:
     def reexport_hint(self) -> str:
         """What to do about a damaged export: the nsys command that writes it again."""
         argv = ["nsys", "export", "--type", "sqlite", "--output", self.source, "--force-overwrite", "true"]
-        return f"Export the report again: `{shlex.join([*argv, str(self.path.with_suffix('.nsys-rep'))])}`"
+        return f"Export the report again: `{shlex.join([*argv, str(self.path.with_suffix('.nsys-rep'))])}`."
 
     def _db_error(self, e: sqlite3.Error) -> ParseError:
         text = str(e)

@@ -21,6 +21,7 @@ their values.
 from __future__ import annotations
 
 import json
+import shlex
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -178,7 +179,7 @@ def _folder(path: Path, opts: TraceOptions | None = None) -> BaseModel:
     if len(exports) > 1:
         raise UsageError(
             f"{path} holds {len(exports)} nsys SQLite exports ({', '.join(p.name for p in exports[:4])})",
-            hint="Give one of them: `nsightlab analyze FOLDER/NAME.sqlite`",
+            hint=f"Give one of them: `{shlex.join(['nsightlab', 'analyze', str(exports[0])])}`.",
         )
     if exports:
         return _sqlite(exports[0], path, opts)

@@ -52,8 +52,7 @@ def exported_sqlite(rep: Path) -> Iterator[Path]:
         raise UsageError(
             f"{rep} is an Nsight Systems report and nsys is not installed here to export it",
             hint=f"Run where nsys is: `{shlex.join(export_command(rep, beside))}`, then "
-            f"`{shlex.join(['nsightlab', 'analyze', str(beside)])}`",
-            ends_with_command=True,
+            f"`{shlex.join(['nsightlab', 'analyze', str(beside)])}`.",
         )
     with tempfile.TemporaryDirectory(prefix="nsightlab-export-") as tmp:
         out = Path(tmp) / (rep.stem + ".sqlite")
