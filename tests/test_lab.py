@@ -742,7 +742,9 @@ def test_profile_in_the_pod(capsys: pytest.CaptureFixture[str], lab: dict[str, A
     assert data["device_requested"] == "cpu" and any("on purpose (--device cpu)" in n for n in data["notes"])
     assert "--device cpu: measuring the CPU in the pod on purpose, not its GPU" in r.err
     run = next((home / "runs").iterdir())
-    assert (run / "raw" / "nsightlab_cuda_gpu_kern_sum.csv").read_bytes() == fixture.read_bytes()
+    # the report's SQLite export came back from the pod with the report, and was read here
+    assert data["nsys_input"] == "sqlite" and "raw/nsightlab.sqlite" in data["files"]
+    assert (run / "raw" / "nsightlab.sqlite").read_bytes()[:16] == b"SQLite format 3\x00"
     meta = json.loads((run / "meta.json").read_text())
     assert (meta["context"], meta["pod"], meta["node"], meta["instance_type"]) == (
         STG_CONTEXT,

@@ -3,6 +3,7 @@ driven through a clearly named stand-in for the nsys binary (tests/standins/nsys
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 from pathlib import Path
@@ -102,22 +103,37 @@ def test_nsys_command_sequence_copy_back_and_store(
     assert list(scratch.iterdir()) == []  # the work folder went once the run was stored
     data = json.loads(r.out)
     assert data["profiler"] == "nsys" and data["versions"]["nsys"].startswith("2024.6.1")
+    # one `nsys export --type sqlite` instead of one `nsys stats` per table
+    assert "nsys export --type sqlite --output" in r.err and "nsys stats" not in r.err
     run = _run_dir(nsl_home)
     raw = run / "raw"
-    # the replayed real kernel summary came back byte for byte
-    assert (raw / "nsightlab_cuda_gpu_kern_sum.csv").read_bytes() == FIXTURE03.read_bytes()
-    assert (raw / "nsightlab.nsys-rep").is_file() and (raw / "lesson1.json").is_file()
-    assert len(data["kernels"]) == 113
+    assert sorted(p.name for p in raw.iterdir()) == [
+        "lesson1.json",
+        "nsightlab.nsys-rep",
+        "nsightlab.sqlite",
+        "profile.log",
+    ]
+    assert (raw / "nsightlab.sqlite").read_bytes()[:16] == b"SQLite format 3\x00"
+    assert data["nsys_input"] == "sqlite" and data["kernel_grouping"] == "demangled"
+    # the stand-in's export holds the real kernel summary's 113 kernels, each its total time
+    fixture = {row["Name"]: row for row in csv.DictReader(FIXTURE03.open(encoding="utf-8"))}
+    assert len(data["kernels"]) == 113 and {k["name"] for k in data["kernels"]} == set(fixture)
+    gemv = data["kernels"][0]
+    assert gemv["total_ns"] == float(fixture[gemv["name"]]["Total Time (ns)"])
     ranges = {x["name"]: x for x in data["ranges"]}
     assert "nvtx_kern_sum" in data["timing_source"]
     assert "vectorized_elementwise_kernel" in ranges["memory_bound_scale"]["kernel_full"]
     assert "cutlass" in ranges["compute_bound_gemm"]["kernel_full"]
     work = json.loads((raw / "lesson1.json").read_text())
     scale_work = next(w for w in work["ranges"] if w["name"] == "memory_bound_scale")
+    assert ranges["memory_bound_scale"]["kernel_instances"] == 20  # the timed calls, not the warm-ups
+    # nsys times in whole nanoseconds: a call's time is the script's to a fraction of one
     assert ranges["memory_bound_scale"]["rates"]["seconds_per_call"] == pytest.approx(
-        scale_work["seconds_per_call"], rel=1e-6
+        scale_work["seconds_per_call"], abs=1e-10
     )
-    assert "raw/nsightlab.nsys-rep" in data["files"]
+    assert data["trace_summary"]["kernels"] == sum(k["instances"] for k in data["kernels"])
+    assert data["steps"] is not None
+    assert "raw/nsightlab.nsys-rep" in data["files"] and "raw/nsightlab.sqlite" in data["files"]
     # `analyze` takes the run as every command does: its id, a prefix of it, latest
     run_id = data["run_id"]
     for ref in (run_id, run_id[:3], "latest"):
@@ -130,6 +146,28 @@ def test_nsys_command_sequence_copy_back_and_store(
         and missing.err.strip()
         == "error: fedcba is neither a file nor a stored run (no run matches 'fedcba'). List them with `nsightlab "
         "runs`."
+    )
+
+
+def test_an_nsys_without_export_falls_back_to_stats_csv(
+    capsys: pytest.CaptureFixture[str], nsl_home: Path, nsys_standin: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("NSIGHTLAB_TEST_NSYS", "noexport")
+    r = run_cli(capsys, "profile", "lesson1", "--local", "--json", *SMALL)
+    assert r.code == 0, r
+    assert "nsys export to SQLite did not work (Unknown command: export)" in r.err
+    data = json.loads(r.out)
+    assert data["nsys_input"] == "stats" and data["kernel_grouping"] is None
+    raw = _run_dir(nsl_home) / "raw"
+    # the replayed real kernel summary came back byte for byte
+    assert (raw / "nsightlab_cuda_gpu_kern_sum.csv").read_bytes() == FIXTURE03.read_bytes()
+    assert not (raw / "nsightlab.sqlite").exists()
+    assert len(data["kernels"]) == 113 and "nvtx_kern_sum" in data["timing_source"]
+    work = json.loads((raw / "lesson1.json").read_text())
+    scale_work = next(w for w in work["ranges"] if w["name"] == "memory_bound_scale")
+    ranges = {x["name"]: x for x in data["ranges"]}
+    assert ranges["memory_bound_scale"]["rates"]["seconds_per_call"] == pytest.approx(
+        scale_work["seconds_per_call"], rel=1e-6
     )
 
 
@@ -150,7 +188,7 @@ def test_nsys_missing_is_exit_6_with_the_way_forward(capsys: pytest.CaptureFixtu
 def test_stale_export_warning_is_an_error(
     capsys: pytest.CaptureFixture[str], nsys_standin: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("NSIGHTLAB_TEST_NSYS", "stale")
+    monkeypatch.setenv("NSIGHTLAB_TEST_NSYS", "noexport,stale")  # only `nsys stats` reuses an export
     r = run_cli(capsys, "profile", "lesson1", "--local", *SMALL)
     assert r.code == 6, r
     assert "older" in r.err.lower() or "stale" in r.err.lower()

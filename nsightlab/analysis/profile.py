@@ -115,6 +115,11 @@ class ProfileResult(Model):
     steps: list[GroupSteps] | None = None
     trace_summary: TraceSummary | None = None
     trace_notes: list[str] | None = None  # how the trace's kernels were given to steps, ...
+    # nsys: what the tables were read from, "sqlite" (the report's SQLite export) or "stats"
+    # (`nsys stats` CSV or console output); and how the kernel table groups kernels where
+    # that is known: "demangled" (a row per demangled name, cuda_gpu_kern_sum's default)
+    nsys_input: Literal["sqlite", "stats"] | None = None
+    kernel_grouping: Literal["demangled", "base", "mangled"] | None = None
 
 
 def _range_name(name: str) -> str:

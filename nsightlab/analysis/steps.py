@@ -79,6 +79,7 @@ from nsightlab.parse.names import (
     short_kernel_name,
     step_kernel_kind,
 )
+from nsightlab.parse.nsys_trace import CsvTrace, NsysTrace
 
 # ---------------------------------------------------------------- named thresholds
 
@@ -268,6 +269,8 @@ class _Ops:
         ops.stream, ops.corr, ops.names = cols.stream, cols.corr, cols.names
         ops.stream_ids = {key: i for i, key in enumerate(cols.streams)}
         ops.kernels = cols.kernels
+        if cols.launch is not None:
+            ops.launch = cols.launch
         if cols.in_start_order:
             ops.union.extend(cols.start, cols.end)
         else:
@@ -300,7 +303,8 @@ class _Ops:
         if self.union.in_order:
             return False
         order = sorted(range(len(self.start)), key=self.start.__getitem__)
-        for attr in ("start", "end", "name", "kind", "stream", "corr"):
+        attrs = ("start", "end", "name", "kind", "stream", "corr") + (("launch",) if len(self.launch) else ())
+        for attr in attrs:
             old = getattr(self, attr)
             setattr(self, attr, array(old.typecode, [old[i] for i in order]))
         return True
@@ -828,25 +832,28 @@ def analyze_gpu_trace(
             "no cuda_gpu_trace export among the files",
             hint="export it with `nsys stats --format csv --report cuda_gpu_trace --output BASE REPORT.nsys-rep`",
         )
+    return analyze_nsys_trace(CsvTrace(files), step_range, tile=tile)
+
+
+def analyze_nsys_trace(trace: NsysTrace, step_range: str | None = None, *, tile: bool = False) -> TraceAnatomy:
+    """`analyze_gpu_trace` over any source of a capture's trace records: its CSV exports
+    (`CsvTrace`) or its SQLite export (`nsightlab.parse.nsys_sqlite_trace.SqliteTrace`,
+    whose operations come with their launch times: no API call is read to find them)."""
     notes: list[str] = []
-    ops = _Ops.from_columns(gputrace.read_gpu_trace_columns(files["cuda_gpu_trace"]))
+    cols = trace.gpu_columns()
+    ops = _Ops.from_columns(cols)
     devices = list(dict.fromkeys(str(device) for device, _ in ops_streams(ops) if device is not None))
     if ops.seal():
-        notes.append(f"{files['cuda_gpu_trace'].name} was not in start order: sorted in memory")
+        notes.append(f"{Path(trace.label).name} was not in start order: sorted in memory")
     if not len(ops):
-        raise UsageError(
-            f"{files['cuda_gpu_trace']} holds no GPU operations", hint="was CUDA traced (`nsys profile -t cuda`)?"
-        )
+        raise UsageError(f"{trace.label} holds no GPU operations", hint="was CUDA traced (`nsys profile -t cuda`)?")
 
     ranges: list[_Range] = []
-    if "nvtx_pushpop_trace" in files:
-        ranges = [
-            _Range(r.name, r.start_ns, r.end_ns, r.pid, r.tid)
-            for r in gputrace.read_nvtx_pushpop(files["nvtx_pushpop_trace"])
-        ]
+    if trace.has("nvtx_pushpop_trace"):
+        ranges = [_Range(r.name, r.start_ns, r.end_ns, r.pid, r.tid) for r in trace.pushpop()]
     projections: list[gputrace.NvtxProjection] = []
-    if "nvtx_gpu_proj_trace" in files:
-        projections = list(gputrace.read_nvtx_gpu_proj(files["nvtx_gpu_proj_trace"]))
+    if trace.has("nvtx_gpu_proj_trace"):
+        projections = list(trace.projections())
         if ranges:
             by_key: dict[tuple[object, object, int | None, str], gputrace.NvtxProjection] = {
                 (p.pid, p.tid, p.orig_start_ns, p.name): p for p in projections
@@ -869,11 +876,11 @@ def analyze_gpu_trace(
                 for p in projections
             ]
     attribution: Literal["launch", "projection", "window"] = "window"
-    if "cuda_api_trace" in files:
+    if cols.launch is not None:
+        attribution = "launch"
+    elif trace.has("cuda_api_trace"):
         launch_of = {
-            c.corr_id: c.start_ns
-            for c in gputrace.read_cuda_api(files["cuda_api_trace"])
-            if c.corr_id is not None and puts_work_on_gpu(c.name)
+            c.corr_id: c.start_ns for c in trace.api_calls() if c.corr_id is not None and puts_work_on_gpu(c.name)
         }
         ops.set_launches(launch_of)
         attribution = "launch"

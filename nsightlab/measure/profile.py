@@ -1,10 +1,12 @@
 """`profile`: a script under Nsight Systems (or torch.profiler) on a target.
 
 `run_profile()` drives a Target: copies the script, runs the
-tutorial's `nsys profile -o BASE -f true -t cuda,nvtx python3 SCRIPT`, exports the
-reports that matter with one `nsys stats --force-export=true --format csv`, brings the
-CSVs, the script's JSON and the .nsys-rep back into the run store, and only then
-returns the result (`nsightlab.analysis.profile.build_profile`) for printing.
+tutorial's `nsys profile -o BASE -f true -t cuda,nvtx python3 SCRIPT`, exports the report
+to SQLite with one `nsys export --type sqlite` (an nsys that cannot: the reports that
+matter with one `nsys stats --force-export=true --format csv`), brings the export, the
+script's JSON and the .nsys-rep back into the run store, and only then returns the result
+(`nsightlab.runs.sqlite_input`, else `nsightlab.analysis.profile.build_profile` over the
+CSVs) for printing; `nsys_input` in the result says which.
 """
 
 from __future__ import annotations
@@ -35,6 +37,8 @@ from nsightlab.measure.device import DevicePlan, no_gpu_error, ran_on_cpu_warnin
 from nsightlab.measure.work import LabWork
 from nsightlab.parse import nsys
 from nsightlab.parse.noise import is_library_noise
+from nsightlab.runs.decode import TraceOptions
+from nsightlab.runs.sqlite_input import sqlite_result
 from nsightlab.runs.store import Run, RunMeta
 from nsightlab.runs.store import remove as remove_run
 
@@ -241,11 +245,30 @@ def _nsys_run(
         )
     if server and code != 0:
         env.note(f"the server ended with exit {code} (nsys ends it when the collection is over)")
+    exported = export_sqlite(env, target, wd)
+    if exported is not None:
+        return exported, listing, version
     helptext = target.run(["nsys", "stats", "--help-reports"], check=False).out
     have = nsys.available_reports(helptext)
     reports = [have[r] for r in WANTED if r in have] or ["cuda_gpu_kern_sum", "nvtx_sum"]
     wanted, listing = export_stats(env, target, wd, reports)
     return wanted, listing, version
+
+
+def export_sqlite(env: Env, target: Target, wd: str) -> list[str] | None:
+    """One `nsys export --type sqlite` of `wd`'s report: the files to fetch (the export and
+    the report), or None when this nsys could not (too old: the CSV exports instead)."""
+    base = posixpath.join(wd, BASE)
+    argv = ["nsys", "export", "--type", "sqlite", "--output", f"{base}.sqlite", "--force-overwrite", "true"]
+    argv.append(f"{base}.nsys-rep")
+    env.note(f"exporting: {shlex.join(argv)}")
+    done = target.run(argv, check=False)
+    listing = target.run(["ls", "-1", wd], what="listing the work folder").out.split()
+    if done.returncode == 0 and f"{BASE}.sqlite" in listing:
+        return [f"{BASE}.nsys-rep", f"{BASE}.sqlite"]  # the export copied last: not older than its report
+    why = last_error([line for line in done.err.splitlines() if line.strip()]) or f"exit {done.returncode}"
+    env.note(f"nsys export to SQLite did not work ({why}): exporting CSV tables with nsys stats instead")
+    return None
 
 
 def export_stats(env: Env, target: Target, wd: str, reports: Sequence[str]) -> tuple[list[str], list[str]]:
@@ -484,15 +507,18 @@ def _finish(
         fetched.append(f"raw/{f}")
     # everything is here: parse, analyse, store, then return for printing
     info = None
-    if profiler == "nsys":
+    report: nsys.NsysReport | None = None
+    export = next((f for f in wanted_files if f.endswith(".sqlite")), None)
+    record_path = run.raw / posixpath.basename(work_json) if work_json else None
+    if profiler == "nsys" and export is None:
         report = nsys.merge_reports(nsys.parse_file(run.raw / f) for f in sorted(wanted_files) if f.endswith(".csv"))
         report.nsys_version = versions.get("nsys")
-    else:
+    elif profiler == "torch":
         path = run.raw / "torchprof.json"
         data = json.loads(path.read_text(encoding="utf-8"))
         report = report_from_torch(data, str(path))
         info = torch_info(data)
-    record = load_record(run.raw / posixpath.basename(work_json)) if work_json else None
+    record = load_record(record_path) if record_path else None
     if record is not None:
         versions.update(
             {
@@ -504,9 +530,18 @@ def _finish(
         )
     elif info is not None and info.device:
         versions.update({k: info.device.get(k) for k in ("torch", "cuda", "python", "driver") if k in info.device})
-    result = build_profile(
-        report, record, script=name, profiler=profiler, target=target.label, versions=versions, torch=info
-    )
+    if report is None:
+        assert export is not None
+        result = sqlite_result(
+            run.raw / export, TraceOptions(), record_path=record_path, script=name, target=target.label, anywork=True
+        )
+        result.versions = versions
+    else:
+        result = build_profile(
+            report, record, script=name, profiler=profiler, target=target.label, versions=versions, torch=info
+        )
+        if profiler == "nsys":
+            result.nsys_input = "stats"
     result.run_id = run_id
     result.run_dir = str(run.path)
     result.files = fetched

@@ -581,7 +581,9 @@ class GpuTraceColumns:
 
     Row i: `start[i]`, `end[i]` (ns), `names[name[i]]`, kind `kind[i]` (KIND_CODES),
     `streams[stream[i]]` = (device, stream), `corr[i]` (-1 when empty). In file order;
-    `in_start_order` as for `GpuTraceReader`.
+    `in_start_order` as for `GpuTraceReader`. `launch[i]`, where the source knows it (an
+    nsys SQLite export joins each operation to its CUDA call), is the start of the call
+    that launched operation i (-1: none); None for a CSV export.
     """
 
     start: array[int]
@@ -594,6 +596,7 @@ class GpuTraceColumns:
     streams: list[tuple[str | None, int | None]]
     kernels: int
     in_start_order: bool
+    launch: array[int] | None = None
 
 
 def read_gpu_trace_columns(path: str | Path) -> GpuTraceColumns:

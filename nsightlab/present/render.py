@@ -502,8 +502,10 @@ def profile(env: Env, result: ProfileResult, *, top: int = 15) -> None:
         lines(env, [f"warning: {w}" for w in result.warnings], bullet="")
     blank(env)
     what = ops_label(result)
+    grouped = {"demangled": " (a row per demangled name, as cuda_gpu_kern_sum)", "base": " (a row per base name)"}
+    title = f"{what}{grouped.get(result.kernel_grouping or '', '')}, by total time"
     if result.kernels or result.profiler != "none":
-        kernel_table(env, result.kernels, top=top, title=f"{what}, by total time", what=what)
+        kernel_table(env, result.kernels, top=top, title=title, what=what)
     blank(env)
     cpu = result.device_type == "cpu"
     timed = [r for r in result.ranges if r.rates is not None]

@@ -1,7 +1,8 @@
 """`analyze`: the live commands' tables from files, offline.
 
 PATH may be: a stored run (its id, an unambiguous prefix, `latest`, or its folder: the
-stored result), a folder of `nsys stats` CSV exports
+stored result), a report's SQLite export (`NAME.sqlite`, or a folder holding one:
+`nsightlab.runs.sqlite_input`), a folder of `nsys stats` CSV exports
 (with the script's JSON beside them, if any), a saved console output of `nsys stats` or
 `nsys profile --stats=true`, an ncu CSV (`--section SpeedOfLight` or `--page details`), a
 lesson1 / torchprof / sweep / decode JSON, or the folder `bench/gpu_run.sh` wrote (its
@@ -9,8 +10,9 @@ records analysed one by one, with a sanity table: `nsightlab.runs.gpurun`). A fi
 cannot be parsed is exit 2 naming the file and the line.
 
 Whenever the input holds a GPU timeline (a `cuda_gpu_trace` export, alone or in a folder
-with the other trace exports of its capture; a Kineto trace; a `.nsys-rep`, exported
-with the local nsys, with the script's JSON beside it if any; a run folder that has one)
+with the other trace exports of its capture; a report's SQLite export; a Kineto trace; a
+`.nsys-rep`, exported to SQLite with the local nsys, with the script's JSON beside it if
+any; a run folder that has one)
 the step anatomy is added: `steps` (a decode step object per group of steps) and `trace`
 (`nsightlab.runs.decode`); a profile's tables gain `steps`, `trace_summary` and
 `trace_notes` (its `trace` names its trace file). The keys the other inputs give keep
@@ -20,7 +22,7 @@ their values.
 from __future__ import annotations
 
 import json
-import shutil
+import shlex
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -34,7 +36,6 @@ from nsightlab.runs import store
 from nsightlab.runs.decode import (
     TraceOptions,
     decode_build,
-    exported,
     gpu_anatomy,
     group_steps,
     is_kineto_file,
@@ -53,6 +54,7 @@ if TYPE_CHECKING:
 # case, need not wait for them (bench/RESULTS.md, Kineto traces).
 
 _NCU_HEADER = '"ID","Process ID"'
+SCRIPT_JSON_MAX = 16 << 20  # bytes: the largest JSON beside an export taken for the script's own
 
 
 def _read(path: Path) -> str:
@@ -99,11 +101,10 @@ def analyze_path(
     else:
         userfiles.check_regular(path, what="file", error=UsageError)
     if path.suffix == ".nsys-rep" and path.is_file():
-        with exported(path) as folder:
-            for j in sorted(path.parent.glob("*.json")):  # the script's JSON beside the report
-                if _json_kind(j) in ("decode", "lesson1"):
-                    shutil.copyfile(j, folder / j.name)
-            result = _folder(folder, opts)
+        from nsightlab.runs.sqlite_input import exported_sqlite
+
+        with exported_sqlite(path) as db:
+            result = _sqlite(db, path.parent, opts)
         notes = getattr(result, "notes", None)
         if isinstance(notes, list):
             notes.insert(0, f"exported from {path} with this machine's nsys")
@@ -126,6 +127,8 @@ def _analyze(path: Path, opts: TraceOptions) -> BaseModel:
                 raise UsageError(f"--step-range and --weights-gb need a GPU timeline; {path} is a gpu_run.sh folder")
             return gpurun.analyze_gpu_run(path, lambda p: _analyze(p, TraceOptions()))
         return _folder(path, opts)
+    if path.suffix == ".sqlite":
+        return _sqlite(path, path.parent, opts)
     if is_kineto_file(path):
         return trace_result(path, kineto_anatomy(path, opts.step_range), opts)
     if path.suffix == ".json":
@@ -162,6 +165,7 @@ def _nsys_result(report: nsys.NsysReport, record_path: Path | None, source: Path
     )
     if report.skipped:
         result.notes.extend(report.skipped)
+    result.nsys_input = "stats"
     return result
 
 
@@ -180,11 +184,26 @@ def _folder(path: Path, opts: TraceOptions | None = None) -> BaseModel:
         if isinstance(stored, ProfileResult):
             traces, _ = split_csvs(sorted((path / "raw").glob("*.csv")))
             kineto_files = [p for p in sorted((path / "raw").glob("*")) if is_kineto_file(p)]
-            if any(trace_report(t) == "cuda_gpu_trace" for t in traces):
+            exports = _sqlite_files(path / "raw")
+            if exports:
+                from nsightlab.runs.sqlite_input import anatomy_of, attach_steps
+
+                anatomy = anatomy_of(exports[0], opts.step_range)
+                if anatomy is not None:
+                    attach_steps(stored, anatomy, opts)
+            elif any(trace_report(t) == "cuda_gpu_trace" for t in traces):
                 _attach_steps(stored, gpu_anatomy(traces, opts.step_range), opts)
             elif kineto_files:
                 _attach_steps(stored, kineto_anatomy(kineto_files[0], opts.step_range), opts)
         return stored
+    exports = _sqlite_files(path)
+    if len(exports) > 1:
+        raise UsageError(
+            f"{path} holds {len(exports)} nsys SQLite exports ({', '.join(p.name for p in exports[:4])})",
+            hint=f"Give one of them: `{shlex.join(['nsightlab', 'analyze', str(exports[0])])}`.",
+        )
+    if exports:
+        return _sqlite(exports[0], path, opts)
     traces, csvs = split_csvs(sorted(path.glob("*.csv")))
     kineto_files = [p for p in sorted(path.iterdir()) if is_kineto_file(p)]
     gpu_traces = [t for t in traces if trace_report(t) == "cuda_gpu_trace"]
@@ -223,8 +242,11 @@ def _attach_steps(result: ProfileResult, anatomy: TraceAnatomy, opts: TraceOptio
     result.steps, result.trace_summary, result.trace_notes = steps, anatomy.trace, notes
 
 
-def _decode_folder(record_file: Path, traces: list[Path], kineto_files: list[Path], opts: TraceOptions) -> DecodeResult:
-    """decode.py's JSON with its capture's exports or trace: the decode result, offline."""
+def _decode_folder(
+    record_file: Path, traces: list[Path], kineto_files: list[Path], opts: TraceOptions, sqlite: Path | None = None
+) -> DecodeResult:
+    """decode.py's JSON with its capture's exports (CSV or SQLite) or trace: the decode
+    result, offline."""
     if opts.weights_gb is not None:
         raise UsageError(
             "decode.py's JSON gives the bytes each step reads: --weights-gb and --kv-gb are for traces without it"
@@ -233,13 +255,36 @@ def _decode_folder(record_file: Path, traces: list[Path], kineto_files: list[Pat
     assert record is not None
     anatomy = None
     reason = f"no trace beside {record_file.name}: steps come from the script's own timing"
-    if traces:
+    if sqlite is not None:
+        from nsightlab.runs.sqlite_input import anatomy_of
+
+        anatomy = anatomy_of(sqlite, opts.step_range)
+    elif traces:
         anatomy = gpu_anatomy(traces, opts.step_range)
     elif kineto_files:
         anatomy = kineto_anatomy(kineto_files[0], opts.step_range)
     elif opts.step_range is not None:
         raise UsageError(f"--step-range needs a trace, and {record_file.parent} holds only the script's JSON")
     return decode_build(record, anatomy, no_trace_reason=reason).result
+
+
+def _sqlite_files(folder: Path) -> list[Path]:
+    """The nsys SQLite exports (`*.sqlite`) in a folder."""
+    return [p for p in sorted(folder.glob("*.sqlite")) if p.is_file()]
+
+
+def _sqlite(db: Path, beside: Path, opts: TraceOptions) -> BaseModel:
+    """An nsys SQLite export, with the script's JSON in `beside` when there is one: a
+    decode run's JSON makes it a decode result, lesson1's gives the ranges their rates."""
+    from nsightlab.runs.sqlite_input import sqlite_result
+
+    # a script's JSON is small: a large one (a trace) is not read to find out
+    jsons = [j for j in sorted(beside.glob("*.json")) if j.is_file() and j.stat().st_size <= SCRIPT_JSON_MAX]
+    decode = next((j for j in jsons if _json_kind(j) == "decode"), None)
+    if decode is not None:
+        return _decode_folder(decode, [], [], opts, sqlite=db)
+    record = next((j for j in jsons if _json_kind(j) == "lesson1"), None)
+    return sqlite_result(db, opts, record_path=record)
 
 
 def _json_kind(path: Path) -> str | None:

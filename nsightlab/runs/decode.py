@@ -1,6 +1,6 @@
 """Decode runs and GPU timelines on disk: the floor's bandwidth from the stored sweeps,
-traces found in files and folders, their step anatomy, `.nsys-rep` export with a local
-nsys, and a decode run's timeline for the report.
+traces found in files and folders, their step anatomy, the names nsys gives its trace
+reports, and a decode run's timeline for the report.
 
 The floor's bandwidth (`floor_bandwidth`): the DRAM plateau of the latest stored sweep
 on the same device (same name, or the same spec-table GPU), else the GPU's spec; a CPU
@@ -9,12 +9,7 @@ has no spec here, so only a sweep of that CPU gives it a floor.
 
 from __future__ import annotations
 
-import shlex
-import shutil
-import subprocess
-import tempfile
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -243,66 +238,7 @@ def trace_result(source: Path, anatomy: TraceAnatomy, opts: TraceOptions) -> Tra
     )
 
 
-# --------------------------------------------------------------- .nsys-rep export
-
-
-#: What `analyze` exports from a report: the summaries profile reads, and the traces.
-EXPORT_REPORTS: tuple[str, ...] = (
-    "cuda_gpu_kern_sum",
-    "nvtx_sum",
-    "nvtx_kern_sum",
-    "cuda_gpu_mem_time_sum",
-    *TRACE_REPORTS,
-)
-
-
-def export_command(rep: Path, base: str, reports: Sequence[str] = EXPORT_REPORTS, nsys_bin: str = "nsys") -> list[str]:
-    """The `nsys stats` command that exports what `analyze` reads from a report."""
-    return [
-        nsys_bin,
-        "stats",
-        "--force-export=true",
-        "--format",
-        "csv",
-        "--output",
-        base,
-        "-r",
-        ",".join(reports),
-        str(rep),
-    ]
-
-
-@contextmanager
-def exported(rep: Path) -> Iterator[Path]:
-    """A temporary folder holding `rep`'s CSV exports, made with the local nsys.
-
-    Without nsys here: UsageError (exit 2) with the command to run where nsys is.
-    """
-
-    nsys_bin = shutil.which("nsys")
-    if nsys_bin is None:
-        cmd = shlex.join(export_command(rep, str(rep.with_suffix(""))))  # the CSVs beside the report
-        analyze = shlex.join(["nsightlab", "analyze", str(rep.parent)])
-        raise UsageError(
-            f"{rep} is an Nsight Systems report and nsys is not installed here to export it",
-            hint=f"Run where nsys is: `{cmd}`, then `{analyze}`.",
-        )
-    with tempfile.TemporaryDirectory(prefix="nsightlab-export-") as tmp:
-        base = Path(tmp) / rep.with_suffix("").name
-        helptext = subprocess.run(
-            [nsys_bin, "stats", "--help-reports"], capture_output=True, text=True, check=False
-        ).stdout
-        chosen = [listed_name(r, report_names(helptext)) for r in EXPORT_REPORTS]
-        reports = [r for r in chosen if r is not None] or list(EXPORT_REPORTS)
-        argv = export_command(rep, str(base), reports, nsys_bin)
-        done = subprocess.run(argv, capture_output=True, text=True, check=False)
-        if done.returncode != 0:
-            tail = (done.stderr.strip().splitlines() or [""])[-1][:300]
-            raise UsageError(
-                f"nsys stats could not export {rep} (exit {done.returncode}): {tail}",
-                hint="Check the report opens in nsys.",
-            )
-        yield Path(tmp)
+# ------------------------------------------------------- nsys's report names
 
 
 def report_names(help_text: str) -> set[str]:

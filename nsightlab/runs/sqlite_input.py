@@ -1,0 +1,183 @@
+"""`analyze` of nsys's own database: a report's SQLite export (`NAME.sqlite`), and a
+`.nsys-rep` exported to one with this machine's nsys.
+
+From one file, the tables the `nsys stats` CSV exports of the same report give (kernels by
+demangled name as `cuda_gpu_kern_sum` groups them, NVTX ranges with the kernels launched
+inside them, CUDA API calls, memory operations, the GPU's name from the report's own GPU
+table) and the step anatomy of its timeline (`steps`, `trace_summary`, `trace_notes`), as a
+`ProfileResult` with `nsys_input: "sqlite"`. The file is only read (see
+`nsightlab.parse.nsys_sqlite`); a `.nsys-rep` is exported into a temporary folder, never
+beside it.
+"""
+
+from __future__ import annotations
+
+import shlex
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+from nsightlab.analysis.steps import TraceAnatomy, analyze_nsys_trace
+from nsightlab.errors import ParseError, UsageError
+from nsightlab.parse.nsys_sqlite import CUDA_TABLES, NVTX, RUNTIME
+from nsightlab.parse.nsys_sqlite_report import build_report
+from nsightlab.parse.nsys_sqlite_trace import SqliteTrace
+from nsightlab.runs.decode import TraceOptions, group_steps
+
+if TYPE_CHECKING:
+    from nsightlab.analysis.profile import ProfileResult
+
+# How long a local `nsys export` may take (a large report takes minutes).
+EXPORT_TIMEOUT_S = 1800
+GROUPING: Literal["demangled"] = "demangled"  # cuda_gpu_kern_sum's default: a kernel per demangled name
+
+
+def export_command(rep: Path, out: Path, nsys_bin: str = "nsys") -> list[str]:
+    """The `nsys export` that writes `rep`'s SQLite export to `out`."""
+    return [nsys_bin, "export", "--type", "sqlite", "--output", str(out), "--force-overwrite", "true", str(rep)]
+
+
+@contextmanager
+def exported_sqlite(rep: Path) -> Iterator[Path]:
+    """`rep`'s SQLite export, made with the local nsys in a temporary folder (removed after).
+
+    Without nsys here: UsageError (exit 2) with the command to run where nsys is."""
+    nsys_bin = shutil.which("nsys")
+    if nsys_bin is None:
+        beside = rep.with_suffix(".sqlite")
+        raise UsageError(
+            f"{rep} is an Nsight Systems report and nsys is not installed here to export it",
+            hint=f"Run where nsys is: `{shlex.join(export_command(rep, beside))}`, then "
+            f"`{shlex.join(['nsightlab', 'analyze', str(beside)])}`.",
+        )
+    with tempfile.TemporaryDirectory(prefix="nsightlab-export-") as tmp:
+        out = Path(tmp) / (rep.stem + ".sqlite")
+        try:
+            done = subprocess.run(
+                export_command(rep, out, nsys_bin),
+                capture_output=True,
+                text=True,
+                check=False,
+                timeout=EXPORT_TIMEOUT_S,
+            )
+        except subprocess.TimeoutExpired:
+            raise UsageError(f"nsys export of {rep} took over {EXPORT_TIMEOUT_S} s: stopped") from None
+        if done.returncode != 0 or not out.is_file():
+            tail = (done.stderr.strip().splitlines() or done.stdout.strip().splitlines() or [""])[-1][:300]
+            raise UsageError(
+                f"nsys export could not export {rep} (exit {done.returncode}): {tail}",
+                hint="Check that the report opens in nsys",
+            )
+        yield out
+
+
+def sqlite_anatomy(trace: SqliteTrace, step_range: str | None) -> TraceAnatomy | None:
+    """The step anatomy of the export's timeline (windows tiled, as for the CSV exports);
+    None when it holds no GPU operation."""
+    if not len(trace.gpu_columns().start):
+        return None
+    return analyze_nsys_trace(trace, step_range, tile=True)
+
+
+def anatomy_of(path: Path, step_range: str | None = None) -> TraceAnatomy | None:
+    """The step anatomy of the SQLite export at `path` (see `sqlite_anatomy`)."""
+    with SqliteTrace.open(path) as trace:
+        return sqlite_anatomy(trace, step_range)
+
+
+def sqlite_result(
+    path: Path,
+    opts: TraceOptions,
+    *,
+    record_path: Path | None = None,
+    script: str | None = None,
+    target: str | None = None,
+    anywork: bool = False,
+) -> ProfileResult:
+    """The tables and the step anatomy of an nsys SQLite export (with the lesson1 JSON of
+    its run, when given). ParseError (exit 2) for a file that is not a readable nsys
+    export, or (unless `anywork`: a profile's own capture) one that holds neither CUDA nor
+    NVTX data (a CPU-only capture)."""
+    from nsightlab.analysis.profile import build_profile, load_record
+
+    with SqliteTrace.open(path) as trace:
+        db = trace.db
+        if not anywork and not any(db.has(t, "start") for t in CUDA_TABLES) and not db.has(NVTX, "start"):
+            raise ParseError(
+                "holds no CUDA and no NVTX data: a capture of CPU activity only",
+                source=path,
+                hint="Profile with CUDA and NVTX traced (nsys profile -t cuda,nvtx)",
+            )
+        report = build_report(trace)
+        anatomy = sqlite_anatomy(trace, opts.step_range)
+        device = _device(trace)
+    if not any(db.has(t, "start") for t in CUDA_TABLES):
+        report.skipped.insert(
+            0, "no CUDA in this report (no kernel, memory or CUDA API table): traced without `-t cuda`"
+        )
+    record = load_record(record_path) if record_path else None
+    result = build_profile(
+        report,
+        record,
+        script=script or path.stem,
+        profiler="nsys",
+        target=target or str(path),
+        versions={"nsys": report.nsys_version},
+        device_name=device,
+    )
+    if result.timing_source == "none: no kernel times per NVTX range":  # the CSV's advice does not apply
+        why = (
+            ""
+            if db.has(RUNTIME, "start")
+            else " (the report has no CUDA API calls to tell where kernels were launched)"
+        )
+        result.notes = [
+            f"no kernel was launched inside the NVTX ranges{why}, so no rates" if "nvtx_kern_sum" in n else n
+            for n in result.notes
+        ]
+    result.notes.extend(report.skipped)
+    result.notes.extend(stale_notes(path))
+    result.kernel_grouping = GROUPING if report.kernels is not None else None
+    result.nsys_input = "sqlite"
+    if anatomy is not None:
+        attach_steps(result, anatomy, opts)
+    elif opts.used:
+        raise UsageError(
+            f"--step-range and --weights-gb need a GPU timeline, and {path} holds no GPU operation",
+            hint="Give a report captured with `-t cuda`",
+        )
+    return result
+
+
+def attach_steps(result: ProfileResult, anatomy: TraceAnatomy, opts: TraceOptions) -> None:
+    """The step anatomy of the capture's trace, added to a profile's tables (its own keys
+    keep their values)."""
+    steps, _device, notes = group_steps(anatomy, opts)
+    result.steps, result.trace_summary, result.trace_notes = steps, anatomy.trace, notes
+
+
+def stale_notes(path: Path) -> list[str]:
+    """A note when the report beside the export is newer than it: nsys stats reuses such
+    an export without complaint only when it is fresh."""
+    rep = path.with_suffix(".nsys-rep")
+    try:
+        if rep.is_file() and rep.stat().st_mtime > path.stat().st_mtime:
+            cmd = shlex.join(export_command(rep, path))
+            return [f"{path.name} is older than {rep.name} beside it: it may not hold that report; `{cmd}`"]
+    except OSError:
+        pass
+    return []
+
+
+def _device(trace: SqliteTrace) -> str | None:
+    """The name of the GPU the first GPU operation ran on (`NAME (ID)` without its ID)."""
+    from nsightlab.analysis.decode import device_name_of
+
+    cols = trace.gpu_columns()
+    if len(cols.stream):
+        return device_name_of(cols.streams[cols.stream[0]][0])
+    return None
