@@ -378,3 +378,15 @@ def test_roofline_plateaus_have_their_own_colours_and_the_remark_is_off_the_line
     assert box.y1 <= title.get_window_extent().y0  # and under the title, not over it
     png, _ = figures.save(plot, tmp_path)
     _image_ok(png)
+
+
+def test_every_step_kernel_kind_has_its_own_colour() -> None:
+    """The timeline draws each kind a step's kernel can have in a colour of its own (none falls back
+    to the grey of "other")."""
+    from typing import get_args
+
+    from nsightlab.parse.kinds import StepKernelKind
+    from nsightlab.present.figures import KIND_COLORS
+
+    assert set(KIND_COLORS) == set(get_args(StepKernelKind))
+    assert len(set(KIND_COLORS.values())) == len(KIND_COLORS)

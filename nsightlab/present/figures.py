@@ -349,12 +349,16 @@ def kernels_figure(profile: ProfileResult, *, top: int = TOP_KERNELS) -> Plot | 
     return Plot(key=key, title=f"Top {what}: {profile.script}{run}", caption=caption, figure=fig)
 
 
+# One colour per kind a step's kernel can have (parse.kinds.StepKernelKind; a test keeps them equal),
+# from the Okabe-Ito palette, which colour-blind readers can tell apart.
 KIND_COLORS = {
     "gemm": "#0072B2",
     "attention": "#D55E00",
     "norm": "#009E73",
     "elementwise": "#E69F00",
     "copy": "#CC79A7",
+    "communication": "#56B4E9",
+    "memory": "#F0E442",
     "other": "#7f7f7f",
 }
 
