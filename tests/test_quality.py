@@ -92,6 +92,8 @@ def _all_commands() -> list[list[str]]:
     def walk(cmd: object, path: list[str]) -> None:
         subs = getattr(cmd, "commands", None)
         if subs:
+            if path and getattr(cmd, "invoke_without_command", False):
+                out.append(path)  # a group that is a command too (`pack`, `profile`): its own help counts
             for name, sub in subs.items():
                 walk(sub, [*path, name])
         else:
