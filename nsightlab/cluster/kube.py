@@ -63,6 +63,10 @@ class Gone(ClusterError):
     """410: a watch's resourceVersion is too old; list again."""
 
 
+class Unauthorized(ClusterError):
+    """401: the credentials were refused (trying again will not help)."""
+
+
 class Forbidden(ClusterError):
     """403: RBAC (or an admission policy) refused the request."""
 
@@ -360,7 +364,7 @@ class Kube:
     ) -> ClusterError:
         message = answers.status_of(body, content_type)[1]
         if status == 401:
-            return ClusterError(
+            return Unauthorized(
                 f"the API server rejected our credentials (401 Unauthorized) while trying to {what} on context "
                 f"'{self.ctx.name}'",
                 hint="Log in again (e.g. refresh your cloud credentials) and check the user of that context.",
