@@ -17,7 +17,6 @@ Pure: no I/O. Numbers in notes are written with `nsightlab.analysis.units`.
 
 from __future__ import annotations
 
-import json
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
@@ -29,7 +28,7 @@ from nsightlab.analysis import pods as r
 from nsightlab.analysis.gpus import for_instance_type, lookup
 from nsightlab.analysis.sweep import SweepResult
 from nsightlab.analysis.units import gigabytes, percent, sig, size
-from nsightlab.models import Model
+from nsightlab.models import Model, NonFiniteError, loads
 
 Status = Literal["measured", "not-scheduled", "failed", "timeout"]
 Device = Literal["auto", "cuda", "cpu"]
@@ -248,7 +247,9 @@ def extract_result(log: str) -> tuple[Any, str | None]:
         return None, "the result in the Job's log is cut short (no end marker)"
     text = "\n".join(lines[start:end])
     try:
-        return json.loads(text), None
+        return loads(text), None
+    except NonFiniteError as e:
+        return None, f"the result in the Job's log holds a number no measurement has ({e.msg})"
     except ValueError as e:
         return None, f"the result in the Job's log is not valid JSON ({e})"
 

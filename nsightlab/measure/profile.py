@@ -9,7 +9,6 @@ returns the result (`nsightlab.analysis.profile.build_profile`) for printing.
 
 from __future__ import annotations
 
-import json
 import posixpath
 import re
 import shlex
@@ -33,6 +32,7 @@ from nsightlab.analysis.profile import (
 from nsightlab.errors import ParseError, RemoteCommandError, UsageError
 from nsightlab.measure.device import DevicePlan, no_gpu_error, ran_on_cpu_warning
 from nsightlab.measure.work import LabWork
+from nsightlab.models import NonFiniteError, loads
 from nsightlab.parse import nsys
 from nsightlab.parse.noise import is_library_noise
 from nsightlab.runs.store import Run, RunMeta
@@ -482,7 +482,10 @@ def _finish(
         report.nsys_version = versions.get("nsys")
     else:
         path = run.raw / "torchprof.json"
-        data = json.loads(path.read_text(encoding="utf-8"))
+        try:
+            data = loads(path.read_text(encoding="utf-8"))
+        except ValueError as e:
+            raise ParseError(f"not valid JSON ({e.msg if isinstance(e, NonFiniteError) else e})", source=path) from None
         report = report_from_torch(data, str(path))
         info = torch_info(data)
     record = load_record(run.raw / posixpath.basename(work_json)) if work_json else None
