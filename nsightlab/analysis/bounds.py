@@ -61,7 +61,7 @@ def check_call(
         return f"{what}: {seconds} s per call"
     if seconds < MIN_SECONDS_PER_CALL:
         return (
-            f"{what}: {units.sig(seconds)} s per call, under the {units.duration(MIN_SECONDS_PER_CALL)} that any "
+            f"{what}: {seconds:.3g} s per call, under the {units.duration(MIN_SECONDS_PER_CALL)} that any "
             "call takes on any device"
         )
     try:
@@ -71,12 +71,12 @@ def check_call(
         return f"{what}: a figure too large to be a measurement"
     if rate > MAX_BYTES_PER_S:
         return (
-            f"{what}: {units.tbps(rate)}, above {units.tbps(MAX_BYTES_PER_S)} ({BANDWIDTH_MARGIN:g}x the fastest "
+            f"{what}: {rate / 1e12:.3g} TB/s, above {units.tbps(MAX_BYTES_PER_S)} ({BANDWIDTH_MARGIN:g}x the fastest "
             f"memory in the spec table, {_FASTEST.short}'s {units.tbps(FASTEST_MEMORY_BYTES_PER_S)})"
         )
     if flop_rate > MAX_FLOP_PER_S:
         return (
-            f"{what}: {units.tflops(flop_rate)}, above {units.tflops(MAX_FLOP_PER_S)} ({FLOPS_MARGIN:g}x the "
+            f"{what}: {flop_rate / 1e12:.3g} TFLOP/s, above {units.tflops(MAX_FLOP_PER_S)} ({FLOPS_MARGIN:g}x the "
             "fastest tensor-core peak in the spec table)"
         )
     return None

@@ -259,6 +259,11 @@ def lookup(name: str | None) -> GpuSpec | None:
     return _BY_NAME.get(_normalise(name))
 
 
+def same_product(a: str, b: str) -> bool:
+    """Whether two product names (torch's, a node label's) name the same GPU."""
+    return _normalise(a) == _normalise(b)
+
+
 def for_instance_type(instance_type: str | None) -> GpuSpec | None:
     """The GPU an EC2 instance type carries (`g7e.8xlarge` -> RTX PRO 6000 Server)."""
     if not instance_type:
