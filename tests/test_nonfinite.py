@@ -217,3 +217,23 @@ def test_a_kineto_trace_with_a_non_finite_time_is_refused(
     path.write_text(text)
     line = refused(analyze(capsys, path), path)
     assert "event without a numeric ts/dur" in line, line
+
+
+def test_a_lab_command_reads_its_scripts_record_with_the_same_check(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, nsl_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `sweep --local` whose script (a stand-in for a broken timer) reports 1e-30 s a call
+    from nsightlab import assets
+
+    doc = json.loads((DATA / "sweep_cpu_float32_epyc-2c-l3-32mib.json").read_text())
+    for row in doc["rows"]:
+        row["seconds_per_call"], row["batch_seconds_per_call"] = 1e-30, [1e-30] * 5
+    script = tmp_path / "sweep.py"
+    script.write_text(f"import sys\nopen(sys.argv[sys.argv.index('--json') + 1], 'w').write({json.dumps(doc)!r})\n")
+    real = assets.lab_script
+    monkeypatch.setattr(assets, "lab_script", lambda name: script if name == "sweep.py" else real(name))
+    r = run_cli(capsys, "sweep", "--local", "--device", "cpu", "--sizes", "10,12")
+    assert r.code == 2, r
+    line = r.err.strip().splitlines()[-1]
+    assert ": not a plausible measurement: size 2^10: 1e-30 s per call, under the 100 ns" in line, line
+    assert not (nsl_home / "runs").exists() or not any((nsl_home / "runs").iterdir())  # nothing stored
