@@ -107,7 +107,10 @@ def test_a_sweep_claiming_bandwidth_beyond_any_memory_is_refused(
     data["rows"][0].update(log2=50, elements=2**50, tensor_bytes=2**52, bytes_per_call=2**53)
     path = _write(tmp_path, "sweep.json", json.dumps(data))
     line = refused(analyze(capsys, path), path)
-    assert "not a plausible measurement: size 2^50: " in line and "above 96.0 TB/s (20x the fastest memory" in line
+    from nsightlab.analysis import bounds, units  # the bound follows the spec table's fastest memory
+
+    assert "not a plausible measurement: size 2^50: " in line, line
+    assert f"above {units.tbps(bounds.MAX_BYTES_PER_S)} (20x the fastest memory in the spec table" in line, line
 
 
 def test_the_tutorials_own_records_are_plausible(capsys: pytest.CaptureFixture[str]) -> None:

@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 
 from nsightlab.cluster.kube import Conflict, Forbidden, NotFound, Unauthorized
-from nsightlab.errors import ClusterError, escape_controls
+from nsightlab.errors import ClusterError
 
 FIRST_WAIT = 0.5  # seconds before the first try again; doubled each time
 MAX_WAIT = 5.0
@@ -44,8 +44,7 @@ class Outage:
         left = self.deadline - now
         if left > 0 and self.tries == 1:
             self.note(
-                f"waiting for {self.waiting_for}: {escape_controls(e.message)}; trying again until {self.limit} "
-                f"({left:.0f} s left)"
+                f"waiting for {self.waiting_for}: {e.message}; trying again until {self.limit} ({left:.0f} s left)"
             )
         if left > 0:
             time.sleep(min(MAX_WAIT, FIRST_WAIT * 2 ** (self.tries - 1), left))
