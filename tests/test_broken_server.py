@@ -7,6 +7,7 @@ timeout is `--request-timeout`."""
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -225,3 +226,22 @@ def test_a_broken_exec_handshake_is_one_line_and_exit_4(
     assert r.code == 4, r
     line = one_error(r)
     assert env.url in line and words in line and f"exec into pod {POD}" in line, line
+
+
+@pytest.mark.parametrize("path", ["plain", "loader"])
+def test_request_timeout_bounds_the_whole_request_retries_included(
+    capsys: pytest.CaptureFixture[str], env: KubeSim, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, path: str
+) -> None:
+    # A silent server: the read times out once, and is not sent again (it was, once, and
+    # `--request-timeout 5` took 11 s). The server sees one request; the command ends
+    # within the timeout plus a margin for a loaded machine.
+    if path == "loader":  # an exec plugin: the kubernetes client's loader and its pool
+        monkeypatch.setenv("KUBECONFIG", str(env.write_kubeconfig(tmp_path / "exec-kc", CONTEXTS, auth="exec")))
+    env.faults.stall(f"get /api/v1/nodes/{NODE}", times=None)
+    start = time.monotonic()
+    r = nsl(capsys, "explore", "node", NODE, "--context", STG_CONTEXT, timeout="3s")
+    took = time.monotonic() - start
+    assert r.code == 4, r
+    assert "did not answer within 3 s (--request-timeout)" in one_error(r)
+    assert [q.path for q in env.requests if q.path == f"/api/v1/nodes/{NODE}"] == [f"/api/v1/nodes/{NODE}"]
+    assert took < 3 + 2.5, took

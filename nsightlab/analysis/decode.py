@@ -37,7 +37,7 @@ from typing import Any, Literal
 
 from pydantic import ConfigDict, Field, ValidationError
 
-from nsightlab.analysis import units
+from nsightlab.analysis import bounds, units
 from nsightlab.analysis.gpus import GpuSpec, lookup
 from nsightlab.analysis.steps import (
     IdleMs,
@@ -58,7 +58,7 @@ from nsightlab.analysis.verdicts import (
     step_verdict,
 )
 from nsightlab.errors import ParseError
-from nsightlab.models import Model
+from nsightlab.models import Model, NonFiniteError, loads
 
 Bound = Literal["memory", "compute"]
 
@@ -133,7 +133,9 @@ def load_decode_record(path: Path) -> DecodeRecord | None:
     if not path.is_file():
         return None
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = loads(path.read_text(encoding="utf-8"))
+    except NonFiniteError as e:
+        raise ParseError(e.msg, source=path, line=e.lineno) from None
     except json.JSONDecodeError as e:
         raise ParseError(f"not valid JSON ({e.msg})", source=path, line=e.lineno) from None
     except OSError as e:
@@ -141,12 +143,25 @@ def load_decode_record(path: Path) -> DecodeRecord | None:
     if not isinstance(data, dict) or data.get("kind") != "decode":
         return None
     try:
-        return DecodeRecord.model_validate(data)
+        record = DecodeRecord.model_validate(data)
     except ValidationError as e:
         err = e.errors()[0]
         raise ParseError(
             f"bad decode JSON at {'.'.join(str(p) for p in err['loc'])}: {err['msg']}", source=path
         ) from None
+    bounds.refuse(
+        (
+            bounds.check_call(
+                f"{m.mode} at batch {m.batch}",
+                seconds=min([m.median_step_s, *m.step_seconds]),
+                bytes_moved=m.bytes_per_step_floor,
+                flops=m.flops_per_step,
+            )
+            for m in record.modes
+        ),
+        source=path,
+    )
+    return record
 
 
 # ------------------------------------------------------------------------ results

@@ -17,8 +17,8 @@ Pure: no I/O. Numbers in notes are written with `nsightlab.analysis.units`.
 
 from __future__ import annotations
 
-import json
 import statistics
+from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Literal
@@ -29,7 +29,7 @@ from nsightlab.analysis import pods as r
 from nsightlab.analysis.gpus import for_instance_type, lookup
 from nsightlab.analysis.sweep import SweepResult
 from nsightlab.analysis.units import gigabytes, percent, sig, size
-from nsightlab.models import Model
+from nsightlab.models import Model, NonFiniteError, loads
 
 Status = Literal["measured", "not-scheduled", "failed", "timeout"]
 Device = Literal["auto", "cuda", "cpu"]
@@ -39,6 +39,12 @@ OUTLIER_FRACTION = 0.10
 #: The lines `lab_scripts/fleetrun.py` prints around the script's JSON in the pod's log.
 RESULT_BEGIN = "==nsightlab-result-begin=="
 RESULT_END = "==nsightlab-result-end=="
+_BEGIN, _END = RESULT_BEGIN.encode(), RESULT_END.encode()
+#: What a fleet keeps of a Job's log in memory (the log itself streams to a file): the
+#: result block, at most RESULT_MAX bytes (a sweep's JSON is tens of KiB), and the last
+#: lines, each cut at LINE_MAX characters.
+RESULT_MAX = 16 << 20
+LINE_MAX = 1000
 #: Weights filling less than this share of a GPU's memory leave most of it idle.
 IDLE_MEMORY_SHARE = 0.10
 #: Above this many Jobs (one per node), `fleet sweep --every-node` asks first.
@@ -141,7 +147,7 @@ class FleetEntry(Model):
     node: str | None
     gpu_product: str | None
     status: Status
-    reason: str | None = None
+    reason: str | None = None  # why it did not measure; for a measured one, a device that contradicts
     run_id: str | None = None
     launch_floor_us: float | None = None
     cache_peak_tbps: float | None = None
@@ -235,30 +241,100 @@ class FleetStatusReport(Model):
 # ---------------------------------------------------------------------------- the log
 
 
+class LogScan:
+    """What a fleet keeps of a Job's log while the log streams past it (into a file): the
+    last result block (at most RESULT_MAX bytes) and the last `lines` non-blank lines
+    outside any block, each cut at LINE_MAX characters. Fed the log in pieces (`feed`),
+    then `close()`; its memory is bounded whatever the log's size."""
+
+    def __init__(self, lines: int = 5) -> None:
+        self.line_max = LINE_MAX  # read when made: a test may lower them
+        self.result_max = RESULT_MAX
+        self._partial = bytearray()
+        self._partial_over = False  # the line being read is longer than it may be kept
+        self._tail: deque[str] = deque(maxlen=lines)
+        self._block: list[bytes] | None = None  # inside a block: its lines so far
+        self._block_size = 0
+        self._block_over = False
+        self._last: bytes | None = None  # the last whole block
+        self._last_over = False  # ... which was larger than result_max
+
+    def feed(self, data: bytes) -> None:
+        start = 0
+        while (nl := data.find(b"\n", start)) >= 0:
+            self._keep(data[start:nl])
+            self._line()
+            start = nl + 1
+        self._keep(data[start:])
+
+    def close(self) -> None:
+        if self._partial or self._partial_over:
+            self._line()
+
+    @property
+    def tail(self) -> list[str]:
+        return list(self._tail)
+
+    def result(self) -> tuple[Any, str | None]:
+        """The JSON of the last block, or (None, why not)."""
+        if self._block is not None:
+            return None, "the result in the Job's log is cut short (no end marker)"
+        if self._last_over:
+            return None, f"the result in the Job's log is larger than {size(self.result_max)}: no sweep's is"
+        if self._last is None:
+            return None, "no result in the Job's log (the script did not finish)"
+        try:
+            return loads(self._last), None
+        except NonFiniteError as e:
+            return None, f"the result in the Job's log holds a number no measurement has ({e.msg})"
+        except ValueError as e:
+            return None, f"the result in the Job's log is not valid JSON ({e})"
+
+    def _keep(self, piece: bytes) -> None:
+        room = (self.result_max if self._block is not None else self.line_max) - len(self._partial)
+        if len(piece) > room:
+            self._partial_over = True
+            piece = piece[: max(room, 0)]
+        self._partial += piece
+
+    def _line(self) -> None:
+        text, over = bytes(self._partial), self._partial_over
+        self._partial.clear()
+        self._partial_over = False
+        marker = text.strip()
+        if marker == _BEGIN:
+            self._block, self._block_size, self._block_over = [], 0, False
+        elif self._block is not None and marker == _END:
+            self._last = None if self._block_over else b"\n".join(self._block)
+            self._last_over = self._block_over
+            self._block = None
+        elif self._block is not None:
+            self._block_size += len(text) + 1
+            if over or self._block_size > self.result_max:
+                self._block_over = True
+                self._block.clear()
+            if not self._block_over:
+                self._block.append(text)
+        elif marker:
+            shown = text.decode("utf-8", "replace").rstrip()
+            self._tail.append(shown[: self.line_max] + ("..." if over or len(shown) > self.line_max else ""))
+
+
 def extract_result(log: str) -> tuple[Any, str | None]:
     """The JSON the wrapper printed between RESULT_BEGIN and RESULT_END (the last such
     block), or (None, why not)."""
-    lines = log.splitlines()
-    begins = [i for i, line in enumerate(lines) if line.strip() == RESULT_BEGIN]
-    if not begins:
-        return None, "no result in the Job's log (the script did not finish)"
-    start = begins[-1] + 1
-    end = next((i for i in range(start, len(lines)) if lines[i].strip() == RESULT_END), None)
-    if end is None:
-        return None, "the result in the Job's log is cut short (no end marker)"
-    text = "\n".join(lines[start:end])
-    try:
-        return json.loads(text), None
-    except ValueError as e:
-        return None, f"the result in the Job's log is not valid JSON ({e})"
+    scan = LogScan()
+    scan.feed(log.encode("utf-8", "surrogateescape"))
+    scan.close()
+    return scan.result()
 
 
 def tail(log: str, n: int = 5) -> list[str]:
-    """The last `n` non-blank lines of a log, without the result block."""
-    out = [line.rstrip() for line in log.splitlines() if line.strip()]
-    if RESULT_BEGIN in out:
-        out = out[: out.index(RESULT_BEGIN)]
-    return out[-n:]
+    """The last `n` non-blank lines of a log, outside its result blocks."""
+    scan = LogScan(n)
+    scan.feed(log.encode("utf-8", "surrogateescape"))
+    scan.close()
+    return scan.tail
 
 
 # ---------------------------------------------------------------------------- entries
@@ -501,6 +577,8 @@ def build_fleet_result(plan: FleetPlan, entries: Sequence[FleetEntry]) -> FleetR
             )
         elif e.status in ("failed", "timeout"):
             notes.append(f"{where}: {e.status}: {e.reason or 'no reason given'}")
+        elif e.reason:  # measured, with a device its log names against the node's label or --device
+            notes.append(f"{where}: {e.reason}")
         if e.outlier:
             group = [
                 x.dram_tbps

@@ -331,6 +331,11 @@ for _s in SPECS:
         _BY_NAME[_normalise(_n)] = _s
 
 
+def same_product(a: str, b: str) -> bool:
+    """Whether two product names (torch's, a node label's) name the same GPU."""
+    return _normalise(a) == _normalise(b)
+
+
 def lookup(name: str | None) -> GpuSpec | None:
     """The spec for a product name as torch, nvidia-smi or a node label reports it.
 

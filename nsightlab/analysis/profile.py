@@ -14,12 +14,12 @@ from typing import Any, Literal
 
 from pydantic import Field, ValidationError
 
-from nsightlab.analysis import gpus, units
+from nsightlab.analysis import bounds, gpus, units
 from nsightlab.analysis import rates as analysis
 from nsightlab.analysis.decode import GroupSteps
 from nsightlab.analysis.steps import TraceSummary
 from nsightlab.errors import ParseError, validation_message
-from nsightlab.models import Model
+from nsightlab.models import Model, NonFiniteError, loads
 from nsightlab.parse import names, nsys
 
 Profiler = Literal["nsys", "torch", "none"]  # "none": the lab script's own record, read alone
@@ -509,18 +509,31 @@ def load_record(path: Path) -> analysis.Lesson1Record | None:
     if not path.is_file():
         return None
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = loads(path.read_text(encoding="utf-8"))
+    except NonFiniteError as e:
+        raise ParseError(e.msg, source=path, line=e.lineno) from None
     except json.JSONDecodeError as e:
         raise ParseError(f"not valid JSON ({e.msg})", source=path, line=e.lineno) from None
     if not isinstance(data, dict) or data.get("kind") != "lesson1":
         return None
     try:
-        return analysis.Lesson1Record.model_validate(data)
+        record = analysis.Lesson1Record.model_validate(data)
     except ValidationError as e:
         err = e.errors()[0]
         raise ParseError(
             f"bad work description at {'.'.join(str(p) for p in err['loc'])}: {validation_message(err)}", source=path
         ) from None
+    bounds.refuse(
+        (
+            bounds.check_call(
+                f"range {w.name}", seconds=w.seconds_per_call, bytes_moved=w.bytes_per_call, flops=w.flops_per_call
+            )
+            for w in record.ranges
+            if w.seconds_per_call is not None
+        ),
+        source=path,
+    )
+    return record
 
 
 def _torch_ranges_among_kernels(data: dict[str, Any]) -> list[str]:

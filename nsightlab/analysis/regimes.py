@@ -227,6 +227,8 @@ def _plateau_tail(candidates: list[int], bw: list[float]) -> list[int]:
     """From the largest candidate down, the run of rows within tolerance of its median."""
     tail: list[int] = []
     for i in reversed(candidates):
+        if not bw[i] > 0:  # no bandwidth is no plateau (and never a divisor)
+            break
         if tail:
             mid = statistics.median(bw[j] for j in tail)
             if abs(bw[i] / mid - 1) > PLATEAU_TOLERANCE:

@@ -26,7 +26,7 @@ from typing import Any, Literal
 
 from pydantic import Field, ValidationError, model_validator
 
-from nsightlab.analysis import units
+from nsightlab.analysis import bounds, units
 from nsightlab.analysis.gpus import REFERENCE_SWEEPS, lookup
 from nsightlab.analysis.rates import (
     SIXTEEN_BIT,
@@ -261,13 +261,25 @@ def record_from_json(data: Any, *, source: str | Path) -> SweepRecord:
             f"not a sweep JSON (kind: {kind})", source=source, hint="Give the file `lab_scripts/sweep.py --json` wrote."
         )
     try:
-        return SweepRecord.model_validate(data)
+        record = SweepRecord.model_validate(data)
     except ValidationError as e:
         err = e.errors()[0]
         where = ".".join(str(x) for x in err["loc"])
         raise ParseError(
             f"bad sweep JSON: {where + ': ' if where else ''}{validation_message(err)}", source=source
         ) from None
+    bounds.refuse(
+        (
+            bounds.check_call(
+                f"size 2^{row.log2}",
+                seconds=min([row.seconds_per_call, *(row.batch_seconds_per_call or [])]),
+                bytes_moved=row.bytes_per_call,
+            )
+            for row in record.rows
+        ),
+        source=source,
+    )
+    return record
 
 
 def _tb(tbps: float) -> str:

@@ -178,6 +178,7 @@ def fleet_sweep(
     from nsightlab.cluster import fleetjobs as fj
     from nsightlab.cluster.connect import connect
     from nsightlab.cluster.safety import Intent, confirm_change
+    from nsightlab.config import ensure_home
     from nsightlab.measure import fleet as fl
     from nsightlab.present import fleetview
 
@@ -206,6 +207,7 @@ def fleet_sweep(
     if dry_run:
         _dry_run(env, context, kubeconfig, namespace, opts, template)
         return
+    ensure_home()  # the results must be storable before any Job holds a GPU
     with connect(
         context,
         kubeconfig,
@@ -315,10 +317,12 @@ def fleet_collect(
     from nsightlab.cluster import fleetjobs as fj
     from nsightlab.cluster.connect import connect
     from nsightlab.cluster.safety import Intent, confirm_change
+    from nsightlab.config import ensure_home
     from nsightlab.measure import fleet as fl
     from nsightlab.present import fleetview
 
     env = make_env(json_out)
+    ensure_home()
     context, namespace = _fleet_place(env, fleet_id, context, namespace)
     _refuse_placeholders(context, namespace)
     template = fj.load_job_template(assets.fleet_job_template())

@@ -253,15 +253,17 @@ def report(
     from nsightlab.present import report as rep
 
     env = make_env(json_out)
+    writes = not (terminal and out is None and not open_html)
+    out_dir = (out if out is not None else rep.default_out_dir()) if writes else None  # checked before any work
     selection = rep.select_runs(list(runs or []))
     bundle = rep.build_report(selection, weights_gb=weights_gb)
-    if terminal and out is None and not open_html:
+    if out_dir is None:
         if env.json:
             env.print_json(bundle.doc)
         else:
             render.report_doc(env, bundle.doc)
         return
-    files = rep.write_report(bundle, out if out is not None else rep.default_out_dir())
+    files = rep.write_report(bundle, out_dir)
     if terminal and not env.json:
         render.report_doc(env, bundle.doc)
         render.blank(env)

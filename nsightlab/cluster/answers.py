@@ -252,6 +252,24 @@ def transport_error(peer: Peer, what: str, reason: object) -> ClusterError:
     )
 
 
+def within(seconds: float | None, left: float | None) -> float | None:
+    """A connect or read timeout cut to what is left of the request timeout."""
+    if left is None:
+        return seconds
+    return left if seconds is None else min(seconds, left)
+
+
+def not_connected(reason: object) -> bool:
+    """The request never reached the server (refused, the name did not resolve): safe to
+    send again, whatever its method. A timeout is not tried again: it has had its time."""
+    # loaded by the commands that connect; --help and offline commands never pay for it
+    import urllib3
+
+    # (a connect timeout is a ConnectTimeoutError; NewConnectionError subclasses it, but is
+    # raised only when the connection failed at once)
+    return isinstance(reason, urllib3.exceptions.NewConnectionError)
+
+
 def read(peer: Peer, what: str, resp: Any) -> bytes:
     """The whole body of a urllib3 response (released after), or a ClusterError when the
     connection breaks or stalls before it is complete."""

@@ -47,6 +47,8 @@ CONNECT_TIMEOUT = 5.0
 READ_TIMEOUT = answers.DEFAULT_REQUEST_TIMEOUT  # --request-timeout: answers.set_request_timeout
 PAGE_SIZE = 500
 AUTH_RECHECK = 5.0  # seconds an Authorization header is reused (see Kube._authorization)
+CONNECT_RETRIES = 1  # a connection refused is tried once more (within --request-timeout)
+CONNECT_RETRY_WAIT = 0.1
 
 
 class NotFound(ClusterError):
@@ -59,6 +61,10 @@ class Conflict(ClusterError):
 
 class Gone(ClusterError):
     """410: a watch's resourceVersion is too old; list again."""
+
+
+class Unauthorized(ClusterError):
+    """401: the credentials were refused (trying again will not help)."""
 
 
 class Forbidden(ClusterError):
@@ -275,7 +281,9 @@ class Kube:
         limit = self.timeout[1]
         deadline = None if limit is None else time.monotonic() + limit
         tries = 0
+        connects = 0
         while True:
+            left = None if deadline is None else max(0.01, deadline - time.monotonic())
             try:
                 # by name: Timeout's first parameter is `total`, which would cap every read,
                 # a watch's or a followed log's too, at the connect timeout
@@ -284,14 +292,21 @@ class Kube:
                     url,
                     body=data,
                     headers=headers,
-                    timeout=urllib3.Timeout(connect=connect, read=read),
+                    timeout=urllib3.Timeout(connect=answers.within(connect, left), read=answers.within(read, left)),
                     preload_content=False,
                     retries=_retries(),
                 )
-            except urllib3.exceptions.MaxRetryError as e:
-                raise self._unreachable(what, e.reason) from None
             except (urllib3.exceptions.HTTPError, OSError) as e:
-                raise self._unreachable(what, e) from None
+                reason = e.reason if isinstance(e, urllib3.exceptions.MaxRetryError) else e
+                connects += 1
+                if (
+                    connects <= CONNECT_RETRIES
+                    and answers.not_connected(reason)
+                    and (deadline is None or deadline - time.monotonic() > CONNECT_RETRY_WAIT)
+                ):
+                    time.sleep(CONNECT_RETRY_WAIT)  # a refused connection: once more, at once, within the limit
+                    continue
+                raise self._unreachable(what, reason) from None
             if 200 <= resp.status < 300:
                 ctype = resp.headers.get("Content-Type")
                 if not (answers.is_text_type(ctype) if text else answers.is_json_type(ctype)):
@@ -349,7 +364,7 @@ class Kube:
     ) -> ClusterError:
         message = answers.status_of(body, content_type)[1]
         if status == 401:
-            return ClusterError(
+            return Unauthorized(
                 f"the API server rejected our credentials (401 Unauthorized) while trying to {what} on context "
                 f"'{self.ctx.name}'",
                 hint="Log in again (e.g. refresh your cloud credentials) and check the user of that context.",
@@ -870,13 +885,14 @@ class Kube:
 
 @functools.cache
 def _retries() -> Any:
-    """One quick retry of a connection that fails (as both connection paths set up their
-    pools), and none for an answer: a Retry-After is honoured in `Kube.request`, within
-    the request timeout, where urllib3 would sleep as long as the server asks."""
+    """No retry inside urllib3: a request that got no answer is not sent again there (a
+    read timeout retried would double `--request-timeout`). `Kube.request` tries a
+    connection that was never made once more, within the request timeout, and honours a
+    Retry-After there too, where urllib3 would sleep as long as the server asks."""
     # loaded by the commands that connect; --help and offline commands never pay for it
     import urllib3
 
-    return urllib3.Retry(1, respect_retry_after_header=False, raise_on_status=False)
+    return urllib3.Retry(0, read=False, redirect=0, respect_retry_after_header=False, raise_on_status=False)
 
 
 def _stream_timeout(resp: Any, seconds: float | None) -> None:

@@ -25,6 +25,7 @@ from nsightlab.analysis.labmatch import differences, mismatch_error
 from nsightlab.analysis.labpod import CleanupReport, LabPod, StatusReport, lab_pod, unscheduled_reason
 from nsightlab.cluster.kube import Forbidden, Gone
 from nsightlab.cluster.labgpus import check_gpus, free_gpus
+from nsightlab.cluster.outage import Outage
 from nsightlab.cluster.permissions import optional, skipped_note
 from nsightlab.config import Config, Session, end_session, load_session, save_session, session_path
 from nsightlab.errors import (
@@ -423,10 +424,12 @@ class _Waiter:
                 return
 
     def wait(self, timeout: float) -> dict[str, Any]:
-
+        """The pod once Ready. The watch is resumed where it stopped; through an API
+        outage it is tried again with backoff until `timeout` (cluster/outage.py)."""
         deadline = time.monotonic() + timeout
         threading.Thread(target=self._event_thread, daemon=True, name="nsightlab-events").start()
-        failures = 0
+        outage = Outage(self.env.note, f"pod {self.name} to be Ready", deadline, limit=f"--timeout {timeout:g}")
+        relist = False
         try:
             with self.env.status(f"waiting for pod {self.name}") as spinner:
                 while True:
@@ -434,53 +437,60 @@ class _Waiter:
                     if left <= 0:
                         raise TimeoutError
                     try:
-                        for etype, obj in self.kube.watch_pods(
-                            self.namespace,
-                            field_selector=f"metadata.name={self.name}",
-                            resource_version=self.rv,
-                            timeout_seconds=max(1, min(60, int(left) + 1)),
-                        ):
-                            failures = 0
-                            self.rv = (obj.get("metadata") or {}).get("resourceVersion") or self.rv
-                            if etype == "BOOKMARK":
-                                continue
-                            if (obj.get("metadata") or {}).get("uid") != self.uid:
-                                continue
-                            if etype == "DELETED":
-                                raise PodNotReadyError(
-                                    f"pod {self.name} was deleted while waiting for it",
-                                    hint=f"Create it again with `{self.create_command}`.",
-                                )
-                            self.pod = obj
-                            self._drain_events()
-                            spinner.update(self._describe())
-                            done = self._verdict()
-                            if done is not None:
-                                return done
-                            if time.monotonic() >= deadline:
-                                raise TimeoutError
-                    except Gone:
-                        fresh = self.kube.get_pod(self.namespace, self.name)
-                        if fresh is None or (fresh.get("metadata") or {}).get("uid") != self.uid:
-                            raise PodNotReadyError(
-                                f"pod {self.name} was deleted while waiting for it",
-                                hint=f"Create it again with `{self.create_command}`.",
-                            ) from None
-                        self.pod = fresh
-                        self.rv = fresh["metadata"].get("resourceVersion", "")
-                        done = self._verdict()
+                        done = self._relist() if relist else None
+                        relist = False
+                        if done is None:
+                            done = self._watch(left, deadline, spinner, outage)
+                        outage.answered()
                         if done is not None:
                             return done
+                    except Gone:
+                        relist = True
                     except ClusterError as e:
-                        if isinstance(e, PodNotReadyError):
-                            raise
-                        failures += 1
-                        if failures > 3:
-                            raise
-                        time.sleep(min(2.0, 0.5 * failures))
+                        outage.failed(e)  # waits before the next try; raises when waiting will not help
                     self._drain_events()
         finally:
             self._stop.set()
+
+    def _watch(self, left: float, deadline: float, spinner: Any, outage: Outage) -> dict[str, Any] | None:
+        """One watch of the pod, from the last resourceVersion: the pod once Ready, else
+        None when the watch ends first."""
+        for etype, obj in self.kube.watch_pods(
+            self.namespace,
+            field_selector=f"metadata.name={self.name}",
+            resource_version=self.rv,
+            timeout_seconds=max(1, min(60, int(left) + 1)),
+        ):
+            outage.answered()
+            self.rv = (obj.get("metadata") or {}).get("resourceVersion") or self.rv
+            if etype == "BOOKMARK" or (obj.get("metadata") or {}).get("uid") != self.uid:
+                continue
+            if etype == "DELETED":
+                raise PodNotReadyError(
+                    f"pod {self.name} was deleted while waiting for it",
+                    hint=f"Create it again with `{self.create_command}`.",
+                )
+            self.pod = obj
+            self._drain_events()
+            spinner.update(self._describe())
+            done = self._verdict()
+            if done is not None:
+                return done
+            if time.monotonic() >= deadline:
+                raise TimeoutError
+        return None
+
+    def _relist(self) -> dict[str, Any] | None:
+        """After a 410: the pod as it is now, and the resourceVersion to watch from."""
+        fresh = self.kube.get_pod(self.namespace, self.name)
+        if fresh is None or (fresh.get("metadata") or {}).get("uid") != self.uid:
+            raise PodNotReadyError(
+                f"pod {self.name} was deleted while waiting for it",
+                hint=f"Create it again with `{self.create_command}`.",
+            )
+        self.pod = fresh
+        self.rv = fresh["metadata"].get("resourceVersion", "")
+        return self._verdict()
 
     def _drain_events(self) -> None:
         while True:

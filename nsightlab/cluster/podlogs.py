@@ -1,9 +1,11 @@
-"""The lab pod's log and Events: what `kubectl logs` and `kubectl describe pod` show."""
+"""Pods' logs and Events: what `kubectl logs` and `kubectl describe pod` show, and a
+log saved to a file as it streams (`save_log`: a fleet's Jobs, any pod's)."""
 
 from __future__ import annotations
 
 import codecs
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nsightlab.analysis.labpod import EventsReport, pod_events
@@ -92,6 +94,31 @@ def stream_log(
         )
     for chunk in kube.pod_log(ctx.namespace, name, container=chosen, tail_lines=tail, follow=follow):
         write(chunk)
+
+
+def save_log(
+    kube: Kube,
+    namespace: str,
+    pod: str,
+    dest: Path,
+    *,
+    container: str | None = None,
+    feed: Callable[[bytes], None] | None = None,
+) -> int:
+    """A container's whole log (the pod's default container when None) written to
+    `dest` piece by piece as it comes, each piece handed to `feed` too; the bytes
+    written. Nothing holds the log whole: memory stays flat whatever its size.
+
+    A log that breaks off is a ClusterError (what came before it is in `dest`); an OSError
+    writing `dest` passes to the caller, which knows whose folder it is."""
+    written = 0
+    with open(dest, "wb") as out:
+        for chunk in kube.pod_log(namespace, pod, container=container):
+            out.write(chunk)
+            written += len(chunk)
+            if feed is not None:
+                feed(chunk)
+    return written
 
 
 def lab_events(kube: Kube, ctx: ResolvedContext, name: str) -> EventsReport:

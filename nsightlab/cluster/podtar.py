@@ -34,6 +34,7 @@ where it brings a folder is a clash, and all clashes are found before anything m
 
 from __future__ import annotations
 
+import errno
 import functools
 import hashlib
 import os
@@ -62,6 +63,12 @@ CHUNK = 1 << 20
 NAME_MAX = 255  # bytes in one part of a path: the limit of common filesystems
 PATH_MAX = 4095  # bytes in a whole member name
 HEADER_MAX = 1 << 20  # the most a PAX header or a GNU long name may hold
+# Hard links: at most LINKS_MAX to one file (ext4's own limit is 65,000), and where the
+# filesystem makes none (and copies stand in for them), the copies may write at most
+# COPY_FACTOR times the bytes the archive brought: a 1 MiB file and 70,000 link headers
+# (36 MB of tar) must not fill a disk.
+LINKS_MAX = 65000
+COPY_FACTOR = 2
 # exit codes in the pod (not tar's)
 E_MISSING, E_NODIR, E_TMP, E_TAR, E_MOVE, E_CLASH = 44, 46, 47, 48, 49, 50
 
@@ -344,7 +351,9 @@ def place_members(
     regular member's contents into a new file at `dest` and returns its sha256."""
     tree = _Tree(staging, top)
     digests: Digests = {}
+    links = _Links()
     for info in members:
+        links.brought += BLOCK + (info.size if info.isreg() else 0)
         parts = tree.claim(info.name)
         rel = "/".join(parts)
         if info.isdir():
@@ -368,7 +377,7 @@ def place_members(
                     raise Unsafe(
                         f"refusing hard link {shown(rel)} -> {shown(info.linkname)}: not a file of this archive"
                     )
-                _hard_link(os.path.join(staging, *target.split("/")), dest)
+                links.make(os.path.join(staging, *target.split("/")), dest, rel, target, digests[target][0])
                 digests[rel] = digests[target]
         except FileExistsError:  # a name that differs only in case, on a filesystem that ignores it
             raise Unsafe(f"refusing {shown(rel)}: another member of the archive already took its place") from None
@@ -395,13 +404,37 @@ def _write(reader: Reader, info: tarfile.TarInfo, dest: str, readinto: Callable[
     return h.hexdigest()
 
 
-def _hard_link(source: str, dest: str) -> None:
-    """A hard link to a file this archive placed (a copy where links are not allowed)."""
-    try:
-        os.link(source, dest, follow_symlinks=False)
-    except FileExistsError:
-        raise
-    except OSError:
+class _Links:
+    """The hard links of one archive: counted per file, and copied (where the filesystem
+    makes none) only within COPY_FACTOR times the bytes the archive brought."""
+
+    def __init__(self) -> None:
+        self.per_file: dict[str, int] = {}
+        self.brought = 0  # bytes of the archive so far (headers and contents)
+        self.copied = 0
+
+    def make(self, source: str, dest: str, rel: str, target: str, size: int) -> None:
+        count = self.per_file[target] = self.per_file.get(target, 0) + 1
+        if count > LINKS_MAX:
+            raise Unsafe(f"refusing archive: more than {LINKS_MAX} hard links to {shown(target)}")
+        try:
+            os.link(source, dest, follow_symlinks=False)
+            return
+        except FileExistsError:
+            raise
+        except OSError as e:
+            if e.errno == errno.EMLINK:
+                raise Unsafe(
+                    f"refusing hard link {shown(rel)} -> {shown(target)}: the filesystem allows no more links to it "
+                    f"({count} so far)"
+                ) from None
+        # a filesystem without hard links: a copy stands in, within the budget
+        self.copied += size
+        if self.copied > COPY_FACTOR * self.brought:
+            raise Unsafe(
+                f"refusing hard link {shown(rel)} -> {shown(target)}: this filesystem cannot link, and the copies "
+                f"would write more than {COPY_FACTOR}x the {self.brought} bytes the archive brought"
+            )
         with open(source, "rb") as src, os.fdopen(new_file(dest), "wb") as out:
             while chunk := src.read(CHUNK):
                 out.write(chunk)

@@ -37,7 +37,6 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
@@ -45,6 +44,7 @@ from nsightlab.analysis.labpod import CopyResult
 from nsightlab.cluster import podtar
 from nsightlab.cluster.kube import STDIN_FRAME
 from nsightlab.cluster.podtar import shown as shown  # (used by the copy command too)
+from nsightlab.cluster.records import Digest, Spool, Verification
 from nsightlab.errors import ClusterError, Interrupted, RemoteCommandError, UsageError
 
 if TYPE_CHECKING:
@@ -52,7 +52,6 @@ if TYPE_CHECKING:
 
 CHUNK = 256 * 1024
 STAGING_PREFIX = ".nsightlab-copy-"
-STDERR_KEPT = 64 << 20  # the most of the pod's stderr kept (the digests of a big tree fit)
 
 Progress = Callable[[int], None]
 
@@ -165,12 +164,6 @@ class UnsafeArchiveError(RemoteCommandError):
     """The archive from the pod tried to write outside its destination."""
 
 
-@dataclass
-class Digest:
-    size: int = 0
-    sha256: str = ""
-
-
 # ---------------------------------------------------------------------------- helpers
 
 
@@ -189,35 +182,8 @@ def parse_digests(data: bytes | str) -> dict[str, Digest]:
     return digests
 
 
-def pod_text(data: bytes | bytearray) -> str:
-    """What the pod printed (its records left out), as one line: control characters,
-    newlines included, escaped; cut when long."""
-    text = podtar.read_records(bytes(data))[1].strip()
-    line = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
-    return line if len(line) <= 500 else line[:500] + "..."
-
-
 def _names(rels: list[str]) -> str:
     return ", ".join(shown(r) for r in rels[:3]) + (f" and {len(rels) - 3} more" if len(rels) > 3 else "")
-
-
-def _compare(local: dict[str, Digest], remote: dict[str, Digest], where: str, hint: str) -> None:
-    missing = sorted(set(remote) - set(local))
-    extra = sorted(set(local) - set(remote))
-    if missing or extra:
-        raise RemoteCommandError(
-            f"copy verification failed ({where}): file lists differ (missing here: {_names(missing) or 'none'}; "
-            f"unexpected: {_names(extra) or 'none'})",
-            hint=hint,
-        )
-    for rel, d in local.items():
-        r = remote[rel]
-        if d.size != r.size or d.sha256 != r.sha256:
-            raise RemoteCommandError(
-                f"copy verification failed for {shown(rel)}: {d.size} bytes sha256 {d.sha256[:12]} here, "
-                f"{r.size} bytes sha256 {r.sha256[:12]} in the pod",
-                hint=hint,
-            )
 
 
 # ---------------------------------------------------------------------------- copy in
@@ -410,7 +376,7 @@ def copy_in(
     where = f"pod {pod}:{shown(dst)}"
     sent_all = False  # once the end-of-archive block is sent, the pod may place the copy
     local: dict[str, Digest] = {}
-    out, err = bytearray(), bytearray()
+    out, err = Spool(), Spool()  # the pod's records and words, whole, however many files
     with _CtrlC() as ctrl_c:
         try:
             session = kube.exec(
@@ -441,7 +407,7 @@ def copy_in(
                 ctrl_c.deferring = False  # from here Ctrl-C interrupts at once
                 session.close_stdin()
                 while (frame := session.read()) is not None:
-                    (out if frame[0] == 1 else err).extend(frame[1])
+                    (out if frame[0] == 1 else err).write(frame[1])
             finally:
                 session.close()
         except KeyboardInterrupt:
@@ -452,7 +418,7 @@ def copy_in(
                 ) from None
             raise Interrupted(f"interrupted: nothing was placed in {where}") from None
     code = session.returncode()
-    message = pod_text(err)
+    message = err.text()
     if code is None:
         hint = "It may have been placed, not verified; copy it again." if sent_all else "Nothing was placed; try again."
         raise ClusterError(f"the exec stream dropped while copying {shown(str(src))} to {where}", hint=hint)
@@ -472,11 +438,10 @@ def copy_in(
             raise RemoteCommandError(f"no space left in the pod while copying to {shown(dst)}", returncode=code)
         raise RemoteCommandError(f"copy to {where} failed: {message or f'exit {code}'}", returncode=code)
     # the pod says whether dst was a folder (src went into it) or the new name
-    records = podtar.read_records(bytes(out))[0]
-    placed = next((f[1] for f in records if f[0] == "P" and len(f) == 2), "as")
+    verified = Verification(local).read(out)
+    placed = next((f[1] for f in verified.others if f[0] == "P" and len(f) == 2), "as")
     final = posixpath.join(target, member) if placed == "into" else target
-    remote = parse_digests(bytes(out))
-    _compare(local, remote, f"{shown(str(src))} -> {shown(final)}", "It was placed in the pod; copy it again.")
+    verified.check(f"{shown(str(src))} -> {shown(final)}", "It was placed in the pod; copy it again.")
     top = posixpath.basename(final)
     return CopyResult(
         direction="in",
@@ -486,7 +451,7 @@ def copy_in(
         bytes=sum(d.size for d in local.values()),
         seconds=round(time.monotonic() - start, 3),
         verified=True,
-        digests={_rebase(k, member, top): v.sha256 for k, v in remote.items()},
+        digests={_rebase(k, member, top): v.sha256 for k, v in local.items()},
     )
 
 
@@ -522,12 +487,13 @@ def extract_stream(stream: BinaryIO, staging: Path, top: str) -> dict[str, Diges
 
 
 class _Stdout:
-    """The stdout frames of an exec, one at a time; stderr kept (its last STDERR_KEPT bytes)."""
+    """The stdout frames of an exec, one at a time; stderr spooled whole (the digests of
+    every file ride it: records.Spool)."""
 
     def __init__(self, session: ExecSession, progress: Progress | None) -> None:
         self._session = session
         self._progress = progress
-        self.stderr = bytearray()
+        self.stderr = Spool()
         self.total = 0
 
     def __call__(self) -> bytes | memoryview:
@@ -538,9 +504,7 @@ class _Stdout:
                 if self._progress:
                     self._progress(self.total)
                 return data
-            self.stderr.extend(data)
-            if len(self.stderr) > STDERR_KEPT:
-                del self.stderr[:-STDERR_KEPT]
+            self.stderr.write(data)
         return b""
 
     def drain(self) -> None:
@@ -672,7 +636,7 @@ def _fetch(
         raise ClusterError(
             f"the exec stream dropped while copying {shown(src)} from pod {pod}", hint="Nothing was placed; try again."
         )
-    message = pod_text(stdout.stderr)
+    message = stdout.stderr.text()
     if code == podtar.E_MISSING:
         raise RemoteCommandError(f"{message or 'no such file'} (in pod {pod})", returncode=code)
     if failure is not None and code == 0:
@@ -681,10 +645,7 @@ def _fetch(
         raise RemoteCommandError(
             f"copying {shown(src)} out of pod {pod} failed: {message or f'exit {code}'}", returncode=code
         )
-    _compare(
-        local,
-        parse_digests(bytes(stdout.stderr)),
-        f"{pod}:{shown(src)} -> {shown(str(final))}",
-        "Nothing was placed; try again.",
+    Verification(local).read(stdout.stderr).check(
+        f"{pod}:{shown(src)} -> {shown(str(final))}", "Nothing was placed; try again."
     )
     return local

@@ -37,18 +37,12 @@ from nsightlab.analysis.fleet import (
     FleetTarget,
     JobRow,
     build_fleet_result,
-    extract_result,
-    measured_entry,
     outcome_entry,
-    tail,
 )
 from nsightlab.analysis.sweep import (
     DEFAULT_DTYPE,
-    SweepResult,
-    build_result,
     canonical_dtype,
     dtype_choices,
-    record_from_json,
 )
 from nsightlab.cluster import fleetjobs as fj
 from nsightlab.cluster.kube import Conflict, Forbidden, Kube
@@ -59,18 +53,17 @@ from nsightlab.errors import (
     ClusterError,
     Interrupted,
     NsightlabError,
-    ParseError,
     PodNotReadyError,
     RemoteCommandError,
     UsageError,
 )
+from nsightlab.measure.fleetjob import fleet_command, job_entry
 from nsightlab.measure.sweep import parse_sizes
 from nsightlab.runs import store
 from nsightlab.runs.store import Run, RunMeta
 
 RAW_PLAN = "plan.json"
 RAW_ENTRIES = "entries.json"
-LOG_TAIL = 5
 TICK = 1.0  # seconds between redraws of the elapsed times while no event arrives
 
 
@@ -303,30 +296,11 @@ def _fleet_meta(plan: FleetPlan, result: FleetResult | None) -> RunMeta:
         context=plan.context,
         namespace=plan.namespace,
         versions={"nsightlab": __version__},
-        command=_fleet_command(plan),
+        command=fleet_command(plan),
         dtype=plan.dtype,
         headline=result.headline if result is not None else None,
         fleet_id=plan.fleet_id,
     )
-
-
-def _fleet_command(plan: FleetPlan, target: FleetTarget | None = None) -> list[str]:
-    """The command that measures this fleet (or one of its targets) again."""
-    cmd = ["nsightlab", "fleet", "sweep", "--context", plan.context, "--namespace", plan.namespace]
-    if target is not None:
-        cmd += ["--types", target.instance_type]
-    elif not plan.every_node:
-        cmd += ["--types", ",".join(t.instance_type for t in plan.targets)]
-    if plan.every_node:
-        cmd.append("--every-node")
-    cmd += ["--dtype", plan.dtype, "--device", plan.device]
-    if plan.sizes:
-        cmd += ["--sizes", ",".join(str(n) for n in plan.sizes)]
-    if plan.iters is not None:
-        cmd += ["--iters", str(plan.iters)]
-    if plan.warmup is not None:
-        cmd += ["--warmup", str(plan.warmup)]
-    return cmd
 
 
 def open_fleet_run(plan: FleetPlan) -> Run:
@@ -364,80 +338,6 @@ def _save_entries(run: Run, entries: dict[str, FleetEntry]) -> None:
             for k, e in entries.items()
         },
     )
-
-
-# ---------------------------------------------------------------------------- storing a result
-
-
-def store_sweep(
-    plan: FleetPlan, target: FleetTarget, *, record_json: str, log: str, pod: dict[str, Any], node: str | None
-) -> SweepResult:
-    """A sweep run from what a Job's log carried: raw/sweep.json and sweep.log, meta.json
-    (fleet id, context, instance type, node, GPU), result.json last. Raises ParseError
-    when the JSON is not a sweep record (then no folder is left)."""
-    record = record_from_json(json.loads(record_json), source=f"the log of job {target.job}")
-    started = datetime.now(timezone.utc)
-    pod_name = (pod.get("metadata") or {}).get("name") or target.job
-    containers = (pod.get("spec") or {}).get("containers") or [{}]
-    where = {
-        "target": f"pod {plan.namespace}/{pod_name}",
-        "context": plan.context,
-        "namespace": plan.namespace,
-        "pod": pod_name,
-        "node": node,
-        "instance_type": target.instance_type,
-        "gpu": target.gpu_product,
-        "image": containers[0].get("image"),
-        "fleet_id": plan.fleet_id,
-    }
-    run, run_id = store.new_run("sweep", record.dtype, now=started)
-    try:
-        (run.raw / "sweep.json").write_text(record_json, encoding="utf-8")
-        (run.raw / "sweep.log").write_text(log, encoding="utf-8")
-        command = _fleet_command(plan, target)
-        result = build_result(
-            record,
-            target=str(where["target"]),
-            where=where,
-            run_id=run_id,
-            run_dir=str(run.path),
-            created=started,
-            command=command,
-            script_argv=list(containers[0].get("command") or []) + list(containers[0].get("args") or []),
-        )
-        dev = record.device
-        run.write_meta(
-            RunMeta(
-                id=run_id,
-                kind="sweep",
-                name=record.dtype,
-                created=started,
-                target=result.target,
-                context=plan.context,
-                namespace=plan.namespace,
-                pod=pod_name,
-                node=node,
-                instance_type=target.instance_type,
-                gpu=dev.name if dev.type == "cuda" else target.gpu_product,
-                image=containers[0].get("image"),
-                versions={
-                    "torch": dev.torch,
-                    "cuda": dev.cuda,
-                    "python": dev.python,
-                    "driver": dev.driver,
-                    "nsightlab": __version__,
-                },
-                command=command,
-                dtype=record.dtype,
-                headline=result.headline,
-                fleet_id=plan.fleet_id,
-            )
-        )
-        run.write_result(result)
-    except BaseException:
-        store.remove(run)
-        raise
-    return result
 
 
 # ---------------------------------------------------------------------------- running it
@@ -652,54 +552,10 @@ class _Runner:
         pod = self._find_pod(slot)
         if pod is not None:
             slot.pod = pod
-        node = self._node(slot)
-        log = ""
-        if pod is not None:
-            try:
-                log = b"".join(self.kube.pod_log(self.ns, pod["metadata"]["name"])).decode("utf-8", "replace")
-            except ClusterError as e:
-                log = ""
-                message = f"{message}; its log could not be read ({e.message})"
-        if log:
-            logs = self.run_folder.raw / "logs"
-            logs.mkdir(exist_ok=True)
-            (logs / f"{slot.target.job}.log").write_text(log, encoding="utf-8")
-        last = tail(log, LOG_TAIL)
-        if outcome == "Complete":
-            data, why = extract_result(log)
-            if data is None:
-                self._finish(slot, outcome_entry(slot.target, "failed", why, node=node, log_tail=last))
-                return
-            try:
-                result = store_sweep(
-                    self.plan, slot.target, record_json=json.dumps(data), log=log, pod=pod or {}, node=node
-                )
-            except ParseError as e:
-                self._finish(
-                    slot,
-                    outcome_entry(
-                        slot.target,
-                        "failed",
-                        f"the result in its log is not a sweep: {e.message}",
-                        node=node,
-                        log_tail=last,
-                    ),
-                )
-                return
-            self._finish(slot, measured_entry(slot.target, result, node=node))
-            return
-        if reason == "DeadlineExceeded":
-            text = f"not done within --job-deadline {self.plan.job_deadline} s ({message or reason})"
-            self._finish(slot, outcome_entry(slot.target, "timeout", text, node=node, log_tail=last))
-            return
-        code = _exit_code(pod)
-        why = last[-1] if last else (message or reason or "the Job failed")
-        self._finish(
-            slot,
-            outcome_entry(
-                slot.target, "failed", (f"exit {code}: " if code is not None else "") + why, node=node, log_tail=last
-            ),
+        entry = job_entry(
+            self.kube, self.plan, self.run_folder, slot.target, pod, self._node(slot), (outcome, reason, message)
         )
+        self._finish(slot, entry)
 
     def _finish(self, slot: _Slot, entry: FleetEntry) -> None:
         slot.entry = entry
@@ -747,14 +603,6 @@ class _Runner:
         return out
 
 
-def _exit_code(pod: dict[str, Any] | None) -> int | None:
-    for cs in ((pod or {}).get("status") or {}).get("containerStatuses") or []:
-        term = (cs.get("state") or {}).get("terminated") or {}
-        if "exitCode" in term:
-            return int(term["exitCode"])
-    return None
-
-
 def run_fleet(
     env: Env,
     kube: Kube,
@@ -769,8 +617,15 @@ def run_fleet(
 ) -> FleetResult:
     """Create the fleet's ConfigMap (when `create`), run and follow its Jobs to the end,
     store the fleet run, then delete the Jobs and the ConfigMap unless `keep`. Ctrl-C
-    leaves everything running and says how to collect it (exit 130)."""
-    run = open_fleet_run(plan)
+    leaves everything running and says how to collect it (exit 130); so does a run store
+    that cannot be written any more (a full disk: exit 2 naming the folder)."""
+    try:
+        run = open_fleet_run(plan)
+    except OSError as e:
+        raise UsageError(
+            f"cannot store fleet {plan.fleet_id} in {store.runs_dir()} ({e.strerror or e}); nothing was created",
+            hint="Free some space there, or point NSIGHTLAB_HOME at a folder you can write in.",
+        ) from None
     runner = _Runner(env, kube, place, config, plan, template, progress, run)
     try:
         if create:
@@ -800,6 +655,16 @@ def run_fleet(
                     if x
                 ),
             ) from None
+        result = build_fleet_result(plan, entries)
+        run.write_meta(_fleet_meta(plan, result))
+        run.write_result(result)
+    except OSError as e:
+        raise UsageError(
+            f"cannot store the results of fleet {plan.fleet_id} in {store.runs_dir()} ({e.strerror or e}): its Jobs "
+            "and ConfigMap are left as they are",
+            hint=f"Free some space there (or fix NSIGHTLAB_HOME), then collect the fleet with "
+            f"`{collect_command(place, plan.fleet_id)}`, or remove it with `{cleanup_command(place, plan.fleet_id)}`.",
+        ) from None
     except KeyboardInterrupt:
         started = sum(1 for s in runner.slots if s.job is not None)
         left = (
@@ -812,9 +677,13 @@ def run_fleet(
             hint=f"Collect the fleet with `{collect_command(place, plan.fleet_id)}` (or remove it with "
             f"`{cleanup_command(place, plan.fleet_id)}`).",
         ) from None
-    result = build_fleet_result(plan, entries)
-    run.write_meta(_fleet_meta(plan, result))
-    run.write_result(result)
+    except Exception as e:
+        if not isinstance(e, NsightlabError):  # a bug: say what it leaves on the cluster
+            env.warn(
+                f"fleet {plan.fleet_id} stopped: its Jobs and ConfigMap are left; remove them with "
+                f"`{cleanup_command(place, plan.fleet_id)}`"
+            )
+        raise
     if keep:
         env.note(
             f"the Jobs and the ConfigMap of fleet {plan.fleet_id} are kept; remove them with "

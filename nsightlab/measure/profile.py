@@ -11,7 +11,6 @@ CSVs) for printing; `nsys_input` in the result says which.
 
 from __future__ import annotations
 
-import json
 import posixpath
 import re
 import shlex
@@ -35,6 +34,7 @@ from nsightlab.analysis.profile import (
 from nsightlab.errors import ParseError, RemoteCommandError, UsageError
 from nsightlab.measure.device import DevicePlan, no_gpu_error, ran_on_cpu_warning
 from nsightlab.measure.work import LabWork
+from nsightlab.models import NonFiniteError, loads
 from nsightlab.parse import nsys
 from nsightlab.parse.noise import is_library_noise
 from nsightlab.runs.decode import TraceOptions
@@ -515,7 +515,10 @@ def _finish(
         report.nsys_version = versions.get("nsys")
     elif profiler == "torch":
         path = run.raw / "torchprof.json"
-        data = json.loads(path.read_text(encoding="utf-8"))
+        try:
+            data = loads(path.read_text(encoding="utf-8"))
+        except ValueError as e:
+            raise ParseError(f"not valid JSON ({e.msg if isinstance(e, NonFiniteError) else e})", source=path) from None
         report = report_from_torch(data, str(path))
         info = torch_info(data)
     record = load_record(record_path) if record_path else None

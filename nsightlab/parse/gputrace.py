@@ -52,6 +52,8 @@ OpKind = Literal["kernel", "memcpy", "memset"]
 
 # How many rows of chatter may come before the header.
 _MAX_PREAMBLE_ROWS = 64
+# The widest time a trace holds: int64 nanoseconds (the columns are int64 arrays).
+NS_MAX = 2**63 - 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -278,14 +280,16 @@ class _Cells:
     def scaled(self, raw: str, factor: int, key: str, line: int) -> int:
         """A number cell times `factor`, as an integer (half-to-even to the unit)."""
         try:
-            return int(raw) * factor
+            value = int(raw) * factor
         except ValueError:
-            pass
-        try:
-            value = Decimal(raw.replace(",", "").strip()) * factor
-            return int(value.to_integral_value(rounding=ROUND_HALF_EVEN))
-        except (InvalidOperation, ValueError, OverflowError):
-            raise self.fail(line, f"{self.headers[key]!r} is not a number: {raw!r}") from None
+            try:
+                scaled = Decimal(raw.replace(",", "").strip()) * factor
+                value = int(scaled.to_integral_value(rounding=ROUND_HALF_EVEN))
+            except (InvalidOperation, ValueError, OverflowError):
+                raise self.fail(line, f"{self.headers[key]!r} is not a number: {raw!r}") from None
+        if not -NS_MAX <= value <= NS_MAX:
+            raise self.fail(line, f"{self.headers[key]!r} is out of range: {raw[:40]!r}")
+        return value
 
     def integer(self, row: list[str], key: str, line: int) -> int | None:
         i = self.index.get(key)
@@ -664,6 +668,8 @@ def _fill_columns(cols: GpuTraceColumns, reader: Any, cells: _Cells) -> None:
         try:
             start = int(row[i_start]) * f_start
             dur = int(row[i_dur]) * f_dur
+            if not (-NS_MAX <= start <= NS_MAX and -NS_MAX <= dur <= NS_MAX):
+                raise ValueError  # read again below, which says so
         except ValueError:
             line = reader.line_num
             raw_start, raw_dur = row[i_start], row[i_dur]

@@ -70,6 +70,7 @@ from __future__ import annotations
 import codecs
 import gzip
 import json
+import math
 import re
 import zlib
 from collections.abc import Iterator
@@ -217,6 +218,9 @@ class KinetoMetadata:
 # ----------------------------------------------------------------- time conversion
 
 _WHITESPACE = re.compile(r"[ \t\r\n]*")
+# The widest time a trace holds: int64 nanoseconds (in microseconds for the fast path).
+NS_MAX = 2**63 - 1
+US_MAX = NS_MAX // 1000
 _PLAIN_DECIMAL = re.compile(r"\d+(?:\.\d{1,3})?")
 
 
@@ -224,8 +228,15 @@ def us_to_ns(value: object) -> int:
     """Microseconds as JSON gave them (an int, or a float's text) -> integer ns.
 
     Exact for up to three decimals; more are rounded half-to-even. Raises ValueError for
-    anything that is not a number.
+    anything that is not a number, NaN, an infinity, or a time beyond int64 ns.
     """
+    ns = _us_to_ns(value)
+    if not -NS_MAX <= ns <= NS_MAX:
+        raise ValueError(f"out of range: {value!r}")
+    return ns
+
+
+def _us_to_ns(value: object) -> int:
     if type(value) is int:
         return value * 1000
     if type(value) is str:
@@ -238,6 +249,8 @@ def us_to_ns(value: object) -> int:
         except (InvalidOperation, ValueError, OverflowError):
             raise ValueError(f"not a number: {value!r}") from None
     if type(value) is float:  # only when a caller decoded floats itself
+        if not math.isfinite(value):
+            raise ValueError(f"not a finite number: {value!r}")
         return round(value * 1000)
     raise ValueError(f"not a number: {value!r}")
 
@@ -259,7 +272,8 @@ class _JsonStream:
         # of the buffer at every event would cost a buffer's length per event.
         self._mark = 0
         self._mark_line = 1
-        self.decoder = json.JSONDecoder(parse_float=str)
+        # floats and the constants (NaN, Infinity) as text: us_to_ns reads them exactly, or refuses
+        self.decoder = json.JSONDecoder(parse_float=str, parse_constant=str)
 
     def line_at(self, pos: int) -> int:
         """The 1-based line of buffer position `pos`."""
@@ -521,7 +535,8 @@ class KinetoReader:
         if get("ph", "X") != "X":
             return None
         ts, dur = get("ts"), get("dur", 0)
-        if type(ts) is int and type(dur) is int:  # most traces: whole microseconds
+        if type(ts) is int and type(dur) is int and -US_MAX <= ts <= US_MAX and -US_MAX <= dur <= US_MAX:
+            # most traces: whole microseconds
             start, dur = ts * 1000, dur * 1000
         else:
             try:

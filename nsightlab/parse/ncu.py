@@ -102,6 +102,9 @@ class NcuReport(Model):
 
 # ------------------------------------------------------------------ units
 
+# A value above 10^MAX_EXPONENT (in any unit) is no counter's: refused, with Infinity
+# and 1e999, before it could become an infinity in a record.
+MAX_EXPONENT = 30
 _UNIT_FACTORS: dict[str, tuple[str, Decimal]] = {}
 
 
@@ -177,7 +180,17 @@ def _convert(raw: str, raw_unit: str) -> tuple[float | None, str]:
         value = Decimal(text)
     except InvalidOperation:
         return None, raw_unit
+    if not value.is_finite() or value.adjusted() > MAX_EXPONENT:
+        raise ValueError(f"{raw.strip()!r} is not a finite number")
     return float(value * factor), base
+
+
+def _finite(row: _Row, raw: str, raw_unit: str) -> tuple[float | None, str]:
+    """`_convert` for a row's cell: a number that is not finite is the row's error."""
+    try:
+        return _convert(raw, raw_unit)
+    except ValueError as e:
+        raise row.fail(str(e)) from None
 
 
 # ------------------------------------------------------------------ parsing
@@ -322,7 +335,7 @@ def _add_row(row: _Row, kernels: dict[tuple[int, int | None], NcuKernel]) -> Non
     rule_name = row.get("Rule Name")
     if rule_name:
         speedup_raw = row.get("Estimated Speedup") or ""
-        speedup, _ = _convert(speedup_raw, "")
+        speedup, _ = _finite(row, speedup_raw, "")
         kernel.rules.append(
             NcuRule(
                 section=section,
@@ -341,7 +354,7 @@ def _add_row(row: _Row, kernels: dict[tuple[int, int | None], NcuKernel]) -> Non
     if not metric_name:
         return  # a section line without metric and without rule: nothing to keep
     raw_unit = row.get("Metric Unit") or ""
-    value, unit = _convert(raw, raw_unit)
+    value, unit = _finite(row, raw, raw_unit)
     by_name = kernel.metrics.setdefault(section, {})
     by_name.setdefault(metric_name, NcuMetric(value=value, unit=unit, raw_unit=raw_unit, raw=raw))
 

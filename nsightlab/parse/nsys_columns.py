@@ -32,6 +32,9 @@ class Column:
     header: str
 
 
+# A cell above 10^MAX_EXPONENT (in any unit) is no measurement: refused, with Infinity,
+# NaN and 1e999, before it could become an infinity in a record.
+MAX_EXPONENT = 30
 _HEADER_UNIT = re.compile(r"^(.*?)\s*\(([^()]*)\)\s*$")
 
 
@@ -230,9 +233,12 @@ class _Cells:
         if cleaned in {"-", "n/a", "N/A"}:
             return None
         try:
-            return Decimal(cleaned)
+            value = Decimal(cleaned)
         except InvalidOperation:
             raise self._fail(f"{self.headers.get(key, key)!r} is not a number: {raw!r}") from None
+        if not value.is_finite() or value.adjusted() > MAX_EXPONENT:
+            raise self._fail(f"{self.headers.get(key, key)!r} is not a finite number: {raw!r}")
+        return value
 
     def number(self, key: str) -> float | None:
         value = self._decimal(key)

@@ -40,7 +40,7 @@ from nsightlab.analysis.profile import ProfileResult, ops_label
 from nsightlab.analysis.roofline import DecodeFloor, decode_floor, plateau_source
 from nsightlab.analysis.sweep import SweepImpls, SweepResult, compare_impls, compare_results
 from nsightlab.analysis.tokenize import TokenizerResult
-from nsightlab.config import home, load_session
+from nsightlab.config import ensure_home, load_session
 from nsightlab.errors import Interrupted, UsageError
 from nsightlab.parse.names import distinct_short_names
 from nsightlab.present import decodedoc as dd
@@ -811,9 +811,16 @@ def draw_figures(bundle: ReportBundle) -> list[Plot]:
 
 
 def default_out_dir(now: datetime | None = None) -> Path:
-
+    """$NSIGHTLAB_HOME/reports/<time>, the home checked writable first (exit 2 naming it)."""
     now = now or datetime.now(timezone.utc)
-    return home() / "reports" / f"{now:%Y%m%dT%H%M%SZ}"
+    return ensure_home() / "reports" / f"{now:%Y%m%dT%H%M%SZ}"
+
+
+def _cannot_write(out_dir: Path, e: OSError) -> UsageError:
+    return UsageError(
+        f"cannot write the report in {out_dir.parent} ({e.strerror or e})",
+        hint="Give --out a folder you can write in (or free some space there).",
+    )
 
 
 def write_report(bundle: ReportBundle, out_dir: Path) -> ReportFiles:
@@ -828,9 +835,12 @@ def write_report(bundle: ReportBundle, out_dir: Path) -> ReportFiles:
     if out_dir.exists() and not out_dir.is_dir():
         raise UsageError(f"{out_dir} exists and is not a folder")
     plots = draw_figures(bundle)  # before touching the disk: a missing matplotlib writes nothing
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
     tmp = out_dir.parent / f".{out_dir.name}.{secrets.token_hex(4)}.tmp"
-    tmp.mkdir()
+    try:
+        out_dir.parent.mkdir(parents=True, exist_ok=True)
+        tmp.mkdir()
+    except OSError as e:
+        raise _cannot_write(out_dir, e) from None
     replacing = False
     try:
         files: list[FigureFile] = []
@@ -865,6 +875,8 @@ def write_report(bundle: ReportBundle, out_dir: Path) -> ReportFiles:
                 else "no report was written"
             )
             raise Interrupted(f"interrupted: {left}") from None
+        if isinstance(e, OSError):  # a full disk, a folder made read-only meanwhile
+            raise _cannot_write(out_dir, e) from None
         raise
     return ReportFiles(
         out_dir=str(out_dir),

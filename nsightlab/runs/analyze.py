@@ -32,6 +32,7 @@ from nsightlab import userfiles
 from nsightlab.analysis.decode import DecodeResult, load_decode_record
 from nsightlab.analysis.steps import TraceAnatomy
 from nsightlab.errors import ParseError, UsageError
+from nsightlab.models import NonFiniteError, loads
 from nsightlab.runs import store
 from nsightlab.runs.decode import (
     TraceOptions,
@@ -289,7 +290,7 @@ def _sqlite(db: Path, beside: Path, opts: TraceOptions) -> BaseModel:
 
 def _json_kind(path: Path) -> str | None:
     try:
-        data = json.loads(_read(path))
+        data = loads(_read(path))
     except ValueError:
         return None
     if isinstance(data, dict):
@@ -303,7 +304,9 @@ def _json_file(path: Path) -> BaseModel:
     from nsightlab.runs.sweeps import analyze_record_file
 
     try:
-        data: Any = json.loads(_read(path))
+        data: Any = loads(_read(path))
+    except NonFiniteError as e:
+        raise ParseError(e.msg, source=path, line=e.lineno) from None
     except json.JSONDecodeError as e:
         raise ParseError(f"not valid JSON ({e.msg})", source=path, line=e.lineno) from None
     if not isinstance(data, dict):

@@ -39,7 +39,7 @@ from pydantic_core import from_json
 
 from nsightlab.config import atomic_write_json, home
 from nsightlab.errors import ParseError, UsageError
-from nsightlab.models import Model
+from nsightlab.models import Model, NonFiniteError, loads
 
 _SAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 # <UTC time>-<kind>-<name>-<id>, as new_run names a folder
@@ -109,11 +109,13 @@ def _read_json(path: Path) -> Any:
     except OSError as e:
         raise DamagedRunError(path.parent, path.name, f"cannot be read ({e.strerror or e})") from None
     try:
-        return json.loads(raw.decode("utf-8"))
+        return loads(raw.decode("utf-8"))
     except UnicodeDecodeError as e:
         raise DamagedRunError(
             path.parent, path.name, f"not UTF-8 (byte 0x{raw[e.start]:02x} at offset {e.start})"
         ) from None
+    except NonFiniteError as e:
+        raise DamagedRunError(path.parent, path.name, e.msg, line=e.lineno) from None
     except json.JSONDecodeError as e:
         cut = ", cut short" if _valid_prefix(raw) else ""
         raise DamagedRunError(path.parent, path.name, f"not valid JSON{cut} ({e.msg})", line=e.lineno) from None

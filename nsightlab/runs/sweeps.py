@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from nsightlab.analysis.rates import SweepRecord
@@ -15,17 +14,20 @@ from nsightlab.analysis.sweep import (
     record_from_json,
 )
 from nsightlab.errors import ParseError, UsageError
+from nsightlab.models import NonFiniteError, loads
 from nsightlab.runs import store
 
 
 def load_record(path: Path) -> SweepRecord:
     """A sweep JSON from disk: the script's own, or the `record` inside a stored result."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise UsageError(f"{path} does not exist") from None
     except OSError as e:
         raise UsageError(f"cannot read {path}: {e.strerror}") from None
+    except NonFiniteError as e:
+        raise ParseError(e.msg, source=path, line=e.lineno) from None
     except ValueError as e:
         raise ParseError(f"not valid JSON ({e})", source=path) from None
 
