@@ -233,9 +233,9 @@ def test_a_step_faster_than_its_floor_is_a_finding(
     record = folder / "records" / "decode-1b-class" / "decode.json"
     data = json.loads(record.read_text())
     for entry in data["modes"]:  # a timer that read a thousandth of the time
-        entry["step_seconds"] = [t / 1e6 for t in entry["step_seconds"]]
+        entry["step_seconds"] = [t / 1e3 for t in entry["step_seconds"]]
         for key in ("median_step_s", "p90_step_s", "mean_step_s"):
-            entry[key] /= 1e6
+            entry[key] /= 1e3
     record.write_text(json.dumps(data))
     r = analyze(capsys, folder, "--json")  # the unpacked folder reads as the packed one does
     assert r.code == 0, r
@@ -568,3 +568,29 @@ def test_a_trace_over_the_cap_is_dropped_with_a_note(
     doc = json.loads(analyze(capsys, out, "--json").out)
     assert [x["step"] for x in doc["records"]] == ["lesson1"]  # the record stays; only the trace went
     assert any("trace lesson1.trace.json.gz dropped" in n for n in doc["notes"])
+
+
+def test_a_record_no_device_could_make_is_a_finding_not_a_silence(
+    capsys: pytest.CaptureFixture[str],
+    nsl_home: Path,
+    tmp_path: Path,
+    cpu_run: tuple[Path, subprocess.CompletedProcess[str], float],
+) -> None:
+    """A decode record whose steps take nanoseconds is refused by the record reader (no call
+    is that fast on any device); in a device run's read-back it is a sanity row outside its
+    bound, naming why, beside the note."""
+    folder = unpacked(cpu_run[0], tmp_path / "copy")
+    record = folder / "records" / "decode-1b-class" / "decode.json"
+    data = json.loads(record.read_text())
+    for entry in data["modes"]:
+        entry["step_seconds"] = [t / 1e9 for t in entry["step_seconds"]]
+        for key in ("median_step_s", "p90_step_s", "mean_step_s"):
+            entry[key] /= 1e9
+    record.write_text(json.dumps(data))
+    r = analyze(capsys, folder, "--json")
+    assert r.code == 0, r
+    doc = json.loads(r.out)
+    (row,) = [row for row in doc["sanity"] if row["ok"] is False]
+    assert row["check"] == "decode-1b-class plausible" and "not a plausible measurement" in row["note"]
+    assert "nsightlab/analysis/bounds.py" in row["source"]
+    assert any(n.startswith("records/decode-1b-class: cannot be read") for n in doc["notes"])

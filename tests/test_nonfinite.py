@@ -240,3 +240,27 @@ def test_a_lab_command_reads_its_scripts_record_with_the_same_check(
     line = r.err.strip().splitlines()[-1]
     assert ": not a plausible measurement: size 2^10: 1e-30 s per call, under the 100 ns" in line, line
     assert not (nsl_home / "runs").exists() or not any((nsl_home / "runs").iterdir())  # nothing stored
+
+
+def _colocate_record(step_s: str) -> str:
+    """colocate.py's JSON (the fields nsightlab reads) with one copy's median step as given, raw."""
+    copy = '{"copy": 0, "median_step_s": %s, "p90_step_s": 0.002, "tokens_per_s": 500.0, "bytes_per_step": 1048576}'
+    run = (
+        '{"sharing": "time-slicing", "copies": 1, "per_copy": [' + copy % step_s + '], "median_step_s": 0.002, '
+        '"p90_step_s": 0.002, "aggregate_tokens_per_s": 500.0, "aggregate_bytes_per_s": 5.2e8}'
+    )
+    return '{"kind": "colocate", "batch": 1, "tokens": 8, "prompt_len": 16, "runs": [' + run + "]}"
+
+
+@pytest.mark.parametrize("step_s", [*BAD, "1e-30"])
+def test_a_colocate_record_holding_no_measurement_is_refused(tmp_path: Path, step_s: str) -> None:
+    """`pack colocate` and a device run's read-back take colocate.py's JSON through the same
+    checks: no non-finite number, no step faster than any call can be."""
+    from nsightlab.analysis.colocate import load_colocate_record
+    from nsightlab.errors import ParseError
+
+    assert load_colocate_record(_write(tmp_path, "ok.json", _colocate_record("0.002"))).runs[0].copies == 1
+    with pytest.raises(ParseError) as e:
+        load_colocate_record(_write(tmp_path, "colocate.json", _colocate_record(step_s)))
+    expected = "not a plausible measurement" if step_s == "1e-30" else "a record may hold"
+    assert expected in str(e.value) and "colocate.json" in str(e.value)

@@ -42,6 +42,12 @@ MAX_BYTES_PER_S = FASTEST_MEMORY_BYTES_PER_S * BANDWIDTH_MARGIN
 FLOPS_MARGIN = 10.0
 MAX_FLOP_PER_S = max(s.fp16_tensor_tflops or 0.0 for s in SPECS) * 1e12 * FLOPS_MARGIN
 
+# Where a refusal's bounds are named, for tables that cite their sources (a device run's sanity table).
+SOURCE = (
+    f"nsightlab/analysis/bounds.py: a call takes at least {units.duration(MIN_SECONDS_PER_CALL)}; no memory is "
+    f"faster than {BANDWIDTH_MARGIN:g}x the spec table's fastest ({_FASTEST.short})"
+)
+
 
 class ImplausibleMeasurement(ParseError):
     """A record whose figures no device can produce; `problem` says which (without the file)."""

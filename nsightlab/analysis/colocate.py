@@ -17,9 +17,10 @@ from typing import Any, Literal
 
 from pydantic import ConfigDict, Field, ValidationError
 
+from nsightlab.analysis import bounds
 from nsightlab.analysis.units import percent, sig
 from nsightlab.errors import ParseError
-from nsightlab.models import Model
+from nsightlab.models import Model, loads
 
 #: Going from K copies to the next K adds less than this share of aggregate tokens/s: flat.
 FLAT_GAIN = 0.15
@@ -76,7 +77,7 @@ class ColocateRecord(_Lenient):
 def load_colocate_record(path: Path) -> ColocateRecord:
     """colocate.py's JSON, or ParseError naming the file."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as e:
         raise ParseError(f"not valid JSON ({e.msg})", source=path, line=e.lineno) from None
     except (OSError, UnicodeDecodeError) as e:
@@ -84,12 +85,23 @@ def load_colocate_record(path: Path) -> ColocateRecord:
     if not isinstance(data, dict) or data.get("kind") != "colocate":
         raise ParseError("not colocate.py's JSON (kind is not 'colocate')", source=path)
     try:
-        return ColocateRecord.model_validate(data)
+        record = ColocateRecord.model_validate(data)
     except ValidationError as e:
         err = e.errors()[0]
         raise ParseError(
             f"bad colocate JSON at {'.'.join(str(p) for p in err['loc'])}: {err['msg']}", source=path
         ) from None
+    bounds.refuse(
+        (
+            bounds.check_call(
+                f"{run.copies} copies, copy {copy.copy_}", seconds=copy.median_step_s, bytes_moved=copy.bytes_per_step
+            )
+            for run in record.runs
+            for copy in run.per_copy
+        ),
+        source=path,
+    )
+    return record
 
 
 class StepMs(Model):

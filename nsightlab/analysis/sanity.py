@@ -22,6 +22,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Literal, NamedTuple
 
+from nsightlab.analysis import bounds
 from nsightlab.analysis.colocate import ColocateResult
 from nsightlab.analysis.decode import DecodeRecord, peak_tflops
 from nsightlab.analysis.gpus import GpuSpec
@@ -80,6 +81,7 @@ class RunFigures:
     sweeps: list[tuple[str, SweepResult]] = field(default_factory=list)
     decodes: list[tuple[str, DecodeRecord]] = field(default_factory=list)
     colocate: ColocateResult | None = None
+    implausible: list[tuple[str, str]] = field(default_factory=list)  # (step, why) of records refused as impossible
 
 
 def _row(
@@ -122,10 +124,22 @@ def _row(
 
 
 def check_run(f: RunFigures) -> list[SanityRow]:
-    """Every check the run's figures allow, GPU or CPU."""
-    if f.device_type == "cpu":
-        return _cpu_rows(f)
-    return _gpu_rows(f)
+    """Every check the run's figures allow, GPU or CPU; a record refused as no measurement any
+    device could make is a row of its own, outside its bound, never dropped in silence."""
+    rows = _cpu_rows(f) if f.device_type == "cpu" else _gpu_rows(f)
+    return rows + [
+        SanityRow(
+            check=f"{step} plausible",
+            value=None,
+            bound=None,
+            unit="",
+            relation=">=",
+            source=bounds.SOURCE,
+            ok=False,
+            note=f"the record was refused: {why}",
+        )
+        for step, why in f.implausible
+    ]
 
 
 # ------------------------------------------------------------------ GPU

@@ -12,7 +12,7 @@ from pydantic import ConfigDict, Field, ValidationError
 
 from nsightlab.analysis.units import sig
 from nsightlab.errors import ParseError
-from nsightlab.models import Model
+from nsightlab.models import Model, loads
 
 
 class TokenizerRecord(Model):
@@ -36,7 +36,7 @@ class TokenizerRecord(Model):
 
 def load_tokenizer_record(path: Path) -> TokenizerRecord:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as e:
         raise ParseError(f"not valid JSON ({e.msg})", source=path, line=e.lineno) from None
     except (OSError, UnicodeDecodeError) as e:

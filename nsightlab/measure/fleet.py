@@ -17,7 +17,6 @@ created then, results already stored are not fetched twice).
 from __future__ import annotations
 
 import contextlib
-import json
 import queue
 import secrets
 import shlex
@@ -59,6 +58,7 @@ from nsightlab.errors import (
 )
 from nsightlab.measure.fleetjob import fleet_command, job_entry
 from nsightlab.measure.sweep import parse_sizes
+from nsightlab.models import loads
 from nsightlab.runs import store
 from nsightlab.runs.store import Run, RunMeta
 
@@ -317,7 +317,7 @@ def open_fleet_run(plan: FleetPlan) -> Run:
 def _saved_entries(run: Run) -> dict[str, FleetEntry]:
     path = run.raw / RAW_ENTRIES
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = loads(path.read_text(encoding="utf-8"))
         return {key: FleetEntry.model_validate(e) for key, e in data.items()}
     except (OSError, ValueError):
         return {}

@@ -18,7 +18,6 @@ the run says it checks correctness only.
 from __future__ import annotations
 
 import contextlib
-import json
 import math
 import shutil
 import tempfile
@@ -48,6 +47,7 @@ from nsightlab.errors import RemoteCommandError, UsageError
 from nsightlab.measure.device import DevicePlan, no_gpu_error, plan_device
 from nsightlab.measure.targets import LocalTarget, Target, Where
 from nsightlab.measure.work import LabWork
+from nsightlab.models import loads
 from nsightlab.parse.noise import is_library_noise
 from nsightlab.runs import store
 from nsightlab.runs.store import RunMeta
@@ -221,7 +221,7 @@ def _rows_shown(emit: Callable[[str], None]) -> Callable[[str], None]:
     def show(text: str) -> None:
         if text.startswith(PROGRESS_PREFIX):
             try:
-                row = json.loads(text[len(PROGRESS_PREFIX) :])
+                row = loads(text[len(PROGRESS_PREFIX) :])
                 text = row_text(row)
             except (ValueError, KeyError, TypeError):
                 pass  # not a row after all: shown as it came

@@ -28,6 +28,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from nsightlab.analysis.bounds import ImplausibleMeasurement
 from nsightlab.analysis.colocate import ColocateResult, build_colocate, load_colocate_record
 from nsightlab.analysis.decode import Bandwidth, DecodeRecord, build_decode, load_decode_record, spec_bandwidth
 from nsightlab.analysis.gpurun import (
@@ -45,6 +46,7 @@ from nsightlab.analysis.sanity import RunFigures, check_run
 from nsightlab.analysis.sweep import SweepResult, compare_impls
 from nsightlab.analysis.units import sig
 from nsightlab.errors import ParseError, UsageError
+from nsightlab.models import loads
 from nsightlab.parse.ncu import detect_counter_permission_error
 
 STEPS_LOG = "steps.log"
@@ -217,7 +219,7 @@ def _facts(root: Path, notes: list[str]) -> dict[str, Any]:
         notes.append("no facts.json: the facts step did not finish")
         return {}
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = loads(path.read_text(encoding="utf-8"))
     except (ValueError, OSError) as e:
         notes.append(f"facts.json cannot be read: {e}")
         return {}
@@ -237,6 +239,7 @@ class _Records:
         self.decodes: list[tuple[str, Path, DecodeRecord]] = []
         self.lesson1: ProfileResult | None = None
         self.colocate: Path | None = None
+        self.implausible: list[tuple[str, str]] = []  # (step, why): records no device can have made
 
     def step(self, folder: Path) -> None:
         name = folder.name
@@ -249,6 +252,9 @@ class _Records:
                 self._ncu(folder)
             else:
                 self._read(folder)
+        except ImplausibleMeasurement as e:
+            self.implausible.append((name, self._shown(e.problem)))
+            self.notes.append(f"records/{name}: cannot be read: {self._shown(e.message)}")
         except (ParseError, UsageError) as e:
             self.notes.append(f"records/{name}: cannot be read: {self._shown(e.message)}")
 
@@ -367,6 +373,9 @@ class _Records:
                     label=bandwidth.label if bandwidth else None,
                 )
                 self._add("colocate", self.colocate, result, result.headline)
+            except ImplausibleMeasurement as e:
+                self.implausible.append(("colocate", self._shown(e.problem)))
+                self.notes.append(f"records/colocate: cannot be read: {self._shown(e.message)}")
             except ParseError as e:
                 self.notes.append(f"records/colocate: cannot be read: {self._shown(e.message)}")
         name = _device_name(facts)
@@ -379,6 +388,7 @@ class _Records:
             sweeps=list(self.sweeps.items()),
             decodes=[(step, rec) for step, _, rec in self.decodes],
             colocate=next((r.result for r in self.records if isinstance(r.result, ColocateResult)), None),
+            implausible=list(self.implausible),
         )
 
 
