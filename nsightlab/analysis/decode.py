@@ -437,7 +437,7 @@ def trace_device(anatomy: TraceAnatomy, fallback: str | None = None) -> str | No
     """The device a trace ran on: its GPU (one name, else all of them), or `cpu`."""
     if anatomy.ops_are == "cpu":
         return device_label(fallback, "cpu")
-    names = _dedupe([device_name_of(n) or n for n in anatomy.device_names])
+    names = _dedupe([name for n in anatomy.device_names if (name := device_name_of(n))])
     if names:
         return ", ".join(names)
     return fallback
