@@ -21,6 +21,8 @@ GPU events. Target: at least 5x faster, at a fraction of its memory.
     python bench/trace_analyze.py nsys --ops 1000000
     python bench/trace_analyze.py kineto --ops 1000000 --hta-python /tmp/hta-venv/bin/python
     python bench/trace_analyze.py kineto --ops 0 --against REV   (the real trace alone; REV's analyze too)
+    python bench/trace_analyze.py kineto --ops 0 --real A.json.gz --real B.json.gz   (other real traces:
+        the serving-engine traces of tests/data/traces/SOURCES.md, say)
 """
 
 from __future__ import annotations
@@ -277,8 +279,14 @@ def main(argv: list[str]) -> int:
         default=[],
         help="also time `nsightlab analyze` of this git revision (repeatable)",
     )
-    parser.add_argument("--real", default=str(ROOT / "tests/data/traces/hta_negative_queue_length_rank0.json.gz"))
+    parser.add_argument(
+        "--real",
+        action="append",
+        default=[],
+        help="a real Kineto trace to time (repeatable; default: HTA's negative_queue_length rank 0)",
+    )
     args = parser.parse_args(argv)
+    real = args.real or [str(ROOT / "tests/data/traces/hta_negative_queue_length_rank0.json.gz")]
     if args.what == "_bare":
         _bare(args.path)
         return 0
@@ -308,7 +316,7 @@ def main(argv: list[str]) -> int:
             )
             print(table(results, "bare csv.reader pass"))
             return 0
-        files = [Path(args.real)]
+        files = [Path(p) for p in real]
         generated = Path(tmp) / "generated.pt.trace.json.gz"
         if args.ops:
             t0 = time.perf_counter()

@@ -6,7 +6,10 @@ host's own calls (a blocking copy, a synchronisation) around it. Times in us."""
 
 from __future__ import annotations
 
+import gzip
+import json
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from tracebuild import annotation, kernel, launch
@@ -118,4 +121,35 @@ def repeat(events: list[dict[str, Any]], times: int, shift_us: float) -> list[di
                     args["correlation"] = args["correlation"] + k * 10_000_000
                 copy["args"] = args
             out.append(copy)
+    return out
+
+
+def load_events(path: Path) -> list[dict[str, Any]]:
+    """A real trace's events (to derive traces with known answers from it)."""
+    with gzip.open(path, "rt", encoding="utf-8") as f:
+        events: list[dict[str, Any]] = json.load(f)["traceEvents"]
+    return events
+
+
+def shift(events: list[dict[str, Any]], us: float, *, cats: tuple[str, ...]) -> list[dict[str, Any]]:
+    """The events, those of the given categories `us` later."""
+    out = []
+    for e in events:
+        if e.get("cat") in cats:
+            e = {**e, "ts": float(e["ts"]) + us}
+        out.append(e)
+    return out
+
+
+def relocate(events: list[dict[str, Any]], start_us: float, corr_offset: int = 0) -> list[dict[str, Any]]:
+    """The timed events of a trace moved to begin at `start_us`, correlation ids offset
+    (to put several real traces one after another in one derived trace)."""
+    timed = [e for e in events if "ts" in e]
+    t0 = min(float(e["ts"]) for e in timed)
+    out = []
+    for e in timed:
+        copy = {**e, "ts": float(e["ts"]) - t0 + start_us}
+        if "args" in e and "correlation" in e["args"]:
+            copy["args"] = {**e["args"], "correlation": e["args"]["correlation"] + corr_offset}
+        out.append(copy)
     return out
