@@ -289,3 +289,21 @@ def test_nsys_exports_give_the_anatomy_kineto_gives(tmp_path: Path) -> None:
     assert (a.anatomy.syncs_per_step, a.anatomy.graph_replays_per_step, a.anatomy.memops_per_step) == (1, 1, 1)
     assert a.anatomy.idle_ms_per_step.waiting_for_host == pytest.approx(2.3)
     assert [t.model_dump(exclude={"name"}) for t in a.steps] == [t.model_dump(exclude={"name"}) for t in b.steps]
+
+
+def test_every_field_of_the_step_json_is_documented() -> None:
+    """docs/decode.md's JSON section names every field a step group, a trace summary and
+    a trace result carry, and every verdict kind."""
+    from typing import get_args
+
+    from nsightlab.analysis.decode_models import GroupSteps, TraceResult
+    from nsightlab.analysis.stepmodels import IdleMs, TraceSummary
+    from nsightlab.analysis.verdicts import VerdictKind
+
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "decode.md").read_text(encoding="utf-8")
+    json_section = doc.split("## JSON", 1)[1].split("\n## ", 1)[0]
+    for model in (GroupSteps, TraceResult, TraceSummary, IdleMs):
+        for name in model.model_fields:
+            assert f'"{name}"' in json_section, (model.__name__, name)
+    for kind in get_args(VerdictKind):
+        assert kind in json_section, kind

@@ -165,6 +165,11 @@ def _ms(ns: int) -> str:
     return units.duration(ns / 1e9)
 
 
+def counted(n: int, word: str, plural: str | None = None) -> str:
+    """`1 synchronisation`, `3 synchronisations`; `2 launches` with its plural given."""
+    return f"{n} {word}" if n == 1 else f"{n} {plural or word + 's'}"
+
+
 def idle_parts(m: StepTiming, kernels: str = "kernels") -> str:
     """The step's idle time by cause, largest first, the empty parts left out."""
     parts = [
@@ -181,8 +186,7 @@ def graph_words(m: StepTiming) -> str:
     """'a graph replay (1 launch, 544 GPU operations)' when the step replays graphs."""
     if not m.graph_replays:
         return ""
-    launches = "1 launch" if m.graph_replays == 1 else f"{m.graph_replays} launches"
-    return f"a graph replay ({launches}, {m.graph_kernels} GPU operations)"
+    return f"a graph replay ({counted(m.graph_replays, 'launch', 'launches')}, {m.graph_kernels} GPU operations)"
 
 
 def host_words(m: StepTiming) -> str:
@@ -190,7 +194,7 @@ def host_words(m: StepTiming) -> str:
     if not m.syncs or m.longest_sync is None:
         return ""
     return (
-        f"the host blocked {_ms(m.sync_ns)} in {m.syncs} synchronisation(s) "
+        f"the host blocked {_ms(m.sync_ns)} in {counted(m.syncs, 'synchronisation')} "
         f"(longest: {m.longest_sync}, {_ms(m.longest_sync_ns)})"
     )
 
