@@ -215,17 +215,20 @@ def verdict(
             thresholds=thresholds(),
         )
     sweep = "`nsightlab sweep --local --device cpu`" if cpu else "`nsightlab sweep`"
-    give = "--weights-gb, --kv-gb" if command == "analyze" and not script else "the model's bytes, from decode.py"
+    if script:  # decode.py knows the bytes a step reads: the bandwidth is what is missing
+        nxt = f"measure this device's memory bandwidth ({sweep}) to compare the step with its memory floor"
+    else:
+        nxt = (
+            f"give the bytes a step reads (--weights-gb, --kv-gb) to compare the step with its memory floor on "
+            f"the device's bandwidth (its spec, or {sweep})"
+        )
     return Verdict(
         kind="busy",
         text=(
             f"{head}; the {unit} is busy {busy} of the step: not waiting for the host or its launches; no memory "
             f"floor to compare with {RULE}; largest {ops}: {largest}"
         ),
-        next_step=(
-            f"measure this device's memory bandwidth ({sweep}) or give the bytes a step reads ({give}) to compare "
-            "the step with its memory floor"
-        ),
+        next_step=nxt,
         thresholds=thresholds(),
     )
 
