@@ -271,7 +271,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--ops", type=int, default=1_000_000)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--warmup", type=int, default=1)
-    parser.add_argument("--hta-python", default="/tmp/hta-venv/bin/python")
+    parser.add_argument("--hta-python", default="/tmp/hta-venv/bin/python", help="`none`: leave HTA out")
     parser.add_argument(
         "--against",
         metavar="REV",
@@ -330,8 +330,10 @@ def main(argv: list[str]) -> int:
         with checkouts(args.against) as trees:
             for path in files:
                 print(f"\n{path.name}")
-                commands = {
-                    "HTA temporal breakdown": [*hta, str(path.parent), path.name],
+                commands = (
+                    {} if args.hta_python == "none" else {"HTA temporal breakdown": [*hta, str(path.parent), path.name]}
+                )
+                commands |= {
                     "nsightlab analyze_kineto": [*me, "_kineto", str(path)],
                     "nsightlab analyze --json": nsightlab_argv(ROOT, "analyze", str(path), "--json"),
                     "nsightlab analyze": nsightlab_argv(ROOT, "analyze", str(path)),
@@ -339,7 +341,7 @@ def main(argv: list[str]) -> int:
                 for rev, tree in trees.items():
                     commands[f"nsightlab analyze at {rev}"] = nsightlab_argv(tree, "analyze", str(path))
                 results = side_by_side(commands, repeat=args.repeat, warmup=args.warmup)
-                print(table(results, "HTA temporal breakdown"))
+                print(table(results, next(iter(commands))))
     return 0
 
 

@@ -94,22 +94,29 @@ class OpTable:
         self.kind.append(code)
         if code == KERNEL:
             self.kernels += 1
-            self.kernel_union.add(start, end)
         self.stream.append(sid)
         self.corr.append(-1 if corr is None else corr)
         self.union.add(start, end)
 
     def seal(self) -> bool:
-        """Finish the unions and sort by start if needed; True when a sort was needed."""
+        """Finish the unions and sort by start if needed; True when a sort was needed.
+        (Operations `add`ed have their kernels' union built here, once they are in order.)"""
         self.union.finish()
+        added = self.kernel_union.first_start is None and self.kernels > 0
+        resorted = False
+        if not self.union.in_order:
+            order = sorted(range(len(self.start)), key=self.start.__getitem__)
+            for attr in ("start", "end", "name", "kind", "stream", "corr"):
+                old = getattr(self, attr)
+                setattr(self, attr, array(old.typecode, [old[i] for i in order]))
+            resorted = True
+        if added:
+            mask = self.kind.tobytes().translate(_KERNEL_MASK)
+            self.kernel_union.extend(
+                array("q", itertools.compress(self.start, mask)), array("q", itertools.compress(self.end, mask))
+            )
         self.kernel_union.finish()
-        if self.union.in_order:
-            return False
-        order = sorted(range(len(self.start)), key=self.start.__getitem__)
-        for attr in ("start", "end", "name", "kind", "stream", "corr"):
-            old = getattr(self, attr)
-            setattr(self, attr, array(old.typecode, [old[i] for i in order]))
-        return True
+        return resorted
 
     def set_launches(self, launch_of: Mapping[int, int]) -> int:
         """Launch time of every op from its correlation id; returns how many have none."""

@@ -298,6 +298,8 @@ def find_steps(
     graph replay operation i belongs to, -1 for none) or, with `gaps` (the GPU's idle
     time before each operation), when the GPU waits no longer before a repeat than
     inside it (at most STEP_GAP_FACTOR times) and something precedes or follows them.
+    (`launch[i]` may be each operation's launch correlation id: one id shared by most of
+    the repeats is one launch, a graph replay; -1 is no launch.)
     A period of 1 (one operation, over and over) is never a step.
     """
     n = len(seq)

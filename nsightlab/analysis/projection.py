@@ -68,13 +68,18 @@ class HostCalls:
     launch_of: dict[int, int] = field(default_factory=dict)
     graph_launches: dict[int, int] = field(default_factory=dict)
     syncs: list[HostCall] = field(default_factory=list)
+    _kinds: dict[str, tuple[bool, bool, bool]] = field(default_factory=dict, repr=False)
 
     def add(self, name: str, start: int, end: int, corr: int | None, pid: object = None) -> None:
-        if corr is not None and puts_work_on_gpu(name):
+        kinds = self._kinds.get(name)
+        if kinds is None:  # what a call does is decided once per name
+            kinds = self._kinds[name] = (puts_work_on_gpu(name), is_graph_launch(name), is_sync_call(name))
+        launches, graph, sync = kinds
+        if corr is not None and launches:
             self.launch_of[corr] = start
-            if is_graph_launch(name):
+            if graph:
                 self.graph_launches[corr] = start
-        if is_sync_call(name):
+        if sync:
             self.syncs.append(HostCall(name, start, end, pid))
 
 
@@ -140,8 +145,8 @@ class StepAcc:
     memops_ns: int = 0
     first: int | None = None
     last_end: int | None = None
-    cur: list[int] = field(default_factory=lambda: [0, 0, 0])  # start, end, open? of all ops
-    kcur: list[int] = field(default_factory=lambda: [0, 0, 0])  # the same for kernels
+    cur: list[int] = field(default_factory=lambda: [0, 0])  # the open segment of its operations' union
+    kcur: list[int] = field(default_factory=lambda: [0, 0])  # the same for its kernels
     busy: int = 0
     kernel_busy: int = 0
     by_name: Counter[int] = field(default_factory=Counter)  # kernel time by name id
@@ -149,48 +154,54 @@ class StepAcc:
     graph_ops: int = 0
 
 
-def _extend(cur: list[int], a: int, b: int) -> int:
-    """Add [a, b) to a running union (cur = [start, end, open]); the closed length."""
-    if not cur[2]:
-        cur[0], cur[1], cur[2] = a, b, 1
-        return 0
-    if a <= cur[1]:
-        if b > cur[1]:
-            cur[1] = b
-        return 0
-    closed = cur[1] - cur[0]
-    cur[0], cur[1] = a, b
-    return closed
-
-
 def accumulate(ops: OpTable, accs: list[StepAcc], step_of: Sequence[int], graph_corrs: set[int]) -> None:
-    """Fill each step's figures from its operations (ops in start order)."""
+    """Fill each step's figures from its operations (ops in start order): their count,
+    first start and last end, the running unions of all its operations and of its
+    kernels (inlined: a call per operation would double the time on a large trace)."""
+    start, end, kind, name, corr = ops.start, ops.end, ops.kind, ops.name, ops.corr
     for i, s in enumerate(step_of):
         if s < 0:
             continue
         acc = accs[s]
-        a, b = ops.start[i], ops.end[i]
+        a, b = start[i], end[i]
+        cur = acc.cur
         if acc.count == 0:
             acc.first, acc.last_end = a, b
-        elif acc.last_end is None or b > acc.last_end:
-            acc.last_end = b
+            cur[0], cur[1] = a, b
+        else:
+            if b > acc.last_end:  # type: ignore[operator]
+                acc.last_end = b
+            if a <= cur[1]:
+                if b > cur[1]:
+                    cur[1] = b
+            else:
+                acc.busy += cur[1] - cur[0]
+                cur[0], cur[1] = a, b
         acc.count += 1
-        acc.busy += _extend(acc.cur, a, b)
-        if ops.kind[i] == KERNEL:
+        if kind[i] == KERNEL:
+            k = acc.kcur
+            if acc.kernels == 0:
+                k[0], k[1] = a, b
+            elif a <= k[1]:
+                if b > k[1]:
+                    k[1] = b
+            else:
+                acc.kernel_busy += k[1] - k[0]
+                k[0], k[1] = a, b
             acc.kernels += 1
-            acc.kernel_busy += _extend(acc.kcur, a, b)
-            acc.by_name[ops.name[i]] += b - a
+            acc.by_name[name[i]] += b - a
         else:
             acc.memops += 1
             acc.memops_ns += b - a
-        c = ops.corr[i]
-        if c >= 0 and c in graph_corrs:
-            acc.graphs.add(c)
-            acc.graph_ops += 1
+        if graph_corrs:
+            c = corr[i]
+            if c in graph_corrs:
+                acc.graphs.add(c)
+                acc.graph_ops += 1
     for acc in accs:
-        if acc.cur[2]:
+        if acc.count:
             acc.busy += acc.cur[1] - acc.cur[0]
-        if acc.kcur[2]:
+        if acc.kernels:
             acc.kernel_busy += acc.kcur[1] - acc.kcur[0]
 
 

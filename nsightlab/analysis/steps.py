@@ -148,16 +148,9 @@ def _gaps(ops: OpTable) -> array[int]:
     return gaps
 
 
-def _replay_ids(ops: OpTable) -> list[int]:
-    """For each operation, its correlation id when a launch put several operations on the
-    GPU (a graph replay), else -1."""
-    shared = Counter(ops.corr)
-    return [c if c >= 0 and shared[c] > 1 else -1 for c in ops.corr]
-
-
 def _steps_from_sequence(ops: OpTable, notes: list[str], graph_corrs: set[int]) -> list[StepGroup]:
     n = len(ops)
-    found = find_steps(ops.name, _gaps(ops), _replay_ids(ops))
+    found = find_steps(ops.name, _gaps(ops), ops.corr)
     kernels = ops.kernels
     if found.one_step and found.layer is not None and found.layer_repeats is not None:
         rest = n - found.layer * found.layer_repeats
@@ -272,7 +265,12 @@ def analyze_timeline(
             "approximate: without launch times (cuda_api_trace) or GPU projections (nvtx_gpu_proj_trace) a "
             "step's kernels are those starting between its host range's start and the next step's"
         )
-    outside = {c for i, c in enumerate(ops.corr) if c in calls.graph_launches and step_of[i] < 0 and ops.launch[i] >= 0}
+    graphs = calls.graph_launches
+    outside = (
+        {c for i, c in enumerate(ops.corr) if c in graphs and step_of[i] < 0 and ops.launch[i] >= 0}
+        if graphs
+        else set()
+    )
     if outside:
         replayed = sum(1 for i, c in enumerate(ops.corr) if c in outside)
         notes.append(
