@@ -8,7 +8,6 @@ timeline: all operations (kernels, memory copies and sets) and kernels alone.
 
 from __future__ import annotations
 
-import itertools
 from array import array
 from collections.abc import Mapping
 
@@ -18,8 +17,6 @@ from nsightlab.parse import gputrace
 
 KIND_CODES: dict[str, int] = {"kernel": 0, "memcpy": 1, "memset": 2}
 KERNEL = 0
-# bytes.translate table: kind code 0 (a kernel) -> 1, anything else -> 0.
-_KERNEL_MASK = bytes([1] + [0] * 255)
 
 
 def ms(ns: float) -> float:
@@ -51,7 +48,6 @@ class OpTable:
         self.name_ids: dict[str, int] = {}
         self.stream_ids: dict[object, int] = {}
         self.union = IntervalUnion()
-        self.kernel_union = IntervalUnion()
         self.kernels = 0
 
     def __len__(self) -> int:
@@ -64,17 +60,11 @@ class OpTable:
         ops.stream, ops.corr, ops.names = cols.stream, cols.corr, cols.names
         ops.stream_ids = {key: i for i, key in enumerate(cols.streams)}
         ops.kernels = cols.kernels
-        mask = cols.kind.tobytes().translate(_KERNEL_MASK)
-        k_start = array("q", itertools.compress(cols.start, mask))
-        k_end = array("q", itertools.compress(cols.end, mask))
         if cols.in_start_order:
             ops.union.extend(cols.start, cols.end)
-            ops.kernel_union.extend(k_start, k_end)
         else:
             for a, b in zip(cols.start, cols.end, strict=True):
                 ops.union.add(a, b)
-            for a, b in zip(k_start, k_end, strict=True):
-                ops.kernel_union.add(a, b)
         return ops
 
     def add(self, start: int, end: int, name: str, kind: str, stream: object, corr: int | None) -> None:
@@ -99,24 +89,33 @@ class OpTable:
         self.union.add(start, end)
 
     def seal(self) -> bool:
-        """Finish the unions and sort by start if needed; True when a sort was needed.
-        (Operations `add`ed have their kernels' union built here, once they are in order.)"""
+        """Finish the union and sort by start if needed; True when a sort was needed."""
         self.union.finish()
-        added = self.kernel_union.first_start is None and self.kernels > 0
-        resorted = False
-        if not self.union.in_order:
-            order = sorted(range(len(self.start)), key=self.start.__getitem__)
-            for attr in ("start", "end", "name", "kind", "stream", "corr"):
-                old = getattr(self, attr)
-                setattr(self, attr, array(old.typecode, [old[i] for i in order]))
-            resorted = True
-        if added:
-            mask = self.kind.tobytes().translate(_KERNEL_MASK)
-            self.kernel_union.extend(
-                array("q", itertools.compress(self.start, mask)), array("q", itertools.compress(self.end, mask))
-            )
-        self.kernel_union.finish()
-        return resorted
+        if self.union.in_order:
+            return False
+        order = sorted(range(len(self.start)), key=self.start.__getitem__)
+        for attr in ("start", "end", "name", "kind", "stream", "corr"):
+            old = getattr(self, attr)
+            setattr(self, attr, array(old.typecode, [old[i] for i in order]))
+        return True
+
+    def kernel_busy(self) -> int:
+        """The length of the union of the kernels alone (sealed: in start order); the
+        union of all operations when there are no memory operations."""
+        if self.kernels == len(self):
+            return self.union.busy
+        total = 0
+        cur = end = -(1 << 62)
+        for a, b, k in zip(self.start, self.end, self.kind, strict=True):
+            if k:
+                continue
+            if a <= end:
+                if b > end:
+                    end = b
+            else:
+                total += end - cur
+                cur, end = a, b
+        return total + (end - cur if self.kernels else 0)
 
     def set_launches(self, launch_of: Mapping[int, int]) -> int:
         """Launch time of every op from its correlation id; returns how many have none."""
@@ -130,7 +129,7 @@ class OpTable:
         return TraceSummary(
             span_ms=ms(span),
             gpu_busy_pct=pct(union.busy, span),
-            kernel_busy_pct=pct(self.kernel_union.busy, span),
+            kernel_busy_pct=pct(self.kernel_busy(), span),
             kernels=self.kernels,
             memops=len(self) - self.kernels,
             streams=len(self.stream_ids),

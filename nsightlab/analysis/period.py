@@ -330,8 +330,11 @@ def find_steps(
     flanks = start > 0 or end < n
     one_launch = False
     if launch is not None and end > start:
-        held = Counter(launch[start:end]).most_common(1)[0]
-        one_launch = held[0] >= 0 and held[1] >= ONE_LAUNCH_SHARE * (end - start)
+        run = launch[start:end]
+        # one launch holding most of the run holds its first, middle or last operation
+        for c in {run[0], run[len(run) // 2], run[-1]}:
+            if c >= 0 and run.count(c) >= ONE_LAUNCH_SHARE * len(run):
+                one_launch = True
     quiet = False
     if gaps is not None and flanks and repeats >= 2:
         inside = _median([gaps[i] for i in range(start, end)])

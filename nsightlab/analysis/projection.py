@@ -150,17 +150,24 @@ class StepAcc:
     busy: int = 0
     kernel_busy: int = 0
     by_name: Counter[int] = field(default_factory=Counter)  # kernel time by name id
+    by_count: Counter[int] = field(default_factory=Counter)  # kernel calls by name id
     graphs: set[int] = field(default_factory=set)
     graph_ops: int = 0
 
 
-def accumulate(ops: OpTable, accs: list[StepAcc], step_of: Sequence[int], graph_corrs: set[int]) -> None:
+def accumulate(
+    ops: OpTable, accs: list[StepAcc], step_of: Sequence[int], graph_corrs: set[int], outside: StepAcc
+) -> None:
     """Fill each step's figures from its operations (ops in start order): their count,
     first start and last end, the running unions of all its operations and of its
-    kernels (inlined: a call per operation would double the time on a large trace)."""
+    kernels (inlined: a call per operation would double the time on a large trace); the
+    kernels of no step go to `outside`'s time and calls by name."""
     start, end, kind, name, corr = ops.start, ops.end, ops.kind, ops.name, ops.corr
     for i, s in enumerate(step_of):
         if s < 0:
+            if kind[i] == KERNEL:
+                outside.by_name[name[i]] += end[i] - start[i]
+                outside.by_count[name[i]] += 1
             continue
         acc = accs[s]
         a, b = start[i], end[i]
@@ -190,6 +197,7 @@ def accumulate(ops: OpTable, accs: list[StepAcc], step_of: Sequence[int], graph_
                 k[0], k[1] = a, b
             acc.kernels += 1
             acc.by_name[name[i]] += b - a
+            acc.by_count[name[i]] += 1
         else:
             acc.memops += 1
             acc.memops_ns += b - a

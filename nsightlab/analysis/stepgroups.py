@@ -37,6 +37,14 @@ TIMELINE_MAX_OPS = 4000
 
 
 @dataclass
+class KernelTally:
+    """The trace's kernels' time and calls by name, gathered while steps are built."""
+
+    time: Counter[int]
+    calls: Counter[int]
+
+
+@dataclass
 class Inferred:
     """What the kernel sequence said about inferred steps (periods in GPU operations)."""
 
@@ -151,9 +159,16 @@ def build_groups(
     syncs: SyncIndex | None = None,
     graph_corrs: set[int] | None = None,
     inferred: Inferred | None = None,
+    tally: KernelTally | None = None,
 ) -> list[StepGroup]:
-    """The step groups of steps whose operations `step_of` gives (accs in host order)."""
-    accumulate(ops, accs, step_of, graph_corrs or set())
+    """The step groups of steps whose operations `step_of` gives (accs in host order);
+    `tally`, when given, gets the time and calls of every kernel of the trace by name."""
+    outside = StepAcc(name="", cpu_start=None, cpu_end=None, group=None)
+    accumulate(ops, accs, step_of, graph_corrs or set(), outside)
+    if tally is not None:
+        for acc in [*accs, outside]:
+            tally.time.update(acc.by_name)
+            tally.calls.update(acc.by_count)
     timings: list[StepTiming] = []
     queued = 0
     last_end: int | None = None

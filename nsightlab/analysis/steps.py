@@ -51,7 +51,7 @@ from nsightlab.analysis.engine_ranges import (
 from nsightlab.analysis.optable import OpTable, pct
 from nsightlab.analysis.period import find_steps
 from nsightlab.analysis.projection import Attribution, HostCalls, StepAcc, SyncIndex, attribute
-from nsightlab.analysis.stepgroups import TIMELINE_MAX_OPS, TOP_KERNELS, Inferred, build_groups
+from nsightlab.analysis.stepgroups import TIMELINE_MAX_OPS, TOP_KERNELS, Inferred, KernelTally, build_groups
 from nsightlab.analysis.stepmodels import (
     IdleMs,
     KindShare,
@@ -108,13 +108,17 @@ TRACE_TOP_KERNELS = 20
 # --------------------------------------------------------------- the whole trace
 
 
-def trace_kernels(ops: OpTable, top: int = TRACE_TOP_KERNELS) -> list[TraceKernel]:
-    """The trace's kernels by their total time (memory operations are not kernels)."""
-    mask = ops.kind.tobytes().translate(bytes([1] + [0] * 255))
-    total: Counter[int] = Counter()
-    count: Counter[int] = Counter(itertools.compress(ops.name, mask))
-    for nid, d in itertools.compress(zip(ops.name, map(operator.sub, ops.end, ops.start), strict=True), mask):
-        total[nid] += d
+def trace_kernels(ops: OpTable, tally: KernelTally | None = None, top: int = TRACE_TOP_KERNELS) -> list[TraceKernel]:
+    """The trace's kernels by their total time (memory operations are not kernels): from
+    `tally` when the steps' accumulation gathered it, else counted here."""
+    if tally is not None and tally.calls:
+        total, count = tally.time, tally.calls
+    else:
+        mask = ops.kind.tobytes().translate(bytes([1] + [0] * 255))
+        total = Counter()
+        count = Counter(itertools.compress(ops.name, mask))
+        for nid, d in itertools.compress(zip(ops.name, map(operator.sub, ops.end, ops.start), strict=True), mask):
+            total[nid] += d
     all_ns = sum(total.values())
     out = []
     for nid, ns in sorted(total.items(), key=lambda kv: (-kv[1], ops.names[kv[0]]))[:top]:
@@ -148,7 +152,7 @@ def _gaps(ops: OpTable) -> array[int]:
     return gaps
 
 
-def _steps_from_sequence(ops: OpTable, notes: list[str], graph_corrs: set[int]) -> list[StepGroup]:
+def _steps_from_sequence(ops: OpTable, notes: list[str], graph_corrs: set[int], tally: KernelTally) -> list[StepGroup]:
     n = len(ops)
     found = find_steps(ops.name, _gaps(ops), ops.corr)
     kernels = ops.kernels
@@ -163,7 +167,15 @@ def _steps_from_sequence(ops: OpTable, notes: list[str], graph_corrs: set[int]) 
         inferred = Inferred(step_period=n, layer_period=found.layer)
         everything = array("l", [0]) * n
         return build_groups(
-            ops, single, everything, "repeating-sequence", None, notes, graph_corrs=graph_corrs, inferred=inferred
+            ops,
+            single,
+            everything,
+            "repeating-sequence",
+            None,
+            notes,
+            graph_corrs=graph_corrs,
+            inferred=inferred,
+            tally=tally,
         )
     period = found.period
     if period is None:
@@ -197,7 +209,7 @@ def _steps_from_sequence(ops: OpTable, notes: list[str], graph_corrs: set[int]) 
     notes.extend(step_notes)
     inferred = Inferred(step_period=period.period, layer_period=found.layer)
     return build_groups(
-        ops, accs, step_of, "repeating-sequence", None, notes, graph_corrs=graph_corrs, inferred=inferred
+        ops, accs, step_of, "repeating-sequence", None, notes, graph_corrs=graph_corrs, inferred=inferred, tally=tally
     )
 
 
@@ -231,17 +243,18 @@ def analyze_timeline(
     unlaunched = ops.set_launches(calls.launch_of) if attribution == "launch" else 0
     graph_corrs = set(calls.graph_launches)
     choice = choose_steps(ranges, step_range, default_source)
+    tally = KernelTally(Counter(), Counter())
     common = {
         "input": input,
         "trace": ops.summary(),
         "device_names": list(device_names),
         "ops_are": ops_are,
-        "kernels": trace_kernels(ops),
         "ranges": range_counts(ranges),
     }
     if choice.wanted is None or choice.source is None:
-        groups = _steps_from_sequence(ops, notes, graph_corrs) if len(ops) else []
-        return TraceAnatomy(groups=groups, notes=notes, attribution=None, **common)  # type: ignore[arg-type]
+        groups = _steps_from_sequence(ops, notes, graph_corrs, tally) if len(ops) else []
+        kernels = trace_kernels(ops, tally)
+        return TraceAnatomy(groups=groups, notes=notes, attribution=None, kernels=kernels, **common)  # type: ignore[arg-type]
     steps = sorted(choice.steps, key=lambda r: (r.start, r.end))
     labels = group_labels(steps, ranges, choice.wanted if step_range is not None else None)
     accs = [
@@ -287,8 +300,10 @@ def analyze_timeline(
         tile=tile,
         syncs=SyncIndex(calls.syncs),
         graph_corrs=graph_corrs,
+        tally=tally,
     )
-    return TraceAnatomy(groups=groups, notes=notes, attribution=attribution, **common)  # type: ignore[arg-type]
+    kernels = trace_kernels(ops, tally)
+    return TraceAnatomy(groups=groups, notes=notes, attribution=attribution, kernels=kernels, **common)  # type: ignore[arg-type]
 
 
 # --------------------------------------------------------------------- entry points
