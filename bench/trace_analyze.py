@@ -306,14 +306,18 @@ def main(argv: list[str]) -> int:
                 f"generated {args.ops} operations, {path.stat().st_size / 1e6:.0f} MB, in "
                 f"{time.perf_counter() - t0:.1f} s"
             )
-            results = side_by_side(
-                {
+            with checkouts(args.against) as trees:
+                commands = {
                     "bare csv.reader pass": [*me, "_bare", str(path)],
                     "nsightlab analyze_gpu_trace": [*me, "_analyze", str(path)],
-                },
-                repeat=args.repeat,
-                warmup=args.warmup,
-            )
+                }
+                if trees:
+                    commands["nsightlab analyze --json"] = nsightlab_argv(ROOT, "analyze", str(path), "--json")
+                for rev, tree in trees.items():
+                    commands[f"nsightlab analyze --json at {rev}"] = nsightlab_argv(
+                        tree, "analyze", str(path), "--json"
+                    )
+                results = side_by_side(commands, repeat=args.repeat, warmup=args.warmup)
             print(table(results, "bare csv.reader pass"))
             return 0
         files = [Path(p) for p in real]
