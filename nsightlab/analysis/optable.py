@@ -8,6 +8,7 @@ timeline: all operations (kernels, memory copies and sets) and kernels alone.
 
 from __future__ import annotations
 
+import itertools
 from array import array
 from collections.abc import Mapping
 
@@ -17,6 +18,8 @@ from nsightlab.parse import gputrace
 
 KIND_CODES: dict[str, int] = {"kernel": 0, "memcpy": 1, "memset": 2}
 KERNEL = 0
+# bytes.translate table: kind code 0 (a kernel) -> 1, anything else -> 0.
+_KERNEL_MASK = bytes([1] + [0] * 255)
 
 
 def ms(ns: float) -> float:
@@ -106,9 +109,8 @@ class OpTable:
             return self.union.busy
         total = 0
         cur = end = -(1 << 62)
-        for a, b, k in zip(self.start, self.end, self.kind, strict=True):
-            if k:
-                continue
+        mask = self.kind.tobytes().translate(_KERNEL_MASK)
+        for a, b in zip(itertools.compress(self.start, mask), itertools.compress(self.end, mask), strict=True):
             if a <= end:
                 if b > end:
                     end = b
