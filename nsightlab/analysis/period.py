@@ -187,6 +187,8 @@ CLUSTER_AGREEMENT = 0.6
 STEP_GAP_FACTOR = 4.0
 # A launch holds the repeats (a graph replay: one step) when it has this share of them.
 ONE_LAUNCH_SHARE = 0.9
+# How many repeats the GPU's waits are compared over.
+QUIET_SAMPLE = 64
 
 
 @dataclass
@@ -337,8 +339,9 @@ def find_steps(
                 one_launch = True
     quiet = False
     if gaps is not None and flanks and repeats >= 2:
-        inside = _median([gaps[i] for i in range(start, end)])
-        at_repeat = max(_median([gaps[i] for i in range(start + r, end, p)]) for r in range(p))
+        sampled = min(end, start + QUIET_SAMPLE * p)  # the first repeats tell
+        inside = _median(gaps[start:sampled])
+        at_repeat = max(_median(gaps[start + r : sampled : p]) for r in range(p))
         quiet = at_repeat <= STEP_GAP_FACTOR * max(inside, 1)
     if repeats >= 2 and (one_launch or quiet):
         why = "one graph replay holds them" if one_launch else "the GPU waits no longer between them than inside them"
