@@ -374,6 +374,11 @@ def test_analyze_a_real_cuda_gpu_trace_alone_infers_steps(capsys: pytest.Capture
     data = json.loads(r.out)
     assert data["input"] == "nsys" and data["device"] == "NVIDIA RTX 5000 Ada Generation Laptop GPU"
     assert data["steps"][0]["source"] == "repeating-sequence"
+    # kernels only in every top list: the copies are memory operations (the first "top
+    # kernel" of this export was `[CUDA memcpy Host-to-Device]`)
+    assert data["kernels"] and not any(k["name"].startswith("[CUDA mem") for k in data["kernels"])
+    assert not any(k["name"].startswith("[CUDA mem") for g in data["steps"] for k in g["top_kernels"])
+    assert data["steps"][0]["memops_per_step"] > 0 and data["trace"]["memops"] > 0
     assert any("inferred from a repeating kernel sequence" in n for n in data["notes"])
 
 

@@ -307,3 +307,44 @@ def test_every_field_of_the_step_json_is_documented() -> None:
             assert f'"{name}"' in json_section, (model.__name__, name)
     for kind in get_args(VerdictKind):
         assert kind in json_section, kind
+
+
+@pytest.mark.parametrize(
+    ("name", "rule", "phase"),
+    [
+        ("execute_context_0(0)_generation_64(64)", "vllm:execute", "decode"),
+        ("execute_context_2(14721)_generation_0(0)", "vllm:execute", "prefill"),
+        ("execute_context_1(888_788544)_generation_0(0)", "vllm:execute", "prefill"),
+        (
+            "execute_6147_context_2(sq6144sk7144sqsq20971520sqsk23019520)_generation_3(sq3sk6144sqsq3sqsk6144)",
+            "vllm:execute",
+            "mixed",
+        ),
+        ("execute_new_0_cached_32", "vllm:execute", "decode"),
+        ("execute_new_4_cached_0", "vllm:execute", "prefill"),
+        ("step[DECODE bs=32]", "sglang:step", "decode"),
+        ("step[EXTEND bs=15 toks=15360]", "sglang:step", "prefill"),
+        ("step[MIXED bs=66 c=2 g=64 c_sq=2048 c_sk=2048 c_sqsq=2097152 c_sqsk=2097152]", "sglang:step", "mixed"),
+        ("step[decode bs=4]", "sglang:step", "decode"),
+        ("step[prefill bs=2 toks=512]", "sglang:step", "prefill"),
+        ("step[TARGET_VERIFY bs=8]", "sglang:step", "decode"),
+        ("step[IDLE bs=0]", "sglang:step", "unknown"),
+        (":step[DECODE bs=8]", "sglang:step", "decode"),  # NVTX's empty domain
+        ("[Executor] _forward_step 17: 0 ctx reqs, 32 gen reqs", "trtllm:_forward_step", "decode"),
+        ("[Executor] _forward_step 3: 2 ctx reqs, 512 ctx tokens, 30 gen reqs", "trtllm:_forward_step", "mixed"),
+        ("prefill[bs=2 tok=14721 ctx=[7803, 6918]]", "atom:step", "prefill"),
+        ("decode[bs=117/128 tok=117 d=117]", "atom:step", "decode"),
+    ],
+)
+def test_engine_step_range_spellings(name: str, rule: str, phase: str) -> None:
+    from nsightlab.analysis.engine_ranges import engine_rule
+
+    got = engine_rule(name)
+    assert got is not None and got[:2] == (rule, phase), got
+
+
+@pytest.mark.parametrize("name", ["execute_model", "step", "decode_step", "ProfilerStep#3", "mode:eager", "step[]"])
+def test_other_ranges_are_no_engine_steps(name: str) -> None:
+    from nsightlab.analysis.engine_ranges import engine_rule
+
+    assert engine_rule(name) is None

@@ -73,7 +73,7 @@ _VLLM_NEW_CACHED = re.compile(r"execute_new_(\d+)_cached_(\d+)")
 _SGLANG_STEP = re.compile(r"step\[([A-Za-z_]+)\b[^\]]*\]")
 _SGLANG_BS = re.compile(r"\bbs=(\d+)")
 _TRTLLM = re.compile(r"\[Executor\] _forward_step \d+: (\d+) ctx reqs(?:, \d+ ctx tokens)?, (\d+) gen reqs")
-_ATOM = re.compile(r"(prefill|decode)\[[^\]]*\]")
+_ATOM = re.compile(r"(prefill|decode)\[.*\]")
 
 _SGLANG_PHASES: dict[str, Phase] = {
     "EXTEND": "prefill",
