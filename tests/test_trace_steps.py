@@ -5,6 +5,7 @@ against a brute force, and the floor and verdict."""
 from __future__ import annotations
 
 import random
+from array import array
 from pathlib import Path
 
 import pytest
@@ -527,3 +528,24 @@ def test_verdicts_name_their_thresholds(tmp_path: Path) -> None:
     )
     assert compute.kind == "compute-bound" and "1000 FLOP per byte" in compute.text
     assert step_verdict(busy).kind == "busy"
+
+
+def test_records_with_launch_times_joined_give_the_same_steps(tmp_path: Path) -> None:
+    """An export that joins each operation to its launch (nsys's SQLite export does) needs
+    no API calls to give steps their kernels: the same anatomy as the CSVs with cuda_api_trace."""
+    from nsightlab.analysis.steps import analyze_nsys_records
+    from nsightlab.parse import gputrace
+
+    files = _nsys_files(tmp_path)
+    with_api = analyze_gpu_trace(files)
+    cols = gputrace.read_gpu_trace_columns(files[0])
+    launch_of = {c.corr_id: c.start_ns for c in gputrace.read_cuda_api(files[2]) if c.corr_id is not None}
+    cols.launch = array("q", [launch_of.get(c, -1) for c in cols.corr])  # type: ignore[attr-defined]
+    joined = analyze_nsys_records(cols, gputrace.read_nvtx_pushpop(files[1]), None, None, label=str(files[0]))
+    assert joined.attribution == "launch"
+    # graph replays and synchronisations are API calls: without them, only those differ
+    calls = {"graph_replays_per_step", "syncs_per_step", "syncs_ms_per_step", "notes"}
+    assert [g.anatomy.model_dump(exclude=calls) for g in joined.groups] == [
+        g.anatomy.model_dump(exclude=calls) for g in with_api.groups
+    ]
+    assert [g.anatomy.graph_replays_per_step for g in with_api.groups] == [0, 1]

@@ -63,6 +63,9 @@ class OpTable:
         ops.stream, ops.corr, ops.names = cols.stream, cols.corr, cols.names
         ops.stream_ids = {key: i for i, key in enumerate(cols.streams)}
         ops.kernels = cols.kernels
+        launch = getattr(cols, "launch", None)  # launch times an export joined to the operations
+        if launch is not None:
+            ops.launch = launch
         if cols.in_start_order:
             ops.union.extend(cols.start, cols.end)
         else:
@@ -97,7 +100,8 @@ class OpTable:
         if self.union.in_order:
             return False
         order = sorted(range(len(self.start)), key=self.start.__getitem__)
-        for attr in ("start", "end", "name", "kind", "stream", "corr"):
+        attrs = ("start", "end", "name", "kind", "stream", "corr") + (("launch",) if len(self.launch) else ())
+        for attr in attrs:
             old = getattr(self, attr)
             setattr(self, attr, array(old.typecode, [old[i] for i in order]))
         return True

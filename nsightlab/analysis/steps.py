@@ -36,9 +36,9 @@ import itertools
 import operator
 from array import array
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from nsightlab.analysis.engine_ranges import (
     DEFAULT_STEP_RANGES,
@@ -240,7 +240,12 @@ def analyze_timeline(
     `step_range` that names no range.
     """
     notes = list(notes)
-    unlaunched = ops.set_launches(calls.launch_of) if attribution == "launch" else 0
+    unlaunched = 0
+    if attribution == "launch":
+        # launch times joined by the reader (an SQLite export) are kept; else from the calls
+        unlaunched = (
+            ops.launch.count(-1) if len(ops.launch) and not calls.launch_of else ops.set_launches(calls.launch_of)
+        )
     graph_corrs = set(calls.graph_launches)
     choice = choose_steps(ranges, step_range, default_source)
     tally = KernelTally(Counter(), Counter())
@@ -336,21 +341,50 @@ def analyze_gpu_trace(
             "no cuda_gpu_trace export among the files",
             hint="export it with `nsys stats --format csv --report cuda_gpu_trace --output BASE REPORT.nsys-rep`",
         )
+
+    def read(report: str, reader: Callable[[Path], Iterable[Any]]) -> Iterable[Any] | None:
+        return reader(files[report]) if report in files else None
+
+    return analyze_nsys_records(
+        gputrace.read_gpu_trace_columns(files["cuda_gpu_trace"]),
+        read("nvtx_pushpop_trace", gputrace.read_nvtx_pushpop),
+        read("nvtx_gpu_proj_trace", gputrace.read_nvtx_gpu_proj),
+        read("cuda_api_trace", gputrace.read_cuda_api),
+        label=str(files["cuda_gpu_trace"]),
+        step_range=step_range,
+        tile=tile,
+    )
+
+
+def analyze_nsys_records(
+    cols: gputrace.GpuTraceColumns,
+    pushpop: Iterable[gputrace.NvtxRange] | None,
+    projections: Iterable[gputrace.NvtxProjection] | None,
+    api_calls: Iterable[gputrace.ApiCall] | None,
+    *,
+    label: str,
+    step_range: str | None = None,
+    tile: bool = False,
+) -> TraceAnatomy:
+    """The step anatomy of one nsys capture from its records, whichever export they came
+    from: the GPU operations (with their launch times already joined, as an SQLite export
+    gives them, in `cols.launch` when the columns have it), the NVTX push/pop ranges and
+    their GPU projections, the CUDA API calls (launches, graph launches, syncs); None for
+    a report the capture lacks. `label` names the capture in notes and errors."""
     notes: list[str] = []
-    ops = OpTable.from_columns(gputrace.read_gpu_trace_columns(files["cuda_gpu_trace"]))
+    ops = OpTable.from_columns(cols)
     devices = list(dict.fromkeys(str(device) for device, _ in ops.device_streams() if device is not None))
     if ops.seal():
-        notes.append(f"{files['cuda_gpu_trace'].name} was not in start order: sorted in memory")
+        notes.append(f"{Path(label).name} was not in start order: sorted in memory")
     if not len(ops):
-        raise UsageError(
-            f"{files['cuda_gpu_trace']} holds no GPU operations", hint="was CUDA traced (`nsys profile -t cuda`)?"
-        )
-    ranges = _nsys_ranges(files)
+        raise UsageError(f"{label} holds no GPU operations", hint="was CUDA traced (`nsys profile -t cuda`)?")
+    ranges = _nsys_ranges(pushpop, projections)
     calls = HostCalls()
     attribution: Attribution = "window"
-    if "cuda_api_trace" in files:
-        for c in gputrace.read_cuda_api(files["cuda_api_trace"]):
+    if api_calls is not None:
+        for c in api_calls:
             calls.add(c.name, c.start_ns, c.end_ns, c.corr_id, c.pid)
+    if len(ops.launch) or api_calls is not None:
         attribution = "launch"
     elif any(r.proj_start is not None for r in ranges):
         attribution = "projection"
@@ -373,21 +407,20 @@ def analyze_gpu_trace(
     )
 
 
-def _nsys_ranges(files: dict[str, Path]) -> list[HostRange]:
+def _nsys_ranges(
+    pushpop: Iterable[gputrace.NvtxRange] | None, projections: Iterable[gputrace.NvtxProjection] | None
+) -> list[HostRange]:
     """The NVTX ranges of a capture: push/pop ranges with their GPU projections when both
     are there, else the projections' own ranges."""
     ranges: list[HostRange] = []
-    if "nvtx_pushpop_trace" in files:
-        ranges = [
-            HostRange(r.name, r.start_ns, r.end_ns, r.pid, r.tid)
-            for r in gputrace.read_nvtx_pushpop(files["nvtx_pushpop_trace"])
-        ]
-    if "nvtx_gpu_proj_trace" not in files:
+    if pushpop is not None:
+        ranges = [HostRange(r.name, r.start_ns, r.end_ns, r.pid, r.tid) for r in pushpop]
+    if projections is None:
         return ranges
-    projections = list(gputrace.read_nvtx_gpu_proj(files["nvtx_gpu_proj_trace"]))
+    projected = list(projections)
     if ranges:
         by_key: dict[tuple[object, object, int | None, str], gputrace.NvtxProjection] = {
-            (p.pid, p.tid, p.orig_start_ns, p.name): p for p in projections
+            (p.pid, p.tid, p.orig_start_ns, p.name): p for p in projected
         }
         for r in ranges:
             p = by_key.get((r.pid, r.tid, r.start, r.name))
@@ -404,7 +437,7 @@ def _nsys_ranges(files: dict[str, Path]) -> list[HostRange]:
             p.proj_start_ns,
             p.proj_end_ns,
         )
-        for p in projections
+        for p in projected
     ]
 
 
