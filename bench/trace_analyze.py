@@ -21,6 +21,8 @@ GPU events. Target: at least 5x faster, at a fraction of its memory.
     python bench/trace_analyze.py nsys --ops 1000000
     python bench/trace_analyze.py kineto --ops 1000000 --hta-python /tmp/hta-venv/bin/python
     python bench/trace_analyze.py kineto --ops 0 --against REV   (the real trace alone; REV's analyze too)
+    python bench/trace_analyze.py kineto --ops 0 --real A.json.gz --real B.json.gz   (other real traces:
+        the serving-engine traces of tests/data/traces/SOURCES.md, say)
 """
 
 from __future__ import annotations
@@ -269,7 +271,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--ops", type=int, default=1_000_000)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--warmup", type=int, default=1)
-    parser.add_argument("--hta-python", default="/tmp/hta-venv/bin/python")
+    parser.add_argument("--hta-python", default="/tmp/hta-venv/bin/python", help="`none`: leave HTA out")
     parser.add_argument(
         "--against",
         metavar="REV",
@@ -277,8 +279,14 @@ def main(argv: list[str]) -> int:
         default=[],
         help="also time `nsightlab analyze` of this git revision (repeatable)",
     )
-    parser.add_argument("--real", default=str(ROOT / "tests/data/traces/hta_negative_queue_length_rank0.json.gz"))
+    parser.add_argument(
+        "--real",
+        action="append",
+        default=[],
+        help="a real Kineto trace to time (repeatable; default: HTA's negative_queue_length rank 0)",
+    )
     args = parser.parse_args(argv)
+    real = args.real or [str(ROOT / "tests/data/traces/hta_negative_queue_length_rank0.json.gz")]
     if args.what == "_bare":
         _bare(args.path)
         return 0
@@ -298,17 +306,21 @@ def main(argv: list[str]) -> int:
                 f"generated {args.ops} operations, {path.stat().st_size / 1e6:.0f} MB, in "
                 f"{time.perf_counter() - t0:.1f} s"
             )
-            results = side_by_side(
-                {
+            with checkouts(args.against) as trees:
+                commands = {
                     "bare csv.reader pass": [*me, "_bare", str(path)],
                     "nsightlab analyze_gpu_trace": [*me, "_analyze", str(path)],
-                },
-                repeat=args.repeat,
-                warmup=args.warmup,
-            )
+                }
+                if trees:
+                    commands["nsightlab analyze --json"] = nsightlab_argv(ROOT, "analyze", str(path), "--json")
+                for rev, tree in trees.items():
+                    commands[f"nsightlab analyze --json at {rev}"] = nsightlab_argv(
+                        tree, "analyze", str(path), "--json"
+                    )
+                results = side_by_side(commands, repeat=args.repeat, warmup=args.warmup)
             print(table(results, "bare csv.reader pass"))
             return 0
-        files = [Path(args.real)]
+        files = [Path(p) for p in real]
         generated = Path(tmp) / "generated.pt.trace.json.gz"
         if args.ops:
             t0 = time.perf_counter()
@@ -322,8 +334,10 @@ def main(argv: list[str]) -> int:
         with checkouts(args.against) as trees:
             for path in files:
                 print(f"\n{path.name}")
-                commands = {
-                    "HTA temporal breakdown": [*hta, str(path.parent), path.name],
+                commands = (
+                    {} if args.hta_python == "none" else {"HTA temporal breakdown": [*hta, str(path.parent), path.name]}
+                )
+                commands |= {
                     "nsightlab analyze_kineto": [*me, "_kineto", str(path)],
                     "nsightlab analyze --json": nsightlab_argv(ROOT, "analyze", str(path), "--json"),
                     "nsightlab analyze": nsightlab_argv(ROOT, "analyze", str(path)),
@@ -331,7 +345,7 @@ def main(argv: list[str]) -> int:
                 for rev, tree in trees.items():
                     commands[f"nsightlab analyze at {rev}"] = nsightlab_argv(tree, "analyze", str(path))
                 results = side_by_side(commands, repeat=args.repeat, warmup=args.warmup)
-                print(table(results, "HTA temporal breakdown"))
+                print(table(results, next(iter(commands))))
     return 0
 
 

@@ -67,6 +67,18 @@ CONTRACT_STEPS = {
     "top_kernels",
     "floor",
     "verdict",
+    "phase",
+    "host_ms",
+    "gpu_span_ms",
+    "gpu_busy_ms",
+    "kernel_busy_pct",
+    "memops_per_step",
+    "memops_ms_per_step",
+    "graph_replays_per_step",
+    "syncs_per_step",
+    "syncs_ms_per_step",
+    "layer_period",
+    "step_period",
 }
 
 pytestmark = pytest.mark.usefixtures("nsl_home")
@@ -137,12 +149,16 @@ def test_recorded_cpu_trace_cpu_ops_stand_in_for_kernels() -> None:
         assert g.anatomy.count == doc["tokens"] and g.anatomy.source == "record_function"
         first = step_ranges[k * doc["tokens"]]  # the brute force is quadratic: one step a group
         assert g.steps[0].kernels == len(top_level_in(first))
-        assert g.anatomy.kernels_per_step == pytest.approx(statistics.fmean(t.kernels for t in g.steps))
+        # figures per step are the median step's own: the lower middle step by time (for
+        # an even count the mean of the two middle ones is no step at all)
         windows = sorted(t.window_ns for t in g.steps)
+        median = g.steps[g.median_step]
+        assert median.window_ns == windows[(len(windows) - 1) // 2]
+        assert g.anatomy.kernels_per_step == median.kernels
         for t in g.steps:  # a CPU op runs inside its range: the window is the range
             assert (t.window_start_ns, t.window_end_ns) == (t.cpu_start_ns, t.cpu_end_ns)
             assert t.busy_ns + t.other_busy_ns + t.idle_ns == t.window_ns
-        assert g.anatomy.step_ms.median == pytest.approx(statistics.median(windows) / 1e6, abs=1e-6)
+        assert g.anatomy.step_ms.median == pytest.approx(median.window_ns / 1e6, abs=1e-6)
     assert any("top-level CPU ops" in n for n in anatomy.notes)
 
 
@@ -263,17 +279,25 @@ def test_eager_and_graphs_side_by_side_from_built_exports(tmp_path: Path, capsys
     for entry in doc["modes"]:
         m = by[(entry["mode"], entry["batch"])]
         st = m["steps"]
-        assert st["source"] == "nvtx" and st["count"] == doc["tokens"]
-        # every step lasts what the script timed: its range; its kernels only (no prefill, no warm-up)
-        assert st["step_ms"]["median"] == pytest.approx(statistics.median(entry["step_seconds"]) * 1e3, abs=1e-5)
-        assert st["kernels_per_step"] == k
+        assert st["source"] == "nvtx" and st["count"] == doc["tokens"] and st["phase"] == "decode"
+        # every step lasts what the script timed: its range; its kernels only (no prefill,
+        # no warm-up). Per-step figures are the median step's (the lower middle one).
+        seconds = sorted(entry["step_seconds"])
+        median_ms = seconds[(len(seconds) - 1) // 2] * 1e3
+        assert st["step_ms"]["median"] == pytest.approx(median_ms, abs=1e-5)
+        assert st["kernels_per_step"] == k and st["memops_per_step"] == 0
         busy = 55.0 if entry["mode"] == "eager" else 92.0
         assert st["gpu_busy_pct"] == pytest.approx(busy, abs=0.1)
-        mean_ms = statistics.fmean(entry["step_seconds"]) * 1e3
         gaps = st["idle_ms_per_step"]
-        assert gaps["between_kernels"] == pytest.approx((k - 1) / k * (1 - busy / 100) * mean_ms, rel=1e-3)
-        assert gaps["before_first"] == pytest.approx((1 - busy / 100) * mean_ms / k, rel=1e-3)
+        assert gaps["between_kernels"] == pytest.approx((k - 1) / k * (1 - busy / 100) * median_ms, rel=1e-3)
+        # the gap before the first kernel, with the step's range open: waiting for the host
+        assert gaps["waiting_for_host"] == pytest.approx((1 - busy / 100) * median_ms / k, rel=1e-3)
+        assert gaps["before_first"] == pytest.approx(0, abs=1e-5)
         assert gaps["after_last"] == pytest.approx(0, abs=1e-5)
+        # the row adds up: busy share, idle parts, nothing else ran
+        parts = busy / 100 * st["step_ms"]["median"] + sum(gaps.values())
+        assert parts == pytest.approx(st["step_ms"]["median"], rel=1e-3)
+        assert st["graph_replays_per_step"] == (1 if entry["mode"] == "graphs" else 0)
         floor = st["floor"]  # the H100's spec (no sweep stored)
         assert floor["basis"] == "spec" and floor["bandwidth_tbps"] == pytest.approx(3.35)
         assert floor["floor_ms"] == pytest.approx(
@@ -281,7 +305,9 @@ def test_eager_and_graphs_side_by_side_from_built_exports(tmp_path: Path, capsys
         )  # ns resolution
         assert st["verdict"]["kind"] == ("launch-bound" if entry["mode"] == "eager" else "memory-bound")
         assert m["tokens_per_s"] == pytest.approx(m["batch"] * 1000 / st["step_ms"]["median"])
-    assert "CUDA graph" in by[("eager", 1)]["steps"]["verdict"]["next_step"]
+    eager_next = by[("eager", 1)]["steps"]["verdict"]["next_step"]
+    # analyze has no --modes: the advice names the option of the command that has it
+    assert "CUDA graph" in eager_next and "`profile decode` with `--modes graphs`" in eager_next
     assert any(line.startswith("batch 1: graphs") and "faster" in line for line in data["lesson"])
     assert data["batch_sweep"] is not None and all(p["bound"] == "memory" for p in data["batch_sweep"])
     assert any("graphs mode's" in n for n in data["notes"])
@@ -321,7 +347,7 @@ def test_analyze_a_real_kineto_trace_with_a_floor(capsys: pytest.CaptureFixture[
     assert r.code == 0, r
     data = json.loads(r.out)
     assert data["kind"] == "trace" and data["input"] == "kineto" and data["device"] == "NVIDIA A100-SXM4-80GB"
-    assert set(data) == {"kind", "source", "input", "device", "steps", "trace", "notes"}
+    assert set(data) == {"kind", "source", "input", "device", "steps", "trace", "notes", "kernels", "ranges"}
     (group,) = data["steps"]
     assert set(group) == CONTRACT_STEPS | {"group"}
     assert group["count"] == 5 and group["source"] == "record_function" and group["step_range"] == "ProfilerStep"
@@ -348,6 +374,11 @@ def test_analyze_a_real_cuda_gpu_trace_alone_infers_steps(capsys: pytest.Capture
     data = json.loads(r.out)
     assert data["input"] == "nsys" and data["device"] == "NVIDIA RTX 5000 Ada Generation Laptop GPU"
     assert data["steps"][0]["source"] == "repeating-sequence"
+    # kernels only in every top list: the copies are memory operations (the first "top
+    # kernel" of this export was `[CUDA memcpy Host-to-Device]`)
+    assert data["kernels"] and not any(k["name"].startswith("[CUDA mem") for k in data["kernels"])
+    assert not any(k["name"].startswith("[CUDA mem") for g in data["steps"] for k in g["top_kernels"])
+    assert data["steps"][0]["memops_per_step"] > 0 and data["trace"]["memops"] > 0
     assert any("inferred from a repeating kernel sequence" in n for n in data["notes"])
 
 
@@ -359,10 +390,11 @@ def test_analyze_a_folder_of_real_exports_with_a_step_range(tmp_path: Path, caps
         shutil.copy(TRACES / name, tmp_path / name)
     data = json.loads(run_cli(capsys, "analyze", str(tmp_path), "--step-range", "kernel", "--json").out)
     assert [g["group"] for g in data["steps"]] == [None, "NvtxAnnotation.G1Phases"]
-    assert all(g["source"] == "nvtx" and g["count"] == 1 for g in data["steps"])
+    assert all(g["source"] == "step-range" and g["count"] == 1 for g in data["steps"])
     # no launch times: a step holds what starts before the next step's range (the copy_out
-    # after the first `kernel` range too), and the output says it is approximate
-    assert [g["kernels_per_step"] for g in data["steps"]] == [4, 1]
+    # after the first `kernel` range too), and the output says it is approximate; the
+    # copies count apart from the kernels (4 and 1 "kernels" before)
+    assert [(g["kernels_per_step"], g["memops_per_step"]) for g in data["steps"]] == [(1, 3), (1, 0)]
     assert any(n.startswith("approximate: without launch times") for n in data["notes"])
     r = run_cli(capsys, "analyze", str(tmp_path))
     assert r.code == 0 and "Trace" in r.out and "KERNELS/STEP" in r.out
@@ -490,22 +522,28 @@ def test_cpu_ops_exactly(tmp_path: Path) -> None:
     assert result.ops_are == "cpu" and result.trace.kernels == 4 and result.trace.streams == 1
     (group,) = result.groups
     one, two = group.steps
+    # before its first op, with the step's range open, the CPU ran the script's Python:
+    # waiting for the host (`before_first` until it was split by cause)
     assert (
         one.kernels,
         one.busy_ns,
+        one.idle_waiting_for_host_ns,
         one.idle_before_first_ns,
         one.idle_between_kernels_ns,
         one.idle_after_last_ns,
-    ) == (2, 40_000, 10_000, 10_000, 40_000)
+    ) == (2, 40_000, 10_000, 0, 10_000, 40_000)
     assert (
         two.kernels,
         two.busy_ns,
+        two.idle_waiting_for_host_ns,
         two.idle_before_first_ns,
         two.idle_between_kernels_ns,
         two.idle_after_last_ns,
-    ) == (2, 70_000, 0, 10_000, 20_000)
+    ) == (2, 70_000, 0, 0, 10_000, 20_000)
+    # both steps take 100 us: the median step is the first, and its ops are the top ones
+    assert group.median_step == 0
     kinds = {k.name: k.kind for k in group.anatomy.top_kernels}
-    assert kinds == {"aten::linear": "gemm", "aten::add": "elementwise", "aten::rsqrt": "norm"}
+    assert kinds == {"aten::linear": "gemm", "aten::add": "elementwise"}
     steps_report = GroupSteps  # the analyze object keeps the decode contract's keys
     assert CONTRACT_STEPS | {"group"} == set(steps_report.model_fields)
     assert steps_mod.TimelineOp.model_fields.keys() >= {"start_ns", "end_ns", "kind", "own"}
@@ -523,9 +561,12 @@ def test_decode_result_roundtrips() -> None:
 
 
 def test_steps_queued_behind_a_lagging_gpu_are_tiled(tmp_path: Path) -> None:
-    """Graph replays launched by a CPU that runs ahead: each step's range is 10 us, its
+    """Graph replays launched by a host that runs ahead: each step's range is 10 us, its
     four kernels (200 us, 50 us apart) run long after. Tiled, each step is its own 1 ms on
-    the GPU (as CUDA events around it measure); untiled, the queueing inflates them."""
+    the GPU (as CUDA events around it measure); the first step, queued behind nothing, is
+    its GPU span. Untiled, each step is its GPU span: a host range that ended before its
+    step's first kernel means the host ran ahead, and the time before is not the step's
+    (it was: the queueing inflated the untiled windows to 1 ms, 1.99 ms, 2.98 ms, ...)."""
     us = 1000
     gpu, api, ranges = [], [], []
     for k in range(6):
@@ -541,14 +582,15 @@ def test_steps_queued_behind_a_lagging_gpu_are_tiled(tmp_path: Path) -> None:
         write_csv(tmp_path / "r_nvtx_pushpop_trace.csv", PUSHPOP_HEADER, ranges),
     ]
     tiled = steps_mod.analyze_gpu_trace(paths, tile=True).groups[0]
-    assert [t.window_ns for t in tiled.steps] == [1000 * us] * 6
+    assert [t.window_ns for t in tiled.steps] == [950 * us] + [1000 * us] * 5
     assert tiled.anatomy.step_ms.median == 1.0 and tiled.anatomy.gpu_busy_pct == 80.0
     assert tiled.anatomy.idle_ms_per_step.model_dump() == {
         "between_kernels": 0.15,
-        "before_first": 0.05,
+        "before_first": 0.05,  # queued behind the previous step, its host range long closed
         "after_last": 0.0,
+        "waiting_for_host": 0.0,
     }
     assert any("5 step(s) had their GPU work queued" in n for n in tiled.anatomy.notes)
     plain = steps_mod.analyze_gpu_trace(paths).groups[0]
-    assert [t.window_ns for t in plain.steps] == [(950 + 1000 * k - 10 * k + 50) * us for k in range(6)]
-    assert plain.anatomy.step_ms.median > 3.0  # the queue, not the step
+    assert [t.window_ns for t in plain.steps] == [950 * us] * 6
+    assert plain.anatomy.step_ms.median == 0.95 and plain.anatomy.graph_replays_per_step == 1

@@ -261,12 +261,15 @@ def test_layout_scan_reads_the_real_traces_as_the_general_way_does(
         assert scanned and scanned == list(kineto.KinetoReader(path, layout_scan=False, **flags))
 
 
-def test_launches_only_keeps_the_calls_that_put_work_on_the_gpu() -> None:
+def test_launches_only_keeps_the_calls_that_put_work_on_the_gpu_or_block_the_host() -> None:
     every = [e for e in kineto.KinetoReader(NSRES) if isinstance(e, kineto.LaunchCall)]
     launching = [e for e in kineto.KinetoReader(NSRES, launches_only=True) if isinstance(e, kineto.LaunchCall)]
-    assert launching == [e for e in every if any(m in e.name for m in ("Launch", "Memcpy", "Memset", "memcpy"))]
+    marks = ("Launch", "Memcpy", "Memset", "memcpy", "Synchronize")
+    assert launching == [e for e in every if any(m in e.name for m in marks)]
     assert 0 < len(launching) < len(every)
     assert "cudaEventQuery" in {e.name for e in every} - {e.name for e in launching}
+    # the synchronisations a step's anatomy times are kept (the layout scan takes them too)
+    assert "cudaDeviceSynchronize" in {e.name for e in launching}
 
 
 _ODD_EVENTS = [

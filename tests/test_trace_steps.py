@@ -5,6 +5,7 @@ against a brute force, and the floor and verdict."""
 from __future__ import annotations
 
 import random
+from array import array
 from pathlib import Path
 
 import pytest
@@ -86,46 +87,89 @@ def _kineto_events() -> list[dict[str, object]]:
 
 def test_kineto_steps_exactly(tmp_path: Path) -> None:
     result = analyze_kineto(write_kineto(tmp_path / "t.json.gz", _kineto_events(), gz=True))
-    # Whole trace: 500..2600 us; the union of all 11 GPU operations is 750 us.
-    assert result.trace.model_dump() == {"span_ms": 2.1, "gpu_busy_pct": 35.714, "kernels": 8, "streams": 3}
+    # Whole trace: 500..2600 us; the union of all 10 GPU operations is 750 us, of its 8
+    # kernels 590 us (memory copies and sets are busy time, not kernels: nsys keeps them apart).
+    assert result.trace.model_dump() == {
+        "span_ms": 2.1,
+        "gpu_busy_pct": 35.714,
+        "kernels": 8,
+        "streams": 3,
+        "kernel_busy_pct": 28.095,
+        "memops": 2,
+    }
     (group,) = result.groups
     assert group.group == "mode:eager"
     one, two = group.steps
     # Step 1: CPU 1000..2000, its work 1200..2100 -> window 1000..2100; busy 100+50+90+150.
-    assert (one.window_start_ns, one.window_end_ns, one.kernels, one.busy_ns) == (1_000_000, 2_100_000, 6, 440_000)
-    assert (one.idle_before_first_ns, one.idle_between_kernels_ns, one.idle_after_last_ns, one.other_busy_ns) == (
-        200_000,
-        460_000,
-        0,
-        0,
+    # Its 5 kernels (the memcpy is a memory operation, counted apart: until this
+    # change it counted as a sixth kernel). The GPU ran nothing for 200 us before its
+    # first kernel while its host range was open: waiting for the host.
+    assert (one.window_start_ns, one.window_end_ns, one.kernels, one.memops, one.busy_ns) == (
+        1_000_000,
+        2_100_000,
+        5,
+        1,
+        440_000,
     )
+    assert (
+        one.idle_waiting_for_host_ns,
+        one.idle_before_first_ns,
+        one.idle_between_kernels_ns,
+        one.idle_after_last_ns,
+        one.other_busy_ns,
+    ) == (200_000, 0, 460_000, 0, 0)
+    # one cudaGraphLaunch replays three kernels under one correlation id
+    assert (one.graph_replays, one.graph_kernels, one.syncs) == (1, 3, 0)
     # Step 2: CPU 2000..3000; step 1's memcpy (until 2100) and the orphan kernel are GPU
-    # work, so not idle, but not step 2's either.
-    assert (two.window_start_ns, two.window_end_ns, two.kernels, two.busy_ns) == (2_000_000, 3_000_000, 2, 110_000)
-    assert (two.idle_before_first_ns, two.idle_between_kernels_ns, two.idle_after_last_ns, two.other_busy_ns) == (
-        50_000,
-        150_000,
-        490_000,
-        200_000,
+    # work, so not idle, but not step 2's either; its cudaStreamSynchronize is a sync.
+    assert (two.window_start_ns, two.window_end_ns, two.kernels, two.memops, two.busy_ns) == (
+        2_000_000,
+        3_000_000,
+        1,
+        1,
+        110_000,
     )
+    assert (
+        two.idle_waiting_for_host_ns,
+        two.idle_before_first_ns,
+        two.idle_between_kernels_ns,
+        two.idle_after_last_ns,
+        two.other_busy_ns,
+    ) == (50_000, 0, 150_000, 490_000, 200_000)
+    assert (two.syncs, two.sync_ns, two.longest_sync) == (1, 40_000, "cudaStreamSynchronize")
     _check_invariants(group)
     a = group.anatomy
-    assert (a.source, a.step_range, a.count, a.kernels_per_step) == ("record_function", "ProfilerStep", 2, 4.0)
-    assert a.step_ms.model_dump() == {"median": 1.05, "p90": 1.09, "min": 1.0, "max": 1.1}
-    assert a.gpu_busy_pct == pytest.approx(100 * 550 / 2100, abs=1e-3)
-    assert a.idle_ms_per_step.model_dump() == {"between_kernels": 0.305, "before_first": 0.125, "after_last": 0.245}
-    top = {k.name: (k.kind, k.ms_per_step) for k in a.top_kernels}
-    assert top["Memcpy DtoH (Device -> Pinned)"] == ("memory", 0.075)  # a memory operation: its own kind
-    assert top["graph_gemm"] == ("gemm", 0.045)  # two replayed kernels, 90 us over 2 steps
-    assert top["graph_attention"] == ("attention", 0.025)
-    assert top[GEMV] == ("gemm", 0.05)
-    assert top["rms_norm_kernel"] == ("norm", 0.025)
-    assert top["triton_poi_fused_add_0"] == ("elementwise", 0.05)
-    assert "orphan_kernel" not in top and "before_profile_kernel" not in top
-    assert [k.ms_per_step for k in a.top_kernels] == sorted((k.ms_per_step for k in a.top_kernels), reverse=True)
+    assert (a.source, a.step_range, a.count, a.phase) == ("record_function", "ProfilerStep", 2, "unknown")
+    # the median is the lower middle step (1.0 ms, step 2): every figure per step is its own
+    assert a.step_ms.model_dump() == {"median": 1.0, "p90": 1.09, "min": 1.0, "max": 1.1}
+    assert group.median_step == 1 and a.kernels_per_step == 1 and a.memops_per_step == 1
+    assert (a.gpu_busy_pct, a.kernel_busy_pct, a.memops_ms_per_step) == (11.0, 10.0, 0.01)
+    assert a.idle_ms_per_step.model_dump() == {
+        "between_kernels": 0.15,
+        "before_first": 0.0,
+        "after_last": 0.49,
+        "waiting_for_host": 0.05,
+    }
+    assert (a.syncs_per_step, a.syncs_ms_per_step, a.graph_replays_per_step) == (1, 0.04, 0)
+    assert a.host_ms is not None and a.host_ms.model_dump() == {"median": 1.0, "p90": 1.0, "min": 1.0, "max": 1.0}
+    assert a.gpu_span_ms is not None and (a.gpu_span_ms.min, a.gpu_span_ms.max) == (0.26, 0.9)
+    assert a.gpu_busy_ms is not None and (a.gpu_busy_ms.min, a.gpu_busy_ms.max) == (0.1, 0.29)
+    # top kernels: kernels only, the median step's own
+    assert [(k.name, k.kind, k.ms_per_step, k.pct) for k in a.top_kernels] == [
+        ("triton_poi_fused_add_0", "elementwise", 0.1, 10.0)
+    ]
+    assert [(k.kind, k.ms_per_step) for k in group.kinds] == [("elementwise", 0.1)]
     assert any("2 GPU operation(s) have no launch" in n for n in a.notes)
     assert any("overlap the next step" in n for n in a.notes)
-    assert {k.kind: k.ms_per_step for k in group.kinds}["gemm"] == 0.095  # gemv 100 + graph 90 us
+    # the whole trace's top kernels: kernels only, by total time
+    top = {k.name: (k.kind, k.instances, k.total_ns) for k in result.kernels}
+    assert "Memcpy DtoH (Device -> Pinned)" not in top and "Memset (Device)" not in top
+    assert top["graph_gemm"] == ("gemm", 2, 90_000.0) and top[GEMV] == ("gemm", 1, 100_000.0)
+    assert sum(k.time_pct for k in result.kernels) == pytest.approx(100.0, abs=0.01)
+    assert [r.model_dump() for r in result.ranges] == [
+        {"name": "ProfilerStep#N", "count": 2},
+        {"name": "mode:eager", "count": 1},
+    ]
 
 
 def test_step_range_option(tmp_path: Path) -> None:
@@ -134,7 +178,10 @@ def test_step_range_option(tmp_path: Path) -> None:
     assert not range_matches("ProfilerStep#x", "ProfilerStep") and not range_matches("decode_steps", "decode_step")
     eager = analyze_kineto(path, step_range="mode:eager")
     (group,) = eager.groups
-    assert (group.group, group.anatomy.count, group.steps[0].kernels) == (None, 1, 8)
+    # 6 kernels and 2 memory operations launched inside it (8 "kernels" before memory
+    # operations were counted apart)
+    assert (group.group, group.anatomy.count, group.steps[0].kernels, group.steps[0].memops) == (None, 1, 6, 2)
+    assert group.anatomy.source == "step-range"
     with pytest.raises(UsageError) as info:
         analyze_kineto(path, step_range="decode_step")
     assert "no range named 'decode_step'" in str(info.value)
@@ -147,8 +194,11 @@ def test_real_kineto_steps_attribute_graph_replays_and_second_thread() -> None:
     assert group.anatomy.count == 5 and result.device_names == ["NVIDIA A100-SXM4-80GB"]
     _check_invariants(group)
     # 7747 GPU operations; 872 have no launch in the file; every other one was launched
-    # inside one of the 5 steps (from either thread, graph replays included).
-    assert sum(t.kernels for t in group.steps) == 7747 - 872
+    # inside one of the 5 steps (from either thread, graph replays included), kernels
+    # and memory operations counted apart.
+    assert sum(t.kernels + t.memops for t in group.steps) == 7747 - 872
+    assert 0 < sum(t.memops for t in group.steps) < sum(t.kernels for t in group.steps)
+    assert sum(t.graph_replays for t in group.steps) > 0
     assert any("872 GPU operation(s) have no launch" in n for n in result.notes)
 
 
@@ -229,22 +279,42 @@ def _expect_modes(result: steps.TraceAnatomy) -> None:
         _check_invariants(g)
         assert (g.anatomy.source, g.anatomy.step_range, g.anatomy.count) == ("nvtx", "decode_step", 2)
     e = eager.anatomy
-    # Window 1000..4000: busy 500+100+100; idle 500 before, 600 between, 1200 after.
-    assert (e.step_ms.median, e.kernels_per_step, e.gpu_busy_pct) == (0.003, 3.0, 23.333)
-    assert e.idle_ms_per_step.model_dump() == {"between_kernels": 0.0006, "before_first": 0.0005, "after_last": 0.0012}
+    # Window 1000..4000: busy 500+100+100; idle 500 before the first kernel while the
+    # host range was open (waiting for the host), 600 between, 1200 after. Two kernels
+    # and a copy: the copy is a memory operation (it counted as a third kernel, and
+    # headed no top-kernel list, before they were counted apart).
+    assert (e.step_ms.median, e.kernels_per_step, e.memops_per_step, e.gpu_busy_pct) == (0.003, 2, 1, 23.333)
+    assert e.idle_ms_per_step.model_dump() == {
+        "between_kernels": 0.0006,
+        "before_first": 0.0,
+        "after_last": 0.0012,
+        "waiting_for_host": 0.0005,
+    }
     assert [(k.short_name, k.kind, k.ms_per_step) for k in e.top_kernels] == [
         ("gemv_kernel<float, 128>", "gemm", 0.0005),
-        ("memcpy DtoH", "memory", 0.0001),  # a memory operation: a readable name, its own kind
         ("rms_norm_kernel", "norm", 0.0001),
     ]
+    assert (e.memops_ms_per_step, e.kernel_busy_pct) == (0.0001, 20.0)
     gr = graphs.anatomy
-    assert (gr.step_ms.median, gr.kernels_per_step, gr.gpu_busy_pct) == (0.002, 2.0, 25.0)
-    assert gr.idle_ms_per_step.model_dump() == {"between_kernels": 0.0, "before_first": 0.0005, "after_last": 0.001}
+    assert (gr.step_ms.median, gr.kernels_per_step, gr.gpu_busy_pct) == (0.002, 2, 25.0)
+    assert gr.idle_ms_per_step.model_dump() == {
+        "between_kernels": 0.0,
+        "before_first": 0.0,
+        "after_last": 0.001,
+        "waiting_for_host": 0.0005,
+    }
 
 
 def test_nsys_steps_by_launch_grouped_by_mode(tmp_path: Path) -> None:
     result = analyze_gpu_trace(_nsys_files(tmp_path))
-    assert result.trace.model_dump() == {"span_ms": 0.0235, "gpu_busy_pct": 10.213, "kernels": 8, "streams": 1}
+    assert result.trace.model_dump() == {
+        "span_ms": 0.0235,
+        "gpu_busy_pct": 10.213,
+        "kernels": 8,
+        "streams": 1,
+        "kernel_busy_pct": 9.362,
+        "memops": 2,
+    }
     _expect_modes(result)
     assert step_verdict(result.groups[0]).kind == "launch-bound"
 
@@ -287,9 +357,22 @@ def test_real_nsys_export_without_ranges_infers_steps() -> None:
         ]
     )
     (group,) = result.groups
-    # No decode_step/ProfilerStep range: the demo's 4 calls of (copy, copy, saxpy, copy back).
+    # No decode_step/ProfilerStep range: the demo's 4 calls of (copy, copy, saxpy, copy back):
+    # each step one kernel and three memory copies (counted as 4 kernels before copies
+    # were counted apart).
     assert (group.anatomy.source, group.period, group.anatomy.count) == ("repeating-sequence", 4, 4)
-    assert [t.kernels for t in group.steps] == [4, 4, 4, 4]
+    assert [(t.kernels, t.memops) for t in group.steps] == [(1, 3)] * 4
+    assert [k.name for k in group.anatomy.top_kernels] == [
+        "vernier::bench::demo::<unnamed>::saxpyKernel(float, const float *, float *, unsigned long)"
+    ]
+    # its named ranges are listed (the analyze result offers `--step-range` for them)
+    assert {r.name for r in result.ranges} == {
+        "NvtxAnnotation.G1",
+        "copy_in",
+        "kernel",
+        "copy_out",
+        "NvtxAnnotation.G1Phases",
+    }
     assert result.device_names == ["NVIDIA Thor (0)"]
     _check_invariants(group)
     named = analyze_gpu_trace(
@@ -419,11 +502,18 @@ def test_verdicts_name_their_thresholds(tmp_path: Path) -> None:
     launch = step_verdict(group)
     assert launch.kind == "launch-bound"
     assert "idle 75%" in launch.text and f">= {LAUNCH_BOUND_IDLE_PCT:g}% idle" in launch.text
-    assert "CUDA graph" in launch.next_step
-    assert launch.thresholds == {"launch_bound_idle_pct": 30.0, "near_floor_ratio": NEAR_FLOOR_RATIO}
+    # the steps are graph replays: never told to capture a graph
+    assert "graph replay (1 launch, 2 GPU operations)" in launch.text
+    assert "graph replay already" in launch.next_step and "capture the step in a CUDA graph" not in launch.next_step
+    assert launch.thresholds == {
+        "host_bound_wait_pct": 30.0,
+        "launch_bound_idle_pct": 30.0,
+        "near_floor_ratio": NEAR_FLOOR_RATIO,
+    }
     busy = group.model_copy(deep=True)
     for t in busy.steps:  # the same steps with no idle time: the GPU is the limit
         t.busy_ns, t.idle_before_first_ns, t.idle_between_kernels_ns, t.idle_after_last_ns = t.window_ns, 0, 0, 0
+        t.idle_waiting_for_host_ns = 0
     near = step_verdict(busy, floor=memory_floor(6_000_000, 3.35, "measured"))  # 1.79 us floor, step 2 us
     assert near.kind == "near-memory-floor" and "1.12x the floor" in near.text
     assert step_verdict(busy, floor=memory_floor(5_000_000, 3.35, "measured")).kind == "memory-bound"  # 1.34x
@@ -436,5 +526,26 @@ def test_verdicts_name_their_thresholds(tmp_path: Path) -> None:
     compute = step_verdict(
         busy, floor=memory_floor(1_000_000, 3.35, "spec"), flop_per_step=1e9, ridge_flop_per_byte=295
     )
-    assert compute.kind == "compute-bound" and "1e+03 FLOP per byte" in compute.text
+    assert compute.kind == "compute-bound" and "1000 FLOP per byte" in compute.text
     assert step_verdict(busy).kind == "busy"
+
+
+def test_records_with_launch_times_joined_give_the_same_steps(tmp_path: Path) -> None:
+    """An export that joins each operation to its launch (nsys's SQLite export does) needs
+    no API calls to give steps their kernels: the same anatomy as the CSVs with cuda_api_trace."""
+    from nsightlab.analysis.steps import analyze_nsys_records
+    from nsightlab.parse import gputrace
+
+    files = _nsys_files(tmp_path)
+    with_api = analyze_gpu_trace(files)
+    cols = gputrace.read_gpu_trace_columns(files[0])
+    launch_of = {c.corr_id: c.start_ns for c in gputrace.read_cuda_api(files[2]) if c.corr_id is not None}
+    cols.launch = array("q", [launch_of.get(c, -1) for c in cols.corr])  # type: ignore[attr-defined]
+    joined = analyze_nsys_records(cols, gputrace.read_nvtx_pushpop(files[1]), None, None, label=str(files[0]))
+    assert joined.attribution == "launch"
+    # graph replays and synchronisations are API calls: without them, only those differ
+    calls = {"graph_replays_per_step", "syncs_per_step", "syncs_ms_per_step", "notes"}
+    assert [g.anatomy.model_dump(exclude=calls) for g in joined.groups] == [
+        g.anatomy.model_dump(exclude=calls) for g in with_api.groups
+    ]
+    assert [g.anatomy.graph_replays_per_step for g in with_api.groups] == [0, 1]

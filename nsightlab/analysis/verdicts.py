@@ -1,16 +1,24 @@
-"""What bounds a step, in words, from named thresholds kept here: launch-bound, at the
-memory floor, memory-bound far from it, or compute-bound at large batch; and the floor
-itself (bytes one step must move / bandwidth)."""
+"""What bounds a step, from named thresholds kept here: the host (the GPU waits for it),
+launches (the GPU idles between kernels), compute, the memory floor, or memory far from
+it; and the floor itself (bytes one step must move / bandwidth).
+
+`decide` applies the thresholds to a group's median step (the step whose figures the
+group's anatomy gives): every verdict, the decode ones included, is decided here. The
+sentences around a decision are built from the measured values (`idle_parts`,
+`graph_words`, `host_words`), so that no sentence says what the numbers do not.
+"""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Literal
 
 from pydantic import ConfigDict
 
-from nsightlab.analysis.steps import StepGroup
+from nsightlab.analysis import units
+from nsightlab.analysis.stepmodels import StepGroup, StepTiming
 from nsightlab.models import Model
 
 
@@ -18,10 +26,11 @@ class _Model(Model):
     model_config = ConfigDict(extra="forbid")
 
 
+# A step is host-bound when the GPU waits for the host at least this share of it (and
+# longer than it idles between kernels).
+HOST_BOUND_WAIT_PCT = 30.0
 # A step is launch-bound when the GPU sits idle for at least this share of it.
 LAUNCH_BOUND_IDLE_PCT = 30.0
-
-
 # A step within this factor of the memory floor is at the floor: the GPU is the limit.
 NEAR_FLOOR_RATIO = 1.3
 
@@ -60,7 +69,9 @@ def memory_floor(
     )
 
 
-VerdictKind = Literal["launch-bound", "compute-bound", "near-memory-floor", "memory-bound", "busy", "no-trace"]
+VerdictKind = Literal[
+    "host-bound", "launch-bound", "compute-bound", "near-memory-floor", "memory-bound", "busy", "no-trace"
+]
 
 
 class Verdict(_Model):
@@ -72,8 +83,143 @@ class Verdict(_Model):
     thresholds: dict[str, float]
 
 
-def _thresholds() -> dict[str, float]:
-    return {"launch_bound_idle_pct": LAUNCH_BOUND_IDLE_PCT, "near_floor_ratio": NEAR_FLOOR_RATIO}
+def thresholds() -> dict[str, float]:
+    return {
+        "host_bound_wait_pct": HOST_BOUND_WAIT_PCT,
+        "launch_bound_idle_pct": LAUNCH_BOUND_IDLE_PCT,
+        "near_floor_ratio": NEAR_FLOOR_RATIO,
+    }
+
+
+RULE = (
+    f"(thresholds: host-bound at >= {HOST_BOUND_WAIT_PCT:g}% waiting for the host; launch-bound at >= "
+    f"{LAUNCH_BOUND_IDLE_PCT:g}% idle; at the floor within {NEAR_FLOOR_RATIO:g}x of it)"
+)
+
+
+# ------------------------------------------------------------------ the decision
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The verdict's kind and the values it was decided on (of the median step)."""
+
+    kind: VerdictKind
+    step: StepTiming
+    idle_pct: float
+    wait_pct: float
+    ratio: float | None  # step / floor
+    intensity: float | None  # FLOP per byte
+    cached: bool  # the bytes a step reads fit in the last-level cache: no DRAM floor
+
+
+def median_step(group: StepGroup) -> StepTiming:
+    return group.steps[group.median_step]
+
+
+def decide(
+    group: StepGroup,
+    *,
+    floor: Floor | None = None,
+    flop_per_step: float | None = None,
+    ridge_flop_per_byte: float | None = None,
+    cache_bytes: int | None = None,
+) -> Decision:
+    """The kind, in this order: host-bound when the GPU waits for the host at least
+    HOST_BOUND_WAIT_PCT of the step and longer than it idles between kernels;
+    launch-bound when it idles at least LAUNCH_BOUND_IDLE_PCT; compute-bound when FLOP
+    per byte passes the ridge point; when the bytes a step reads fit in the cache, busy
+    (the DRAM floor does not bound it); at the memory floor within NEAR_FLOOR_RATIO;
+    memory-bound beyond it; without a floor, busy."""
+    m = median_step(group)
+    window = m.window_ns
+    idle_pct = 100.0 * m.idle_ns / window if window else 0.0
+    wait_pct = 100.0 * m.idle_waiting_for_host_ns / window if window else 0.0
+    ratio = None
+    if floor is not None:
+        ratio = group.anatomy.step_ms.median / floor.floor_ms if floor.floor_ms > 0 else math.inf
+    intensity = None
+    if flop_per_step is not None and floor is not None and floor.bytes_per_step > 0:
+        intensity = flop_per_step / floor.bytes_per_step
+    cached = floor is not None and cache_bytes is not None and floor.bytes_per_step <= cache_bytes
+    kind: VerdictKind
+    if wait_pct >= HOST_BOUND_WAIT_PCT and m.idle_waiting_for_host_ns >= m.idle_between_kernels_ns:
+        kind = "host-bound"
+    elif idle_pct >= LAUNCH_BOUND_IDLE_PCT:
+        kind = "launch-bound"
+    elif intensity is not None and ridge_flop_per_byte is not None and intensity > ridge_flop_per_byte:
+        kind = "compute-bound"
+    elif floor is None or cached:
+        kind = "busy"
+    elif ratio is not None and ratio <= NEAR_FLOOR_RATIO:
+        kind = "near-memory-floor"
+    else:
+        kind = "memory-bound"
+    return Decision(kind, m, idle_pct, wait_pct, ratio, intensity, cached)
+
+
+# ------------------------------------------------------------------ the words
+
+
+def _ms(ns: int) -> str:
+    return units.duration(ns / 1e9)
+
+
+def counted(n: int, word: str, plural: str | None = None) -> str:
+    """`1 synchronisation`, `3 synchronisations`; `2 launches` with its plural given."""
+    return f"{n} {word}" if n == 1 else f"{n} {plural or word + 's'}"
+
+
+def idle_parts(m: StepTiming, kernels: str = "kernels") -> str:
+    """The step's idle time by cause, largest first, the empty parts left out."""
+    parts = [
+        (m.idle_waiting_for_host_ns, "waiting for the host"),
+        (m.idle_between_kernels_ns, f"between {kernels}"),
+        (m.idle_before_first_ns, "before the first (queued behind the previous step)"),
+        (m.idle_after_last_ns, "after the last"),
+    ]
+    shown = [f"{_ms(ns)} {what}" for ns, what in sorted(parts, key=lambda p: -p[0]) if ns > 0]
+    return ", ".join(shown) or "none"
+
+
+def graph_words(m: StepTiming) -> str:
+    """'a graph replay (1 launch, 544 GPU operations)' when the step replays graphs."""
+    if not m.graph_replays:
+        return ""
+    return f"a graph replay ({counted(m.graph_replays, 'launch', 'launches')}, {m.graph_kernels} GPU operations)"
+
+
+def host_words(m: StepTiming) -> str:
+    """How long the host blocked in the step's synchronisations, when it did."""
+    if not m.syncs or m.longest_sync is None:
+        return ""
+    return (
+        f"the host blocked {_ms(m.sync_ns)} in {counted(m.syncs, 'synchronisation')} "
+        f"(longest: {m.longest_sync}, {_ms(m.longest_sync_ns)})"
+    )
+
+
+def host_next_step(m: StepTiming) -> str:
+    """Where to look when the GPU waits for the host."""
+    first = f"start with the {m.longest_sync} that blocked the host {_ms(m.longest_sync_ns)}; then " if m.syncs else ""
+    return (
+        f"{first}look at what the host does in the step before its GPU work begins (scheduling, input "
+        "preparation, sampling, Python): the step's CPU ops in the trace (Perfetto), or py-spy on the "
+        "process; a faster GPU step will not help until the host keeps the GPU fed"
+    )
+
+
+def launch_next_step(m: StepTiming, graph_advice: str) -> str:
+    """What to try for a launch-bound step: a graph, unless it already is one."""
+    if m.graph_replays:
+        outside = m.kernels + m.memops - m.graph_kernels
+        around = f"the {outside} GPU operations launched one by one around the replay, " if outside > 0 else ""
+        return (
+            "the step is a graph replay already: a graph removes the launches inside it, not "
+            f"{around}the host's work between replays, or gaps between the graph's own kernels; "
+            "capture more of the step in the graph, overlap the host's work with the replay, or fuse kernels"
+        )
+    return graph_advice
 
 
 def step_verdict(
@@ -83,66 +229,80 @@ def step_verdict(
     flop_per_step: float | None = None,
     ridge_flop_per_byte: float | None = None,
     kernel_bytes: Mapping[str, int] | None = None,
+    cache_bytes: int | None = None,
 ) -> Verdict:
-    """The verdict on one group of steps.
+    """The verdict on one group of steps (decided by `decide`), in words for any trace.
 
-    In order: launch-bound when the GPU is idle for at least LAUNCH_BOUND_IDLE_PCT of the
-    step; compute-bound when FLOP per byte (needs `flop_per_step`, `ridge_flop_per_byte`
-    and the floor's bytes) exceeds the ridge point; at the memory floor when the median
-    step is within NEAR_FLOOR_RATIO of `floor`; else memory-bound but far from the floor,
-    naming the kernels with the lowest achieved bandwidth when `kernel_bytes` (bytes per
-    step, by full kernel name) is given, else the largest. Without a floor: `busy`.
+    Memory-bound far from the floor names the kernels with the lowest achieved bandwidth
+    when `kernel_bytes` (bytes per step, by full kernel name) is given, else the largest.
     """
-    steps = group.steps
-    window = sum(t.window_ns for t in steps)
-    idle = sum(t.idle_ns for t in steps)
-    idle_pct = 100.0 * idle / window if window else 0.0
+    d = decide(
+        group,
+        floor=floor,
+        flop_per_step=flop_per_step,
+        ridge_flop_per_byte=ridge_flop_per_byte,
+        cache_bytes=cache_bytes,
+    )
+    m = d.step
     step_ms = group.anatomy.step_ms.median
-    thresholds = _thresholds()
-    rule = f"(launch-bound at >= {LAUNCH_BOUND_IDLE_PCT:g}% idle; at the floor within {NEAR_FLOOR_RATIO:g}x)"
     floor_text = ""
     if floor is not None:
-        floor_text = f", the memory floor is {floor.floor_ms:.3g} ms ({floor.basis} {floor.bandwidth_tbps:g} TB/s)"
-    head = f"the step takes {step_ms:.3g} ms{floor_text}"
-    if idle_pct >= LAUNCH_BOUND_IDLE_PCT:
-        gaps = group.anatomy.idle_ms_per_step
+        floor_text = (
+            f", the memory floor is {units.duration(floor.floor_ms / 1e3)} ({floor.basis} "
+            f"{units.tbps_value(floor.bandwidth_tbps)} TB/s)"
+        )
+    head = f"the step takes {units.duration(step_ms / 1e3)}{floor_text}"
+    graph = graph_words(m)
+    if graph:
+        head += f"; it is {graph}"
+    advice = "capture the step in a CUDA graph, or launch fewer, fused kernels (torch.compile)"
+    if d.kind == "host-bound":
+        blocked = host_words(m)
+        return Verdict(
+            kind="host-bound",
+            text=f"{head}; the GPU waited {_ms(m.idle_waiting_for_host_ns)} for the host "
+            f"({units.percent(d.wait_pct)} of the step){'; ' + blocked if blocked else ''}: host-bound {RULE}",
+            next_step=host_next_step(m),
+            thresholds=thresholds(),
+        )
+    if d.kind == "launch-bound":
         return Verdict(
             kind="launch-bound",
-            text=f"{head}; the GPU sits idle {idle_pct:.0f}% of each step "
-            f"({gaps.between_kernels:.3g} ms between kernels, {gaps.before_first:.3g} ms before the "
-            f"first, {gaps.after_last:.3g} ms after the last): launch-bound {rule}",
-            next_step="capture the step in a CUDA graph, or launch fewer, fused kernels (torch.compile)",
-            thresholds=thresholds,
+            text=f"{head}; the GPU sits idle {units.percent(d.idle_pct)} of the step ({idle_parts(m)}): "
+            f"launch-bound {RULE}",
+            next_step=launch_next_step(m, advice),
+            thresholds=thresholds(),
         )
-    if (
-        flop_per_step is not None
-        and ridge_flop_per_byte is not None
-        and floor is not None
-        and floor.bytes_per_step > 0
-        and flop_per_step / floor.bytes_per_step > ridge_flop_per_byte
-    ):
-        intensity = flop_per_step / floor.bytes_per_step
+    if d.kind == "compute-bound" and d.intensity is not None and ridge_flop_per_byte is not None:
         return Verdict(
             kind="compute-bound",
-            text=f"{head}; {intensity:.3g} FLOP per byte is above the GPU's ridge point of "
-            f"{ridge_flop_per_byte:.3g}: compute-bound at this batch {rule}",
+            text=f"{head}; {units.sig(d.intensity)} FLOP per byte is above the GPU's ridge point of "
+            f"{units.sig(ridge_flop_per_byte)}: compute-bound at this batch {RULE}",
             next_step="lower precision matrix math (FP8), or a smaller batch per GPU",
-            thresholds=thresholds,
+            thresholds=thresholds(),
         )
-    if floor is None:
+    busy = units.percent(100.0 * m.busy_ns / m.window_ns) if m.window_ns else "0%"
+    if d.kind == "busy":
+        why = (
+            "the bytes a step reads fit in the cache, so the DRAM floor does not bound it"
+            if d.cached
+            else "no floor to compare with"
+        )
         return Verdict(
             kind="busy",
-            text=f"{head}; the GPU is busy {100 - idle_pct:.0f}% of the step {rule}",
-            next_step="give the bytes moved per step (weights + KV cache) to compare with the memory floor",
-            thresholds=thresholds,
+            text=f"{head}; the GPU is busy {busy} of the step; {why} {RULE}",
+            next_step="give the bytes moved per step (weights + KV cache) to compare with the memory floor"
+            if not d.cached
+            else "measure the step against a model too large for the cache, or look at its kernels with ncu",
+            thresholds=thresholds(),
         )
-    ratio = step_ms / floor.floor_ms if floor.floor_ms > 0 else math.inf
-    if ratio <= NEAR_FLOOR_RATIO:
+    assert d.ratio is not None
+    if d.kind == "near-memory-floor":
         return Verdict(
             kind="near-memory-floor",
-            text=f"{head}; the step is {ratio:.2f}x the floor: the GPU's memory is the limit {rule}",
+            text=f"{head}; the step is {units.ratio(d.ratio)} the floor: the GPU's memory is the limit {RULE}",
             next_step="faster memory (another GPU), or a smaller / quantized model",
-            thresholds=thresholds,
+            thresholds=thresholds(),
         )
     if kernel_bytes:
         rates = []
@@ -154,12 +314,14 @@ def step_verdict(
         named = ", ".join(f"{name} ({tbps:.2g} TB/s)" for tbps, name in rates[:3])
         which = f"lowest achieved bandwidth: {named}"
     else:
-        named = ", ".join(f"{k.short_name} ({k.ms_per_step:.3g} ms)" for k in group.anatomy.top_kernels[:3])
+        named = ", ".join(
+            f"{k.short_name} ({units.duration(k.ms_per_step / 1e3)})" for k in group.anatomy.top_kernels[:3]
+        )
         which = f"largest kernels: {named}"
     return Verdict(
         kind="memory-bound",
-        text=f"{head}; the GPU is busy but the step is {ratio:.2f}x the floor: memory-bound, "
-        f"far from the floor {rule}; {which}",
+        text=f"{head}; the GPU is busy {busy} of the step but the step is {units.ratio(d.ratio)} the floor: "
+        f"memory-bound, far from the floor {RULE}; {which}",
         next_step="look at those kernels with ncu (memory throughput, achieved occupancy)",
-        thresholds=thresholds,
+        thresholds=thresholds(),
     )

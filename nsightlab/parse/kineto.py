@@ -16,11 +16,13 @@ Every other top-level value is parsed whole (they are small).
   (and the older `Kernel`, `Memcpy`, `Memset`); `device` is `args.device` (else `pid`),
   `stream` is `args.stream` (else `tid`), `correlation` is `args.correlation`.
 - `LaunchCall`: CPU calls of cat `cuda_runtime` / `cuda_driver` (older: `Runtime`,
-  `Driver`): `cudaLaunchKernel`, `cudaLaunchKernelExC`, `cuLaunchKernel`,
-  `cudaMemcpyAsync`, `cudaMemsetAsync`, `cudaGraphLaunch`, ... with their correlation id,
-  process and thread. Every call is yielded, or with `launches_only=True` only the calls
-  that put work on the GPU (`names.puts_work_on_gpu`): a trace's runtime calls are mostly
-  `cudaEventQuery` and the like.
+  `Driver`; HIP's calls on AMD GPUs carry the same categories): `cudaLaunchKernel`,
+  `cudaLaunchKernelExC`, `cuLaunchKernel`, `hipLaunchKernel`, `cudaMemcpyAsync`,
+  `cudaMemsetAsync`, `cudaGraphLaunch`, `hipGraphLaunch`, `cudaStreamSynchronize`, ...
+  with their correlation id, process and thread. Every call is yielded, or with
+  `launches_only=True` only the calls that put work on the GPU (`names.puts_work_on_gpu`)
+  or hold the host until the GPU catches up (`apicalls.is_sync_call`): a trace's runtime
+  calls are mostly `cudaEventQuery` and the like.
 - `TraceRange`: `user_annotation` (record_function ranges, `ProfilerStep#N`) and
   `gpu_user_annotation` ranges.
 - `CpuOp`: only with `KinetoReader(path, cpu_ops=True)`, the `cpu_op` events (`aten::mm`,
@@ -80,6 +82,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, Literal
 
 from nsightlab.errors import ParseError
+from nsightlab.parse.apicalls import SYNC_CALL_MARKS, is_sync_call
 from nsightlab.parse.names import GPU_WORK_CALL_MARKS, puts_work_on_gpu
 
 GpuKind = Literal["kernel", "memcpy", "memset"]
@@ -141,7 +144,7 @@ def _layout_pattern(cpu_ops: bool, launches_only: bool) -> re.Pattern[str]:
     if launches_only:
         # A call is judged by its name, which must follow `cat` as a plain string.
         calls = rf', "cat": "(?:{_alternatives(_LAUNCH_SPELLINGS)})"'
-        marks = _alternatives(GPU_WORK_CALL_MARKS)
+        marks = _alternatives(GPU_WORK_CALL_MARKS + SYNC_CALL_MARKS)
         wanted = rf', "cat": "(?:{_alternatives(taken)})"|{calls}, "name": "[^"\\]*(?:{marks})'
         odd += rf'|{calls}(?!, "name": "[^"\\\n]*")'
     else:
@@ -560,7 +563,7 @@ class KinetoReader:
             stream_id = args.get("stream", get("tid"))
             line = stream.line_at(pos)
             return GpuEvent(start, end, name, kind, _ident(device), _ident(stream_id), corr, line)
-        if cat in _LAUNCH_CATS and self.launches_only and not puts_work_on_gpu(name):
+        if cat in _LAUNCH_CATS and self.launches_only and not (puts_work_on_gpu(name) or is_sync_call(name)):
             return None
         pid, tid = get("pid"), get("tid")
         if type(pid) is not int:

@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from nsightlab.analysis import units
-from nsightlab.analysis.decode import BatchPoint, DecodeResult, DecodeSteps
-from nsightlab.analysis.steps import TraceSummary
+from nsightlab.analysis.decode import BatchPoint, DecodeResult, DecodeSteps, GroupSteps
+from nsightlab.analysis.steps import TraceKernel, TraceSummary
 from nsightlab.parse.names import distinct_short_names
 from nsightlab.present.doc import Table
 
@@ -17,6 +17,8 @@ SOURCE_WORDS = {
     "record_function": "record_function ranges (torch.profiler)",
     "repeating-sequence": "inferred from a repeating kernel sequence",
     "script": "the script's own step timing (no trace)",
+    "engine-range": "the serving engine's own step ranges",
+    "step-range": "the ranges --step-range named",
 }
 #: Kernels listed per step in the top-kernel tables.
 TOP_KERNELS = 8
@@ -41,26 +43,27 @@ def steps_table(
     cpu: bool,
     title: str | None = None,
 ) -> Table:
-    """Step objects side by side: time, tokens/s, kernels, busy, the idle split, the floor.
-    Columns with nothing in them (no trace, no floor) are left out."""
+    """Step objects side by side, each row one step (the group's median step) with its own
+    time, kernels, busy share and idle split, beside the P90 of the step times and the
+    floor. Columns with nothing in them (no trace, no floor, no wait) are left out."""
     med_u, med = _time_cells([s.step_ms.median for s in steps])
     p90_u, p90 = _time_cells([s.step_ms.p90 for s in steps])
     idle = [s.idle_ms_per_step for s in steps]
-    gap = units.time_unit([x / 1e3 for i in idle if i for x in (i.between_kernels, i.before_first, i.after_last)])
+    gap = units.time_unit(
+        [x / 1e3 for i in idle if i for x in (i.between_kernels, i.before_first, i.after_last, i.waiting_for_host)]
+    )
     floor_u, floors = _time_cells([s.floor.floor_ms if s.floor else None for s in steps])
     traced = any(i is not None for i in idle)
+    waited = any(i is not None and i.waiting_for_host > 0 for i in idle)
     floored = any(s.floor is not None for s in steps)
     columns = [*label_columns, f"STEP ({med_u})", f"P90 ({p90_u})"]
     if tokens_per_s is not None:
         columns.append("TOKENS/S")
     if traced:
-        columns += [
-            "OPS/STEP" if cpu else "KERNELS/STEP",
-            "CPU BUSY" if cpu else "GPU BUSY",
-            f"IDLE BETWEEN ({gap.name})",
-            f"BEFORE FIRST ({gap.name})",
-            f"AFTER LAST ({gap.name})",
-        ]
+        columns += ["OPS/STEP" if cpu else "KERNELS/STEP", "CPU BUSY" if cpu else "GPU BUSY"]
+        if waited:
+            columns.append(f"WAITING FOR HOST ({gap.name})")
+        columns += [f"IDLE BETWEEN ({gap.name})", f"BEFORE FIRST ({gap.name})", f"AFTER LAST ({gap.name})"]
     if floored:
         columns += [f"FLOOR ({floor_u})", "x FLOOR"]
     columns.append("VERDICT")
@@ -75,6 +78,10 @@ def steps_table(
             row += [
                 "" if s.kernels_per_step is None else units.count(s.kernels_per_step),
                 "" if s.gpu_busy_pct is None else units.percent(s.gpu_busy_pct),
+            ]
+            if waited:
+                row.append("" if i is None else gap.value(i.waiting_for_host / 1e3))
+            row += [
                 "" if i is None else gap.value(i.between_kernels / 1e3),
                 "" if i is None else gap.value(i.before_first / 1e3),
                 "" if i is None else gap.value(i.after_last / 1e3),
@@ -86,6 +93,32 @@ def steps_table(
         rows.append(row)
     right = [False] * len(label_columns) + [True] * (len(columns) - len(label_columns) - 1) + [False]
     return Table(title=title, columns=columns, right=right, rows=rows)
+
+
+def step_lines(label: str, s: DecodeSteps, *, cpu: bool) -> list[str]:
+    """What the table's row does not hold: the host range and GPU span beside the step
+    time, graph replays, memory operations, synchronisations, the inferred periods."""
+    parts = []
+    if s.host_ms is not None and s.gpu_span_ms is not None:
+        parts.append(
+            f"host range {units.duration(s.host_ms.median / 1e3)}, {'CPU' if cpu else 'GPU'} span "
+            f"{units.duration(s.gpu_span_ms.median / 1e3)} (medians over {s.count} step{'s' if s.count != 1 else ''})"
+        )
+    if s.graph_replays_per_step:
+        parts.append(f"graph replays: {s.graph_replays_per_step} per step")
+    if s.memops_per_step:
+        parts.append(
+            f"memory copies and sets: {s.memops_per_step} per step, "
+            f"{units.duration((s.memops_ms_per_step or 0) / 1e3)} (not kernels)"
+        )
+    if s.syncs_per_step:
+        parts.append(
+            f"synchronisations: {s.syncs_per_step} per step, the host blocked "
+            f"{units.duration((s.syncs_ms_per_step or 0) / 1e3)}"
+        )
+    if s.step_period is not None and s.layer_period is not None:
+        parts.append(f"a step is {s.step_period} GPU operations, a layer {s.layer_period}")
+    return [f"{label}: " + "; ".join(parts)] if parts else []
 
 
 def top_kernels_table(
@@ -116,6 +149,30 @@ def top_kernels_table(
     )
 
 
+def group_name(g: GroupSteps) -> str:
+    """A group's name for the text: its enclosing ranges (or `steps`) and its phase."""
+    name = g.group or "steps"  # shown escaped where drawn
+    return f"{name} ({g.phase})" if g.phase != "unknown" else name
+
+
+def trace_kernels_table(kernels: Sequence[TraceKernel], *, cpu: bool, top: int = 10) -> Table:
+    """The trace's top kernels by total time (memory operations are not kernels)."""
+    shown = list(kernels[:top])
+    unit_name, totals = _time_cells([k.total_ns / 1e6 for k in shown])
+    avg_name, avgs = _time_cells([k.avg_ns / 1e6 for k in shown])
+    rows = [
+        [t, units.percent(k.time_pct), str(k.instances), a, k.kind, k.short_name]
+        for k, t, a in zip(shown, totals, avgs, strict=True)
+    ]
+    return Table(
+        title=f"Top {'CPU ops' if cpu else 'kernels'} of the whole trace (memory operations are not kernels)",
+        columns=[f"TOTAL ({unit_name})", "TIME", "CALLS", f"AVG ({avg_name})", "KIND", "OP" if cpu else "KERNEL"],
+        right=[True, True, True, True, False, False],
+        rows=rows,
+        tooltips=[k.name for k in shown],
+    )
+
+
 def batch_sweep_table(sweep: Sequence[BatchPoint], title: str | None = None) -> Table:
     """Tokens/s at each batch against the roofline's prediction."""
     unit_name, times = _time_cells([p.step_ms for p in sweep])
@@ -138,11 +195,16 @@ def batch_sweep_table(sweep: Sequence[BatchPoint], title: str | None = None) -> 
 
 
 def trace_line(t: TraceSummary, cpu: bool) -> str:
-    """The whole timeline in one sentence."""
+    """The whole timeline in one sentence, each figure saying what it measures."""
+    unit = "CPU" if cpu else "GPU"
     what, lanes = ("ops", "thread") if cpu else ("kernels", "stream")
+    busy = f"{unit} busy {units.percent(t.gpu_busy_pct)}"
+    if not cpu and t.kernel_busy_pct is not None and t.memops:
+        busy += f" ({units.percent(t.kernel_busy_pct)} kernels alone)"
+    memops = f" and {t.memops:,} memory copies and sets" if not cpu and t.memops else ""
     return (
-        f"whole trace: {units.duration(t.span_ms / 1e3)}, {'CPU' if cpu else 'GPU'} busy "
-        f"{units.percent(t.gpu_busy_pct)}, {t.kernels:,} {what} on {t.streams} {lanes}{'s' if t.streams != 1 else ''}"
+        f"whole trace: its {unit} work spans {units.duration(t.span_ms / 1e3)} (first to last operation), {busy}, "
+        f"{t.kernels:,} {what}{memops} on {t.streams} {lanes}{'s' if t.streams != 1 else ''}"
     )
 
 
@@ -190,11 +252,17 @@ def decode_kernel_tables(result: DecodeResult) -> list[Table]:
         t = top_kernels_table(
             x.steps,
             cpu=cpu,
-            title=f"Top {'CPU ops' if cpu else 'kernels'} per step, by kind: {x.mode}, batch {x.batch}",
+            title=f"Top {'CPU ops' if cpu else 'kernels'} of the median step, by kind: {x.mode}, batch {x.batch}",
         )
         if t is not None:
             out.append(t)
     return out
+
+
+def decode_step_lines(result: DecodeResult) -> list[str]:
+    """Each mode's host range, GPU span, graph replays, copies and synchronisations."""
+    cpu = is_cpu(result.device)
+    return [x for m in result.modes for x in step_lines(f"{m.mode}, batch {m.batch}", m.steps, cpu=cpu)]
 
 
 def decode_verdicts(result: DecodeResult) -> list[str]:

@@ -752,7 +752,8 @@ def decode(env: Env, result: DecodeResult) -> None:
     heading(env, f"Decode: {dd.decode_heading(result)}")
     lines(env, dd.decode_facts(result), bullet="")
     blank(env)
-    report_table(env, dd.decode_modes_table(result, title="Per mode and batch (median step; idle time per step)"))
+    report_table(env, dd.decode_modes_table(result, title="Per mode and batch (each row its median step)"))
+    lines(env, dd.decode_step_lines(result), bullet="")
     for t in dd.decode_kernel_tables(result):
         blank(env)
         report_table(env, t)
@@ -778,19 +779,26 @@ def decode(env: Env, result: DecodeResult) -> None:
 
 
 def step_groups(env: Env, groups: Sequence[GroupSteps], *, cpu: bool, title: str = "Steps") -> None:
-    """`analyze`'s step anatomy: a row per group of steps, their top kernels, verdicts."""
+    """`analyze`'s step anatomy: a row per group of steps (its median step), what the row
+    does not hold, their top kernels, verdicts."""
     if not groups:
-        lines(env, ["no steps found in the trace"], bullet="")
+        lines(env, ["no steps found in the trace (the notes say why)"], bullet="")
         return
     report_table(
         env,
         dd.steps_table(
-            ["GROUP"], [[g.group or "(all steps)"] for g in groups], list(groups), None, cpu=cpu, title=title
+            ["GROUP", "PHASE"],
+            [[g.group or "(all steps)", g.phase] for g in groups],
+            list(groups),
+            None,
+            cpu=cpu,
+            title=f"{title} (each row its median step)",
         ),
     )
+    lines(env, [x for g in groups for x in dd.step_lines(dd.group_name(g), g, cpu=cpu)], bullet="")
     for g in groups[:4]:
         t = dd.top_kernels_table(
-            g, cpu=cpu, title=f"Top {'CPU ops' if cpu else 'kernels'} per step, by kind: {g.group or 'all steps'}"
+            g, cpu=cpu, title=f"Top {'CPU ops' if cpu else 'kernels'} of the median step, by kind: {dd.group_name(g)}"
         )
         if t is not None:
             blank(env)
@@ -799,7 +807,7 @@ def step_groups(env: Env, groups: Sequence[GroupSteps], *, cpu: bool, title: str
         lines(env, [f"... and {len(groups) - 4} more groups (all of them in --json)"], bullet="")
     blank(env)
     heading(env, "Verdict")
-    lines(env, [f"{g.group or 'steps'}: {g.verdict.text}. Next: {g.verdict.next_step}." for g in groups])
+    lines(env, [f"{dd.group_name(g)}: {g.verdict.text}. Next: {g.verdict.next_step}." for g in groups])
 
 
 def trace_result(env: Env, result: TraceResult) -> None:
@@ -813,6 +821,9 @@ def trace_result(env: Env, result: TraceResult) -> None:
     lines(env, [dd.trace_line(result.trace, cpu)], bullet="")
     blank(env)
     step_groups(env, result.steps, cpu=cpu)
+    if not result.steps and result.kernels:  # no steps: the trace's kernels, as a kernel summary lists them
+        blank(env)
+        report_table(env, dd.trace_kernels_table(result.kernels, cpu=cpu))
     if result.notes:
         blank(env)
         lines(env, [f"note: {n}" for n in result.notes], bullet="")

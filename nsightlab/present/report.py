@@ -591,7 +591,7 @@ def _decode_sections(
         key = f"decode-steps-{r.run_id or 'run'}"
         if key in figure_keys:
             items.append(FigureRef(key=key))
-        items.append(dd.decode_modes_table(r, title="Per mode and batch (median step; idle time per step)"))
+        items.append(dd.decode_modes_table(r, title="Per mode and batch (each row its median step)"))
         items += dd.decode_kernel_tables(r)
         items += [Para(text="Verdict:"), Bullets(items=dd.decode_verdicts(r))]
         if r.batch_sweep:

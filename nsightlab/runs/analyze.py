@@ -191,11 +191,11 @@ def _folder(path: Path, opts: TraceOptions | None = None) -> BaseModel:
 
                 anatomy = anatomy_of(exports[0], opts.step_range)
                 if anatomy is not None:
-                    attach_steps(stored, anatomy, opts)
+                    attach_steps(stored, anatomy, opts, path)
             elif any(trace_report(t) == "cuda_gpu_trace" for t in traces):
-                _attach_steps(stored, gpu_anatomy(traces, opts.step_range), opts)
+                _attach_steps(stored, gpu_anatomy(traces, opts.step_range), opts, path)
             elif kineto_files:
-                _attach_steps(stored, kineto_anatomy(kineto_files[0], opts.step_range), opts)
+                _attach_steps(stored, kineto_anatomy(kineto_files[0], opts.step_range), opts, path)
         return stored
     exports = _sqlite_files(path)
     if len(exports) > 1:
@@ -232,14 +232,14 @@ def _folder(path: Path, opts: TraceOptions | None = None) -> BaseModel:
     record = next((j for j in sorted(path.glob("*.json")) if _json_kind(j) == "lesson1"), None)
     result = _nsys_result(report, record, path)
     if has_gpu_trace:
-        _attach_steps(result, gpu_anatomy(traces, opts.step_range), opts)
+        _attach_steps(result, gpu_anatomy(traces, opts.step_range), opts, path)
     return result
 
 
-def _attach_steps(result: ProfileResult, anatomy: TraceAnatomy, opts: TraceOptions) -> None:
+def _attach_steps(result: ProfileResult, anatomy: TraceAnatomy, opts: TraceOptions, source: Path) -> None:
     """The step anatomy of the capture's trace, added to a profile's tables (its own keys
     keep their values)."""
-    steps, _device, notes = group_steps(anatomy, opts)
+    steps, _device, notes = group_steps(anatomy, opts, source)
     result.steps, result.trace_summary, result.trace_notes = steps, anatomy.trace, notes
 
 
@@ -266,7 +266,7 @@ def _decode_folder(
         anatomy = kineto_anatomy(kineto_files[0], opts.step_range)
     elif opts.step_range is not None:
         raise UsageError(f"--step-range needs a trace, and {record_file.parent} holds only the script's JSON")
-    return decode_build(record, anatomy, no_trace_reason=reason).result
+    return decode_build(record, anatomy, no_trace_reason=reason, command="analyze").result
 
 
 def _sqlite_files(folder: Path) -> list[Path]:
@@ -316,7 +316,10 @@ def _json_file(path: Path) -> BaseModel:
         decode_record = load_decode_record(path)
         assert decode_record is not None
         return decode_build(
-            decode_record, None, no_trace_reason=f"{path.name} alone: steps come from the script's own timing"
+            decode_record,
+            None,
+            no_trace_reason=f"{path.name} alone: steps come from the script's own timing",
+            command="analyze",
         ).result
     if kind == "sweep":
         return analyze_record_file(path)

@@ -9,6 +9,7 @@ has no spec here, so only a sweep of that CPU gives it a floor.
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +29,8 @@ from nsightlab.analysis.decode import (
     steps_report,
     trace_device,
 )
+from nsightlab.analysis.decode_words import Command
+from nsightlab.analysis.engine_ranges import RANGES_LISTED
 from nsightlab.analysis.gpus import lookup
 from nsightlab.analysis.steps import TraceAnatomy, analyze_gpu_trace, analyze_kineto
 from nsightlab.errors import ParseError, UsageError
@@ -95,7 +98,11 @@ def floor_bandwidth(device_name: str | None, device_type: str, dtype: str | None
 
 
 def decode_build(
-    record: DecodeRecord, anatomy: TraceAnatomy | None, *, no_trace_reason: str | None = None
+    record: DecodeRecord,
+    anatomy: TraceAnatomy | None,
+    *,
+    no_trace_reason: str | None = None,
+    command: Command = "profile decode",
 ) -> DecodeBuild:
     """`build_decode` with the floor's bandwidth looked up in the store."""
     cpu = anatomy.ops_are == "cpu" if anatomy is not None else record.device_type == "cpu"
@@ -111,6 +118,7 @@ def decode_build(
         bandwidth_notes=notes,
         trace_device=device,
         no_trace_reason=no_trace_reason,
+        command=command,
     )
 
 
@@ -201,10 +209,13 @@ class TraceOptions:
         return round((self.weights_gb + (self.kv_gb or 0.0)) * 1e9)
 
 
-def group_steps(anatomy: TraceAnatomy, opts: TraceOptions) -> tuple[list[GroupSteps], str | None, list[str]]:
-    """The step objects of a trace, its device, and notes (attribution, the floor's source)."""
+def group_steps(
+    anatomy: TraceAnatomy, opts: TraceOptions, source: Path | None = None
+) -> tuple[list[GroupSteps], str | None, list[str]]:
+    """The step objects of a trace, its device, and notes (attribution, the floor's source,
+    and, for a trace whose named ranges are no steps, the command that times one)."""
     device = trace_device(anatomy)
-    notes = [*attribution_lines(anatomy), *anatomy.notes]
+    notes = [*attribution_lines(anatomy), *anatomy.notes, *range_offer(anatomy, source)]
     bandwidth = None
     if opts.floor_bytes is not None:
         if anatomy.ops_are == "cpu":
@@ -223,6 +234,22 @@ def group_steps(anatomy: TraceAnatomy, opts: TraceOptions) -> tuple[list[GroupSt
     return groups, device, list(dict.fromkeys(notes))
 
 
+def range_offer(anatomy: TraceAnatomy, source: Path | None) -> list[str]:
+    """When no range of the trace is a step (none, or steps inferred from the kernel
+    sequence) but it has named ranges: a note listing them, with the command that times
+    the most frequent one as the step."""
+    if not anatomy.ranges or any(g.anatomy.source != "repeating-sequence" for g in anatomy.groups):
+        return []
+    listed = ", ".join(f"{r.name} ({r.count})" for r in anatomy.ranges[:RANGES_LISTED])
+    more = f", and {len(anatomy.ranges) - RANGES_LISTED} more" if len(anatomy.ranges) > RANGES_LISTED else ""
+    name = anatomy.ranges[0].name.removesuffix("#N")
+    command = shlex.join(["nsightlab", "analyze", str(source) if source is not None else "PATH", "--step-range", name])
+    return [
+        f"the trace has named ranges, none of them a step range nsightlab knows (an engine's, decode_step, "
+        f"ProfilerStep): {listed}{more}; to time one of them as the step: `{command}`"
+    ]
+
+
 def _group_notes(anatomy: TraceAnatomy, g: GroupSteps) -> list[str]:
     for group in anatomy.groups:
         if group.group == g.group:
@@ -231,10 +258,18 @@ def _group_notes(anatomy: TraceAnatomy, g: GroupSteps) -> list[str]:
 
 
 def trace_result(source: Path, anatomy: TraceAnatomy, opts: TraceOptions) -> TraceResult:
-    """`analyze` on a trace alone."""
-    groups, device, notes = group_steps(anatomy, opts)
+    """`analyze` on a trace alone: its steps, the whole timeline, its top kernels (kernels
+    only, as `analyze` of a kernel summary lists them) and its named ranges."""
+    groups, device, notes = group_steps(anatomy, opts, source)
     return TraceResult(
-        source=str(source), input=anatomy.input, device=device, steps=groups, trace=anatomy.trace, notes=notes
+        source=str(source),
+        input=anatomy.input,
+        device=device,
+        steps=groups,
+        trace=anatomy.trace,
+        notes=notes,
+        kernels=anatomy.kernels,
+        ranges=anatomy.ranges,
     )
 
 

@@ -144,7 +144,7 @@ def sqlite_result(
     result.kernel_grouping = GROUPING if report.kernels is not None else None
     result.nsys_input = "sqlite"
     if anatomy is not None:
-        attach_steps(result, anatomy, opts)
+        attach_steps(result, anatomy, opts, path)
     elif opts.used:
         raise UsageError(
             f"--step-range and --weights-gb need a GPU timeline, and {path} holds no GPU operation",
@@ -153,10 +153,10 @@ def sqlite_result(
     return result
 
 
-def attach_steps(result: ProfileResult, anatomy: TraceAnatomy, opts: TraceOptions) -> None:
+def attach_steps(result: ProfileResult, anatomy: TraceAnatomy, opts: TraceOptions, source: Path | None = None) -> None:
     """The step anatomy of the capture's trace, added to a profile's tables (its own keys
-    keep their values)."""
-    steps, _device, notes = group_steps(anatomy, opts)
+    keep their values); `source` is the path a command offered in a note names."""
+    steps, _device, notes = group_steps(anatomy, opts, source)
     result.steps, result.trace_summary, result.trace_notes = steps, anatomy.trace, notes
 
 

@@ -1,0 +1,317 @@
+"""The decode result models: what `lab_scripts/decode.py` writes (its JSON, read
+leniently), the decode and trace results nsightlab builds from it (contracts: their
+shapes are documented in docs/decode.md), and the bandwidth a step's floor divides by.
+
+Pure: no I/O but reading the script's JSON it is handed.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import ConfigDict, Field, ValidationError
+
+from nsightlab.analysis import bounds
+from nsightlab.analysis.gpus import GpuSpec, lookup
+from nsightlab.analysis.stepmodels import (
+    IdleMs,
+    MsStats,
+    Phase,
+    RangeCount,
+    StepSource,
+    StepTimeline,
+    TopKernel,
+    TraceKernel,
+    TraceSummary,
+)
+from nsightlab.analysis.verdicts import Floor, Verdict
+from nsightlab.errors import ParseError
+from nsightlab.models import Model, NonFiniteError, loads
+
+Bound = Literal["memory", "compute"]
+
+# ----------------------------------------------------------------- the script's JSON
+
+
+class _Lenient(Model):
+    model_config = ConfigDict(extra="ignore")
+
+
+class RecordModel(_Lenient):
+    preset: str | None = None
+    layers: int
+    hidden: int
+    heads: int
+    kv_heads: int
+    ffn: int
+    vocab: int
+    tied: bool
+    params: int
+    matmul_params: int
+    weight_bytes: int
+    dtype: str
+    element_size: int
+
+
+class RecordEntry(_Lenient):
+    """One mode at one batch size, as decode.py writes it."""
+
+    mode: str
+    batch: int
+    step_seconds: list[float]
+    median_step_s: float
+    p90_step_s: float
+    tokens_per_s: float
+    kv_cache_bytes_per_step: int
+    weight_bytes_per_step: int
+    bytes_per_step_floor: int
+    flops_per_step: float
+    ranges: dict[str, str | None] = Field(default_factory=dict)
+
+
+class DecodeRecord(_Lenient):
+    """What nsightlab reads of decode.py's JSON (`kind: decode`)."""
+
+    kind: Literal["decode"]
+    device: dict[str, Any] = Field(default_factory=dict)
+    model: RecordModel
+    prompt_len: int
+    tokens: int
+    warmup: int
+    batches: list[int]
+    modes: list[RecordEntry]
+    notes: list[str] = Field(default_factory=list)
+
+    @property
+    def device_type(self) -> str:
+        return str(self.device.get("type") or "cuda")
+
+    @property
+    def device_name(self) -> str | None:
+        name = self.device.get("name")
+        return str(name) if name else None
+
+
+def load_decode_record(path: Path) -> DecodeRecord | None:
+    """decode.py's JSON, or None when `path` is no such file (another script's JSON)."""
+    if not path.is_file():
+        return None
+    try:
+        data = loads(path.read_text(encoding="utf-8"))
+    except NonFiniteError as e:
+        raise ParseError(e.msg, source=path, line=e.lineno) from None
+    except json.JSONDecodeError as e:
+        raise ParseError(f"not valid JSON ({e.msg})", source=path, line=e.lineno) from None
+    except OSError as e:
+        raise ParseError(f"cannot read the file: {e.strerror or e}", source=path) from None
+    if not isinstance(data, dict) or data.get("kind") != "decode":
+        return None
+    try:
+        record = DecodeRecord.model_validate(data)
+    except ValidationError as e:
+        err = e.errors()[0]
+        raise ParseError(
+            f"bad decode JSON at {'.'.join(str(p) for p in err['loc'])}: {err['msg']}", source=path
+        ) from None
+    bounds.refuse(
+        (
+            bounds.check_call(
+                f"{m.mode} at batch {m.batch}",
+                seconds=min([m.median_step_s, *m.step_seconds]),
+                bytes_moved=m.bytes_per_step_floor,
+                flops=m.flops_per_step,
+            )
+            for m in record.modes
+        ),
+        source=path,
+    )
+    return record
+
+
+# ------------------------------------------------------------------------ results
+
+
+class DecodeModelInfo(Model):
+    preset: str | None
+    layers: int
+    hidden: int
+    heads: int
+    kv_heads: int
+    ffn: int
+    vocab: int
+    tied: bool
+    params: int  # every weight tensor once (a tied LM head once)
+    weight_bytes: int
+    dtype: str
+
+
+class DecodeSteps(Model):
+    """One group of steps: the step anatomy, the floor and the verdict. A contract.
+
+    Figures "per step" are the median step's (`StepAnatomy`); None where the steps come
+    from the script's own timing (`source: script`: no trace) or, for `host_ms`, from
+    the kernel sequence (no host range)."""
+
+    source: StepSource
+    step_range: str | None
+    count: int
+    step_ms: MsStats
+    kernels_per_step: int | None
+    gpu_busy_pct: float | None
+    idle_ms_per_step: IdleMs | None
+    top_kernels: list[TopKernel]
+    floor: Floor | None
+    verdict: Verdict
+    phase: Phase = "unknown"
+    host_ms: MsStats | None = None
+    gpu_span_ms: MsStats | None = None
+    gpu_busy_ms: MsStats | None = None
+    kernel_busy_pct: float | None = None
+    memops_per_step: int | None = None
+    memops_ms_per_step: float | None = None
+    graph_replays_per_step: int | None = None
+    syncs_per_step: int | None = None
+    syncs_ms_per_step: float | None = None
+    layer_period: int | None = None
+    step_period: int | None = None
+
+
+class GroupSteps(DecodeSteps):
+    """`analyze`'s steps: a decode step object for each group of steps in the trace."""
+
+    group: str | None  # the enclosing ranges (`mode:eager > batch:8`), None if none
+
+
+class DecodeMode(Model):
+    mode: str
+    batch: int
+    tokens_per_s: float  # batch x 1000 / median step ms
+    steps: DecodeSteps
+
+
+class BatchPoint(Model):
+    """One batch size: measured, and what the roofline predicts."""
+
+    batch: int
+    step_ms: float
+    tokens_per_s: float
+    predicted_tokens_per_s: float | None
+    bound: Bound | None
+
+
+class DecodeResult(Model):
+    """`nsightlab profile decode --json` (and the run's result.json). A contract."""
+
+    kind: Literal["decode"] = "decode"
+    run_id: str | None = None
+    device: str  # the GPU's name, or "cpu (NAME)" where CPU ops stand in for kernels
+    model: DecodeModelInfo
+    modes: list[DecodeMode]
+    trace: TraceSummary | None
+    batch_sweep: list[BatchPoint] | None
+    lesson: list[str]
+    notes: list[str]
+
+
+class TraceResult(Model):
+    """`nsightlab analyze TRACE --json` for a trace alone (a cuda_gpu_trace export, a
+    Kineto file): the whole timeline and a decode step object per group of steps."""
+
+    kind: Literal["trace"] = "trace"
+    source: str
+    input: Literal["nsys", "kineto"]
+    device: str | None
+    steps: list[GroupSteps]
+    trace: TraceSummary
+    notes: list[str]
+    kernels: list[TraceKernel] = Field(default_factory=list)  # the trace's top kernels, kernels only
+    ranges: list[RangeCount] = Field(default_factory=list)  # its named ranges
+
+
+class ModeTimeline(Model):
+    """The median step of one mode and batch on the time axis (the report's picture)."""
+
+    mode: str | None
+    batch: int | None
+    ops_are: Literal["gpu", "cpu"]
+    timeline: StepTimeline
+
+
+class RooflinePoint(Model):
+    batch: float
+    tokens_per_s: float
+    bound: Bound | None
+
+
+class DecodeTimelines(Model):
+    """`timeline.json` of a decode run, what its figures need beyond the result: one
+    step per mode and batch op by op, and the roofline's tokens/s as a curve of batch."""
+
+    run_id: str | None
+    device: str
+    timelines: list[ModeTimeline]
+    roofline: list[RooflinePoint] = Field(default_factory=list)
+    roofline_mode: str | None = None
+    crossover_batch: float | None = None
+    bandwidth_label: str | None = None
+
+
+# -------------------------------------------------------------------- bandwidth
+
+
+class Bandwidth(Model):
+    """What the floor divides by, where it came from, and the compute peak for the ridge."""
+
+    tbps: float
+    basis: Literal["measured", "spec"]
+    label: str  # "measured DRAM plateau, run 3fa2c1 (float16 sweep)", "spec: NVIDIA H200 datasheet"
+    peak_tflops: float | None = None  # dense matrix peak for the model's dtype, from the spec
+    peak_label: str | None = None
+
+    @property
+    def ridge(self) -> float | None:
+        """FLOP per byte where compute and memory take the same time."""
+        if self.peak_tflops is None or self.tbps <= 0:
+            return None
+        return self.peak_tflops / self.tbps
+
+
+def peak_tflops(spec: GpuSpec | None, dtype: str | None) -> tuple[float | None, str | None]:
+    """The spec's dense matrix peak for a dtype: tensor cores for 16-bit types, the CUDA
+    cores for float32; None where the table has no figure."""
+    if spec is None:
+        return None, None
+    if dtype in ("bfloat16", "float16") and spec.fp16_tensor_tflops:
+        return spec.fp16_tensor_tflops, f"{spec.short} dense FP16/BF16 tensor peak ({spec.source})"
+    if dtype == "float32" and spec.fp32_tflops:
+        return spec.fp32_tflops, f"{spec.short} FP32 peak ({spec.source})"
+    return None, None
+
+
+def spec_bandwidth(device: str | None, dtype: str | None) -> Bandwidth | None:
+    """The spec's DRAM bandwidth for a GPU name, with its compute peak; None if unknown."""
+    spec = lookup(device_name_of(device))
+    if spec is None or spec.dram_bw_bytes_per_s is None:
+        return None
+    peak, peak_label = peak_tflops(spec, dtype)
+    return Bandwidth(
+        tbps=spec.dram_bw_bytes_per_s / 1e12,
+        basis="spec",
+        label=f"spec: {spec.source}",
+        peak_tflops=peak,
+        peak_label=peak_label,
+    )
+
+
+_DEVICE_INDEX = re.compile(r"\s*\(\d+\)$")
+
+
+def device_name_of(name: str | None) -> str | None:
+    """A GPU name as the spec table knows it: nsys's Device column adds the device
+    index (`NVIDIA H100 80GB HBM3 (0)`)."""
+    if not name:
+        return None
+    return _DEVICE_INDEX.sub("", name.strip()) or None
