@@ -133,9 +133,18 @@ def test_every_schema_era_gives_the_same_tables_and_steps(
         "nvtx",
         "decode_step",
     )
-    assert group["kernels_per_step"] == 5 and group["step_ms"]["median"] == 0.033  # three kernels, a copy, a set
-    # the first operation at 1.001 ms, the last set ending at 1.1905 ms; 18 us busy a step
-    assert data["trace_summary"] == {"span_ms": 0.1895, "gpu_busy_pct": 56.992, "kernels": 18, "streams": 1}
+    # three kernels, and a copy and a set counted apart (as cuda_gpu_kern_sum and cuda_gpu_mem_time_sum keep them)
+    assert (group["kernels_per_step"], group["memops_per_step"], group["memops_ms_per_step"]) == (3, 2, 0.004)
+    assert group["step_ms"]["median"] == 0.033 and group["syncs_per_step"] == 1  # the step's cudaStreamSynchronize
+    # the first operation at 1.001 ms, the last set ending at 1.1905 ms; 18 us busy a step, 14 us of it kernels
+    assert data["trace_summary"] == {
+        "span_ms": 0.1895,
+        "gpu_busy_pct": 56.992,
+        "kernels": 18,
+        "streams": 1,
+        "kernel_busy_pct": 44.327,
+        "memops": 12,
+    }
     assert any("by their launch" in n for n in data["trace_notes"])
     assert data["versions"]["nsys"] == {"2026.1": "2026.1.3.425", "2023.1": "2023.1.2.43", "2021.1": None}[era]
 

@@ -117,3 +117,20 @@ def test_the_search_finds_the_step_of_a_layered_sequence(layer: int, layers: int
     assert found.period.period == p and found.period.count == n
     one = find_steps(template, [0] * p, [7] * p)  # one step, one graph replay
     assert one.one_step and one.layer == layer and one.layer_repeats == layers
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.integers(0, 3), max_size=48),  # a short trace's operation names (few, so they repeat by chance)
+    st.lists(st.integers(0, 5000), min_size=48, max_size=48),
+    st.booleans(),
+)
+def test_the_search_never_fails_on_a_short_or_irregular_sequence(
+    seq: list[int], gaps: list[int], launched: bool
+) -> None:
+    """Any sequence, however short or irregular, gives steps or a reason, never an error (eight
+    kernels of three names once divided by a lag of 0)."""
+    found = find_steps(seq, gaps[: len(seq)], list(range(len(seq))) if launched else None)
+    assert found.period is not None or found.why or found.one_step
+    if found.period is not None:
+        assert found.period.period >= 2

@@ -312,7 +312,7 @@ def find_steps(
     step_period = _recurring(_cluster_starts(seq, p), p)
     if step_period is not None:
         tol = max(2, step_period // 20)
-        lags = [d for d in range(step_period - tol, step_period + tol + 1) if 2 * d <= n]
+        lags = [d for d in range(max(2, step_period - tol), step_period + tol + 1) if 2 * d <= n]  # never 0 or 1
         size = min(n, max(sample, 4 * (step_period + tol)))
         lo = (n - size) // 2
         window = seq[lo : lo + size]

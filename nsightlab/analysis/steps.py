@@ -243,10 +243,9 @@ def analyze_timeline(
     notes = list(notes)
     unlaunched = 0
     if attribution == "launch":
-        # launch times joined by the reader (an SQLite export) are kept; else from the calls
-        unlaunched = (
-            ops.launch.count(-1) if len(ops.launch) and not calls.launch_of else ops.set_launches(calls.launch_of)
-        )
+        # launch times joined by the reader (an SQLite export, per process: CUPTI numbers
+        # correlation ids per process) are kept; else from the calls, by correlation id
+        unlaunched = ops.launch.count(-1) if len(ops.launch) else ops.set_launches(calls.launch_of)
     graph_corrs = set(calls.graph_launches)
     choice = choose_steps(ranges, step_range, default_source)
     tally = KernelTally(Counter(), Counter())

@@ -536,7 +536,13 @@ def _finish(
     if report is None:
         assert export is not None
         result = sqlite_result(
-            run.raw / export, TraceOptions(), record_path=record_path, script=name, target=target.label, anywork=True
+            run.raw / export,
+            TraceOptions(),
+            record_path=record_path,
+            script=name,
+            target=target.label,
+            anywork=True,
+            source=run.path,
         )
         result.versions = versions
     else:

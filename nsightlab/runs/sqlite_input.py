@@ -97,11 +97,13 @@ def sqlite_result(
     script: str | None = None,
     target: str | None = None,
     anywork: bool = False,
+    source: Path | None = None,
 ) -> ProfileResult:
     """The tables and the step anatomy of an nsys SQLite export (with the lesson1 JSON of
     its run, when given). ParseError (exit 2) for a file that is not a readable nsys
     export, or (unless `anywork`: a profile's own capture) one that holds neither CUDA nor
-    NVTX data (a CPU-only capture)."""
+    NVTX data (a CPU-only capture). `source` is what a command the notes offer names (default:
+    `path`; a run's folder for a run's own export, so the stored notes and `analyze RUN` agree)."""
     from nsightlab.analysis.profile import build_profile, load_record
 
     with SqliteTrace.open(path) as trace:
@@ -144,7 +146,7 @@ def sqlite_result(
     result.kernel_grouping = GROUPING if report.kernels is not None else None
     result.nsys_input = "sqlite"
     if anatomy is not None:
-        attach_steps(result, anatomy, opts, path)
+        attach_steps(result, anatomy, opts, source or path)
     elif opts.used:
         raise UsageError(
             f"--step-range and --weights-gb need a GPU timeline, and {path} holds no GPU operation",
