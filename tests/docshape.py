@@ -388,15 +388,18 @@ def _one(value: Any, shape: Shape, where: str) -> list[str]:
             return [f"{where}: a list of objects; write one, [{{...}}]"]
         return [p for item in value.items for p in problems(item, shape.item or Shape("any"), f"{where}[]")]
     if shape.kind == "scalar":
-        if isinstance(value, DocObject | DocList) and (not isinstance(value, DocObject) or value.members):
-            return [f"{where}: a plain value, written with keys or items"]
+        if isinstance(value, DocObject | DocList):
+            return [f"{where}: a plain value, written as an object or a list"]
         if shape.values and isinstance(value, DocScalar) and value.string:
             wrong = [v.strip() for v in value.text.split("|") if v.strip() not in shape.values]
             if wrong:
                 return [f"{where}: {wrong[0]!r} is not one of {'|'.join(shape.values)}"]
         return []
-    if shape.kind == "map" and isinstance(value, DocObject) and shape.item is not None:
-        return [p for _, v in value.members if v is not None for p in problems(v, shape.item, f"{where}{{}}")]
+    if shape.kind == "map":
+        if isinstance(value, DocList):
+            return [f"{where}: an object with keys of its own, written as a list"]
+        if isinstance(value, DocObject) and shape.item is not None:
+            return [p for _, v in value.members if v is not None for p in problems(v, shape.item, f"{where}{{}}")]
     return []
 
 
@@ -421,7 +424,7 @@ def _object_problems(obj: DocObject, shape: Shape, where: str) -> list[str]:
             continue
         path = f"{where}.{key}" if where else key
         if value is None:
-            if sub.kind == "object" or (
+            if sub.kind in ("object", "union") or (
                 sub.kind == "list" and sub.item is not None and sub.item.kind in ("object", "union")
             ):
                 out.append(f"{path}: holds {'objects' if sub.kind == 'list' else 'an object'}; write its keys")
