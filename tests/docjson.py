@@ -60,13 +60,15 @@ MODELS: dict[str, str] = {
 
 @dataclass(frozen=True)
 class Doc:
-    """One document a command prints with --json: when (the command line, in words), the
-    model (a key of MODELS), or for a document built by hand (model None) what it is."""
+    """One document a command prints with --json: when (the command line), the model (a
+    key of MODELS), or for a document that is no model of nsightlab's (model None) a name
+    for it (`label`) and what it is (`text`)."""
 
     when: str
     model: str | None
     extra: tuple[str, ...] = ()  # keys the command adds to the model's own by hand
     text: str = ""
+    label: str = ""
 
 
 # Each command that takes --json (its path, as `nsightlab PATH --json`), in the manual's
@@ -82,7 +84,8 @@ SECTIONS: dict[str, list[Doc]] = {
         Doc(
             "create --dry-run --json",
             None,
-            text="The Pod manifest `create` would send, as a JSON object (`apiVersion`, `kind: Pod`, `metadata`, "
+            label="the Pod manifest",
+            text="The manifest `create` would send, as a JSON object (`apiVersion`, `kind: Pod`, `metadata`, "
             "`spec`): Kubernetes' own shape, built from `manifests/pod.yaml` and `config.yaml`, not a model of "
             "nsightlab's.",
         ),
@@ -98,7 +101,8 @@ SECTIONS: dict[str, list[Doc]] = {
         Doc(
             "analyze PATH --json",
             None,
-            text="What PATH holds decides the document. nsys output (`nsys stats` console text or CSV exports, a "
+            label="what PATH holds decides",
+            text="nsys output (`nsys stats` console text or CSV exports, a "
             "SQLite export, a `.nsys-rep`) or a lesson1 or torch.profiler JSON: ProfileResult, as `profile`; ncu "
             "CSVs: NcuResult, as `ncu`; a sweep JSON: SweepResult, as `sweep`; decode.py's JSON, alone or with its "
             "capture's exports or trace beside it: DecodeResult, as `profile decode`; a stored run (its id, a "
@@ -106,8 +110,8 @@ SECTIONS: dict[str, list[Doc]] = {
             "timeline alone (`cuda_gpu_trace` exports, a Kineto trace): TraceResult; the folder `bench/gpu_run.sh` "
             "wrote: GpuRunResult.",
         ),
-        Doc("analyze TRACE --json (a GPU timeline alone)", "TraceResult"),
-        Doc("analyze OUTDIR --json (bench/gpu_run.sh's folder)", "GpuRunResult"),
+        Doc("analyze TRACE --json", "TraceResult"),
+        Doc("analyze OUTDIR --json", "GpuRunResult"),
     ],
     "sweep": [
         Doc("sweep --json", "SweepResult"),
@@ -119,6 +123,7 @@ SECTIONS: dict[str, list[Doc]] = {
         Doc(
             "fleet sweep --dry-run --json",
             None,
+            label="the ConfigMap and the Jobs",
             text="A JSON list of the objects the fleet would create, the ConfigMap first, then one Job per target, "
             "in the order the fleet creates them: Kubernetes' own shapes (built from `manifests/fleet-job.yaml`), "
             "not a model of nsightlab's.",
@@ -135,7 +140,11 @@ SECTIONS: dict[str, list[Doc]] = {
     "runs rm": [Doc("runs rm RUN... --json", "RemovedRuns")],
     "report": [
         Doc("report --json", "ReportFiles"),
-        Doc("report --terminal --json (without --out or --open)", "ReportDoc"),
+        Doc(
+            "report --terminal --json",
+            "ReportDoc",
+            text="With `--terminal` and neither `--out` nor `--open`: the report itself, as the terminal shows it.",
+        ),
     ],
     "roofline": [Doc("roofline --weights-gb GB --json", "DecodeFloor")],
 }
@@ -334,15 +343,13 @@ def page() -> str:
     done: set[str] = set()
     first: dict[str, str] = {}  # each model: the command line of the document that shows it
     out = [INTRO, "## The documents", "", "| command | document |", "|---|---|"]
-    for command, docs in SECTIONS.items():
-        names = ", ".join(d.model or "(below)" for d in docs)
-        out.append(f"| `{command}` | {names} |")
+    out += [f"| `nsightlab {d.when}` | {d.model or d.label} |" for docs in SECTIONS.values() for d in docs]
     out.append("")
     for command, docs in SECTIONS.items():
         out += [f"### {command}", ""]
         for doc in docs:
             if doc.model is None:
-                out += [f"`nsightlab {doc.when}`: {doc.text}", ""]
+                out += [f"`nsightlab {doc.when}`: {doc.label}. {doc.text}", ""]
                 continue
             if doc.model in first:
                 out += [f"`nsightlab {doc.when}`: {doc.model}, as `nsightlab {first[doc.model]}`.", ""]
