@@ -57,8 +57,6 @@ def _held(word: str) -> bool:
 
 def problem(command: str) -> str | None:
     """What keeps `command` from running as printed, or None."""
-    import typer
-
     try:
         words = shlex.split(command)
     except ValueError as e:
@@ -66,8 +64,16 @@ def problem(command: str) -> str | None:
     held = [w for w in words[1:] if _held(w)]
     if held:
         return f"placeholder {held[0]!r} left"
+    return parse_problem(words[1:])
+
+
+def parse_problem(argv: list[str]) -> str | None:
+    """Why `argv` (the words after `nsightlab`) does not parse as the program parses it,
+    or None when it does."""
+    import typer
+
     try:
-        _parse(words[1:])
+        _parse(argv)
     except typer.Exit as e:  # --help, --version: it runs, and exits
         return None if not e.exit_code else f"exit {e.exit_code}"
     except Exception as e:  # Click's usage errors, and ours
