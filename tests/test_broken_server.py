@@ -181,9 +181,11 @@ def _config(tmp_path: Path, *, pending: bool = False) -> Path:
 def test_a_broken_watch_is_one_line_and_exit_4(
     capsys: pytest.CaptureFixture[str], env: KubeSim, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("NSIGHTLAB_CONFIG", str(_config(tmp_path, pending=True)))  # stays Pending: create watches
+    monkeypatch.setenv(
+        "NSIGHTLAB_CONFIG", str(_config(tmp_path, pending=True))
+    )  # stays Pending: create watches; a broken watch is waited out, within --timeout
     env.faults.html_page(lambda q: q.action == kmock.action.WATCH, times=None)
-    r = nsl(capsys, "create", "--context", "stg", "--yes", "--timeout", "60")
+    r = nsl(capsys, "create", "--context", "stg", "--yes", "--timeout", "6")
     assert r.code == 4, r
     line = one_error(r)
     assert f"the API server {env.url} answered with an HTML page" in line and f"watch pods in namespace {NS}" in line, (
