@@ -79,6 +79,7 @@ import gzip
 import json
 import math
 import re
+import sys
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -341,8 +342,10 @@ class _JsonStream:
                 raise self.fail(f"malformed JSON: {exc.msg}", where) from None
             except RecursionError:
                 raise self.fail("malformed JSON: nested too deeply") from None
-            except ValueError as exc:  # an integer of more digits than int() takes
-                raise self.fail(f"malformed JSON: {exc}") from None
+            except ValueError:  # an integer of more digits than int() takes
+                raise self.fail(
+                    f"malformed JSON: an integer of more than {sys.get_int_max_str_digits()} digits"
+                ) from None
             if end >= len(self.buf) and not self.eof and self.fill():
                 # A number cut at the chunk's end parses as a shorter number: re-read.
                 continue

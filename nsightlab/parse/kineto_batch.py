@@ -183,6 +183,8 @@ def _durations(values: list[Any], known: dict[Any, int]) -> list[int] | None:
 
 def _ends(starts: list[int], durs: list[int]) -> list[int] | None:
     """start + dur (a negative duration reads as zero); None past int64 ns."""
+    if not durs:
+        return []
     positive = durs if min(durs) >= 0 else map(max, durs, repeat(0))
     ends = list(map(add, starts, positive))
     return None if max(ends) > NS_MAX else ends
