@@ -122,23 +122,14 @@ class HostCalls:
 
 def attribute(ops: OpTable, steps: Sequence[HostRange], how: Attribution) -> array[int]:
     """The step index of every operation (-1: none), `steps` sorted by start."""
-    step_of = array("l", [-1]) * len(ops)
     starts = [r.start for r in steps]
     if how in ("launch", "cpu-range"):
         ends = [r.end for r in steps]
         if all(map(operator.le, ends, islice(ends, 1, None))):
             return _attribute_by_launch(ops.launch, starts, ends)
-        for i, t in enumerate(ops.launch):
-            if t < 0:
-                continue
-            s = bisect.bisect_right(starts, t) - 1
-            # The latest step begun before the launch, unless it ended before it; a few
-            # earlier ones are tried for overlapping step ranges.
-            for k in range(s, max(s - _OVERLAP_LOOKBACK, -1), -1):
-                if ends[k] >= t:
-                    step_of[i] = k
-                    break
-    elif how == "projection":
+        return _attribute_one_by_one(ops.launch, starts, ends)
+    step_of = array("l", [-1]) * len(ops)
+    if how == "projection":
         projected = sorted((r.proj_start, r.proj_end, k) for k, r in enumerate(steps) if r.proj_start is not None)
         pstarts = [p[0] for p in projected]
         for i in range(len(ops)):
@@ -158,6 +149,22 @@ def attribute(ops: OpTable, steps: Sequence[HostRange], how: Attribution) -> arr
             limit = starts[s + 1] if s + 1 < len(starts) else steps[s].end
             if a < limit:
                 step_of[i] = s
+    return step_of
+
+
+def _attribute_one_by_one(launch: Sequence[int], starts: list[int], ends: list[int]) -> array[int]:
+    """`attribute` by launch, operation by operation."""
+    step_of = array("l", [-1]) * len(launch)
+    for i, t in enumerate(launch):
+        if t < 0:
+            continue
+        s = bisect.bisect_right(starts, t) - 1
+        # The latest step begun before the launch, unless it ended before it; a few
+        # earlier ones are tried for overlapping step ranges.
+        for k in range(s, max(s - _OVERLAP_LOOKBACK, -1), -1):
+            if ends[k] >= t:
+                step_of[i] = k
+                break
     return step_of
 
 

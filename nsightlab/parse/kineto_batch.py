@@ -140,18 +140,9 @@ def ns_column(values: Sequence[Any]) -> list[int] | None:
     # digits, signs and one point each, no sign after a point (int() would take `.-5` as `-5`)
     if shape.translate(None, b"0.,-") or shape.count(b".") != n or ".-" in joined:
         return None
-    # The same number of decimals in every value (a writer prints them alike): the
-    # digits without the points, padded to ns, read by msgspec as one array of integers.
-    first = values[0]
-    decimals = len(first) - first.find(".") - 1
-    if 1 <= decimals <= 3 and shape.count(b"." + b"0" * decimals + b",") == n:
-        digits = joined.replace(".", "")
-        if decimals < 3:
-            digits = digits.replace(",", _PAD[decimals]) + _PAD[decimals][:-1]
-        try:
-            return _NS_ARRAY.decode("".join(("[", digits, "]")))
-        except (msgspec.DecodeError, msgspec.ValidationError):  # leading zeros (0.5), or out of range
-            pass
+    ns = _same_decimals(values[0], joined, shape, n)
+    if ns is not None:
+        return ns
     points = list(map(str.find, values, repeat(".")))
     if -1 in points:  # then another value has two
         return None
@@ -163,6 +154,23 @@ def ns_column(values: Sequence[Any]) -> list[int] | None:
     if min(ns) < -NS_MAX or max(ns) > NS_MAX:
         return None
     return ns
+
+
+def _same_decimals(first: str, joined: str, shape: bytes, n: int) -> list[int] | None:
+    """The n float texts of `joined` (commas between; `shape` its digits as 0) in ns when
+    every one has as many decimals as `first` (a writer prints them alike): the digits
+    without the points, padded to ns, read by msgspec as one array of integers. None
+    otherwise, or for a leading zero (`0.5`) or a value past int64 ns."""
+    decimals = len(first) - first.find(".") - 1
+    if not 1 <= decimals <= 3 or shape.count(b"." + b"0" * decimals + b",") != n:
+        return None
+    digits = joined.replace(".", "")
+    if decimals < 3:
+        digits = digits.replace(",", _PAD[decimals]) + _PAD[decimals][:-1]
+    try:
+        return _NS_ARRAY.decode("".join(("[", digits, "]")))
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return None
 
 
 def _durations(values: list[Any], known: dict[Any, int]) -> list[int] | None:
