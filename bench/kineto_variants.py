@@ -6,10 +6,11 @@ each in its own process, side by side.
     all                  as `analyze` runs it
     records              the reader's records, one event at a time into the op table (as
                          before the columns), instead of `batches()`
-    one by one           the step anatomy's loops in Python, operation by operation
-                         (attribution, each step's figures, the unions)
-    no same-decimals     times of one shape not read as one msgspec array of integers
-    no duration cache    each duration converted, not each distinct one
+
+Three more ways were measured here and taken out, each buying under 20% on a million GPU
+events (bench/RESULTS.md, "kineto-speed"): the step anatomy's loops in C (attribution by
+launch, each step's figures, the unions a chunk at a time), times of one shape read as one
+msgspec array of integers, and each distinct duration converted once.
 
     python bench/kineto_variants.py --repeat 3 --ops 1000000
     python bench/kineto_variants.py --repeat 5 TRACE.json.gz
@@ -26,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "bench"), str(ROOT / "tests")]
 from _timing import side_by_side, table  # noqa: E402
 
-VARIANTS = ["all", "records", "one by one", "no same-decimals", "no duration cache"]
+VARIANTS = ["all", "records"]
 
 
 def _records(path: str) -> None:
@@ -54,21 +55,11 @@ def _records(path: str) -> None:
 
 
 def _run(variant: str, path: str) -> None:
-    from nsightlab.analysis import intervals, projection, stepgroups
     from nsightlab.analysis.steps import analyze_kineto
-    from nsightlab.parse import kineto_batch
 
     if variant == "records":
         _records(path)
         return
-    if variant == "one by one":
-        projection._attribute_by_launch = projection._attribute_one_by_one
-        stepgroups.accumulate = projection._accumulate_one_by_one
-        intervals._in_start_order = lambda starts, ends: False
-    elif variant == "no same-decimals":
-        kineto_batch._same_decimals = lambda *args: None
-    elif variant == "no duration cache":
-        kineto_batch._durations = lambda values, known: kineto_batch.ns_column(values)
     result = analyze_kineto(path, tile=True)
     print(result.trace.model_dump(), file=sys.stderr)
 

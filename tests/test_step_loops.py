@@ -1,8 +1,8 @@
-"""The step anatomy's loops that run in C (`IntervalUnion.extend`, attribution by launch,
-a step's accumulation), against the same rules written out operation by operation: the
-same unions, the same step for every operation, the same figures for every step, on
-random operations in and out of start order, overlapping or not, nested step ranges,
-graph replays and operations that belong to no step."""
+"""A step's accumulation (its rows kept, its kernels' time by name counted only for the
+steps that show it), attribution by launch and a union fed a batch at a time, against
+the rules written out: the same figures for every step, the same step for every
+operation, the same union, on random operations in and out of start order, overlapping or
+not, nested step ranges, graph replays and operations that belong to no step."""
 
 from __future__ import annotations
 
@@ -145,8 +145,8 @@ def test_a_steps_figures_are_those_of_its_operations(
         assert list(acc.kernel_time(ops).items()) == list(by_name.items())
 
 
-def test_operations_that_end_before_they_start_are_accumulated_one_by_one() -> None:
-    # (an export may hold them: the unions then follow the running segment, as before)
+def test_operations_that_end_before_they_start_follow_the_running_segment() -> None:
+    # (an export may hold them)
     ops = OpTable()
     for start, end in [(0, 10), (5, 3), (20, 30), (25, 22)]:
         ops.start.append(start)

@@ -6,11 +6,6 @@ from __future__ import annotations
 import bisect
 from array import array
 from collections.abc import Iterable, Sequence
-from itertools import accumulate, compress, islice
-from operator import gt, le, sub
-
-# Pairs merged at a time by `IntervalUnion.extend`.
-_CHUNK = 1 << 16
 
 
 class IntervalUnion:
@@ -55,39 +50,8 @@ class IntervalUnion:
             self._late.append((start, end))
 
     def extend(self, starts: Sequence[int], ends: Sequence[int]) -> None:
-        """`add` every (start, end) pair: the same result. Pairs in start order, none
-        ending before it starts (a trace's operations), are merged by loops that run in
-        C: with the running maximum of the ends, a segment begins at each start past it."""
-        if len(starts) > _CHUNK:  # a chunk at a time: the loops' lists stay small
-            for lo in range(0, len(starts), _CHUNK):
-                self.extend(starts[lo : lo + _CHUNK], ends[lo : lo + _CHUNK])
-            return
-        if not starts:
-            return
-        cur = self._cur_start
-        if (cur is not None and starts[0] < cur) or not _in_start_order(starts, ends):
-            self._extend_one_by_one(starts, ends)
-            return
-        head = starts[0]
-        if cur is None:
-            cur, cur_end = head, ends[0]
-            starts, ends = starts[1:], ends[1:]
-        else:
-            cur_end = self._cur_end
-        highest = running_max(ends, cur_end)
-        begins = list(map(gt, starts, highest))
-        opened = list(compress(starts, begins))
-        if opened:
-            self.seg_start.append(cur)
-            self.seg_start.extend(opened[:-1])
-            self.seg_end.extend(compress(highest, begins))
-            cur = opened[-1]
-        self._cur_start, self._cur_end = cur, highest[-1]
-        first, last = self.first_start, self.last_end
-        self.first_start = head if first is None else min(first, head)
-        self.last_end = highest[-1] if last is None else max(last, highest[-1])
-
-    def _extend_one_by_one(self, starts: Sequence[int], ends: Sequence[int]) -> None:
+        """`add` every (start, end) pair: the same result, in one loop without a call
+        per interval while they come in start order."""
         seg_start, seg_end = self.seg_start, self.seg_end
         cur, cur_end = self._cur_start, self._cur_end
         first, last = self.first_start, self.last_end
@@ -137,7 +101,12 @@ class IntervalUnion:
                 else:
                     self.seg_start.append(s)
                     self.seg_end.append(e)
-        self._prefix = array("q", accumulate(map(sub, self.seg_end, self.seg_start), initial=0))
+        prefix = array("q", [0])
+        total = 0
+        for s, e in zip(self.seg_start, self.seg_end, strict=True):
+            total += e - s
+            prefix.append(total)
+        self._prefix = prefix
         return self
 
     @property
@@ -176,17 +145,3 @@ def union_length(intervals: Iterable[tuple[int, int]]) -> int:
     for start, end in intervals:
         union.add(start, end)
     return union.finish().busy
-
-
-def _in_start_order(starts: Sequence[int], ends: Sequence[int]) -> bool:
-    """Every start at least the one before, every end at least its start."""
-    return all(map(le, starts, islice(starts, 1, None))) and all(map(le, starts, ends))
-
-
-def running_max(ends: Sequence[int], before: int) -> list[int]:
-    """highest[k]: the latest of `before` and ends[:k] (k up to len(ends)): where a pair
-    that starts past it begins a segment of the union. Ends that never decrease (one
-    stream's operations) are their own running maximum."""
-    if (not ends or before <= ends[0]) and all(map(le, ends, islice(ends, 1, None))):
-        return [before, *ends]
-    return list(accumulate(ends, max, initial=before))

@@ -133,20 +133,22 @@ class OpTable:
         union of all operations when there are no memory operations."""
         if self.kernels == len(self):
             return self.union.busy
-        union = IntervalUnion()
+        total = 0
+        cur = end = -(1 << 62)
         mask = self.kind.tobytes().translate(_KERNEL_MASK)
-        starts, ends = itertools.compress(self.start, mask), itertools.compress(self.end, mask)
-        while chunk := list(itertools.islice(starts, 1 << 16)):
-            union.extend(chunk, list(itertools.islice(ends, len(chunk))))
-        return union.finish().busy
+        for a, b in zip(itertools.compress(self.start, mask), itertools.compress(self.end, mask), strict=True):
+            if a <= end:
+                if b > end:
+                    end = b
+            else:
+                total += end - cur
+                cur, end = a, b
+        return total + (end - cur if self.kernels else 0)
 
     def set_launches(self, launch_of: Mapping[int, int]) -> int:
         """Launch time of every op from its correlation id; returns how many have none."""
         get = launch_of.get
-        if launch_of and min(launch_of) < 0:  # a negative id is no id here
-            self.launch = array("q", [get(c, -1) if c >= 0 else -1 for c in self.corr])
-        else:
-            self.launch = array("q", map(get, self.corr, itertools.repeat(-1)))
+        self.launch = array("q", [get(c, -1) if c >= 0 else -1 for c in self.corr])
         return self.launch.count(-1)
 
     def summary(self) -> TraceSummary:

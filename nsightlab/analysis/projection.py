@@ -36,26 +36,21 @@ from array import array
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from itertools import compress, islice, repeat
+from itertools import compress, repeat
 from typing import Any, Literal
 
 from nsightlab.analysis.engine_ranges import HostRange
-from nsightlab.analysis.intervals import running_max
 from nsightlab.analysis.optable import KERNEL, OpTable
 from nsightlab.analysis.stepmodels import Phase, StepTiming
 from nsightlab.parse.apicalls import is_graph_launch, is_sync_call
 from nsightlab.parse.names import puts_work_on_gpu
 
 Attribution = Literal["launch", "projection", "window", "cpu-range"]
-# bytes.translate tables over kind codes: a kernel -> 1, else 0; and 1 <-> 0.
-_KERNEL_MASK = bytes([1] + [0] * 255)
-_FLIP = bytes([1, 0] + [0] * 254)
+
 _LAUNCHES, _GRAPH, _SYNC = (operator.itemgetter(i) for i in range(3))
 # Step ranges tried, backwards from the latest one begun, for a launch inside overlapping
 # step ranges.
 _OVERLAP_LOOKBACK = 4
-# Operations attributed at a time where that runs in C.
-_CHUNK = 1 << 16
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,14 +117,21 @@ class HostCalls:
 
 def attribute(ops: OpTable, steps: Sequence[HostRange], how: Attribution) -> array[int]:
     """The step index of every operation (-1: none), `steps` sorted by start."""
+    step_of = array("l", [-1]) * len(ops)
     starts = [r.start for r in steps]
     if how in ("launch", "cpu-range"):
         ends = [r.end for r in steps]
-        if all(map(operator.le, ends, islice(ends, 1, None))):
-            return _attribute_by_launch(ops.launch, starts, ends)
-        return _attribute_one_by_one(ops.launch, starts, ends)
-    step_of = array("l", [-1]) * len(ops)
-    if how == "projection":
+        for i, t in enumerate(ops.launch):
+            if t < 0:
+                continue
+            s = bisect.bisect_right(starts, t) - 1
+            # The latest step begun before the launch, unless it ended before it; a few
+            # earlier ones are tried for overlapping step ranges.
+            for k in range(s, max(s - _OVERLAP_LOOKBACK, -1), -1):
+                if ends[k] >= t:
+                    step_of[i] = k
+                    break
+    elif how == "projection":
         projected = sorted((r.proj_start, r.proj_end, k) for k, r in enumerate(steps) if r.proj_start is not None)
         pstarts = [p[0] for p in projected]
         for i in range(len(ops)):
@@ -149,38 +151,6 @@ def attribute(ops: OpTable, steps: Sequence[HostRange], how: Attribution) -> arr
             limit = starts[s + 1] if s + 1 < len(starts) else steps[s].end
             if a < limit:
                 step_of[i] = s
-    return step_of
-
-
-def _attribute_one_by_one(launch: Sequence[int], starts: list[int], ends: list[int]) -> array[int]:
-    """`attribute` by launch, operation by operation."""
-    step_of = array("l", [-1]) * len(launch)
-    for i, t in enumerate(launch):
-        if t < 0:
-            continue
-        s = bisect.bisect_right(starts, t) - 1
-        # The latest step begun before the launch, unless it ended before it; a few
-        # earlier ones are tried for overlapping step ranges.
-        for k in range(s, max(s - _OVERLAP_LOOKBACK, -1), -1):
-            if ends[k] >= t:
-                step_of[i] = k
-                break
-    return step_of
-
-
-def _attribute_by_launch(launch: Sequence[int], starts: list[int], ends: list[int]) -> array[int]:
-    """`attribute` by launch where no step range ends before an earlier one does: then
-    the latest step begun before a launch holds it or none does, and the search for each
-    operation runs in C. step index + 1 of each launch (0: before every step), then -1
-    where the launch is past that step's end or there is none (a negative time)."""
-    bound = [-1, *ends]  # no launch time is at most -1 and held
-    step_of = array("l")
-    for lo in range(0, len(launch), _CHUNK):  # a chunk at a time: the lists stay small
-        times = launch[lo : lo + _CHUNK]
-        after = list(map(bisect.bisect_right, repeat(starts), times))
-        held = map(operator.le, times, map(bound.__getitem__, after))
-        held = map(operator.and_, held, map(operator.ge, times, repeat(0)))
-        step_of.extend(map(operator.sub, map(operator.mul, after, held), repeat(1)))
     return step_of
 
 
@@ -222,50 +192,10 @@ class StepAcc:
 
 def accumulate(ops: OpTable, accs: list[StepAcc], step_of: Sequence[int], graph_corrs: set[int]) -> None:
     """Fill each step's figures from its operations (ops in start order): their rows,
-    count, first start and last end, the unions of all its operations and of its kernels,
-    its memory operations and graph replays. The rows are grouped by step with one
-    stable sort, and each step's figures computed by loops that run in C."""
-    if not all(map(operator.le, ops.start, ops.end)):  # an operation that ends before it starts
-        _accumulate_one_by_one(ops, accs, step_of, graph_corrs)
-        return
-    order = sorted(range(len(step_of)), key=step_of.__getitem__)  # each step's rows stay in start order
-    counts = Counter(step_of)
-    at = counts[-1]  # the rows of no step sort first
-    start, end, kind, corr = ops.start, ops.end, ops.kind, ops.corr
-    for k, acc in enumerate(accs):
-        n = counts[k]
-        if not n:
-            continue
-        rows = acc.ops = array("l", order[at : at + n])
-        at += n
-        a, b = list(map(start.__getitem__, rows)), list(map(end.__getitem__, rows))
-        acc.count, acc.first = n, a[0]
-        acc.busy, acc.last_end = _sorted_union(a, b)
-        mask = bytes(map(kind.__getitem__, rows)).translate(_KERNEL_MASK)
-        acc.kernels = mask.count(1)
-        if acc.kernels == n:
-            acc.kernel_busy = acc.busy
-        elif acc.kernels:
-            acc.kernel_busy = _sorted_union(list(compress(a, mask)), list(compress(b, mask)))[0]
-        acc.memops = n - acc.kernels
-        if acc.memops:
-            other = mask.translate(_FLIP)
-            acc.memops_ns = sum(map(operator.sub, compress(b, other), compress(a, other)))
-        if graph_corrs:
-            replayed = list(filter(graph_corrs.__contains__, map(corr.__getitem__, rows)))
-            acc.graphs, acc.graph_ops = set(replayed), len(replayed)
-
-
-def _sorted_union(starts: list[int], ends: list[int]) -> tuple[int, int]:
-    """The length of the union of intervals sorted by start (none ending before it
-    starts), and their last end: a gap wherever a start passes every end before it."""
-    highest = running_max(ends, ends[0])
-    gaps = sum(filter((0).__lt__, map(operator.sub, islice(starts, 1, None), islice(highest, 1, None))))
-    return highest[-1] - starts[0] - gaps, highest[-1]
-
-
-def _accumulate_one_by_one(ops: OpTable, accs: list[StepAcc], step_of: Sequence[int], graph_corrs: set[int]) -> None:
-    """`accumulate` operation by operation, for intervals that end before they start."""
+    count, first start and last end, the running unions of all its operations and of its
+    kernels (inlined: a call per operation would double the time on a large trace), its
+    memory operations and graph replays. (Its kernels' time by name is counted for the
+    steps that need it, `StepAcc.kernel_time`: per operation here it was half the time.)"""
     start, end, kind, corr = ops.start, ops.end, ops.kind, ops.corr
     rows: list[list[int]] = [[] for _ in accs]
     cur: list[list[int]] = [[0, 0] for _ in accs]  # each step's open segment of its operations' union

@@ -41,11 +41,8 @@ holds 1.7e15 us to a quarter of a microsecond). A negative duration is read as z
 
 Any input that is not such a trace raises `ParseError` naming the file and the line.
 
-Many events are decoded in one call. A run of whole events in the buffer, from the
-current one to the last one it ends, is decoded by msgspec's C decoder
-(`kineto_batch.decode_events`): only the keys read here become objects, the rest are
-skipped as they are parsed. Such a run ends where Kineto's layout puts a boundary between
-two events:
+Two ways of reading. Iteration reads the events one by one with the standard library's
+decoder, except in Kineto's own layout. libkineto writes each event on lines of its own:
 
     [ ... ,
       {
@@ -58,18 +55,30 @@ two events:
       {
         ...
 
-(a JSON string cannot hold a newline, so `\n  },\n  {` is always structure), and,
-for `batches()`, in a file of any layout, before an event whose first key is the one the
-first event began with (`}, {"ph"`: found by searching back from the buffer's end; if the
-run decodes, the cut was between two events of the array, as JSON parses from the left).
-The decoded events are judged one by one as the general way judges them, or, for
-`batches()`, all at once into columns (`kineto_batch.EventBatch`). A run that does not
-decode (an event that is not well-formed, a NaN, a lone surrogate) or holds an unusual
-value is read again the general way, event by event, which yields the same records or
-reports the error with its line; in Kineto's layout the older scan reads it first (the
-X events worth reading found by two regular expressions, and decoded one by one), and
-it passes over the events it would drop undecoded: the one difference between the ways
-is that an event passed over there is not checked to be well-formed JSON (it is not used).
+A JSON string cannot hold a newline, so `\n  },\n  {` is always structure: in this
+layout, the boundary between two events, and each event begins with its `ph` and `cat`.
+Over a buffer of events in that form, two regular-expression scans (in C) find the events
+to decode (the layout scan): the ones read here, and the X events the scan cannot judge by
+their first line (an unknown or escaped `cat`, a runtime call whose `name` does not
+follow its `cat`), which decoded are judged the general way. The events the reader would
+drop (flow arrows, `cpu_op`s, runtime calls that launch nothing: four in five of a typical
+trace's events) are passed over undecoded. An event whose first key is not `ph` ends the
+buffer's block, and a file not in that form (written on one line, say) is read the
+general way, event by event; the two ways yield the same events. The difference: an event
+passed over is not checked to be well-formed JSON (it is not used).
+
+`batches()`, what `analyze` reads, decodes a run of events at a time: from the current
+event to the last whole one in the buffer, cut at Kineto's boundary, or in any other
+layout (one line, as vLLM and SGLang write their traces; `json.dump`'s indentation) before
+an event whose first key is the one the first event began with (`}, {"ph"`, searched back
+from the buffer's end: if the run decodes, the cut was between two events, as JSON parses
+from the left). msgspec's C decoder builds only the keys read here
+(`kineto_batch.decode_events`) and the run is judged all at once into columns
+(`kineto_batch.EventBatch`), as iteration judges each event. A run that does not decode
+(an event that is not well-formed, a NaN, a lone surrogate) or holds an unusual value is
+read as iteration reads it (the layout scan, or the general way): batches hold what the
+records hold, or raise the same error. They count no lines; an error is found again by
+iteration, which names the line.
 """
 
 from __future__ import annotations
@@ -548,50 +557,28 @@ class KinetoReader:
     # ------------------------------------------------------------- runs of events
 
     def _run(self, stream: _JsonStream, batching: bool) -> list[KinetoEvent] | list[EventBatch] | None:
-        """The events from the current one to the last whole one in the buffer, decoded
-        in one call (module docstring): their records, or one batch of them; the stream is
-        then left after the last. None, with nothing consumed, where they are to be read
-        the general way."""
-        buf, pos = stream.buf, stream.pos
-        if stream.base + pos < self._general_until:
+        """The events from the current one to the last whole one in the buffer: for
+        `batches()`, decoded in one call into one batch (module docstring); else, in
+        Kineto's layout, the layout scan's records. The stream is then left after the
+        last. None, with nothing consumed, where they are to be read the general way."""
+        if stream.base + stream.pos < self._general_until:
             return None
-        layout = self.layout_scan and _FIRST.match(buf, pos) is not None
-        if layout:
-            end = _layout_end(stream)
-        elif batching:
-            end = self._cut(stream)
-        else:
-            return None
+        layout = self.layout_scan and _FIRST.match(stream.buf, stream.pos) is not None
+        if not batching:
+            return self._layout_block(stream) if layout else None
+        end = _layout_end(stream) if layout else self._cut(stream)
         if end < 0:
             return None
-        buf, pos = stream.buf, stream.pos  # a chunk may have been read
         try:
-            events = decode_events("".join(("[", buf[pos:end], "]")))
+            batch = EventBatch.of(decode_events("".join(("[", stream.buf[stream.pos : end], "]"))), self._judged)
         except BlockError:
-            return self._scan_or_general(stream, layout, end)
-        if batching:
-            batch = EventBatch.of(events, self._judged)
-            if batch is not None:
-                stream.pos = end
-                return [batch]
-            if not layout:  # something unusual: judged one event at a time, the general way
-                self._general_until = stream.base + end
-                return None
-        starts = _event_starts(buf, pos, end)
-        if len(starts) != len(events):  # boundaries inside an event: no line for each
-            return self._scan_or_general(stream, layout, end)
-        out = []
-        for at, event in zip(starts, events, strict=True):
-            item = self._item(event.as_dict(), stream, at)
-            if item is not None:
-                out.append(item)
-        stream.pos = end
-        return out
-
-    def _scan_or_general(self, stream: _JsonStream, layout: bool, end: int) -> list[KinetoEvent] | None:
-        if layout:
+            batch = None
+        if batch is not None:
+            stream.pos = end
+            return [batch]
+        if layout:  # something unusual: the layout scan reads them, as iteration does
             return self._layout_block(stream)
-        self._general_until = stream.base + end
+        self._general_until = stream.base + end  # the general way, event by event
         return None
 
     def _cut(self, stream: _JsonStream) -> int:
@@ -618,12 +605,15 @@ class KinetoReader:
         return -1
 
     def _layout_block(self, stream: _JsonStream) -> list[KinetoEvent] | None:
-        """The older scan of Kineto's layout (module docstring): the records of the events
-        from the current one to the last whole one in the buffer; the stream is then left
-        after the last. None, with nothing consumed, when they are not all in that layout:
-        the general way then reads them, and reports any error in them."""
+        """The layout scan (module docstring): the records of the events from the current
+        one to the last whole one in the buffer; the stream is then left after the last.
+        None, with nothing consumed, when they are not all in that layout: the general way
+        then reads them, and reports any error in them."""
         buf, pos = stream.buf, stream.pos
         last = buf.rfind(_SEP, pos)
+        if last < 0 and stream.fill():
+            buf, pos = stream.buf, stream.pos
+            last = buf.rfind(_SEP, pos)
         if last < 0:
             return None
         # End the block before the first event whose first key is not `ph`.
@@ -713,16 +703,6 @@ def _layout_end(stream: _JsonStream) -> int:
     if last < 0 and stream.fill():
         last = stream.buf.rfind(_SEP, stream.pos)
     return last + len(_CLOSE) if last >= 0 else -1
-
-
-def _event_starts(buf: str, pos: int, end: int) -> list[int]:
-    """Where each event of a run in Kineto's layout begins: `pos` and after each boundary."""
-    starts = [pos]
-    at = buf.find(_SEP, pos, end)
-    while at >= 0:
-        starts.append(at + len(_SEP) - 1)
-        at = buf.find(_SEP, at + 1, end)
-    return starts
 
 
 def _add_record(batch: EventBatch, event: KinetoEvent) -> None:

@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from itertools import compress, repeat
 from operator import add, attrgetter, eq, mul, sub
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Any, Literal, TypeVar
 
 import msgspec
 from msgspec import UNSET, UnsetType
@@ -84,17 +84,7 @@ class RawEvent(msgspec.Struct, gc=False):
     dur: Any = 0
     args: RawArgs = _NO_ARGS
 
-    def as_dict(self) -> dict[str, Any]:
-        """The event as the stdlib decoder gives it, less the keys the reader never reads."""
-        out = {k: v for k in _KEYS if (v := getattr(self, k)) is not UNSET}
-        args = self.args
-        if args is not _NO_ARGS:
-            out["args"] = {k: v for k in _ARG_KEYS if (v := getattr(args, k)) is not UNSET}
-        return out
 
-
-_KEYS = ("ph", "cat", "name", "pid", "tid", "ts", "dur")
-_ARG_KEYS = ("correlation", "device", "stream")
 # Floats as their JSON text, exactly as written (`us_to_ns` reads them).
 _DECODER = msgspec.json.Decoder(list[RawEvent], float_hook=str)
 
@@ -112,10 +102,7 @@ def decode_events(text: str) -> list[RawEvent]:
 # Digits after the point -> the factor from the digits without the point to ns; the
 # key is the text's length less the point's index (1 + the number of decimals).
 _SCALE = {2: 100, 3: 10, 4: 1}
-_DIGITS_AS_ZERO = bytes.maketrans(b"123456789", b"000000000")
-# Integers within int64 ns; the padding that turns 1 or 2 decimals into ns.
-_NS_ARRAY = msgspec.json.Decoder(list[Annotated[int, msgspec.Meta(ge=-NS_MAX, le=NS_MAX)]])
-_PAD = {1: "00,", 2: "0,"}
+_NUMERIC = b"-0123456789."
 
 
 def ns_column(values: Sequence[Any]) -> list[int] | None:
@@ -131,62 +118,21 @@ def ns_column(values: Sequence[Any]) -> list[int] | None:
         return list(map(mul, values, repeat(1000)))
     if kinds != {str}:
         return None
-    joined = ",".join(values)
-    try:
-        shape = (joined + ",").encode("utf-8").translate(_DIGITS_AS_ZERO)
-    except UnicodeEncodeError:
-        return None
-    n = len(values)
-    # digits, signs and one point each, no sign after a point (int() would take `.-5` as `-5`)
-    if shape.translate(None, b"0.,-") or shape.count(b".") != n or ".-" in joined:
-        return None
-    ns = _same_decimals(values[0], joined, shape, n)
-    if ns is not None:
-        return ns
     points = list(map(str.find, values, repeat(".")))
-    if -1 in points:  # then another value has two
+    joined = "".join(values)
+    # digits, one point each, a sign only in front (int() would take `.-5` as `-5`)
+    if -1 in points or joined.count(".") != len(values) or ".-" in joined:
         return None
     try:
+        if joined.encode("utf-8").translate(None, _NUMERIC):
+            return None
         scale = list(map(_SCALE.__getitem__, map(sub, map(len, values), points)))
         ns = list(map(mul, map(int, map(str.replace, values, repeat("."), repeat(""))), scale))
-    except (KeyError, ValueError):
+    except (KeyError, ValueError, UnicodeEncodeError):
         return None
     if min(ns) < -NS_MAX or max(ns) > NS_MAX:
         return None
     return ns
-
-
-def _same_decimals(first: str, joined: str, shape: bytes, n: int) -> list[int] | None:
-    """The n float texts of `joined` (commas between; `shape` its digits as 0) in ns when
-    every one has as many decimals as `first` (a writer prints them alike): the digits
-    without the points, padded to ns, read by msgspec as one array of integers. None
-    otherwise, or for a leading zero (`0.5`) or a value past int64 ns."""
-    decimals = len(first) - first.find(".") - 1
-    if not 1 <= decimals <= 3 or shape.count(b"." + b"0" * decimals + b",") != n:
-        return None
-    digits = joined.replace(".", "")
-    if decimals < 3:
-        digits = digits.replace(",", _PAD[decimals]) + _PAD[decimals][:-1]
-    try:
-        return _NS_ARRAY.decode("".join(("[", digits, "]")))
-    except (msgspec.DecodeError, msgspec.ValidationError):
-        return None
-
-
-def _durations(values: list[Any], known: dict[Any, int]) -> list[int] | None:
-    """`ns_column` of durations, which repeat: each distinct one converted once."""
-    try:
-        durs = list(map(known.get, values))
-        if None in durs:
-            fresh = [v for v in set(values) if v not in known]
-            converted = ns_column(fresh)
-            if converted is None:
-                return None
-            known.update(zip(fresh, converted, strict=True))
-            durs = list(map(known.__getitem__, values))
-    except TypeError:  # an unhashable duration
-        return None
-    return durs  # type: ignore[return-value]
 
 
 def _ends(starts: list[int], durs: list[int]) -> list[int] | None:
@@ -249,8 +195,6 @@ class Judged:
     def __init__(self, launches_only: bool) -> None:
         self.launches_only = launches_only
         self.categories: dict[object, int] = {}
-        self.streams: dict[int, tuple[int | str | None, int | str | None]] = {}
-        self.durations: dict[Any, int] = {}
         self.kept: dict[str, bool] = {}
 
 
@@ -305,16 +249,17 @@ class EventBatch:
                 return None
         return batch
 
-    def _times(self, events: list[RawEvent], judged: Judged) -> tuple[list[int], list[int]] | None:
+    @staticmethod
+    def _times(events: list[RawEvent]) -> tuple[list[int], list[int]] | None:
         starts = ns_column(list(map(_TS, events)))
-        durs = _durations(list(map(_DUR, events)), judged.durations)
+        durs = ns_column(list(map(_DUR, events)))
         if starts is None or durs is None:
             return None
         ends = _ends(starts, durs)
         return None if ends is None else (starts, ends)
 
     def _gpu(self, events: list[RawEvent], codes: list[int], judged: Judged) -> bool:
-        times = self._times(events, judged)
+        times = self._times(events)
         if times is None:
             return False
         args = list(map(_ARGS, events))
@@ -324,9 +269,8 @@ class EventBatch:
         devices, streams = list(map(_DEVICE, args)), list(map(_STREAM, args))
         if UNSET in devices or UNSET in streams:  # the pid and tid stand in
             keys = list(map(_stream_key, devices, streams, map(_PID, events), map(_TID, events)))
-        else:  # a few pairs, each made once: integers in one, device above stream
-            pairs = list(map(add, map(mul, devices, repeat(1 << 65)), streams))
-            keys = _lookup(judged.streams, pairs, _stream_pair) or []  # (integers: never unhashable)
+        else:
+            keys = list(zip(devices, streams, strict=True))
         self.gpu_start, self.gpu_end = times
         self.gpu_name = list(map(_NAME, events))
         self.gpu_kind = list(map(_KINDS.__getitem__, codes))
@@ -335,7 +279,7 @@ class EventBatch:
         return True
 
     def _calls(self, events: list[RawEvent], judged: Judged) -> bool:
-        times = self._times(events, judged)  # every call's: a bad time is an error whether it is kept or not
+        times = self._times(events)  # every call's: a bad time is an error whether it is kept or not
         if times is None:
             return False
         names = list(map(_NAME, events))
@@ -353,7 +297,7 @@ class EventBatch:
         return True
 
     def _ranges(self, events: list[RawEvent], codes: list[int], judged: Judged) -> bool:
-        times = self._times(events, judged)
+        times = self._times(events)
         if times is None:
             return False
         for e, code, start, end in zip(events, codes, *times, strict=True):
@@ -398,12 +342,6 @@ def _stream_key(
     device: int | UnsetType, stream: int | UnsetType, pid: int | str | None, tid: int | str | None
 ) -> tuple[int | str | None, int | str | None]:
     return pid if device is UNSET else device, tid if stream is UNSET else stream
-
-
-def _stream_pair(pair: int) -> tuple[int | str | None, int | str | None]:
-    """(device, stream) of `device << 65 + stream` (a stream id within int64 or uint64)."""
-    device, stream = divmod(pair + (1 << 64), 1 << 65)
-    return device, stream - (1 << 64)
 
 
 def _kept_call(name: str) -> bool:
