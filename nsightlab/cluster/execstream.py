@@ -32,10 +32,6 @@ STDIN_FRAME = 65531
 _STDIN_HEAD_LEN = 4
 
 
-# Below this many bytes a frame is masked without numpy (a copy out never needs it).
-SMALL_MASK = 32 * 1024
-
-
 @functools.cache
 def _xor_table(k: int) -> bytes:
     return bytes(b ^ k for b in range(256))
@@ -43,33 +39,20 @@ def _xor_table(k: int) -> bytes:
 
 def mask_payload(key: bytes, data: bytes | bytearray | memoryview) -> bytes:
     """RFC 6455 client masking: XOR with the 4-byte key repeated."""
-    out = bytearray(len(data))
-    _mask_into(out, 0, key, data)
+    out = bytearray(data)
+    _mask_in_place(out, 0, len(out), key)
     return bytes(out)
 
 
-def _mask_into(out: bytearray, at: int, key: bytes, data: bytes | bytearray | memoryview) -> None:
-    """XOR `data` with the repeated `key` into out[at:at + len(data)].
+def _mask_in_place(buf: bytearray, start: int, end: int, key: bytes) -> None:
+    """XOR buf[start:end] with the repeated `key`, in place.
 
-    numpy XORs whole 32-bit words (over 10 GB/s); websocket-client's own masking runs at
-    about 0.35 GB/s, which on a quiet machine made a 256 MiB copy in 1.2x slower
-    (bench/RESULTS.md, "Simpler where speed does not pay").
+    For each of the key's four bytes, one byte translation of every fourth byte (a table
+    lookup per byte, in C): about 1 GB/s, against websocket-client's own masking at about
+    0.35 GB/s (bench/RESULTS.md, house-cluster: the masking measured against numpy's).
     """
-    n = len(data)
-    if n < SMALL_MASK:  # a short message: byte translation, no numpy to import
-        for i in range(min(4, n)):
-            out[at + i : at + n : 4] = bytes(data[i::4]).translate(_xor_table(key[i]))
-        return
-    import numpy as np  # only copies need it: kept out of every other command's start-up
-
-    words = n // 4
-    if words:
-        dst = np.frombuffer(out, dtype=np.uint32, count=words, offset=at)
-        np.bitwise_xor(
-            np.frombuffer(data, dtype=np.uint32, count=words), np.frombuffer(key, dtype=np.uint32)[0], out=dst
-        )
-    for i in range(words * 4, n):
-        out[at + i] = data[i] ^ key[i % 4]
+    for i in range(min(4, end - start)):
+        buf[start + i : end : 4] = buf[start + i : end : 4].translate(_xor_table(key[i]))
 
 
 def _frame_head(opcode: int, n: int) -> bytes:
@@ -94,12 +77,10 @@ def frame_bytes(opcode: int, payload: bytes | memoryview, mask_key: bytes, *, ch
     at = len(head)
     frame[at : at + 4] = mask_key
     at += 4
-    key = mask_key
     if channel is not None:
-        frame[at] = channel ^ key[0]
-        at += 1
-        key = key[1:] + key[:1]  # the payload goes on one byte into the key
-    _mask_into(frame, at, key, payload)
+        frame[at] = channel
+    frame[at + (channel is not None) :] = payload
+    _mask_in_place(frame, at, len(frame), mask_key)
     return frame
 
 
@@ -156,28 +137,28 @@ class ExecSession:
         if len(data) <= STDIN_FRAME:  # (an empty write is one empty frame)
             self._sendall(frame_bytes(_OP_BIN, data, os.urandom(4), channel=STDIN))
             return
-        import numpy as np  # only copies send more than a frame: kept out of start-up
-
         full = len(data) // STDIN_FRAME
         whole = _STDIN_HEAD_LEN + 4 + 1 + STDIN_FRAME  # header, key, channel byte, data
-        keys = np.frombuffer(os.urandom(4 * full), dtype=np.uint8).reshape(full, 4)
-        tail = memoryview(data)[full * STDIN_FRAME :]
+        view = memoryview(data)
+        tail = view[full * STDIN_FRAME :]
         last = frame_bytes(_OP_BIN, tail, os.urandom(4), channel=STDIN) if tail else b""
         if len(self._outbox) != full * whole + len(last):  # reused while the sizes repeat
             self._outbox = bytearray(full * whole + len(last))
         out = self._outbox
-        # the whole frames at once: every payload (channel byte and data) is a whole number
-        # of 32-bit words at a word boundary, so one XOR masks them all with their own keys
-        frames = np.frombuffer(out, dtype=np.uint8, count=full * whole).reshape(full, whole)
-        frames[:, :_STDIN_HEAD_LEN] = np.frombuffer(_frame_head(_OP_BIN, STDIN_FRAME + 1), dtype=np.uint8)
-        frames[:, _STDIN_HEAD_LEN : _STDIN_HEAD_LEN + 4] = keys
-        frames[:, _STDIN_HEAD_LEN + 4] = STDIN
-        frames[:, _STDIN_HEAD_LEN + 5 :] = np.frombuffer(data, dtype=np.uint8, count=full * STDIN_FRAME).reshape(
-            full, STDIN_FRAME
-        )
-        words = np.frombuffer(out, dtype=np.uint32, count=full * whole // 4).reshape(full, whole // 4)
-        words[:, (_STDIN_HEAD_LEN + 4) // 4 :] ^= keys.copy().view(np.uint32)
-        del frames, words  # (they hold the buffer: it could not be resized while they live)
+        head = _frame_head(_OP_BIN, STDIN_FRAME + 1)
+        keys = os.urandom(4 * full)
+        # the whole frames laid out in one buffer, each payload (channel byte and data)
+        # masked where it lies
+        for j in range(full):
+            at = j * whole
+            key = keys[4 * j : 4 * j + 4]
+            out[at : at + _STDIN_HEAD_LEN] = head
+            at += _STDIN_HEAD_LEN
+            out[at : at + 4] = key
+            at += 4
+            out[at] = STDIN
+            out[at + 1 : at + 1 + STDIN_FRAME] = view[j * STDIN_FRAME : (j + 1) * STDIN_FRAME]
+            _mask_in_place(out, at, at + 1 + STDIN_FRAME, key)
         out[full * whole :] = last
         self._sendall(out)
 
