@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import ast
 import inspect
+import shutil
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import unquote
@@ -82,3 +85,20 @@ def test_only_the_connection_imports_the_kubernetes_client() -> None:
             if any(n == "kubernetes" or n.startswith("kubernetes.") for n in names):
                 importers.add(str(p.relative_to(PACKAGE)))
     assert importers == {"cluster/connection.py"}
+
+
+def test_an_import_of_numpy_fails_the_contracts(tmp_path: Path) -> None:
+    """numpy is no dependency (the masking of exec frames is the standard library's):
+    import-linter refuses it anywhere in nsightlab."""
+    root = PACKAGE.parent
+    lint = shutil.which("lint-imports", path=str(Path(sys.executable).parent)) or shutil.which("lint-imports")
+    if lint is None:
+        pytest.skip("lint-imports is not installed (pip install -e '.[dev]')")
+    shutil.copytree(PACKAGE, tmp_path / "nsightlab", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(root / "pyproject.toml", tmp_path / "pyproject.toml")
+    frames = tmp_path / "nsightlab" / "cluster" / "execstream.py"
+    frames.write_text(frames.read_text() + "\nimport numpy  # masking by numpy again\n")
+    proc = subprocess.run([lint, "--no-cache"], cwd=tmp_path, capture_output=True, text=True)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "nsightlab is not allowed to import numpy" in proc.stdout
+    assert "nsightlab.cluster.execstream -> numpy" in proc.stdout
