@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from nsightlab.analysis import pods as r
 from nsightlab.analysis.doctor import Check
-from nsightlab.cluster.kube import Forbidden
+from nsightlab.cluster.answers import Forbidden
 from nsightlab.cluster.lab import check_lab_pod, check_pin, create_command, session_for
 from nsightlab.cluster.labgpus import free_gpus
 from nsightlab.cluster.permissions import (

@@ -28,7 +28,9 @@ from nsightlab.analysis.inventory import (
     node_facts,
     nodes_report,
 )
-from nsightlab.cluster.kube import Forbidden, background, loads
+from nsightlab.cluster import apipaths
+from nsightlab.cluster.answers import Forbidden
+from nsightlab.cluster.client import background, loads
 from nsightlab.cluster.permissions import cluster_read_refused, optional
 from nsightlab.errors import ClusterError
 
@@ -73,7 +75,7 @@ def gpu_use(kube: Kube) -> dict[str, int]:
 
     used: dict[str, int] = {}
     for raw, decoded in kube.raw_pages(
-        "/api/v1/pods", what="list pods in all namespaces", query={"fieldSelector": NON_TERMINAL}
+        apipaths.all_pods(), what="list pods in all namespaces", query={"fieldSelector": NON_TERMINAL}
     ):
         if decoded is None and _GPU_MARK not in raw:
             continue
@@ -105,7 +107,7 @@ def explore_nodes(kube: Kube, *, lab_instance_type: str, gpu_only: bool = False)
     """
     now = datetime.now(timezone.utc)
     with background() as pool:
-        node_pages = pool.submit(lambda: list(kube.raw_pages("/api/v1/nodes", what="list nodes")))
+        node_pages = pool.submit(lambda: list(kube.raw_pages(apipaths.nodes(), what="list nodes")))
         try:
             used = gpu_use(kube)
         except Forbidden:

@@ -35,7 +35,7 @@ from nsightlab.analysis.fleet import (
 from nsightlab.analysis.gpus import for_instance_type
 from nsightlab.analysis.inventory import gpu_product
 from nsightlab.analysis.labpod import FleetCleanup
-from nsightlab.cluster.kube import Forbidden, Gone
+from nsightlab.cluster.answers import Forbidden, Gone
 from nsightlab.cluster.lab import (
     MANAGED_BY,
     OWNER,

@@ -23,7 +23,7 @@ from nsightlab import userfiles
 from nsightlab.analysis import pods as r
 from nsightlab.analysis.labmatch import differences, mismatch_error
 from nsightlab.analysis.labpod import CleanupReport, LabPod, StatusReport, lab_pod, unscheduled_reason
-from nsightlab.cluster.kube import Forbidden, Gone
+from nsightlab.cluster.answers import Forbidden, Gone
 from nsightlab.cluster.labgpus import check_gpus, free_gpus
 from nsightlab.cluster.outage import Outage
 from nsightlab.cluster.permissions import optional, skipped_note

@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from nsightlab.analysis import pods as r
-from nsightlab.cluster.kube import Forbidden, NotFound, seg
+from nsightlab.cluster import apipaths
+from nsightlab.cluster.answers import Forbidden, NotFound
 from nsightlab.cluster.permissions import skipped_note
 from nsightlab.errors import ClusterError
 from nsightlab.parse.vllm_log import VllmStartup, read_startup
@@ -82,7 +83,7 @@ def read_objects(kube: Kube, namespace: str, *, note: Callable[[str], None]) -> 
     def get_rs(name: str) -> dict[str, Any] | None:
         try:
             found: dict[str, Any] = kube.get_json(
-                f"/apis/apps/v1/namespaces/{seg(namespace)}/replicasets/{seg(name)}",
+                apipaths.replicaset(namespace, name),
                 what=f"get replicaset {name} in namespace {namespace}",
             )
         except NotFound:
@@ -149,7 +150,7 @@ def startup_figures(
     try:
         resp = kube.request(
             "GET",
-            f"/api/v1/namespaces/{seg(namespace)}/pods/{seg(name)}/log",
+            apipaths.pod_log(namespace, name),
             what=what,
             query={"container": container, "limitBytes": limit + 1},
             text=True,

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from nsightlab.analysis.doctor import Check, DoctorReport, parse_probe, pod_checks
 from nsightlab.cluster import doctor as cluster_doctor
-from nsightlab.cluster.kube import Forbidden, Kube
+from nsightlab.cluster.answers import Forbidden
+from nsightlab.cluster.kube import Kube
 from nsightlab.cluster.permissions import LAB_PERMISSIONS, rules
 from nsightlab.cluster.safety import ResolvedContext
 from nsightlab.config import Config, Session

@@ -44,7 +44,8 @@ from nsightlab.analysis.sweep import (
     dtype_choices,
 )
 from nsightlab.cluster import fleetjobs as fj
-from nsightlab.cluster.kube import Conflict, Forbidden, Kube
+from nsightlab.cluster.answers import Conflict, Forbidden
+from nsightlab.cluster.kube import Kube
 from nsightlab.cluster.safety import ResolvedContext
 from nsightlab.config import Config, atomic_write_json, check_price
 from nsightlab.env import Env
