@@ -1,5 +1,5 @@
 """Doctor's checks through the API: read-only, so they run on protected contexts too.
-(The in-pod checks and the whole list: `nsightlab.measure.doctor`.)
+(The in-pod checks and the whole list: `nsightlab.measure.pod_checks`.)
 
 What the lab needs is reviewed permission by permission (`permissions.LAB_PERMISSIONS`,
 SelfSubjectAccessReview): a denial there is a failure. Cluster-wide reads (the
@@ -12,10 +12,8 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
-from nsightlab.analysis import pods as r
-from nsightlab.analysis.doctor import Check
 from nsightlab.cluster.answers import Forbidden
-from nsightlab.cluster.lab import check_lab_pod, check_pin, create_command, session_for
+from nsightlab.cluster.lab_lifecycle import check_lab_pod, check_pin, create_command, session_for
 from nsightlab.cluster.labgpus import free_gpus
 from nsightlab.cluster.permissions import (
     FLEET_PERMISSIONS,
@@ -25,11 +23,13 @@ from nsightlab.cluster.permissions import (
     skipped_note,
 )
 from nsightlab.errors import ClusterError, SafetyError
+from nsightlab.k8s import pods as r
+from nsightlab.k8s.doctor import Check
 
 if TYPE_CHECKING:
     from nsightlab.cluster.kube import Kube
     from nsightlab.cluster.safety import ResolvedContext
-    from nsightlab.config import Config, Session
+    from nsightlab.userconfig import Config, Session
 
 
 def api_checks(kube: Kube, ctx: ResolvedContext, config: Config) -> tuple[list[Check], bool]:

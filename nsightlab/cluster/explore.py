@@ -1,7 +1,7 @@
 """`explore`: the tutorial's read-only tour of a cluster, as typed results.
 
 `explore_*` functions fetch through a `Kube` and hand the objects to the pure builders
-of `nsightlab.analysis.inventory`. Works on protected contexts: nothing here changes
+of `nsightlab.k8s.inventory`. Works on protected contexts: nothing here changes
 anything.
 """
 
@@ -13,8 +13,13 @@ from collections.abc import Callable
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
-from nsightlab.analysis import pods as r
-from nsightlab.analysis.inventory import (
+from nsightlab.cluster import apipaths
+from nsightlab.cluster.answers import Forbidden
+from nsightlab.cluster.client import background, loads
+from nsightlab.cluster.permissions import cluster_read_refused, optional
+from nsightlab.errors import ClusterError
+from nsightlab.k8s import pods as r
+from nsightlab.k8s.inventory import (
     NodeDetail,
     NodeFacts,
     NodesReport,
@@ -28,11 +33,6 @@ from nsightlab.analysis.inventory import (
     node_facts,
     nodes_report,
 )
-from nsightlab.cluster import apipaths
-from nsightlab.cluster.answers import Forbidden
-from nsightlab.cluster.client import background, loads
-from nsightlab.cluster.permissions import cluster_read_refused, optional
-from nsightlab.errors import ClusterError
 
 if TYPE_CHECKING:
     from nsightlab.cluster.kube import Kube

@@ -15,11 +15,11 @@ from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from nsightlab.analysis import pods as r
 from nsightlab.cluster import apipaths
 from nsightlab.cluster.answers import Forbidden, NotFound
 from nsightlab.cluster.permissions import skipped_note
 from nsightlab.errors import ClusterError
+from nsightlab.k8s import pods as r
 from nsightlab.parse.vllm_log import VllmStartup, read_startup
 
 if TYPE_CHECKING:

@@ -1,18 +1,18 @@
-"""`doctor`: the cluster's checks (`nsightlab.cluster.doctor`), then, with a lab pod up,
+"""`doctor`: the cluster's checks (`nsightlab.cluster.api_checks`), then, with a lab pod up,
 one exec inside it that checks the GPU and the profilers. That exec is skipped on a
 protected context, where nsightlab never execs."""
 
 from __future__ import annotations
 
-from nsightlab.analysis.doctor import Check, DoctorReport, parse_probe, pod_checks
-from nsightlab.cluster import doctor as cluster_doctor
+from nsightlab.cluster import api_checks as cluster_doctor
 from nsightlab.cluster.answers import Forbidden
 from nsightlab.cluster.kube import Kube
 from nsightlab.cluster.permissions import LAB_PERMISSIONS, rules
 from nsightlab.cluster.safety import ResolvedContext
-from nsightlab.config import Config, Session
 from nsightlab.errors import NsightlabError
+from nsightlab.k8s.doctor import Check, DoctorReport, parse_probe, pod_checks
 from nsightlab.measure.targets import PodTarget
+from nsightlab.userconfig import Config, Session
 
 # One exec gathers every in-pod fact, as key=value lines.
 _PROBE_SH = r"""

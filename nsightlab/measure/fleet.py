@@ -6,7 +6,7 @@ result comes back in its log (the wrapper prints the sweep's JSON between marker
 validated and stored as a sweep run as soon as it arrives. A Job still unscheduled after
 `schedule_timeout` is deleted and reported `not-scheduled` with the scheduler's words;
 a failed Job keeps its log's last lines. When every target is in, a fleet run ties the
-sweeps together (`analysis.fleet.build_fleet_result`) and the Jobs and the ConfigMap are
+sweeps together (`analysis.fleet_result.build_fleet_result`) and the Jobs and the ConfigMap are
 deleted (unless kept).
 
 Ctrl-C leaves the Jobs running: the plan travels in the fleet's ConfigMap and its run
@@ -27,27 +27,13 @@ from datetime import datetime, timezone
 from typing import Any, Protocol, cast
 
 from nsightlab import __version__, assets
-from nsightlab.analysis.fleet import (
-    CONFIRM_ABOVE,
-    Device,
-    FleetEntry,
-    FleetPlan,
-    FleetResult,
-    FleetTarget,
-    JobRow,
-    build_fleet_result,
-    outcome_entry,
-)
-from nsightlab.analysis.sweep import (
-    DEFAULT_DTYPE,
-    canonical_dtype,
-    dtype_choices,
-)
+from nsightlab.analysis.fleet_models import Device, FleetEntry, FleetPlan, FleetResult, FleetTarget, JobRow
+from nsightlab.analysis.fleet_result import CONFIRM_ABOVE, build_fleet_result, outcome_entry
+from nsightlab.analysis.sweep_options import DEFAULT_DTYPE, canonical_dtype, dtype_choices
 from nsightlab.cluster import fleetjobs as fj
 from nsightlab.cluster.answers import Conflict, Forbidden
 from nsightlab.cluster.kube import Kube
 from nsightlab.cluster.safety import ResolvedContext
-from nsightlab.config import Config, atomic_write_json, check_price
 from nsightlab.env import Env
 from nsightlab.errors import (
     ClusterError,
@@ -57,11 +43,12 @@ from nsightlab.errors import (
     RemoteCommandError,
     UsageError,
 )
+from nsightlab.measure.bandwidth_sweep import parse_sizes
 from nsightlab.measure.fleetjob import fleet_command, job_entry
-from nsightlab.measure.sweep import parse_sizes
 from nsightlab.models import loads
 from nsightlab.runs import store
 from nsightlab.runs.store import Run, RunMeta
+from nsightlab.userconfig import Config, atomic_write_json, check_price
 
 RAW_PLAN = "plan.json"
 RAW_ENTRIES = "entries.json"
