@@ -11,8 +11,8 @@ import pytest
 from pydantic import ValidationError
 from reportstore import lesson1_json
 
-from nsightlab.analysis import rates as A
-from nsightlab.analysis.gpus import BY_KEY, REFERENCE_LESSON1, REFERENCE_SWEEPS, MiB
+from nsightlab.analysis import sweep_analysis as A
+from nsightlab.specs.gpus import BY_KEY, REFERENCE_LESSON1, REFERENCE_SWEEPS, MiB
 
 DATA = Path(__file__).parent / "data"
 CPU_SWEEPS = sorted(DATA.glob("sweep_cpu_*_epyc-*.json"))

@@ -33,7 +33,7 @@ from tracebuild import (
 )
 
 from nsightlab.analysis import steps as steps_mod
-from nsightlab.analysis.decode import (
+from nsightlab.analysis.decode_result import (
     Bandwidth,
     DecodeResult,
     GroupSteps,
@@ -46,9 +46,9 @@ from nsightlab.analysis.decode import (
     roofline_curve,
     spec_bandwidth,
 )
-from nsightlab.analysis.gpus import lookup
 from nsightlab.analysis.steps import analyze_kineto
 from nsightlab.analysis.verdicts import LAUNCH_BOUND_IDLE_PCT, NEAR_FLOOR_RATIO
+from nsightlab.specs.gpus import lookup
 
 DATA = Path(__file__).parent / "data"
 TRACES = DATA / "traces"

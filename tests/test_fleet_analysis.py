@@ -18,7 +18,7 @@ import yaml
 from clirun import run_cli
 
 from nsightlab import assets
-from nsightlab.analysis.fleet import (
+from nsightlab.analysis.fleet_result import (
     RESULT_BEGIN,
     RESULT_END,
     FleetPlan,
@@ -32,13 +32,13 @@ from nsightlab.analysis.fleet import (
     tail,
     too_small,
 )
-from nsightlab.analysis.gpus import BY_KEY, REFERENCE_SWEEPS
-from nsightlab.analysis.sweep import SweepResult, build_result, record_from_json
+from nsightlab.analysis.sweep_result import SweepResult, build_result, record_from_json
 from nsightlab.cluster import fleetjobs as fj
-from nsightlab.config import Config, LabConfig
 from nsightlab.configure import starter_text
 from nsightlab.errors import ExitCode, UsageError
-from nsightlab.measure.fleet import failure, parse_prices
+from nsightlab.measure.fleet_runner import failure, parse_prices
+from nsightlab.specs.gpus import BY_KEY, REFERENCE_SWEEPS
+from nsightlab.userconfig import Config, LabConfig
 
 G7E, L4 = "g7e.8xlarge", "g6.xlarge"
 TUTORIAL = REFERENCE_SWEEPS["tutorial-rtx-pro-6000"].as_sweep_json()

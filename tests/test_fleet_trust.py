@@ -17,9 +17,9 @@ import pytest
 from kubesim import KubeSim
 from test_fleet import NS, TINY, fleet_objects, home, nsl
 
-from nsightlab.analysis import fleet as fleet_analysis
-from nsightlab.config import atomic_write_json
-from nsightlab.measure import fleet as fl
+from nsightlab.analysis import fleet_result as fleet_analysis
+from nsightlab.measure import fleet_runner as fl
+from nsightlab.userconfig import atomic_write_json
 
 __all__ = ["home"]  # the fixture, imported to be used
 

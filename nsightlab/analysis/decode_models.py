@@ -14,8 +14,6 @@ from typing import Any, Literal
 
 from pydantic import ConfigDict, Field, ValidationError
 
-from nsightlab.analysis import bounds
-from nsightlab.analysis.gpus import GpuSpec, lookup
 from nsightlab.analysis.stepmodels import (
     IdleMs,
     MsStats,
@@ -30,6 +28,8 @@ from nsightlab.analysis.stepmodels import (
 from nsightlab.analysis.verdicts import Floor, Verdict
 from nsightlab.errors import ParseError
 from nsightlab.models import Model, NonFiniteError, loads
+from nsightlab.specs import bounds
+from nsightlab.specs.gpus import GpuSpec, lookup
 
 Bound = Literal["memory", "compute"]
 

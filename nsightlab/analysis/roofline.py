@@ -18,13 +18,13 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field
 
-from nsightlab.analysis import units
-from nsightlab.analysis.gpus import SPECS, GpuSpec, for_instance_type, lookup
+from nsightlab import units
 from nsightlab.errors import UsageError
 from nsightlab.models import Model
+from nsightlab.specs.gpus import SPECS, GpuSpec, for_instance_type, lookup
 
 if TYPE_CHECKING:
-    from nsightlab.analysis.sweep import SweepResult
+    from nsightlab.analysis.sweep_result import SweepResult
 
 GB = 1e9
 
@@ -189,7 +189,7 @@ def decode_floor(
 
 
 def _summary(floor: DecodeFloor) -> tuple[float | None, list[str]]:
-    """Sentences in nsightlab.analysis.units' words (the spec quoted as its source gives it)."""
+    """Sentences in nsightlab.units' words (the spec quoted as its source gives it)."""
     out: list[str] = []
     pct: float | None = None
     w = units.gigabytes(floor.weight_bytes)

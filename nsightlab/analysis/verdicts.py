@@ -17,7 +17,7 @@ from typing import Literal
 
 from pydantic import ConfigDict
 
-from nsightlab.analysis import units
+from nsightlab import units
 from nsightlab.analysis.stepmodels import StepGroup, StepTiming
 from nsightlab.models import Model
 

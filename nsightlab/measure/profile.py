@@ -5,7 +5,7 @@ tutorial's `nsys profile -o BASE -f true -t cuda,nvtx python3 SCRIPT`, exports t
 to SQLite with one `nsys export --type sqlite` (an nsys that cannot: the reports that
 matter with one `nsys stats --force-export=true --format csv`), brings the export, the
 script's JSON and the .nsys-rep back into the run store, and only then returns the result
-(`nsightlab.runs.sqlite_input`, else `nsightlab.analysis.profile.build_profile` over the
+(`nsightlab.runs.sqlite_input`, else `nsightlab.analysis.profile_result.build_profile` over the
 CSVs) for printing; `nsys_input` in the result says which.
 """
 
@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nsightlab import assets
-from nsightlab.analysis.profile import (
+from nsightlab.analysis.profile_result import (
     Profiler,
     ProfileResult,
     build_profile,
@@ -37,10 +37,10 @@ from nsightlab.measure.work import LabWork
 from nsightlab.models import NonFiniteError, loads
 from nsightlab.parse import nsys
 from nsightlab.parse.noise import is_library_noise
-from nsightlab.runs.decode import TraceOptions
 from nsightlab.runs.sqlite_input import sqlite_result
 from nsightlab.runs.store import Run, RunMeta
 from nsightlab.runs.store import remove as remove_run
+from nsightlab.runs.trace_files import TraceOptions
 
 if TYPE_CHECKING:
     from nsightlab.env import Env

@@ -28,10 +28,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from nsightlab.analysis.bounds import ImplausibleMeasurement
-from nsightlab.analysis.colocate import ColocateResult, build_colocate, load_colocate_record
-from nsightlab.analysis.decode import Bandwidth, DecodeRecord, build_decode, load_decode_record, spec_bandwidth
-from nsightlab.analysis.gpurun import (
+from nsightlab.analysis.colocate_result import ColocateResult, build_colocate, load_colocate_record
+from nsightlab.analysis.decode_result import Bandwidth, DecodeRecord, build_decode, load_decode_record, spec_bandwidth
+from nsightlab.analysis.gpurun_result import (
     STEPS_HEADER,
     GpuRunResult,
     RecordResult,
@@ -39,15 +38,16 @@ from nsightlab.analysis.gpurun import (
     RunRecord,
     parse_steps_log,
 )
-from nsightlab.analysis.gpus import lookup
-from nsightlab.analysis.ncu import NcuResult
-from nsightlab.analysis.profile import ProfileResult
+from nsightlab.analysis.ncu_result import NcuResult
+from nsightlab.analysis.profile_result import ProfileResult
 from nsightlab.analysis.sanity import RunFigures, check_run
-from nsightlab.analysis.sweep import SweepResult, compare_impls
-from nsightlab.analysis.units import sig
+from nsightlab.analysis.sweep_result import SweepResult, compare_impls
 from nsightlab.errors import ParseError, UsageError
 from nsightlab.models import loads
-from nsightlab.parse.ncu import detect_counter_permission_error
+from nsightlab.parse.ncu_csv import detect_counter_permission_error
+from nsightlab.specs.bounds import ImplausibleMeasurement
+from nsightlab.specs.gpus import lookup
+from nsightlab.units import sig
 
 STEPS_LOG = "steps.log"
 ARCHIVE = "gpu-run.tar.gz"

@@ -5,14 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from nsightlab.analysis.rates import SweepRecord
-from nsightlab.analysis.sweep import (
-    SweepCompare,
-    SweepResult,
-    build_result,
-    compare_results,
-    record_from_json,
-)
+from nsightlab.analysis.sweep_analysis import SweepRecord
+from nsightlab.analysis.sweep_result import SweepCompare, SweepResult, build_result, compare_results, record_from_json
 from nsightlab.errors import ParseError, UsageError
 from nsightlab.models import NonFiniteError, loads
 from nsightlab.runs import store
