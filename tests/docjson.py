@@ -42,7 +42,7 @@ MODELS: dict[str, str] = {
     "TraceResult": "nsightlab.analysis.decode_result.TraceResult",
     "GpuRunResult": "nsightlab.analysis.gpurun_result.GpuRunResult",
     "SweepResult": "nsightlab.analysis.sweep_result.SweepResult",
-    "SweepImpls": "nsightlab.analysis.sweep_result.SweepImpls",
+    "SweepImpls": "nsightlab.analysis.sweep_impls.SweepImpls",
     "SweepCompare": "nsightlab.analysis.sweep_result.SweepCompare",
     "FleetResult": "nsightlab.analysis.fleet_result.FleetResult",
     "FleetStatusReport": "nsightlab.analysis.fleet_result.FleetStatusReport",

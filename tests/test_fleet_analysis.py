@@ -32,11 +32,12 @@ from nsightlab.analysis.fleet_result import (
     tail,
     too_small,
 )
-from nsightlab.analysis.sweep_result import SweepResult, build_result, record_from_json
+from nsightlab.analysis.sweep_result import SweepResult, build_result
 from nsightlab.cluster import fleetjobs as fj
 from nsightlab.configure import starter_text
 from nsightlab.errors import ExitCode, UsageError
 from nsightlab.measure.fleet_runner import failure, parse_prices
+from nsightlab.parse.records.sweep_record import record_from_json
 from nsightlab.specs.gpus import BY_KEY, REFERENCE_SWEEPS
 from nsightlab.userconfig import Config, LabConfig
 

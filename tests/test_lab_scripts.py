@@ -382,7 +382,8 @@ def test_triton_scale_add_float16_in_the_interpreter(runs: dict[str, Any]) -> No
 
 @pytest.mark.slow
 def test_sweep_output_validates_as_the_tools_record(runs: dict[str, Any]) -> None:
-    from nsightlab.analysis.sweep_analysis import SweepRecord, analyze_sweep
+    from nsightlab.analysis.sweep_analysis import analyze_sweep
+    from nsightlab.parse.records.sweep_record import SweepRecord
 
     for dtype in ELEMENT_SIZE:
         record = SweepRecord.model_validate(_load(runs["tmp"] / f"{dtype}.json"))

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from clirun import run_cli
 
-from nsightlab.analysis import sweep_analysis
 from nsightlab.analysis.profile_result import KernelLine, _instances_lesson
+from nsightlab.parse.records import lesson1_record
 
 DATA = Path(__file__).parent / "data"
 FLOAT64 = DATA / "sweep_cpu_float64_epyc-2c-l3-32mib.json"
@@ -147,7 +147,7 @@ def test_a_cpu_lesson1_timed_by_its_own_clock_says_so(capsys: pytest.CaptureFixt
 
 
 def test_gpu_kernels_are_still_launched() -> None:
-    record = sweep_analysis.Lesson1Record.model_validate(json.loads(LESSON1_CPU.read_text()))
+    record = lesson1_record.Lesson1Record.model_validate(json.loads(LESSON1_CPU.read_text()))
     work = record.ranges[0]
     kernel = KernelLine(
         name="k", instances=23, total_ns=23, avg_ns=1.0, time_pct=100.0, short_name="k", kind="elementwise"

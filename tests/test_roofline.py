@@ -9,7 +9,8 @@ import pytest
 from clirun import run_cli
 from reportstore import Recorded, copy_home, recorded
 
-from nsightlab.analysis.roofline import PlateauSource, decode_floor, find_gpu, plateau_source
+from nsightlab.analysis.roofline import PlateauSource, decode_floor, find_gpu
+from nsightlab.analysis.sweep_result import plateau_source
 from nsightlab.errors import UsageError
 from nsightlab.runs.sweeps import analyze_record_file
 from nsightlab.specs import gpus

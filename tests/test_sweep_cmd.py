@@ -17,8 +17,10 @@ from clirun import Result, run_cli
 from pydantic import ValidationError
 
 from nsightlab.analysis import sweep_result
-from nsightlab.analysis.sweep_analysis import PLATEAU_AGREEMENT, SweepRecord, analyze_sweep
+from nsightlab.analysis.sweep_analysis import analyze_sweep
+from nsightlab.analysis.sweep_models import PLATEAU_AGREEMENT
 from nsightlab.errors import ParseError
+from nsightlab.parse.records.sweep_record import SweepRecord
 from nsightlab.present import render
 from nsightlab.present.console import Env
 from nsightlab.present.text import SPREAD_NOTE, compare_lines, compare_table

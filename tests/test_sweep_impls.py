@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 from clirun import run_cli
 
-from nsightlab.analysis import sweep_result
-from nsightlab.analysis.sweep_analysis import SweepRecord
+from nsightlab.analysis import sweep_impls, sweep_result
 from nsightlab.cli import main
+from nsightlab.parse.records.sweep_record import SweepRecord
 from nsightlab.present import render
 from nsightlab.present.console import Env
 from nsightlab.runs import sweeps
@@ -112,7 +112,7 @@ def test_the_pair_is_stored_as_two_sweep_runs(
 
 @pytest.mark.torch
 def test_the_pair_rendered(capsys: pytest.CaptureFixture[str], pair: dict[str, Any]) -> None:
-    impls = sweep_result.SweepImpls.model_validate(pair["doc"])
+    impls = sweep_impls.SweepImpls.model_validate(pair["doc"])
     capsys.readouterr()
     render.sweep_impls(Env.create(width=220, stdin_tty=False), impls)
     out = capsys.readouterr().out
@@ -182,7 +182,7 @@ def _tutorial_as(impl: str, op: str, factor: float, floor_us: float | None = Non
 def test_fused_scale_add_takes_half_the_time_at_the_plateau() -> None:
     torch_add = _tutorial_as("torch", "scale-add", 2.0)  # 4 B per element at the same TB/s
     fused = _tutorial_as("triton", "scale-add", 1.0, floor_us=9.0)  # one launch, Python's launcher
-    impls = sweep_result.compare_impls(fused, torch_add)  # either order
+    impls = sweep_impls.compare_impls(fused, torch_add)  # either order
     assert (
         impls.torch.run_id == torch_add.run_id
         and impls.torch.bytes_per_element == 8
@@ -203,12 +203,12 @@ def test_fused_scale_add_takes_half_the_time_at_the_plateau() -> None:
         "kernel's one (Triton 9.00 us): there the number of launches, not the bytes, sets the time."
     )
     # a slower launcher than two of torch's: said so, from the same numbers
-    slow = sweep_result.compare_impls(torch_add, _tutorial_as("triton", "scale-add", 1.0, floor_us=20.0))
+    slow = sweep_impls.compare_impls(torch_add, _tutorial_as("triton", "scale-add", 1.0, floor_us=20.0))
     assert "Triton's Python launch path costs more than two of torch's C++ launches" in slow.lesson[1]
 
 
 def test_the_same_plateau_and_the_launch_floor_of_each() -> None:
-    impls = sweep_result.compare_impls(
+    impls = sweep_impls.compare_impls(
         _tutorial_as("torch", "scale", 1.0), _tutorial_as("triton", "scale", 1.0, floor_us=20.0)
     )
     assert impls.verdict == "same plateau" and impls.plateau_ratio == pytest.approx(1.0)
@@ -230,7 +230,7 @@ def test_which_one_falls_short_and_where() -> None:
     for row in doc["rows"]:
         row["seconds_per_call"] *= {28: 1.25, 30: 1.25}.get(row["log2"], 1.0)
     k = sweep_result.build_result(SweepRecord.model_validate(doc), target="test")
-    impls = sweep_result.compare_impls(t, k)
+    impls = sweep_impls.compare_impls(t, k)
     assert impls.verdict == "triton falls short" and impls.plateau_ratio == pytest.approx(0.8)
     assert (
         impls.reason == "triton's DRAM plateau is 20% below torch's at 2^28, 2^30 (torch 1.46 TB/s, Triton 1.17 TB/s)"
@@ -243,7 +243,7 @@ def test_no_plateau_is_no_verdict() -> None:
         r.rows = [row for row in r.rows if row.log2 <= 28]
         r.summary.dram_tbps = None
         r.summary.plateau_status = "one point"
-    impls = sweep_result.compare_impls(t, k)
+    impls = sweep_impls.compare_impls(t, k)
     assert impls.verdict == "inconclusive"
     assert impls.reason == "no DRAM plateau for torch (one point) and triton (one point): add larger --sizes"
 
@@ -253,7 +253,7 @@ def test_recorded_scale_add_pair_in_the_interpreter() -> None:
     interpreter. The check passed at every size; nothing else is claimed."""
     t = sweeps.analyze_record_file(DATA / "sweep_cpu_float32_scale-add_torch_xeon-2c-l3-480mib.json")
     k = sweeps.analyze_record_file(DATA / "sweep_cpu_float32_scale-add_triton-interpreted_xeon-2c-l3-480mib.json")
-    impls = sweep_result.compare_impls(t, k)
+    impls = sweep_impls.compare_impls(t, k)
     assert impls.verdict == "interpreted: correctness only" and impls.interpreted
     assert [p.log2 for p in impls.pairs] == [10, 12, 14, 16, 18, 20]
     assert impls.lesson[0].startswith("Triton's scale-add matched torch's at every size (")

@@ -20,7 +20,8 @@ from nsightlab.analysis.decode_result import DecodeResult
 from nsightlab.analysis.ncu_result import NcuResult
 from nsightlab.analysis.profile_result import ProfileResult
 from nsightlab.analysis.sanity import SanityRow
-from nsightlab.analysis.sweep_result import SweepImpls, SweepResult
+from nsightlab.analysis.sweep_impls import SweepImpls
+from nsightlab.analysis.sweep_result import SweepResult
 from nsightlab.errors import ParseError
 from nsightlab.models import Model
 

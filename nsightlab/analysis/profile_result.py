@@ -7,21 +7,20 @@ storing the run is `nsightlab.measure.profile`.
 
 from __future__ import annotations
 
-import json
 import re
-from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import Field, ValidationError
 
 from nsightlab import units
-from nsightlab.analysis import sweep_analysis as analysis
+from nsightlab.analysis import lesson1, roofline
 from nsightlab.analysis.decode_result import GroupSteps
 from nsightlab.analysis.steps import TraceSummary
 from nsightlab.errors import ParseError, validation_message
-from nsightlab.models import Model, NonFiniteError, loads
+from nsightlab.models import Model
 from nsightlab.parse import names, nsys
-from nsightlab.specs import bounds, gpus
+from nsightlab.parse.records import lesson1_record
+from nsightlab.specs import gpus
 
 Profiler = Literal["nsys", "torch", "none"]  # "none": the lab script's own record, read alone
 # torch.profiler names its steps ProfilerStep#N (torchprof lists them as "ProfilerStep*")
@@ -49,7 +48,7 @@ class RangeLine(Model):
     kernel_full: str | None
     kernel_instances: int | None  # launches inside the timed range
     gpu_ns: float | None  # GPU time of the range's kernels, all calls
-    rates: analysis.Rates | None
+    rates: roofline.Rates | None
     range_ns: float | None = None  # the range's own time, all calls (nvtx_sum)
 
 
@@ -324,7 +323,7 @@ def _no_rates(report: nsys.NsysReport, profiler: Profiler) -> tuple[str, str]:
 
 def build_profile(
     report: nsys.NsysReport,
-    record: analysis.Lesson1Record | None,
+    record: lesson1_record.Lesson1Record | None,
     *,
     script: str,
     profiler: Profiler,
@@ -375,7 +374,7 @@ def build_profile(
             what = "GPU times" if on_gpu else "times"
             notes.append(f"no per-range {what} in the profile: rates use the script's own timing ({clock})")
             timing_source = "the script's own timing"
-        analysed = analysis.analyze_lesson1(record, spec, seconds_per_call=seconds or None, timing_source=timing_source)
+        analysed = lesson1.analyze_lesson1(record, spec, seconds_per_call=seconds or None, timing_source=timing_source)
         by_name = {r.name: r for r in analysed.ranges}
         for work in record.ranges:
             got = per_range.get(work.name)
@@ -474,7 +473,7 @@ def ops_label(result: ProfileResult) -> str:
 
 def _instances_lesson(
     kernels: list[KernelLine],
-    record: analysis.Lesson1Record,
+    record: lesson1_record.Lesson1Record,
     per_range: dict[str, tuple[float, int, str | None]],
     *,
     cpu_ops: bool = False,
@@ -503,38 +502,6 @@ def _instances_lesson(
                 f"so first-use costs ({first_use}) do not pollute them."
             )
     return out
-
-
-def load_record(path: Path) -> analysis.Lesson1Record | None:
-    """The script's work description (lesson1 JSON), or None for a script that wrote none."""
-    if not path.is_file():
-        return None
-    try:
-        data = loads(path.read_text(encoding="utf-8"))
-    except NonFiniteError as e:
-        raise ParseError(e.msg, source=path, line=e.lineno) from None
-    except json.JSONDecodeError as e:
-        raise ParseError(f"not valid JSON ({e.msg})", source=path, line=e.lineno) from None
-    if not isinstance(data, dict) or data.get("kind") != "lesson1":
-        return None
-    try:
-        record = analysis.Lesson1Record.model_validate(data)
-    except ValidationError as e:
-        err = e.errors()[0]
-        raise ParseError(
-            f"bad work description at {'.'.join(str(p) for p in err['loc'])}: {validation_message(err)}", source=path
-        ) from None
-    bounds.refuse(
-        (
-            bounds.check_call(
-                f"range {w.name}", seconds=w.seconds_per_call, bytes_moved=w.bytes_per_call, flops=w.flops_per_call
-            )
-            for w in record.ranges
-            if w.seconds_per_call is not None
-        ),
-        source=path,
-    )
-    return record
 
 
 def _torch_ranges_among_kernels(data: dict[str, Any]) -> list[str]:

@@ -1,19 +1,18 @@
-"""What a bandwidth sweep comes to: the result models, and pure functions over them.
+"""What a bandwidth sweep comes to: the result a run stores and prints, and the
+tutorial's "predict, then measure" check between two of them.
 
-- `record_from_json`: a sweep JSON (the script's, or a stored `result.json`) validated.
-- `build_result`: the analysis (regimes, launch floor, cache peak, DRAM plateau against
-  the GPU's spec), the headline, and the tutorial's reference curve beside it.
-- `compare_results`: the tutorial's "predict, then measure" check. Going from float16 to
-  float32 doubles the bytes per element; where the op is bandwidth-bound (DRAM) the time
-  per call should double and the TB/s stay the same; at the launch floor the time should
-  not move. The tolerances of that verdict are the named constants below; a verdict needs
-  two sizes DRAM-bound in both runs, each judged, and is never firmer than its rows.
-- `compare_impls`: torch against a Triton kernel of the same op on the same device, size
-  by size: the plateau each reaches, the launch floor of each, and for scale-add what
-  fusing two kernels into one saves.
+- `build_result`: the analysis (`sweep_analysis`: regimes, launch floor, cache peak, DRAM
+  plateau against the GPU's spec), the headline, and the tutorial's reference curve
+  beside it.
+- `compare_results`: going from float16 to float32 doubles the bytes per element; where
+  the op is bandwidth-bound (DRAM) the time per call should double and the TB/s stay the
+  same; at the launch floor the time should not move. The tolerances of that verdict are
+  the named constants below; a verdict needs two sizes DRAM-bound in both runs, each
+  judged, and is never firmer than its rows.
 
 No I/O here: `nsightlab.measure.bandwidth_sweep` runs the script and stores runs;
-`nsightlab.runs.sweeps` reads sweep files and stored runs.
+`nsightlab.runs.sweeps` reads sweep files and stored runs; the record is read by
+`nsightlab.parse.records.sweep_record`.
 """
 
 from __future__ import annotations
@@ -21,81 +20,19 @@ from __future__ import annotations
 import statistics
 from collections.abc import Sequence
 from datetime import datetime
-from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, ValidationError, model_validator
+from pydantic import Field, model_validator
 
 from nsightlab import units
-from nsightlab.analysis.sweep_analysis import (
-    SIXTEEN_BIT,
-    SweepAnalysis,
-    SweepPoint,
-    SweepRecord,
-    SweepSummary,
-    analyze_sweep,
-)
-from nsightlab.errors import ParseError, validation_message
+from nsightlab.analysis.explain.sweep_words import headline, sizes_text, tb_text
+from nsightlab.analysis.roofline import PlateauSource
+from nsightlab.analysis.sweep_analysis import SIXTEEN_BIT, analyze_sweep
+from nsightlab.analysis.sweep_models import SweepAnalysis, SweepPoint, SweepSummary
+from nsightlab.analysis.sweep_options import SIZE_MAX_LOG2, SIZE_MIN_LOG2
 from nsightlab.models import Model
-from nsightlab.specs import bounds
+from nsightlab.parse.records.sweep_record import SweepRecord
 from nsightlab.specs.gpus import REFERENCE_SWEEPS, lookup
-
-#: Element sizes of the dtypes the sweep script accepts.
-DTYPES: dict[str, int] = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8}
-DEFAULT_DTYPE = "float16"  # on a GPU; the script's own default on a CPU is float32
-#: What people type for them (PyTorch's own short names and the usual abbreviations).
-DTYPE_ALIASES: dict[str, str] = {
-    "fp16": "float16",
-    "half": "float16",
-    "bf16": "bfloat16",
-    "fp32": "float32",
-    "float": "float32",
-    "fp64": "float64",
-    "double": "float64",
-}
-DEFAULT_ITERS = 50
-DEFAULT_WARMUP = 5
-#: The range `--sizes` accepts (log2 of the element count): 1 Ki to 16 Gi elements.
-SIZE_MIN_LOG2 = 10
-SIZE_MAX_LOG2 = 34
-
-
-def canonical_dtype(name: str) -> str | None:
-    """The canonical name (a key of DTYPES) for a dtype or one of its aliases, else None.
-    A `torch.` prefix and letter case are ignored: `fp16`, `half`, `torch.float16` are
-    all float16."""
-    key = name.strip().lower().removeprefix("torch.")
-    if key in DTYPES:
-        return key
-    return DTYPE_ALIASES.get(key)
-
-
-def dtype_choices() -> str:
-    """The accepted names, each canonical one with its aliases: for help and errors."""
-    parts = []
-    for canonical in DTYPES:
-        aliases = [a for a, c in DTYPE_ALIASES.items() if c == canonical]
-        parts.append(f"{canonical} ({', '.join(aliases)})" if aliases else canonical)
-    return ", ".join(parts)
-
-
-#: What `--compare` runs when no --dtype is given: the type with the other element size.
-COUNTERPART_DTYPE: dict[str, str] = {
-    "float16": "float32",
-    "bfloat16": "float32",
-    "float32": "float16",
-    "float64": "float32",
-}
-#: The same on a CPU, where 16-bit floats are converted element by element (not a
-#: bandwidth test): float32's counterpart there is float64.
-CPU_COUNTERPART_DTYPE: dict[str, str] = {**COUNTERPART_DTYPE, "float32": "float64"}
-
-
-def counterpart_dtype(dtype: str, device_type: str) -> str:
-    """The type `--compare` runs beside a stored run of `dtype` on `device_type`."""
-    table = CPU_COUNTERPART_DTYPE if device_type == "cpu" else COUNTERPART_DTYPE
-    return table.get(dtype, DEFAULT_DTYPE)
-
 
 #: The check agrees when the DRAM-regime time ratio is within this fraction of the
 #: element-size ratio (x2 for float16 -> float32) ...
@@ -106,9 +43,6 @@ COMPARE_TBPS_TOLERANCE = 0.15
 COMPARE_LAUNCH_TOLERANCE = 0.25
 #: The prediction is judged on at least this many sizes DRAM-bound in both runs.
 COMPARE_MIN_DRAM_SIZES = 2
-#: torch and Triton reach "the same plateau" when their DRAM plateaus (TB/s, each
-#: counting its own bytes) are within this fraction of each other.
-IMPLS_PLATEAU_TOLERANCE = 0.05
 
 #: The published sweep shown beside a run on the same GPU.
 REFERENCE_KEY = "tutorial-rtx-pro-6000"
@@ -252,64 +186,6 @@ class SweepResult(Model):
 # ---------------------------------------------------------------------------- building a result
 
 
-def record_from_json(data: Any, *, source: str | Path) -> SweepRecord:
-    """Validate parsed JSON as a sweep record; errors name `source` (ParseError, exit 2)."""
-    if isinstance(data, dict) and data.get("kind") == "sweep" and isinstance(data.get("record"), dict):
-        data = data["record"]  # a stored result.json
-    if not isinstance(data, dict) or data.get("kind") != "sweep":
-        kind = data.get("kind") if isinstance(data, dict) else type(data).__name__
-        raise ParseError(
-            f"not a sweep JSON (kind: {kind})", source=source, hint="Give the file `lab_scripts/sweep.py --json` wrote."
-        )
-    try:
-        record = SweepRecord.model_validate(data)
-    except ValidationError as e:
-        err = e.errors()[0]
-        where = ".".join(str(x) for x in err["loc"])
-        raise ParseError(
-            f"bad sweep JSON: {where + ': ' if where else ''}{validation_message(err)}", source=source
-        ) from None
-    bounds.refuse(
-        (
-            bounds.check_call(
-                f"size 2^{row.log2}",
-                seconds=min([row.seconds_per_call, *(row.batch_seconds_per_call or [])]),
-                bytes_moved=row.bytes_per_call,
-            )
-            for row in record.rows
-        ),
-        source=source,
-    )
-    return record
-
-
-def _tb(tbps: float) -> str:
-    return units.tbps(tbps * 1e12)
-
-
-def headline(summary: SweepSummary) -> str:
-    """One line for run lists: 'DRAM 1.46 TB/s (92% of 1.597 TB/s spec)'."""
-    what = "" if summary.impl == "torch" and summary.op == "scale" else f"{summary.impl} {summary.op}: "
-    if summary.interpreted:
-        return f"{what}interpreted: correctness only"
-    if not summary.bandwidth_test:
-        return f"{what}{summary.dtype} on a CPU: not a bandwidth test"
-    if summary.dram_tbps is not None:
-        text = f"{what}DRAM {'~' if summary.dram_is_estimate else ''}{_tb(summary.dram_tbps)}"
-        if summary.dram_pct_of_spec is not None and summary.spec_dram_tbps is not None:
-            # a datasheet figure is quoted as its datasheet gives it (as in the spec's label)
-            text += f" ({units.percent(summary.dram_pct_of_spec)} of {summary.spec_dram_tbps:.4g} TB/s spec)"
-        return text
-    status = {"one point": "DRAM one point: inconclusive", "disagree": "DRAM sizes disagree: inconclusive"}.get(
-        summary.plateau_status or "", "no DRAM plateau"
-    )
-    if summary.cache_peak_tbps is not None:
-        return f"{what}cache peak {_tb(summary.cache_peak_tbps)}, {status}"
-    if summary.launch_floor_us is not None:
-        return f"{what}launch floor {units.duration(summary.launch_floor_us * 1e-6)}, {status}"
-    return f"{what}{status}"
-
-
 def reference_curve(analysis: SweepAnalysis) -> ReferenceCurve | None:
     """The tutorial's sweep, analysed; `matches_device` when the run was on its GPU."""
     ref = REFERENCE_SWEEPS.get(REFERENCE_KEY)
@@ -398,10 +274,6 @@ def _side(r: SweepResult) -> CompareSide:
         launch_floor_us=r.summary.launch_floor_us,
         dram_tbps=r.summary.dram_tbps,
     )
-
-
-def _sizes_text(log2s: Sequence[int]) -> str:
-    return ", ".join(f"2^{n}" for n in log2s)
 
 
 def _judge_pair(ra: SweepResultRow, rb: SweepResultRow, ratio: float) -> tuple[float | None, bool | None]:
@@ -501,10 +373,10 @@ def compare_results(x: SweepResult, y: SweepResult) -> SweepCompare:
     tol = f"time within ±{COMPARE_TIME_TOLERANCE:.0%} of x{ratio:g}, TB/s within ±{COMPARE_TBPS_TOLERANCE:.0%}"
     if dram:
         ok, no = _which(dram, True), _which(dram, False)
-        where = "every one" if not no else ("none" if not ok else f"{_sizes_text(ok)}, not at {_sizes_text(no)}")
+        where = "every one" if not no else ("none" if not ok else f"{sizes_text(ok)}, not at {sizes_text(no)}")
         assert time_ratio is not None and tbps_ratio is not None
         lines.append(
-            f"Measured in the DRAM regime ({_sizes_text([p.log2 for p in dram])}): time x{units.sig(time_ratio)}, "
+            f"Measured in the DRAM regime ({sizes_text([p.log2 for p in dram])}): time x{units.sig(time_ratio)}, "
             f"TB/s x{units.sig(tbps_ratio)} ({b.dtype} vs {a.dtype}, medians); as predicted at {where}."
         )
     verdict: Literal["agrees", "disagrees", "inconclusive"] = "inconclusive"
@@ -521,7 +393,7 @@ def compare_results(x: SweepResult, y: SweepResult) -> SweepCompare:
         elif not ok:
             verdict, reason = "disagrees", f"{len(dram)} DRAM-bound sizes, none as predicted"
         else:
-            reason = f"the DRAM-bound sizes split: {_sizes_text(ok)} as predicted, {_sizes_text(no)} not"
+            reason = f"the DRAM-bound sizes split: {sizes_text(ok)} as predicted, {sizes_text(no)} not"
     elif len(dram) == 1:
         reason = "one DRAM-bound size"
     elif plateau_ratio is not None:
@@ -531,7 +403,7 @@ def compare_results(x: SweepResult, y: SweepResult) -> SweepCompare:
         reason = "no size DRAM-bound in both: the two plateaus compared"
         tol = f"TB/s within ±{COMPARE_TBPS_TOLERANCE:.0%}; no size was DRAM-bound in both, so time is not checked"
         lines.append(
-            f"Measured: DRAM plateau {_tb(pb or 0)} for {b.dtype} vs {_tb(pa or 0)} for {a.dtype} "
+            f"Measured: DRAM plateau {tb_text(pb or 0)} for {b.dtype} vs {tb_text(pa or 0)} for {a.dtype} "
             f"(x{units.sig(plateau_ratio)})."
         )
     else:
@@ -584,9 +456,9 @@ def compare_results(x: SweepResult, y: SweepResult) -> SweepCompare:
             )
         else:
             off = ", ".join(f"2^{p.log2} x{units.sig(p.time_ratio)}" for p in launch if p.agrees is False)
-            said = f"as predicted at {_sizes_text(ok)}, not at {off} (noise at the floor: see the SPREAD columns)."
+            said = f"as predicted at {sizes_text(ok)}, not at {off} (noise at the floor: see the SPREAD columns)."
         lines.append(
-            f"At the launch floor ({_sizes_text([p.log2 for p in launch])}): time x{units.sig(launch_ratio)} "
+            f"At the launch floor ({sizes_text([p.log2 for p in launch])}): time x{units.sig(launch_ratio)} "
             f"(median); {said}"
         )
     return SweepCompare(
@@ -613,264 +485,17 @@ def compare_results(x: SweepResult, y: SweepResult) -> SweepCompare:
     )
 
 
-# ---------------------------------------------------------------------------- torch against Triton
+# ---------------------------------------------------------------------------- the floor's plateau
 
 
-ImplsVerdict = Literal[
-    "same plateau", "triton falls short", "torch falls short", "inconclusive", "interpreted: correctness only"
-]
-
-
-class ImplPair(Model):
-    """One size run by both implementations. `ratio` = us_triton / us_torch: below 1,
-    Triton is faster."""
-
-    log2: int
-    elements: int
-    us_torch: float
-    us_triton: float
-    tbps_torch: float
-    tbps_triton: float
-    ratio: float
-    regime_torch: str
-    regime_triton: str
-    spread_torch: float | None = None
-    spread_triton: float | None = None
-
-
-class ImplSide(Model):
-    impl: str
-    run_id: str | None
-    kernels_per_call: int
-    bytes_per_element: int  # bytes one call moves per element: 2 x kernels x element size
-    launch_floor_us: float | None  # the launch regime's floor
-    smallest_us: float | None  # the time at the smallest size, floor or not
-    dram_tbps: float | None
-    plateau_status: str | None
-    interpreted: bool
-
-
-class SweepImpls(Model):
-    """`nsightlab sweep --impl torch,triton --json`: both runs, side by side per size."""
-
-    kind: Literal["sweep-impls"] = "sweep-impls"
-    op: str
-    dtype: str
-    device: str | None
-    device_type: str
-    target: str
-    interpreted: bool
-    runs: list[SweepResult]
-    torch: ImplSide
-    triton: ImplSide
-    pairs: list[ImplPair]
-    dram_sizes: list[int]  # DRAM-bound in both
-    launch_sizes: list[int]  # at the launch floor in both
-    dram_time_ratio: float | None  # median ratio over dram_sizes
-    launch_time_ratio: float | None  # median ratio over launch_sizes
-    plateau_ratio: float | None  # Triton's plateau / torch's (TB/s)
-    plateau_tolerance: float
-    verdict: ImplsVerdict
-    reason: str
-    lesson: list[str]
-    notes: list[str]
-
-
-def _impl_side(r: SweepResult) -> ImplSide:
-    smallest = min(r.rows, key=lambda row: row.elements) if r.rows else None
-    return ImplSide(
-        impl=r.impl,
-        run_id=r.run_id,
-        kernels_per_call=r.kernels_per_call,
-        bytes_per_element=2 * r.kernels_per_call * r.element_size,
-        launch_floor_us=r.summary.launch_floor_us,
-        smallest_us=smallest.us if smallest else None,
-        dram_tbps=r.summary.dram_tbps,
-        plateau_status=r.summary.plateau_status,
-        interpreted=r.interpreted,
+def plateau_source(result: SweepResult) -> PlateauSource:
+    """The few fields of a sweep result the floor needs."""
+    s = result.summary
+    return PlateauSource(
+        run_id=result.run_id,
+        dtype=result.dtype,
+        device_name=s.device_name,
+        device_type=s.device_type,
+        dram_tbps=s.dram_tbps,
+        dram_is_estimate=s.dram_is_estimate,
     )
-
-
-def _matched(k: SweepResult) -> str:
-    """What the check against torch found, from the Triton run's rows."""
-    rows = [row for row in k.record.rows if row.max_abs_error is not None]
-    if not rows:
-        return "Triton's result was not checked against torch's in this run."
-    worst = max(row.max_abs_error or 0.0 for row in rows)
-    tolerance = rows[0].tolerance or "exact"
-    diff = "no difference at all" if worst == 0 else f"largest difference {units.sig(worst)}"
-    return f"Triton's {k.op} matched torch's at every size ({diff}; tolerance {tolerance})."
-
-
-def _floor_text(side: ImplSide, label: str) -> str:
-    if side.launch_floor_us is not None:
-        return f"{label} {units.duration(side.launch_floor_us * 1e-6)}"
-    if side.smallest_us is not None:
-        return f"{label} {units.duration(side.smallest_us * 1e-6)} at the smallest size (no size sat at a floor)"
-    return f"{label} not measured"
-
-
-def compare_impls(x: SweepResult, y: SweepResult) -> SweepImpls:
-    """torch against Triton: the same op, type and sizes on one device, size by size.
-
-    The verdict compares the DRAM plateaus (each run's TB/s counts its own bytes): the same
-    within IMPLS_PLATEAU_TOLERANCE, or which one falls short and at which sizes. Every
-    sentence of the lesson is made from the measured rows; a run in Triton's interpreter
-    makes no claim beyond correctness."""
-    by_impl = {r.impl: r for r in (x, y)}
-    if set(by_impl) != {"torch", "triton"}:
-        raise ValueError(f"compare_impls needs a torch run and a triton run, got {x.impl} and {y.impl}")
-    t, k = by_impl["torch"], by_impl["triton"]
-    notes: list[str] = []
-    if (t.summary.device_name, t.summary.device_type) != (k.summary.device_name, k.summary.device_type):
-        notes.append("the runs are on different devices: the comparison needs one device")
-    if (t.op, t.dtype) != (k.op, k.dtype):
-        notes.append(f"the runs differ: torch {t.op} {t.dtype} vs triton {k.op} {k.dtype}")
-    theirs = {r.log2: r for r in k.rows}
-    pairs: list[ImplPair] = []
-    for rt in t.rows:
-        rk = theirs.get(rt.log2)
-        if rk is None or rk.elements != rt.elements:
-            continue
-        pairs.append(
-            ImplPair(
-                log2=rt.log2,
-                elements=rt.elements,
-                us_torch=rt.us,
-                us_triton=rk.us,
-                tbps_torch=rt.tbps,
-                tbps_triton=rk.tbps,
-                ratio=rk.seconds_per_call / rt.seconds_per_call,
-                regime_torch=rt.regime,
-                regime_triton=rk.regime,
-                spread_torch=rt.spread,
-                spread_triton=rk.spread,
-            )
-        )
-    if not pairs:
-        notes.append("the runs have no size in common")
-    dram = [p for p in pairs if p.regime_torch == p.regime_triton == "dram"]
-    launch = [p for p in pairs if p.regime_torch == p.regime_triton == "launch"]
-    dram_ratio = statistics.median(p.ratio for p in dram) if dram else None
-    launch_ratio = statistics.median(p.ratio for p in launch) if launch else None
-    ts, ks = _impl_side(t), _impl_side(k)
-    plateau_ratio = ks.dram_tbps / ts.dram_tbps if ks.dram_tbps and ts.dram_tbps else None
-    interpreted = t.interpreted or k.interpreted
-    lesson: list[str] = []
-    verdict: ImplsVerdict
-    if interpreted:
-        verdict = "interpreted: correctness only"
-        reason = (
-            "Triton ran in its interpreter, with no GPU: its times measure NumPy running each program, not the device"
-        )
-        lesson.append(_matched(k))
-        lesson.append(
-            "The times say nothing about bandwidth or launches here: torch's are this CPU's, "
-            "Triton's are its interpreter's. Run on a GPU (the lab pod) to compare them."
-        )
-        return SweepImpls(
-            op=t.op, dtype=t.dtype, device=t.summary.device_name, device_type=t.summary.device_type, target=t.target,
-            interpreted=True, runs=[t, k], torch=ts, triton=ks, pairs=pairs, dram_sizes=[p.log2 for p in dram],
-            launch_sizes=[p.log2 for p in launch], dram_time_ratio=dram_ratio, launch_time_ratio=launch_ratio,
-            plateau_ratio=None, plateau_tolerance=IMPLS_PLATEAU_TOLERANCE, verdict=verdict, reason=reason,
-            lesson=lesson, notes=notes,
-        )  # fmt: skip
-    tol = IMPLS_PLATEAU_TOLERANCE
-    plateaus = ""
-    if plateau_ratio is not None and ts.dram_tbps is not None and ks.dram_tbps is not None:
-        plateaus = f"torch {_tb(ts.dram_tbps)}, Triton {_tb(ks.dram_tbps)}"
-        if abs(plateau_ratio - 1) <= tol:
-            verdict = "same plateau"
-            reason = f"the same DRAM plateau within {tol:.0%} ({plateaus})"
-        else:
-            short, other = ("triton", "torch") if plateau_ratio < 1 else ("torch", "triton")
-            verdict = "triton falls short" if short == "triton" else "torch falls short"
-            behind = [
-                p.log2
-                for p in dram
-                if (p.tbps_triton / p.tbps_torch if short == "triton" else p.tbps_torch / p.tbps_triton) < 1 - tol
-            ]
-            gap = 1 - (plateau_ratio if short == "triton" else 1 / plateau_ratio)
-            where = f" at {_sizes_text(behind)}" if behind else ""
-            reason = f"{short}'s DRAM plateau is {units.percent(100 * gap)} below {other}'s{where} ({plateaus})"
-    else:
-        verdict = "inconclusive"
-        missing = [
-            f"{side.impl} ({'one point' if side.plateau_status == 'one point' else side.plateau_status or 'none'})"
-            for side in (ts, ks)
-            if side.dram_tbps is None
-        ]
-        reason = f"no DRAM plateau for {' and '.join(missing)}: add larger --sizes"
-    floors = f"{_floor_text(ts, 'torch')}, {_floor_text(ks, 'Triton')}"
-    t_floor = ts.launch_floor_us if ts.launch_floor_us is not None else ts.smallest_us
-    k_floor = ks.launch_floor_us if ks.launch_floor_us is not None else ks.smallest_us
-    gpu = t.summary.device_type == "cuda"
-    if t.op == "scale-add":
-        if dram_ratio is not None:
-            half = abs(dram_ratio - 0.5) <= 0.5 * COMPARE_TIME_TOLERANCE
-            bw = (
-                f"torch {_tb(statistics.median(p.tbps_torch for p in dram))}, Triton "
-                f"{_tb(statistics.median(p.tbps_triton for p in dram))}"
-            )
-            lesson.append(
-                f"At the DRAM plateau ({_sizes_text([p.log2 for p in dram])}) the fused Triton kernel took "
-                f"{units.ratio(dram_ratio)} torch's time per call: it moves {ks.bytes_per_element} B per element "
-                f"(one kernel reading and writing once) where torch's two kernels (x.mul_, then x.add_) move "
-                f"{ts.bytes_per_element} B, at TB/s of {bw}. "
-                + (
-                    "Half the bytes, half the time: at the plateau a kernel is only as fast as the bytes it "
-                    "moves, so the win is moving fewer of them (fusing), not faster arithmetic."
-                    if half
-                    else f"Half the bytes would predict 0.500x; the measured {units.ratio(dram_ratio)} says the two "
-                    "did not run at the same TB/s."
-                )
-            )
-        else:
-            lesson.append(
-                "No size was DRAM-bound in both runs, so the saving from fusing (half the bytes) is not measured "
-                "here: add larger --sizes."
-            )
-        if launch_ratio is not None and t_floor is not None and k_floor is not None:
-            if k_floor < t_floor:
-                lesson.append(
-                    f"At the launch floor ({_sizes_text([p.log2 for p in launch])}) torch pays two launches per call "
-                    f"({_floor_text(ts, 'torch')}) against the fused kernel's one ({_floor_text(ks, 'Triton')}): "
-                    "there the number of launches, not the bytes, sets the time."
-                )
-            else:
-                lesson.append(
-                    f"At the launch floor ({_sizes_text([p.log2 for p in launch])}) torch pays two launches per "
-                    "call, yet "
-                    f"its floor ({_floor_text(ts, 'torch')}) is below Triton's single launch "
-                    f"({_floor_text(ks, 'Triton')}): "
-                    "Triton's Python launch path costs more than two of torch's C++ launches."
-                )
-    else:
-        if verdict == "same plateau":
-            lesson.append(
-                f"Both reach the same DRAM plateau ({plateaus}): the two kernels move the same bytes, "
-                "and at the plateau a kernel can only be as fast as the bytes it moves. The win is moving fewer bytes "
-                "(fusing ops: --op scale-add), not cleverer arithmetic."
-            )
-        elif verdict != "inconclusive":
-            lesson.append(
-                f"{reason[0].upper()}{reason[1:]}: the two kernels move the same bytes, so the slower one leaves "
-                "memory bandwidth unused there."
-            )
-    if t_floor is not None and k_floor is not None and t.op != "scale-add":
-        extra = k_floor - t_floor
-        launcher = "Triton's Python launch path" if gpu else "Triton's launch path"
-        if extra > 0:
-            lesson.append(
-                f"Launch floor: {floors}. {launcher} costs {units.duration(extra * 1e-6)} more per call "
-                f"({units.ratio(k_floor / t_floor)} torch's): at small sizes the launch, not the bytes, sets the time."
-            )
-        else:
-            lesson.append(f"Launch floor: {floors}: Triton's launches cost no more than torch's here.")
-    lesson.append(_matched(k))
-    return SweepImpls(
-        op=t.op, dtype=t.dtype, device=t.summary.device_name, device_type=t.summary.device_type, target=t.target,
-        interpreted=False, runs=[t, k], torch=ts, triton=ks, pairs=pairs, dram_sizes=[p.log2 for p in dram],
-        launch_sizes=[p.log2 for p in launch], dram_time_ratio=dram_ratio, launch_time_ratio=launch_ratio,
-        plateau_ratio=plateau_ratio, plateau_tolerance=tol, verdict=verdict, reason=reason, lesson=lesson, notes=notes,
-    )  # fmt: skip

@@ -4,7 +4,7 @@
 rows live to stderr; then it fetches the script's JSON into a new run's `raw/`, analyses
 it (`nsightlab.analysis.sweep_result`) and writes `meta.json` and, last, `result.json`: a run
 folder is complete, or it is removed. `run_impls` runs the same op with torch and with a
-Triton kernel on the same target and compares them (`analysis.sweep_result.compare_impls`).
+Triton kernel on the same target and compares them (`analysis.sweep_impls.compare_impls`).
 
 The script's options are passed only when the user gave them: its defaults are per device
 (float16 and 5 + 50 calls on a GPU, float32 and 2 + 10 on a CPU, where 16-bit floats
@@ -29,18 +29,15 @@ from pathlib import Path
 from typing import Any
 
 from nsightlab import __version__, assets, units
-from nsightlab.analysis.sweep_analysis import SweepRecord
-from nsightlab.analysis.sweep_result import (
+from nsightlab.analysis.sweep_impls import SweepImpls, compare_impls
+from nsightlab.analysis.sweep_options import (
     SIZE_MAX_LOG2,
     SIZE_MIN_LOG2,
-    SweepImpls,
-    SweepResult,
-    build_result,
     canonical_dtype,
-    compare_impls,
     counterpart_dtype,
     dtype_choices,
 )
+from nsightlab.analysis.sweep_result import SweepResult, build_result
 from nsightlab.env import Env
 from nsightlab.errors import RemoteCommandError, UsageError
 from nsightlab.measure.device import DevicePlan, no_gpu_error, plan_device
@@ -48,6 +45,7 @@ from nsightlab.measure.targets import LocalTarget, Target, Where
 from nsightlab.measure.work import LabWork
 from nsightlab.models import loads
 from nsightlab.parse.noise import is_library_noise
+from nsightlab.parse.records.sweep_record import SweepRecord
 from nsightlab.runs import store
 from nsightlab.runs.store import RunMeta
 from nsightlab.runs.sweeps import load_record, load_sweep_run

@@ -38,7 +38,7 @@ from nsightlab.analysis.fleet_result import (
     build_fleet_result,
     outcome_entry,
 )
-from nsightlab.analysis.sweep_result import DEFAULT_DTYPE, canonical_dtype, dtype_choices
+from nsightlab.analysis.sweep_options import DEFAULT_DTYPE, canonical_dtype, dtype_choices
 from nsightlab.cluster import fleetjobs as fj
 from nsightlab.cluster.kube import Conflict, Forbidden, Kube
 from nsightlab.cluster.safety import ResolvedContext

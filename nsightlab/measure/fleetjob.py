@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING, Any
 
 from nsightlab import __version__
 from nsightlab.analysis.fleet_result import FleetEntry, FleetPlan, FleetTarget, LogScan, measured_entry, outcome_entry
-from nsightlab.analysis.sweep_analysis import SweepRecord
-from nsightlab.analysis.sweep_result import SweepResult, build_result, record_from_json
+from nsightlab.analysis.sweep_result import SweepResult, build_result
 from nsightlab.cluster.podlogs import save_log
 from nsightlab.errors import ClusterError, ParseError
+from nsightlab.parse.records.sweep_record import SweepRecord, record_from_json
 from nsightlab.runs import store
 from nsightlab.runs.store import Run, RunMeta
 from nsightlab.specs.bounds import ImplausibleMeasurement

@@ -27,7 +27,6 @@ from nsightlab.analysis.profile_result import (
     ProfileResult,
     build_profile,
     headline,
-    load_record,
     report_from_torch,
     torch_info,
 )
@@ -37,6 +36,7 @@ from nsightlab.measure.work import LabWork
 from nsightlab.models import NonFiniteError, loads
 from nsightlab.parse import nsys
 from nsightlab.parse.noise import is_library_noise
+from nsightlab.parse.records.lesson1_record import load_record
 from nsightlab.runs.sqlite_input import sqlite_result
 from nsightlab.runs.store import Run, RunMeta
 from nsightlab.runs.store import remove as remove_run

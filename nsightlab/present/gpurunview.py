@@ -11,7 +11,8 @@ from nsightlab.analysis.gpurun_result import GpuRunResult, RunRecord
 from nsightlab.analysis.ncu_result import NcuResult
 from nsightlab.analysis.profile_result import ProfileResult
 from nsightlab.analysis.sanity import SanityRow
-from nsightlab.analysis.sweep_result import SweepImpls, SweepResult
+from nsightlab.analysis.sweep_impls import SweepImpls
+from nsightlab.analysis.sweep_result import SweepResult
 from nsightlab.present import render
 from nsightlab.present.packview import draw_colocate
 from nsightlab.present.render import Column

@@ -46,9 +46,9 @@ if TYPE_CHECKING:
     # the result models load only when a stored result is read, not for every store access
     from nsightlab.analysis.ncu_result import NcuResult
     from nsightlab.analysis.profile_result import KernelLine, ProfileResult
-    from nsightlab.analysis.roofline import DecodeFloor
-    from nsightlab.analysis.sweep_analysis import Rates
-    from nsightlab.analysis.sweep_result import SweepCompare, SweepImpls, SweepResult
+    from nsightlab.analysis.roofline import DecodeFloor, Rates
+    from nsightlab.analysis.sweep_impls import SweepImpls
+    from nsightlab.analysis.sweep_result import SweepCompare, SweepResult
     from nsightlab.k8s.doctor import DoctorReport
     from nsightlab.k8s.inventory import NodeDetail, NodesReport, PodDetail, PodsReport
     from nsightlab.k8s.labpod import CleanupReport, CopyResult, EventsReport, LabPod, StatusReport

@@ -36,8 +36,9 @@ from nsightlab.analysis.decode_result import DecodeResult, DecodeTimelines
 from nsightlab.analysis.fleet_result import FleetResult
 from nsightlab.analysis.ncu_result import NcuResult
 from nsightlab.analysis.profile_result import ProfileResult, ops_label
-from nsightlab.analysis.roofline import DecodeFloor, decode_floor, plateau_source
-from nsightlab.analysis.sweep_result import SweepImpls, SweepResult, compare_impls, compare_results
+from nsightlab.analysis.roofline import DecodeFloor, decode_floor
+from nsightlab.analysis.sweep_impls import SweepImpls, compare_impls
+from nsightlab.analysis.sweep_result import SweepResult, compare_results, plateau_source
 from nsightlab.analysis.tokenizer_result import TokenizerResult
 from nsightlab.errors import Interrupted, UsageError
 from nsightlab.parse.names import distinct_short_names

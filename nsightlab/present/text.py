@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING
 
 from nsightlab import units
 from nsightlab.analysis.ncu_result import NcuResult
-from nsightlab.analysis.sweep_result import SweepCompare, SweepImpls, SweepResult
+from nsightlab.analysis.sweep_impls import SweepImpls
+from nsightlab.analysis.sweep_result import SweepCompare, SweepResult
 from nsightlab.parse.names import distinct_short_names
 from nsightlab.present.doc import Table
 

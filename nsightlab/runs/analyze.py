@@ -152,7 +152,8 @@ def _analyze(path: Path, opts: TraceOptions) -> BaseModel:
 
 
 def _nsys_result(report: nsys.NsysReport, record_path: Path | None, source: Path) -> ProfileResult:
-    from nsightlab.analysis.profile_result import build_profile, load_record
+    from nsightlab.analysis.profile_result import build_profile
+    from nsightlab.parse.records.lesson1_record import load_record
 
     if not (report.kernels or report.nvtx or report.nvtx_kernels or report.cuda_api or report.mem_time):
         raise ParseError(
@@ -299,8 +300,9 @@ def _json_kind(path: Path) -> str | None:
 
 
 def _json_file(path: Path) -> BaseModel:
-    from nsightlab.analysis.profile_result import build_profile, load_record, report_from_torch, torch_info
+    from nsightlab.analysis.profile_result import build_profile, report_from_torch, torch_info
     from nsightlab.parse import nsys
+    from nsightlab.parse.records.lesson1_record import load_record
     from nsightlab.runs.sweeps import analyze_record_file
 
     try:

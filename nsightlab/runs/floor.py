@@ -4,8 +4,8 @@ session's GPU). What `nsightlab roofline` shows."""
 
 from __future__ import annotations
 
-from nsightlab.analysis.roofline import DecodeFloor, decode_floor, find_gpu, plateau_source
-from nsightlab.analysis.sweep_result import SweepResult
+from nsightlab.analysis.roofline import DecodeFloor, decode_floor, find_gpu
+from nsightlab.analysis.sweep_result import SweepResult, plateau_source
 from nsightlab.errors import UsageError
 from nsightlab.runs import store
 from nsightlab.runs.sweeps import load_sweep_run

@@ -41,7 +41,8 @@ from nsightlab.analysis.gpurun_result import (
 from nsightlab.analysis.ncu_result import NcuResult
 from nsightlab.analysis.profile_result import ProfileResult
 from nsightlab.analysis.sanity import RunFigures, check_run
-from nsightlab.analysis.sweep_result import SweepResult, compare_impls
+from nsightlab.analysis.sweep_impls import compare_impls
+from nsightlab.analysis.sweep_result import SweepResult
 from nsightlab.errors import ParseError, UsageError
 from nsightlab.models import loads
 from nsightlab.parse.ncu_csv import detect_counter_permission_error

@@ -104,7 +104,8 @@ def sqlite_result(
     export, or (unless `anywork`: a profile's own capture) one that holds neither CUDA nor
     NVTX data (a CPU-only capture). `source` is what a command the notes offer names (default:
     `path`; a run's folder for a run's own export, so the stored notes and `analyze RUN` agree)."""
-    from nsightlab.analysis.profile_result import build_profile, load_record
+    from nsightlab.analysis.profile_result import build_profile
+    from nsightlab.parse.records.lesson1_record import load_record
 
     with SqliteTrace.open(path) as trace:
         db = trace.db
