@@ -36,7 +36,7 @@ MODELS: dict[str, str] = {
     "CopyResult": "nsightlab.k8s.labpod.CopyResult",
     "CleanupReport": "nsightlab.k8s.labpod.CleanupReport",
     "DoctorReport": "nsightlab.k8s.doctor.DoctorReport",
-    "ProfileResult": "nsightlab.analysis.profile_result.ProfileResult",
+    "ProfileResult": "nsightlab.analysis.profile_models.ProfileResult",
     "DecodeResult": "nsightlab.analysis.decode_result.DecodeResult",
     "NcuResult": "nsightlab.analysis.ncu_result.NcuResult",
     "TraceResult": "nsightlab.analysis.decode_result.TraceResult",

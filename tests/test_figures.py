@@ -15,7 +15,7 @@ from reportstore import NSYS03, Recorded, lesson1_json, recorded
 
 pytest.importorskip("matplotlib")
 
-from nsightlab.analysis.profile_result import ProfileResult
+from nsightlab.analysis.profile_models import ProfileResult
 from nsightlab.analysis.sweep_result import SweepResult
 from nsightlab.present import figures, sweepfigure
 from nsightlab.runs.analyze import analyze_path, stored_result

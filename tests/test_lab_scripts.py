@@ -549,7 +549,7 @@ def _without_usdt(stderr: str) -> list[str]:
 
 def test_torchprof_ranges_are_ranges_and_ops_are_kernels(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
     pytest.importorskip("torch")
-    from nsightlab.analysis.profile_result import report_from_torch
+    from nsightlab.parse.records.torchprof_record import report_from_torch
 
     torchprof = _import_script(TORCHPROF)
     step = tmp_path / "step.py"

@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 from clirun import run_cli
 
-from nsightlab.analysis.profile_result import KernelLine, _instances_lesson
+from nsightlab.analysis.explain.profile_words import instances_lesson
+from nsightlab.analysis.profile_models import KernelLine
 from nsightlab.parse.records import lesson1_record
 
 DATA = Path(__file__).parent / "data"
@@ -153,7 +154,7 @@ def test_gpu_kernels_are_still_launched() -> None:
         name="k", instances=23, total_ns=23, avg_ns=1.0, time_pct=100.0, short_name="k", kind="elementwise"
     )
     per_range = {work.name: (20.0, 20, "k")}
-    (gpu,) = _instances_lesson([kernel], record, per_range)
-    (cpu,) = _instances_lesson([kernel], record, per_range, cpu_ops=True)
+    (gpu,) = instances_lesson([kernel], record, per_range)
+    (cpu,) = instances_lesson([kernel], record, per_range, cpu_ops=True)
     assert gpu.startswith("The kernel summary counts 23 launches of k") and "(CUDA init, kernel selection)" in gpu
     assert cpu.startswith("The op table counts 23 calls of k") and "CUDA" not in cpu

@@ -24,7 +24,7 @@ from typing import Literal, NamedTuple
 
 from nsightlab.analysis.colocate_result import ColocateResult
 from nsightlab.analysis.decode_result import DecodeRecord, peak_tflops
-from nsightlab.analysis.profile_result import ProfileResult
+from nsightlab.analysis.profile_models import ProfileResult
 from nsightlab.analysis.sweep_result import SweepResult
 from nsightlab.models import Model
 from nsightlab.specs import bounds

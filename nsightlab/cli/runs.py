@@ -176,7 +176,7 @@ def analyze(
     from nsightlab.analysis.decode_result import DecodeResult, TraceResult
     from nsightlab.analysis.gpurun_result import GpuRunResult
     from nsightlab.analysis.ncu_result import NcuResult
-    from nsightlab.analysis.profile_result import ProfileResult
+    from nsightlab.analysis.profile_models import ProfileResult
     from nsightlab.present import render
     from nsightlab.present.gpurunview import draw_gpu_run
 

@@ -22,14 +22,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nsightlab import assets
-from nsightlab.analysis.profile_result import (
-    Profiler,
-    ProfileResult,
-    build_profile,
-    headline,
-    report_from_torch,
-    torch_info,
-)
+from nsightlab.analysis.explain.profile_words import headline
+from nsightlab.analysis.profile_models import Profiler, ProfileResult
+from nsightlab.analysis.profile_result import build_profile
 from nsightlab.errors import ParseError, RemoteCommandError, UsageError
 from nsightlab.measure.device import DevicePlan, no_gpu_error, ran_on_cpu_warning
 from nsightlab.measure.work import LabWork
@@ -37,6 +32,7 @@ from nsightlab.models import NonFiniteError, loads
 from nsightlab.parse import nsys
 from nsightlab.parse.noise import is_library_noise
 from nsightlab.parse.records.lesson1_record import load_record
+from nsightlab.parse.records.torchprof_record import report_from_torch, torch_info
 from nsightlab.runs.sqlite_input import sqlite_result
 from nsightlab.runs.store import Run, RunMeta
 from nsightlab.runs.store import remove as remove_run

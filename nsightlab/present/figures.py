@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
     # the result models load only when a stored result is read, not for every store access
     from nsightlab.analysis.decode_result import DecodeResult, DecodeTimelines, ModeTimeline
-    from nsightlab.analysis.profile_result import ProfileResult
+    from nsightlab.analysis.profile_models import ProfileResult
     from nsightlab.analysis.sweep_result import SweepResult
 
 MISSING = "plotting needs matplotlib: pip install 'nsightlab[report]'"

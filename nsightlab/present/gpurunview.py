@@ -9,7 +9,7 @@ from nsightlab.analysis.colocate_result import ColocateResult
 from nsightlab.analysis.decode_result import DecodeResult
 from nsightlab.analysis.gpurun_result import GpuRunResult, RunRecord
 from nsightlab.analysis.ncu_result import NcuResult
-from nsightlab.analysis.profile_result import ProfileResult
+from nsightlab.analysis.profile_models import ProfileResult
 from nsightlab.analysis.sanity import SanityRow
 from nsightlab.analysis.sweep_impls import SweepImpls
 from nsightlab.analysis.sweep_result import SweepResult

@@ -14,9 +14,10 @@ import yaml
 
 from nsightlab import units
 from nsightlab.analysis.decode_result import DecodeResult, GroupSteps, TraceResult
+from nsightlab.analysis.explain.profile_words import ops_label
 from nsightlab.analysis.fleet_result import FleetResult
 from nsightlab.analysis.ncu_result import NcuResult
-from nsightlab.analysis.profile_result import ProfileResult, ops_label
+from nsightlab.analysis.profile_models import ProfileResult
 from nsightlab.analysis.sweep_result import SweepResult
 from nsightlab.configure import ConfigView
 from nsightlab.k8s.pods import human_duration
@@ -45,7 +46,7 @@ if TYPE_CHECKING:
 
     # the result models load only when a stored result is read, not for every store access
     from nsightlab.analysis.ncu_result import NcuResult
-    from nsightlab.analysis.profile_result import KernelLine, ProfileResult
+    from nsightlab.analysis.profile_models import KernelLine, ProfileResult
     from nsightlab.analysis.roofline import DecodeFloor, Rates
     from nsightlab.analysis.sweep_impls import SweepImpls
     from nsightlab.analysis.sweep_result import SweepCompare, SweepResult

@@ -33,9 +33,10 @@ from pydantic import BaseModel
 from nsightlab import units
 from nsightlab.analysis.colocate_result import ColocateResult
 from nsightlab.analysis.decode_result import DecodeResult, DecodeTimelines
+from nsightlab.analysis.explain.profile_words import ops_label
 from nsightlab.analysis.fleet_result import FleetResult
 from nsightlab.analysis.ncu_result import NcuResult
-from nsightlab.analysis.profile_result import ProfileResult, ops_label
+from nsightlab.analysis.profile_models import ProfileResult
 from nsightlab.analysis.roofline import DecodeFloor, decode_floor
 from nsightlab.analysis.sweep_impls import SweepImpls, compare_impls
 from nsightlab.analysis.sweep_result import SweepResult, compare_results, plateau_source
@@ -84,7 +85,7 @@ from nsightlab.userconfig import ensure_home, load_session
 
 if TYPE_CHECKING:
     from nsightlab.analysis.ncu_result import NcuResult
-    from nsightlab.analysis.profile_result import ProfileResult, RangeLine
+    from nsightlab.analysis.profile_models import ProfileResult, RangeLine
     from nsightlab.analysis.sweep_result import SweepResult
     from nsightlab.present.figures import Plot
 

@@ -20,7 +20,7 @@ from nsightlab.parse.names import distinct_short_names
 from nsightlab.present.doc import Table
 
 if TYPE_CHECKING:
-    from nsightlab.analysis.profile_result import ProfileResult
+    from nsightlab.analysis.profile_models import ProfileResult
 
 #: lesson1's in-place scale range.
 LESSON1_SCALE = "memory_bound_scale"

@@ -47,7 +47,7 @@ from nsightlab.runs.trace_files import (
 )
 
 if TYPE_CHECKING:
-    from nsightlab.analysis.profile_result import ProfileResult
+    from nsightlab.analysis.profile_models import ProfileResult
     from nsightlab.parse import nsys
 
 # The readers and result models of the other inputs (nsys and ncu tables, profiles,
@@ -173,7 +173,7 @@ def _nsys_result(report: nsys.NsysReport, record_path: Path | None, source: Path
 
 def _folder(path: Path, opts: TraceOptions | None = None) -> BaseModel:
     from nsightlab.analysis.ncu_result import from_report
-    from nsightlab.analysis.profile_result import ProfileResult
+    from nsightlab.analysis.profile_models import ProfileResult
     from nsightlab.parse import ncu_csv as ncu_parse
     from nsightlab.parse import nsys
 
@@ -300,9 +300,10 @@ def _json_kind(path: Path) -> str | None:
 
 
 def _json_file(path: Path) -> BaseModel:
-    from nsightlab.analysis.profile_result import build_profile, report_from_torch, torch_info
+    from nsightlab.analysis.profile_result import build_profile
     from nsightlab.parse import nsys
     from nsightlab.parse.records.lesson1_record import load_record
+    from nsightlab.parse.records.torchprof_record import report_from_torch, torch_info
     from nsightlab.runs.sweeps import analyze_record_file
 
     try:

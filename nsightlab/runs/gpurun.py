@@ -39,7 +39,7 @@ from nsightlab.analysis.gpurun_result import (
     parse_steps_log,
 )
 from nsightlab.analysis.ncu_result import NcuResult
-from nsightlab.analysis.profile_result import ProfileResult
+from nsightlab.analysis.profile_models import ProfileResult
 from nsightlab.analysis.sanity import RunFigures, check_run
 from nsightlab.analysis.sweep_impls import compare_impls
 from nsightlab.analysis.sweep_result import SweepResult

@@ -29,7 +29,7 @@ from nsightlab.parse.nsys_sqlite_trace import SqliteTrace
 from nsightlab.runs.trace_files import TraceOptions, group_steps
 
 if TYPE_CHECKING:
-    from nsightlab.analysis.profile_result import ProfileResult
+    from nsightlab.analysis.profile_models import ProfileResult
 
 # How long a local `nsys export` may take (a large report takes minutes).
 EXPORT_TIMEOUT_S = 1800

@@ -57,7 +57,7 @@ def result_models() -> dict[str, type[BaseModel]]:
     from nsightlab.analysis.decode_result import DecodeResult
     from nsightlab.analysis.fleet_result import FleetResult
     from nsightlab.analysis.ncu_result import NcuResult
-    from nsightlab.analysis.profile_result import ProfileResult
+    from nsightlab.analysis.profile_models import ProfileResult
     from nsightlab.analysis.sweep_result import SweepResult
     from nsightlab.analysis.tokenizer_result import TokenizerResult
 
