@@ -249,7 +249,7 @@ def test_report_draws_one_step_and_the_batch_sweep(
     html = (out / "report.html").read_text()
     assert "data:image/png;base64," in html and "Top CPU ops of the median step" in html
     # the timeline figure holds a bar for every op of the median step
-    from nsightlab.analysis.decode_result import DecodeResult, DecodeTimelines
+    from nsightlab.analysis.decode_models import DecodeResult, DecodeTimelines
     from nsightlab.present.figures import decode_steps_figure
 
     data = DecodeTimelines.model_validate_json((torch_run["run"] / "timeline.json").read_text())

@@ -322,8 +322,8 @@ def test_a_gpu_sweep_is_checked_against_the_datasheet(
 def test_graphs_and_floor_checks_of_a_gpu_decode(tmp_path: Path) -> None:
     """The GPU's decode checks, on decode.py's record shape: graphs against eager at batch 1,
     each mode against its floor at the spec bandwidth."""
-    from nsightlab.analysis.decode_result import DecodeRecord
     from nsightlab.analysis.sanity import RunFigures, check_run
+    from nsightlab.parse.records.decode_record import DecodeRecord
     from nsightlab.specs.gpus import lookup
 
     data = json.loads((ROOT / "tests" / "data" / "decode_cpu_tiny_xeon-2c.json").read_text())

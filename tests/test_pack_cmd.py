@@ -388,7 +388,7 @@ def test_the_step_to_keep_from_a_stored_decode_run(
 ) -> None:
     """decode.py's real JSON (tests/data) stored as a decode run: its median step at the largest batch up to the
     target concurrency is the step each copy keeps."""
-    from nsightlab.analysis.decode_result import load_decode_record
+    from nsightlab.parse.records.decode_record import load_decode_record
     from nsightlab.runs.trace_files import decode_build
 
     record = load_decode_record(Path(__file__).resolve().parent / "data" / "decode_cpu_tiny_xeon-2c.json")

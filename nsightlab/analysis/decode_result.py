@@ -6,6 +6,8 @@ times) and what a trace says about its steps (`nsightlab.analysis.steps`): the s
 how busy the GPU is in a step and where it idles, the top kernels, the memory floor
 (bytes per step / DRAM bandwidth), the verdict and the batch sweep against the roofline.
 `steps_report(anatomy, ...)` is the same step objects for a trace alone (`analyze`).
+The sentences are `explain.decode_words`; the script's record is read by
+`parse.records.decode_record`.
 
 Which steps belong to which run of the script: decode.py nests its ranges
 `mode:<name>` > `batch:<B>` > `decode_step`, so each group of steps the anatomy finds is
@@ -22,7 +24,7 @@ bandwidth), the step is bound by compute instead. Both grow linearly with the ba
 (the weights do not), so the batch where decode stops being memory-bound is where
 flops(B) / bytes(B) = ridge, solved exactly from the script's own figures.
 
-Pure: no I/O but reading the script's JSON it is handed.
+Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -37,20 +39,12 @@ from nsightlab.analysis.decode_models import (
     Bound,
     DecodeMode,
     DecodeModelInfo,
-    DecodeRecord,
     DecodeResult,
-    DecodeSteps,
     DecodeTimelines,
     GroupSteps,
     ModeTimeline,
-    RecordEntry,
-    RecordModel,
     RooflinePoint,
-    TraceResult,
     device_name_of,
-    load_decode_record,
-    peak_tflops,
-    spec_bandwidth,
 )
 from nsightlab.analysis.explain.decode_words import (
     Command,
@@ -63,36 +57,10 @@ from nsightlab.analysis.explain.decode_words import (
     story,
     sweep_lesson,
 )
+from nsightlab.analysis.explain.step_words import attribution_lines
 from nsightlab.analysis.stepmodels import StepGroup, TraceAnatomy
 from nsightlab.models import Model
-
-__all__ = [
-    "Bandwidth",
-    "BatchPoint",
-    "DecodeBuild",
-    "DecodeMode",
-    "DecodeModelInfo",
-    "DecodeRecord",
-    "DecodeResult",
-    "DecodeSteps",
-    "DecodeTimelines",
-    "GroupSteps",
-    "ModeTimeline",
-    "RooflinePoint",
-    "TraceResult",
-    "attribution_lines",
-    "build_decode",
-    "crossover_batch",
-    "device_label",
-    "device_name_of",
-    "group_key",
-    "load_decode_record",
-    "peak_tflops",
-    "roofline_curve",
-    "spec_bandwidth",
-    "steps_report",
-    "trace_device",
-]
+from nsightlab.parse.records.decode_record import DecodeRecord, RecordEntry, RecordModel
 
 # A note when the trace's step time and the script's own differ by more than this factor.
 TIMING_DISAGREES_RATIO = 1.2
@@ -441,29 +409,3 @@ def trace_device(anatomy: TraceAnatomy, fallback: str | None = None) -> str | No
     if names:
         return ", ".join(names)
     return fallback
-
-
-def attribution_lines(anatomy: TraceAnatomy) -> list[str]:
-    """How operations were attributed to steps, in words (for the notes)."""
-    how = {
-        "launch": (
-            "kernels were attributed to steps by their launch"
-            + (" (cuda_api_trace)" if anatomy.input == "nsys" else "")
-            + ": each belongs to the step whose range holds the runtime call (CUDA or HIP) that launched it "
-            "(matched by correlation id; a graph replay's kernels share the replay's)"
-        ),
-        "projection": (
-            "kernels were attributed to steps by the GPU projection of each step's CPU range "
-            "(nvtx_gpu_proj_trace: nsys projects a range onto the GPU work launched inside it, by "
-            "launch correlation)"
-        ),
-        "window": "",  # said by the anatomy's own note ("approximate: ...")
-        "cpu-range": "",  # said by the anatomy's own note on CPU ops
-    }
-    if anatomy.attribution is not None:
-        if not how[anatomy.attribution]:
-            return []
-        return [how[anatomy.attribution]]
-    if any(g.anatomy.source == "repeating-sequence" for g in anatomy.groups):
-        return ["steps were inferred from a repeating kernel sequence: the trace has no step ranges nsightlab knows"]
-    return []

@@ -16,7 +16,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from nsightlab.analysis.colocate_result import ColocateResult
-from nsightlab.analysis.decode_result import DecodeResult
+from nsightlab.analysis.decode_models import DecodeResult
 from nsightlab.analysis.ncu_result import NcuResult
 from nsightlab.analysis.profile_models import ProfileResult
 from nsightlab.analysis.sanity import SanityRow

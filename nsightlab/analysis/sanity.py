@@ -23,10 +23,11 @@ from dataclasses import dataclass, field
 from typing import Literal, NamedTuple
 
 from nsightlab.analysis.colocate_result import ColocateResult
-from nsightlab.analysis.decode_result import DecodeRecord, peak_tflops
+from nsightlab.analysis.decode_models import peak_tflops
 from nsightlab.analysis.profile_models import ProfileResult
 from nsightlab.analysis.sweep_result import SweepResult
 from nsightlab.models import Model
+from nsightlab.parse.records.decode_record import DecodeRecord
 from nsightlab.specs import bounds
 from nsightlab.specs.gpus import GpuSpec
 from nsightlab.units import sig

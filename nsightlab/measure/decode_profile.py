@@ -39,13 +39,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from nsightlab import assets
-from nsightlab.analysis.decode_result import DecodeResult, load_decode_record
+from nsightlab.analysis.decode_models import DecodeResult
 from nsightlab.analysis.steps import TraceAnatomy
 from nsightlab.errors import ParseError, RemoteCommandError, UsageError
 from nsightlab.measure.device import DevicePlan, no_gpu_error
 from nsightlab.measure.profile import export_stats, streamer
 from nsightlab.measure.work import LabWork
 from nsightlab.parse import nsys
+from nsightlab.parse.records.decode_record import load_decode_record
 from nsightlab.runs.store import RunMeta
 from nsightlab.runs.trace_files import (
     TIMELINE_FILE,

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from nsightlab import units
-from nsightlab.analysis.decode_result import BatchPoint, DecodeResult, DecodeSteps, GroupSteps
+from nsightlab.analysis.decode_models import BatchPoint, DecodeResult, DecodeSteps, GroupSteps
 from nsightlab.analysis.steps import TraceKernel, TraceSummary
 from nsightlab.parse.names import distinct_short_names
 from nsightlab.present.doc import Table

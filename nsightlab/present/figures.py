@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
     # the result models load only when a stored result is read, not for every store access
-    from nsightlab.analysis.decode_result import DecodeResult, DecodeTimelines, ModeTimeline
+    from nsightlab.analysis.decode_models import DecodeResult, DecodeTimelines, ModeTimeline
     from nsightlab.analysis.profile_models import ProfileResult
     from nsightlab.analysis.sweep_result import SweepResult
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from nsightlab import units
-from nsightlab.analysis.decode_result import DecodeResult, GroupSteps, TraceResult
+from nsightlab.analysis.decode_models import DecodeResult, GroupSteps, TraceResult
 from nsightlab.analysis.explain.profile_words import ops_label
 from nsightlab.analysis.fleet_result import FleetResult
 from nsightlab.analysis.ncu_result import NcuResult

@@ -32,7 +32,7 @@ from pydantic import BaseModel
 
 from nsightlab import units
 from nsightlab.analysis.colocate_result import ColocateResult
-from nsightlab.analysis.decode_result import DecodeResult, DecodeTimelines
+from nsightlab.analysis.decode_models import DecodeResult, DecodeTimelines
 from nsightlab.analysis.explain.profile_words import ops_label
 from nsightlab.analysis.fleet_result import FleetResult
 from nsightlab.analysis.ncu_result import NcuResult

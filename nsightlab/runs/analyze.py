@@ -29,10 +29,11 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ValidationError
 
 from nsightlab import userfiles
-from nsightlab.analysis.decode_result import DecodeResult, load_decode_record
+from nsightlab.analysis.decode_models import DecodeResult
 from nsightlab.analysis.steps import TraceAnatomy
 from nsightlab.errors import ParseError, UsageError
 from nsightlab.models import NonFiniteError, loads
+from nsightlab.parse.records.decode_record import load_decode_record
 from nsightlab.runs import store
 from nsightlab.runs.trace_files import (
     TraceOptions,

@@ -29,7 +29,8 @@ from typing import Any
 from pydantic import BaseModel
 
 from nsightlab.analysis.colocate_result import ColocateResult, build_colocate, load_colocate_record
-from nsightlab.analysis.decode_result import Bandwidth, DecodeRecord, build_decode, load_decode_record, spec_bandwidth
+from nsightlab.analysis.decode_models import Bandwidth, spec_bandwidth
+from nsightlab.analysis.decode_result import build_decode
 from nsightlab.analysis.gpurun_result import (
     STEPS_HEADER,
     GpuRunResult,
@@ -46,6 +47,7 @@ from nsightlab.analysis.sweep_result import SweepResult
 from nsightlab.errors import ParseError, UsageError
 from nsightlab.models import loads
 from nsightlab.parse.ncu_csv import detect_counter_permission_error
+from nsightlab.parse.records.decode_record import DecodeRecord, load_decode_record
 from nsightlab.specs.bounds import ImplausibleMeasurement
 from nsightlab.specs.gpus import lookup
 from nsightlab.units import sig

@@ -178,7 +178,7 @@ def stale_notes(path: Path) -> list[str]:
 
 def _device(trace: SqliteTrace) -> str | None:
     """The name of the GPU the first GPU operation ran on (`NAME (ID)` without its ID)."""
-    from nsightlab.analysis.decode_result import device_name_of
+    from nsightlab.analysis.decode_models import device_name_of
 
     cols = trace.gpu_columns()
     if len(cols.stream):

@@ -54,7 +54,7 @@ def result_models() -> dict[str, type[BaseModel]]:
     """The model of each kind of result.json (imported when a result is read)."""
     # the result models load only when a stored result is read, not for every store access
     from nsightlab.analysis.colocate_result import ColocateResult
-    from nsightlab.analysis.decode_result import DecodeResult
+    from nsightlab.analysis.decode_models import DecodeResult
     from nsightlab.analysis.fleet_result import FleetResult
     from nsightlab.analysis.ncu_result import NcuResult
     from nsightlab.analysis.profile_models import ProfileResult

@@ -14,26 +14,23 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from nsightlab.analysis.decode_result import (
+from nsightlab.analysis.decode_models import (
     Bandwidth,
-    DecodeBuild,
-    DecodeRecord,
     DecodeTimelines,
     GroupSteps,
     TraceResult,
-    attribution_lines,
-    build_decode,
     device_name_of,
     peak_tflops,
     spec_bandwidth,
-    steps_report,
-    trace_device,
 )
+from nsightlab.analysis.decode_result import DecodeBuild, build_decode, steps_report, trace_device
 from nsightlab.analysis.engine_ranges import RANGES_LISTED
 from nsightlab.analysis.explain.decode_words import Command
+from nsightlab.analysis.explain.step_words import attribution_lines
 from nsightlab.analysis.steps import TraceAnatomy, analyze_gpu_trace, analyze_kineto
 from nsightlab.errors import ParseError, UsageError
 from nsightlab.parse import gputrace
+from nsightlab.parse.records.decode_record import DecodeRecord
 from nsightlab.runs import store
 from nsightlab.runs.store import Run
 from nsightlab.runs.sweeps import load_sweep_run

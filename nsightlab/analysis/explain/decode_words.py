@@ -16,29 +16,18 @@ from collections.abc import Sequence
 from typing import Literal
 
 from nsightlab import units
-from nsightlab.analysis.decode_models import (
-    Bandwidth,
-    BatchPoint,
-    DecodeMode,
-    DecodeRecord,
-    DecodeSteps,
-    RecordEntry,
-)
-from nsightlab.analysis.stepmodels import MsStats, StepGroup
-from nsightlab.analysis.verdicts import (
+from nsightlab.analysis.decode_models import Bandwidth, BatchPoint, DecodeMode, DecodeSteps
+from nsightlab.analysis.explain.step_words import (
     RULE,
-    Floor,
-    Verdict,
-    decide,
     graph_words,
     host_next_step,
     host_words,
     idle_parts,
     launch_next_step,
-    median_step,
-    memory_floor,
-    thresholds,
 )
+from nsightlab.analysis.stepmodels import MsStats, StepGroup
+from nsightlab.analysis.verdicts import Floor, Verdict, decide, median_step, memory_floor, thresholds
+from nsightlab.parse.records.decode_record import DecodeRecord, RecordEntry
 
 Command = Literal["profile decode", "analyze"]
 # tokens/s within this factor of the smaller batch's is "about the same".
