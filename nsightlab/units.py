@@ -137,3 +137,8 @@ def count(n: float) -> str:
 def ratio(x: float) -> str:
     """A ratio such as measured / floor: 2.10x."""
     return f"{sig(x)}x"
+
+
+def usd(x: float) -> str:
+    """A price in US dollars, three significant figures: $3.14, $0.447, $14.3."""
+    return f"${sig(x)}"

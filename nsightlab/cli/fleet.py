@@ -19,7 +19,7 @@ from nsightlab.cli.common import (
 )
 
 if TYPE_CHECKING:
-    from nsightlab.analysis.fleet_result import FleetResult
+    from nsightlab.analysis.fleet_models import FleetResult
     from nsightlab.measure.fleet_runner import FleetOptions
     from nsightlab.present.console import Env
 

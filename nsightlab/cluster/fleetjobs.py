@@ -23,19 +23,13 @@ from typing import TYPE_CHECKING, Any
 import yaml
 from pydantic import ConfigDict, Field, ValidationError
 
-from nsightlab.analysis.fleet_result import (
-    FleetJobs,
-    FleetPlan,
-    FleetStatusLine,
-    FleetStatusReport,
-    FleetTarget,
-    too_small,
-)
+from nsightlab.analysis.fleet_models import FleetJobs, FleetPlan, FleetStatusLine, FleetStatusReport, FleetTarget
 from nsightlab.cluster.kube import Forbidden, Gone
 from nsightlab.cluster.lab_lifecycle import MANAGED_BY, OWNER, check_lab_values, load_manifest, owner_label
 from nsightlab.errors import ClusterError
 from nsightlab.k8s import pods as r
 from nsightlab.k8s.inventory import gpu_product
+from nsightlab.k8s.labmatch import too_small
 from nsightlab.k8s.labpod import FleetCleanup
 from nsightlab.models import Model
 from nsightlab.specs.gpus import for_instance_type

@@ -1,5 +1,6 @@
 """Is the lab pod that is there the one the config asks for, and could the one the config
-asks for ever be scheduled? Pure: API objects and the manifest in, words out.
+asks for (or a fleet's Job of the same size) ever be scheduled? Pure: API objects and the
+manifest in, words out.
 
 `create` reuses a lab pod only when nothing of what the config sets differs (name, image,
 GPUs, CPU, memory, instance type, node selector, and CAP_SYS_ADMIN when
@@ -9,11 +10,13 @@ GPUs, CPU, memory, instance type, node selector, and CAP_SYS_ADMIN when
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from nsightlab.errors import UsageError
 from nsightlab.k8s import pods as r
 from nsightlab.specs.gpus import gpus_per_instance, instance_sizes
+from nsightlab.units import sig, size
 
 INSTANCE_TYPE = "node.kubernetes.io/instance-type"  # the node selector key build_manifest fills
 _AMOUNTS = ((r.GPU, "GPUs"), ("cpu", "CPU"), ("memory", "memory"))
@@ -109,3 +112,24 @@ def gpu_fit_error(gpus: int, instance_type: str, *, nodes: int = 0, most: int = 
         "the pod could never be scheduled; nothing was created",
         hint=f"Set lab.gpus in config.yaml to {most} or less{where}.",
     )
+
+
+def too_small(nodes: Iterable[Mapping[str, Any]], *, cpu: str, memory: str) -> list[str]:
+    """Instance types none of whose nodes can give a Job the lab's CPU and memory: the
+    scheduler would never place it there (the lab pod's g7e-sized 4 CPU / 24Gi do not fit
+    a g6.xlarge)."""
+    best: dict[str, tuple[float, float]] = {}
+    for node in nodes:
+        itype = r.instance_type(dict(node)) or "<none>"
+        alloc = (node.get("status") or {}).get("allocatable") or {}
+        c, m = float(r.parse_quantity(alloc.get("cpu"))), float(r.parse_quantity(alloc.get("memory")))
+        old = best.get(itype, (0.0, 0.0))
+        best[itype] = (max(old[0], c), max(old[1], m))
+    want_cpu, want_mem = float(r.parse_quantity(cpu)), float(r.parse_quantity(memory))
+    return [
+        f"{itype}: a Job asks for {cpu} CPU and {memory} of memory (lab.cpu, lab.memory) and its nodes have at most "
+        f"{sig(c)} CPU and {size(m)} allocatable: it cannot be scheduled there; lower lab.cpu and lab.memory in "
+        "config.yaml"
+        for itype, (c, m) in sorted(best.items())
+        if want_cpu > c or want_mem > m
+    ]

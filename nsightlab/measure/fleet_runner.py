@@ -27,17 +27,8 @@ from datetime import datetime, timezone
 from typing import Any, Protocol, cast
 
 from nsightlab import __version__, assets
-from nsightlab.analysis.fleet_result import (
-    CONFIRM_ABOVE,
-    Device,
-    FleetEntry,
-    FleetPlan,
-    FleetResult,
-    FleetTarget,
-    JobRow,
-    build_fleet_result,
-    outcome_entry,
-)
+from nsightlab.analysis.fleet_models import Device, FleetEntry, FleetPlan, FleetResult, FleetTarget, JobRow
+from nsightlab.analysis.fleet_result import CONFIRM_ABOVE, build_fleet_result, outcome_entry
 from nsightlab.analysis.sweep_options import DEFAULT_DTYPE, canonical_dtype, dtype_choices
 from nsightlab.cluster import fleetjobs as fj
 from nsightlab.cluster.kube import Conflict, Forbidden, Kube

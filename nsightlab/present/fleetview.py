@@ -11,7 +11,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from nsightlab.analysis.fleet_result import FleetResult, JobRow, usd
+from nsightlab.analysis.fleet_models import FleetResult, JobRow
 from nsightlab.analysis.sweep_result import SweepResult
 from nsightlab.errors import UsageError
 from nsightlab.k8s.pods import human_duration
@@ -19,7 +19,7 @@ from nsightlab.present.doc import Bullets, FigureRef, Para, Section, Table
 from nsightlab.present.safe import rich_text
 from nsightlab.runs import store
 from nsightlab.runs.analyze import stored_result
-from nsightlab.units import percent, sig
+from nsightlab.units import percent, sig, usd
 
 if TYPE_CHECKING:
     from nsightlab.present.console import Env

@@ -9,13 +9,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from nsightlab.analysis.colocate_result import ColocateResult
-from nsightlab.analysis.fleet_result import usd
 from nsightlab.analysis.pack_plan import PackReport, PackWorkload
 from nsightlab.analysis.sharing import USABLE_FRACTION
 from nsightlab.analysis.tokenizer_result import TokenizerResult
 from nsightlab.present.doc import Bullets, FigureRef, Para, Section, Table
 from nsightlab.present.safe import terminal_safe as escape_controls
-from nsightlab.units import percent, sig
+from nsightlab.units import percent, sig, usd
 
 CHANGED_NOTHING = "nsightlab only read the cluster here: it changed no node, pod or deployment"
 

@@ -15,7 +15,7 @@ import yaml
 from nsightlab import units
 from nsightlab.analysis.decode_models import DecodeResult, GroupSteps, TraceResult
 from nsightlab.analysis.explain.profile_words import ops_label
-from nsightlab.analysis.fleet_result import FleetResult
+from nsightlab.analysis.fleet_models import FleetResult
 from nsightlab.analysis.ncu_result import NcuResult
 from nsightlab.analysis.profile_models import ProfileResult
 from nsightlab.analysis.sweep_result import SweepResult
@@ -42,7 +42,7 @@ from nsightlab.present.text import (
 )
 
 if TYPE_CHECKING:
-    from nsightlab.analysis.fleet_result import FleetStatusReport
+    from nsightlab.analysis.fleet_models import FleetStatusReport
 
     # the result models load only when a stored result is read, not for every store access
     from nsightlab.analysis.ncu_result import NcuResult

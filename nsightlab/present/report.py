@@ -34,7 +34,7 @@ from nsightlab import units
 from nsightlab.analysis.colocate_result import ColocateResult
 from nsightlab.analysis.decode_models import DecodeResult, DecodeTimelines
 from nsightlab.analysis.explain.profile_words import ops_label
-from nsightlab.analysis.fleet_result import FleetResult
+from nsightlab.analysis.fleet_models import FleetResult
 from nsightlab.analysis.ncu_result import NcuResult
 from nsightlab.analysis.profile_models import ProfileResult
 from nsightlab.analysis.roofline import DecodeFloor, decode_floor

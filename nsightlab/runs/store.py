@@ -55,7 +55,7 @@ def result_models() -> dict[str, type[BaseModel]]:
     # the result models load only when a stored result is read, not for every store access
     from nsightlab.analysis.colocate_result import ColocateResult
     from nsightlab.analysis.decode_models import DecodeResult
-    from nsightlab.analysis.fleet_result import FleetResult
+    from nsightlab.analysis.fleet_models import FleetResult
     from nsightlab.analysis.ncu_result import NcuResult
     from nsightlab.analysis.profile_models import ProfileResult
     from nsightlab.analysis.sweep_result import SweepResult
