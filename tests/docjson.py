@@ -47,7 +47,7 @@ MODELS: dict[str, str] = {
     "FleetResult": "nsightlab.analysis.fleet_models.FleetResult",
     "FleetStatusReport": "nsightlab.analysis.fleet_models.FleetStatusReport",
     "PackReport": "nsightlab.analysis.pack_plan.PackReport",
-    "ColocateResult": "nsightlab.analysis.colocate_result.ColocateResult",
+    "ColocateResult": "nsightlab.analysis.colocate_models.ColocateResult",
     "TokenizerResult": "nsightlab.analysis.tokenizer_result.TokenizerResult",
     "RunsList": "nsightlab.runs.listing.RunsList",
     "RunDetail": "nsightlab.runs.listing.RunDetail",

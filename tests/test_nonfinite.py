@@ -257,8 +257,8 @@ def _colocate_record(step_s: str) -> str:
 def test_a_colocate_record_holding_no_measurement_is_refused(tmp_path: Path, step_s: str) -> None:
     """`pack colocate` and a device run's read-back take colocate.py's JSON through the same
     checks: no non-finite number, no step faster than any call can be."""
-    from nsightlab.analysis.colocate_result import load_colocate_record
     from nsightlab.errors import ParseError
+    from nsightlab.parse.records.colocate_record import load_colocate_record
 
     assert load_colocate_record(_write(tmp_path, "ok.json", _colocate_record("0.002"))).runs[0].copies == 1
     with pytest.raises(ParseError) as e:

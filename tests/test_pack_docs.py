@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from nsightlab.analysis.colocate_result import ColocateResult
+from nsightlab.analysis.colocate_models import ColocateResult
 from nsightlab.analysis.pack_plan import PackReport
 from nsightlab.analysis.tokenizer_result import TokenizerResult
 

@@ -22,7 +22,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Literal, NamedTuple
 
-from nsightlab.analysis.colocate_result import ColocateResult
+from nsightlab.analysis.colocate_models import ColocateResult
 from nsightlab.analysis.decode_models import peak_tflops
 from nsightlab.analysis.profile_models import ProfileResult
 from nsightlab.analysis.sweep_result import SweepResult

@@ -21,12 +21,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nsightlab import assets, kubevalues
-from nsightlab.analysis.colocate_result import ColocateResult, build_colocate, load_colocate_record
-from nsightlab.analysis.tokenizer_result import TokenizerResult, build_tokenizer, check_prompts, load_tokenizer_record
+from nsightlab.analysis.colocate_models import ColocateResult
+from nsightlab.analysis.colocate_result import build_colocate
+from nsightlab.analysis.tokenizer_result import TokenizerResult, build_tokenizer
 from nsightlab.errors import RemoteCommandError, UsageError
 from nsightlab.measure.device import DevicePlan, no_gpu_error
 from nsightlab.measure.profile import streamer
 from nsightlab.measure.work import LabWork
+from nsightlab.parse.records.colocate_record import load_colocate_record
+from nsightlab.parse.records.tokenizer_record import check_prompts, load_tokenizer_record
 from nsightlab.runs.store import RunMeta
 from nsightlab.runs.trace_files import floor_bandwidth
 from nsightlab.userconfig import read_text_file

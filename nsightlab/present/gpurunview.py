@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from nsightlab.analysis.colocate_result import ColocateResult
+from nsightlab.analysis.colocate_models import ColocateResult
 from nsightlab.analysis.decode_models import DecodeResult
 from nsightlab.analysis.gpurun_result import GpuRunResult, RunRecord
 from nsightlab.analysis.ncu_result import NcuResult

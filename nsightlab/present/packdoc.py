@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from nsightlab.analysis.colocate_result import ColocateResult
+from nsightlab.analysis.colocate_models import ColocateResult
 from nsightlab.analysis.pack_plan import PackReport, PackWorkload
 from nsightlab.analysis.sharing import USABLE_FRACTION
 from nsightlab.analysis.tokenizer_result import TokenizerResult

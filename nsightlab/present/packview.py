@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from nsightlab.analysis.colocate_result import ColocateResult
+from nsightlab.analysis.colocate_models import ColocateResult
 from nsightlab.analysis.pack_plan import PackReport
 from nsightlab.analysis.tokenizer_result import TokenizerResult
 from nsightlab.present import render

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel
 
 from nsightlab import units
-from nsightlab.analysis.colocate_result import ColocateResult
+from nsightlab.analysis.colocate_models import ColocateResult
 from nsightlab.analysis.decode_models import DecodeResult, DecodeTimelines
 from nsightlab.analysis.explain.profile_words import ops_label
 from nsightlab.analysis.fleet_models import FleetResult

@@ -53,7 +53,7 @@ RUNNING_GRACE = timedelta(hours=4)
 def result_models() -> dict[str, type[BaseModel]]:
     """The model of each kind of result.json (imported when a result is read)."""
     # the result models load only when a stored result is read, not for every store access
-    from nsightlab.analysis.colocate_result import ColocateResult
+    from nsightlab.analysis.colocate_models import ColocateResult
     from nsightlab.analysis.decode_models import DecodeResult
     from nsightlab.analysis.fleet_models import FleetResult
     from nsightlab.analysis.ncu_result import NcuResult
