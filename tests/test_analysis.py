@@ -11,7 +11,7 @@ import pytest
 from pydantic import ValidationError
 from reportstore import lesson1_json
 
-from nsightlab.analysis import lesson1, roofline, sweep_analysis, sweep_models
+from nsightlab.analysis import lesson1_rates, roofline, sweep_analysis, sweep_models
 from nsightlab.analysis import regimes as regimes_mod
 from nsightlab.analysis.explain import sweep_words
 from nsightlab.parse.records import lesson1_record, sweep_record
@@ -428,7 +428,7 @@ def test_tutorial_lesson1_on_the_rtx_pro_6000() -> None:
     record = lesson1_record.Lesson1Record.model_validate(
         lesson1_doc(BY_KEY[ref.gpu_key].name, ref.scale_avg_us, ref.gemm_avg_us)
     )
-    a = lesson1.analyze_lesson1(record)
+    a = lesson1_rates.analyze_lesson1(record)
     scale, gemm = a.ranges
     assert scale.tbps == pytest.approx(1.48, abs=0.005)
     assert scale.pct_of_bw_peak == pytest.approx(92.7, abs=0.1)
@@ -443,7 +443,7 @@ def test_tutorial_lesson1_on_the_rtx_pro_6000() -> None:
     assert a.lesson[0].startswith("memory_bound_scale: 725 us per call, 1.48 TB/s (93% of 1.597 TB/s")
     assert "0.250 FLOP/byte" in a.lesson[0]
     # with a peak given, the verdicts follow
-    given = lesson1.analyze_lesson1(record, peak_tflops=500)
+    given = lesson1_rates.analyze_lesson1(record, peak_tflops=500)
     assert given.ranges[0].roofline is not None and given.ranges[0].roofline.bound == "memory"
     assert given.ranges[1].roofline is not None and given.ranges[1].roofline.bound == "compute"
     assert given.ranges[1].roofline.ridge == pytest.approx(500e12 / 1597e9)
@@ -454,7 +454,7 @@ def test_tutorial_lesson1_on_the_rtx_pro_6000() -> None:
 
 def test_lesson1_on_an_h100_with_profiler_times() -> None:
     record = lesson1_record.Lesson1Record.model_validate(lesson1_doc("NVIDIA H100 80GB HBM3", 400.0, 1500.0))
-    a = lesson1.analyze_lesson1(
+    a = lesson1_rates.analyze_lesson1(
         record,
         seconds_per_call={"memory_bound_scale": 350e-6},
         timing_source="nsys nvtx_gpu_proj_sum",
@@ -472,7 +472,7 @@ def test_lesson1_on_an_h100_with_profiler_times() -> None:
 
 def test_lesson1_cpu_recording() -> None:
     path = DATA / "lesson1_cpu_float32_epyc-2c-l3-32mib.json"
-    a = lesson1.analyze_lesson1(lesson1_record.Lesson1Record.model_validate_json(path.read_text()))
+    a = lesson1_rates.analyze_lesson1(lesson1_record.Lesson1Record.model_validate_json(path.read_text()))
     assert a.device_type == "cpu" and a.scaled_down and a.spec_name is None
     assert all(r.roofline is None and r.pct_of_bw_peak is None for r in a.ranges)
     assert any("CPU" in n for n in a.notes)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 
 from nsightlab.analysis.explain.profile_words import instances_lesson, memory_note, no_rates
-from nsightlab.analysis.lesson1 import analyze_lesson1
+from nsightlab.analysis.lesson1_rates import analyze_lesson1
 from nsightlab.analysis.profile_models import ApiLine, KernelLine, MemOpLine, Profiler, ProfileResult, RangeLine
 from nsightlab.parse import names, nsys
 from nsightlab.parse.nsys import clean_range_name, without_ranges
