@@ -1,7 +1,7 @@
 """`profile decode`: an LLM decode loop (lab_scripts/decode.py) profiled on a target, and
 where a token's time goes.
 
-`run_decode()` copies decode.py and labcommon.py to the target and runs them under a
+`run_decode()` copies decode.py, decode_model.py and labcommon.py to the target and runs them under a
 profiler, brings the raw outputs into the run store, and returns the result
 (`nsightlab.analysis.decode_result.build_decode`) for printing:
 
@@ -201,7 +201,8 @@ def _run_decode(
     wd = target.workdir()
     remote_script = posixpath.join(wd, SCRIPT)
     target.put(assets.lab_script(SCRIPT), remote_script)
-    target.put(assets.lab_script(assets.LAB_COMMON), posixpath.join(wd, assets.LAB_COMMON))
+    for beside in (assets.DECODE_MODEL, assets.LAB_COMMON):
+        target.put(assets.lab_script(beside), posixpath.join(wd, beside))
     work_json = posixpath.join(wd, WORK_JSON)
     argv_script = [target.python, remote_script, "--json", work_json, *options.script_args(device)]
     log = bytearray()

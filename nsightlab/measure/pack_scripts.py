@@ -1,9 +1,9 @@
 """`pack colocate` and `pack tokenizer`: lab scripts run on a target (the lab pod, or this
 machine with --local), their JSON brought into the run store, then read.
 
-- colocate: `lab_scripts/colocate.py` (with decode.py and labcommon.py beside it) runs K
-  copies of the decode loop at once for each K; stored as kind `pack`, with the DRAM
-  plateau of the device from the store (a sweep of it, else its spec).
+- colocate: `lab_scripts/colocate.py` (with decode.py, decode_model.py and labcommon.py
+  beside it) runs K copies of the decode loop at once for each K; stored as kind `pack`,
+  with the DRAM plateau of the device from the store (a sweep of it, else its spec).
 - tokenizer: `lab_scripts/tokenizer_cpu.py` times a tokenizer the target has over a
   prompts file (copied there) or generated prompts; stored as kind `tokenizer`.
 
@@ -140,7 +140,13 @@ def run_colocate(
         if device.note():
             env.note(str(device.note()))
         remote, log = _run_script(
-            env, target, COLOCATE, ["decode.py"], options.script_args(device), "colocate.json", device
+            env,
+            target,
+            COLOCATE,
+            ["decode.py", assets.DECODE_MODEL],
+            options.script_args(device),
+            "colocate.json",
+            device,
         )
         run, run_id = work.new_run("pack", options.preset or "colocate")
         (run.raw / RAW_LOG).write_bytes(log)
