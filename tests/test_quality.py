@@ -191,12 +191,12 @@ def test_no_two_modules_share_a_name(tmp_path: Path) -> None:
     assert shared == {}, f"modules sharing a name (rename the package's for what it does): {shared}"
     # and a second one is seen, wherever it sits
     (tmp_path / "lab_scripts").mkdir()
-    (tmp_path / "lab_scripts" / "decode.py").write_text("")
-    (tmp_path / "nsightlab" / "runs").mkdir(parents=True)
-    (tmp_path / "nsightlab" / "runs" / "decode.py").write_text("")
-    (tmp_path / "nsightlab" / "runs" / "__init__.py").write_text("")
+    (tmp_path / "lab_scripts" / "lesson1.py").write_text("")
+    (tmp_path / "nsightlab" / "parse").mkdir(parents=True)
+    (tmp_path / "nsightlab" / "parse" / "lesson1.py").write_text("")
+    (tmp_path / "nsightlab" / "parse" / "__init__.py").write_text("")
     assert modules_by_name(tmp_path / "nsightlab", tmp_path / "lab_scripts") == {
-        "decode": ["nsightlab/runs/decode.py", "lab_scripts/decode.py"]
+        "lesson1": ["nsightlab/parse/lesson1.py", "lab_scripts/lesson1.py"]
     }
 
 
