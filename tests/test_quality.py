@@ -153,6 +153,53 @@ def test_an_arrow_upward_fails_the_contracts_naming_the_import(tmp_path: Path) -
     assert "nsightlab.parse.names -> nsightlab.present.render" in proc.stdout
 
 
+def test_the_new_layers_are_held_too(tmp_path: Path) -> None:
+    """k8s/ (views of API objects) is pure and below analysis/; specs/ (the GPU table, the
+    physical bounds) is below every layer that reads it: an import against either is named."""
+    shutil.copytree(ROOT / "nsightlab", tmp_path / "nsightlab", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    for rel, line in (
+        ("k8s/pods.py", "import kubernetes  # a view that fetches for itself"),
+        ("specs/gpus.py", "from nsightlab.analysis import roofline  # the table reading its readers"),
+    ):
+        module = tmp_path / "nsightlab" / rel
+        module.write_text(module.read_text() + f"\n{line}\n")
+    proc = _lint_imports(tmp_path)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "nsightlab.k8s.pods -> kubernetes" in proc.stdout
+    assert "nsightlab.specs is not allowed to import nsightlab.analysis" in proc.stdout
+
+
+def modules_by_name(*roots: Path) -> dict[str, list[str]]:
+    """Every module under `roots` by its file name (`__init__.py` aside): name -> paths."""
+    found: dict[str, list[str]] = {}
+    for root in roots:
+        for path in sorted(root.rglob("*.py")):
+            if path.name != "__init__.py" and "__pycache__" not in path.parts:
+                found.setdefault(path.stem, []).append(path.relative_to(root.parent).as_posix())
+    return found
+
+
+def test_no_two_modules_share_a_name(tmp_path: Path) -> None:
+    """Names by role, not by stage: at most one module of each name across nsightlab/ and
+    lab_scripts/ (the lab scripts keep theirs: users run them), so `decode.py` is one file."""
+    shared = {
+        name: paths
+        for name, paths in modules_by_name(ROOT / "nsightlab", ROOT / "lab_scripts").items()
+        if len(paths) > 1
+    }
+    assert shared == {}, f"modules sharing a name (rename the package's for what it does): {shared}"
+    # and a second one is seen, wherever it sits
+    (tmp_path / "lab_scripts").mkdir()
+    (tmp_path / "lab_scripts" / "lesson1.py").write_text("")
+    (tmp_path / "nsightlab" / "parse").mkdir(parents=True)
+    (tmp_path / "nsightlab" / "parse" / "lesson1.py").write_text("")
+    (tmp_path / "nsightlab" / "parse" / "__init__.py").write_text("")
+    assert modules_by_name(tmp_path / "nsightlab", tmp_path / "lab_scripts") == {
+        "lesson1": ["nsightlab/parse/lesson1.py", "lab_scripts/lesson1.py"]
+    }
+
+
 def test_no_merge_conflict_markers_in_tracked_files() -> None:
     files = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
     marked = []

@@ -93,7 +93,7 @@ REFUSED_THERE = (
 def _protected(context: str) -> str | None:
     """Why the alias's context would be protected (the starter's patterns: the defaults)."""
     from nsightlab.cluster.safety import protection_reason
-    from nsightlab.config import DEFAULT_PROTECTED
+    from nsightlab.userconfig import DEFAULT_PROTECTED
 
     return protection_reason(context, list(DEFAULT_PROTECTED))
 
@@ -194,8 +194,8 @@ def _ask(env: "Env", question: str, key: str, *, default: "str | None" = None) -
 def _ask_context(env: "Env", kc: "Kubeconfig | None", *, protected_ok: bool) -> str:
     """The context for the 'stg' alias: a number from the kubeconfig's list, or a name."""
     from nsightlab.cluster.safety import protection_reason
-    from nsightlab.config import DEFAULT_PROTECTED
     from nsightlab.errors import SafetyError, UsageError
+    from nsightlab.userconfig import DEFAULT_PROTECTED
 
     names = kc.context_names() if kc is not None else []
     if kc is not None and names:
@@ -230,8 +230,8 @@ def config_cmd(json_out: JsonOpt = False) -> None:
       nsightlab --config ./lab.yaml config --json
     """
     from nsightlab import configure
-    from nsightlab.config import load_config
     from nsightlab.present import render
+    from nsightlab.userconfig import load_config
 
     env = make_env(json_out)
     view = configure.config_view(load_config(STATE.config_path))

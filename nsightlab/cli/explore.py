@@ -42,7 +42,7 @@ def explore_nodes(
       nsightlab explore nodes --context stg
       nsightlab explore nodes --context stg --json | jq '.instance_types'
     """
-    from nsightlab.cluster import explore
+    from nsightlab.cluster import inventory_reads
     from nsightlab.cluster.connect import connect
     from nsightlab.cluster.safety import Intent
     from nsightlab.present import render
@@ -52,7 +52,7 @@ def explore_nodes(
         connect(context, kubeconfig, config_path=STATE.config_path, intent=Intent.READ) as c,
         env.status(f"listing nodes and pods on {c.ctx.name}"),
     ):
-        report = explore.explore_nodes(c.kube, lab_instance_type=c.config.lab.instance_type, gpu_only=gpu_only)
+        report = inventory_reads.explore_nodes(c.kube, lab_instance_type=c.config.lab.instance_type, gpu_only=gpu_only)
     show(env, report, render.nodes)
 
 
@@ -71,14 +71,16 @@ def explore_pods(
     Example:
       nsightlab explore pods --context stg -n serving --match llmqu
     """
-    from nsightlab.cluster import explore
+    from nsightlab.cluster import inventory_reads
     from nsightlab.cluster.connect import connect
     from nsightlab.cluster.safety import Intent
     from nsightlab.present import render
 
     env = make_env(json_out)
     with connect(context, kubeconfig, config_path=STATE.config_path, intent=Intent.READ, namespace=namespace) as c:
-        report = explore.explore_pods(c.kube, namespace=None if all_namespaces else c.ctx.namespace, match=match)
+        report = inventory_reads.explore_pods(
+            c.kube, namespace=None if all_namespaces else c.ctx.namespace, match=match
+        )
     show(env, report, render.pods)
 
 
@@ -96,14 +98,14 @@ def explore_pod(
     Example:
       nsightlab explore pod llmqu-v1-s2 --context stg -n serving
     """
-    from nsightlab.cluster import explore
+    from nsightlab.cluster import inventory_reads
     from nsightlab.cluster.connect import connect
     from nsightlab.cluster.safety import Intent
     from nsightlab.present import render
 
     env = make_env(json_out)
     with connect(context, kubeconfig, config_path=STATE.config_path, intent=Intent.READ, namespace=namespace) as c:
-        detail = explore.explore_pod(c.kube, name, namespace=c.ctx.namespace, note=env.note)
+        detail = inventory_reads.explore_pod(c.kube, name, namespace=c.ctx.namespace, note=env.note)
     show(env, detail, render.pod_detail)
 
 
@@ -120,12 +122,12 @@ def explore_node(
     Example:
       nsightlab explore node ip-10-0-3-17.ec2.internal --context stg
     """
-    from nsightlab.cluster import explore
+    from nsightlab.cluster import inventory_reads
     from nsightlab.cluster.connect import connect
     from nsightlab.cluster.safety import Intent
     from nsightlab.present import render
 
     env = make_env(json_out)
     with connect(context, kubeconfig, config_path=STATE.config_path, intent=Intent.READ) as c:
-        detail = explore.explore_node(c.kube, name)
+        detail = inventory_reads.explore_node(c.kube, name)
     show(env, detail, render.node_detail)

@@ -19,8 +19,8 @@ from nsightlab.cli.common import (
 )
 
 if TYPE_CHECKING:
-    from nsightlab.analysis.fleet import FleetResult
-    from nsightlab.measure.fleet import FleetOptions
+    from nsightlab.analysis.fleet_models import FleetResult
+    from nsightlab.measure.fleet_runner import FleetOptions
     from nsightlab.present.console import Env
 
 fleet_app = typer.Typer(rich_markup_mode=None, no_args_is_help=True)
@@ -178,9 +178,9 @@ def fleet_sweep(
     from nsightlab.cluster import fleetjobs as fj
     from nsightlab.cluster.connect import connect
     from nsightlab.cluster.safety import Intent, confirm_change
-    from nsightlab.config import ensure_home
-    from nsightlab.measure import fleet as fl
+    from nsightlab.measure import fleet_runner as fl
     from nsightlab.present import fleetview
+    from nsightlab.userconfig import ensure_home
 
     env = make_env(json_out)
     if target_tokens_per_s is not None and weights_gb is None:
@@ -237,7 +237,7 @@ def fleet_sweep(
 def _refuse_placeholders(context: Optional[str], namespace: Optional[str]) -> None:  # noqa: UP045
     """A placeholder from the starter config must not reach a Job, printed or sent (as for create)."""
     from nsightlab import configure
-    from nsightlab.config import load_config
+    from nsightlab.userconfig import load_config
 
     loaded = load_config(STATE.config_path)
     configure.refuse_placeholders(
@@ -257,8 +257,8 @@ def _dry_run(
     from nsightlab.cluster import fleetjobs as fj
     from nsightlab.cluster.connect import connect
     from nsightlab.cluster.safety import Intent
-    from nsightlab.config import load_config
-    from nsightlab.measure import fleet as fl
+    from nsightlab.measure import fleet_runner as fl
+    from nsightlab.userconfig import load_config
 
     if context is None:
         cfg = load_config(STATE.config_path).config
@@ -276,7 +276,7 @@ def _dry_run(
 
 def _finish(env: "Env", result: "FleetResult") -> None:
     """Show the result, then exit as the rules say (6 failed, 5 nothing scheduled)."""
-    from nsightlab.measure import fleet as fl
+    from nsightlab.measure import fleet_runner as fl
     from nsightlab.present import render
 
     if env.json:
@@ -317,9 +317,9 @@ def fleet_collect(
     from nsightlab.cluster import fleetjobs as fj
     from nsightlab.cluster.connect import connect
     from nsightlab.cluster.safety import Intent, confirm_change
-    from nsightlab.config import ensure_home
-    from nsightlab.measure import fleet as fl
+    from nsightlab.measure import fleet_runner as fl
     from nsightlab.present import fleetview
+    from nsightlab.userconfig import ensure_home
 
     env = make_env(json_out)
     ensure_home()
@@ -357,7 +357,7 @@ def _fleet_place(
     env: "Env", fleet_id: str, context: str | None, namespace: str | None
 ) -> tuple[Optional[str], Optional[str]]:  # noqa: UP045
     """--context as given, else where this machine started the fleet (said so)."""
-    from nsightlab.measure import fleet as fl
+    from nsightlab.measure import fleet_runner as fl
 
     if context is not None:
         return context, namespace

@@ -85,7 +85,7 @@ def create(
       nsightlab create --context stg --no-wait && nsightlab events
       nsightlab create --context stg --recreate
     """
-    from nsightlab.cluster import lab, labcreate
+    from nsightlab.cluster import lab_lifecycle, labcreate
     from nsightlab.present import render
 
     env = make_env(json_out)
@@ -106,7 +106,7 @@ def create(
         if env.json:
             env.print_json(m)
         else:
-            env.write(lab.manifest_yaml(m))
+            env.write(lab_lifecycle.manifest_yaml(m))
         return
     result = labcreate.create_lab(env, opts)
     if env.json:
@@ -131,7 +131,7 @@ def status(
       nsightlab status
       nsightlab status --context stg --json
     """
-    from nsightlab.cluster import lab
+    from nsightlab.cluster import lab_lifecycle
     from nsightlab.cluster.connect import connect, lab_pod_name, note_session
     from nsightlab.cluster.safety import Intent
     from nsightlab.present import render
@@ -141,7 +141,7 @@ def status(
         context, kubeconfig, config_path=STATE.config_path, intent=Intent.READ, namespace=namespace, use_session=True
     ) as c:
         note_session(env, c)
-        report = lab.status(c.kube, c.ctx, lab_pod_name(c, require_ready=False), note=env.note)
+        report = lab_lifecycle.status(c.kube, c.ctx, lab_pod_name(c, require_ready=False), note=env.note)
     show(env, report, render.status)
 
 
@@ -447,7 +447,7 @@ def doctor(
     from nsightlab.cluster.connect import connect
     from nsightlab.cluster.safety import Intent
     from nsightlab.errors import ClusterError
-    from nsightlab.measure import doctor as doc
+    from nsightlab.measure import pod_checks as doc
     from nsightlab.present import render
 
     env = make_env(json_out)

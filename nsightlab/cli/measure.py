@@ -241,7 +241,7 @@ def profile(
         "--dtype": dtype,
     }
     if script == "decode" and not serving:
-        from nsightlab.measure.decode import DecodeOptions, run_decode
+        from nsightlab.measure.decode_profile import DecodeOptions, run_decode
 
         options = DecodeOptions(
             preset=preset, batch=batch, tokens=tokens, prompt_len=prompt_len, modes=modes, dtype=dtype, extra=args
@@ -505,7 +505,7 @@ def sweep(
       nsightlab sweep --compare 3fa2c1 --compare 9b07d4 --json
     """
     from nsightlab.errors import UsageError
-    from nsightlab.measure import sweep as sw
+    from nsightlab.measure import bandwidth_sweep as sw
     from nsightlab.measure.targets import open_target
     from nsightlab.present import render
     from nsightlab.runs.sweeps import compare_runs

@@ -112,7 +112,7 @@ def pack(
     """
     if ctx.invoked_subcommand is not None:
         return
-    from nsightlab.analysis.packing import PackOptions
+    from nsightlab.analysis.pack_plan import PackOptions
     from nsightlab.cluster.connect import connect
     from nsightlab.cluster.safety import Intent
     from nsightlab.measure.packing import analyze_namespace, parse_types
@@ -185,8 +185,8 @@ def colocate(
       nsightlab pack colocate --preset llama-1b --copies 1,2,4,8 --batch 1
       nsightlab pack colocate --local --device cpu --preset tiny --copies 1,2 --tokens 8
     """
-    from nsightlab.measure.colocate import ColocateOptions, run_colocate
     from nsightlab.measure.device import plan_device
+    from nsightlab.measure.pack_scripts import ColocateOptions, run_colocate
     from nsightlab.measure.targets import open_target
     from nsightlab.present.packview import draw_colocate
 
@@ -254,10 +254,10 @@ def tokenizer(
       nsightlab pack tokenizer --tokenizer /models/llama/tokenizer.json --prompt-len 512
       nsightlab pack tokenizer --local --tokenizer ./tokenizer.json --prompts prompts.jsonl
     """
-    from nsightlab.config import load_config
-    from nsightlab.measure.colocate import run_tokenizer
+    from nsightlab.measure.pack_scripts import run_tokenizer
     from nsightlab.measure.targets import open_target
     from nsightlab.present.packview import draw_tokenizer
+    from nsightlab.userconfig import load_config
 
     env = make_env(json_out)
     cpu = pod_cpu if pod_cpu is not None else load_config(STATE.config_path).config.lab.cpu

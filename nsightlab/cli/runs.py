@@ -173,10 +173,10 @@ def analyze(
         return
     # The renderers and the result types, only for the text (importing them all is a
     # tenth of a second that --json need not wait for).
-    from nsightlab.analysis.decode import DecodeResult, TraceResult
-    from nsightlab.analysis.gpurun import GpuRunResult
-    from nsightlab.analysis.ncu import NcuResult
-    from nsightlab.analysis.profile import ProfileResult
+    from nsightlab.analysis.decode_models import DecodeResult, TraceResult
+    from nsightlab.analysis.gpurun_result import GpuRunResult
+    from nsightlab.analysis.ncu_result import NcuResult
+    from nsightlab.analysis.profile_models import ProfileResult
     from nsightlab.present import render
     from nsightlab.present.gpurunview import draw_gpu_run
 

@@ -12,14 +12,15 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from nsightlab.analysis import units
-from nsightlab.analysis.decode import DecodeResult, GroupSteps, TraceResult
-from nsightlab.analysis.fleet import FleetResult
-from nsightlab.analysis.ncu import NcuResult
-from nsightlab.analysis.pods import human_duration
-from nsightlab.analysis.profile import ProfileResult, ops_label
-from nsightlab.analysis.sweep import SweepResult
+from nsightlab import units
+from nsightlab.analysis.decode_models import DecodeResult, GroupSteps, TraceResult
+from nsightlab.analysis.explain.profile_words import ops_label
+from nsightlab.analysis.fleet_models import FleetResult
+from nsightlab.analysis.ncu_result import NcuResult
+from nsightlab.analysis.profile_models import ProfileResult
+from nsightlab.analysis.sweep_result import SweepResult
 from nsightlab.configure import ConfigView
+from nsightlab.k8s.pods import human_duration
 from nsightlab.parse.names import distinct_short_names
 from nsightlab.present import decodedoc as dd
 from nsightlab.present.doc import Bullets, Para, Table
@@ -41,23 +42,17 @@ from nsightlab.present.text import (
 )
 
 if TYPE_CHECKING:
-    from nsightlab.analysis.doctor import DoctorReport
-    from nsightlab.analysis.fleet import FleetStatusReport
-    from nsightlab.analysis.inventory import NodeDetail, NodesReport, PodDetail, PodsReport
-    from nsightlab.analysis.labpod import (
-        CleanupReport,
-        CopyResult,
-        EventsReport,
-        LabPod,
-        StatusReport,
-    )
+    from nsightlab.analysis.fleet_models import FleetStatusReport
 
     # the result models load only when a stored result is read, not for every store access
-    from nsightlab.analysis.ncu import NcuResult
-    from nsightlab.analysis.profile import KernelLine, ProfileResult
-    from nsightlab.analysis.rates import Rates
-    from nsightlab.analysis.roofline import DecodeFloor
-    from nsightlab.analysis.sweep import SweepCompare, SweepImpls, SweepResult
+    from nsightlab.analysis.ncu_result import NcuResult
+    from nsightlab.analysis.profile_models import KernelLine, ProfileResult
+    from nsightlab.analysis.roofline import DecodeFloor, Rates
+    from nsightlab.analysis.sweep_impls import SweepImpls
+    from nsightlab.analysis.sweep_result import SweepCompare, SweepResult
+    from nsightlab.k8s.doctor import DoctorReport
+    from nsightlab.k8s.inventory import NodeDetail, NodesReport, PodDetail, PodsReport
+    from nsightlab.k8s.labpod import CleanupReport, CopyResult, EventsReport, LabPod, StatusReport
     from nsightlab.present.console import Env
     from nsightlab.present.doc import ReportDoc, ReportFiles
     from nsightlab.present.doc import Table as ReportTable
@@ -412,7 +407,7 @@ def doctor(env: Env, report: DoctorReport) -> None:
 
 
 def copy_result(env: Env, result: CopyResult) -> None:
-    """'copied 3 files, 1.50 MiB to :/tmp/ in 0.250 s (6.00 MiB/s)': nsightlab.analysis.units."""
+    """'copied 3 files, 1.50 MiB to :/tmp/ in 0.250 s (6.00 MiB/s)': nsightlab.units."""
     rate = f" ({units.size(result.bytes / result.seconds)}/s)" if result.seconds > 0 else ""
     lines(
         env,

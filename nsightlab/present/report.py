@@ -30,17 +30,17 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
-from nsightlab.analysis import units
-from nsightlab.analysis.colocate import ColocateResult
-from nsightlab.analysis.decode import DecodeResult, DecodeTimelines
-from nsightlab.analysis.fleet import FleetResult
-from nsightlab.analysis.gpus import lookup
-from nsightlab.analysis.ncu import NcuResult
-from nsightlab.analysis.profile import ProfileResult, ops_label
-from nsightlab.analysis.roofline import DecodeFloor, decode_floor, plateau_source
-from nsightlab.analysis.sweep import SweepImpls, SweepResult, compare_impls, compare_results
-from nsightlab.analysis.tokenize import TokenizerResult
-from nsightlab.config import ensure_home, load_session
+from nsightlab import units
+from nsightlab.analysis.colocate_models import ColocateResult
+from nsightlab.analysis.decode_models import DecodeResult, DecodeTimelines
+from nsightlab.analysis.explain.profile_words import ops_label
+from nsightlab.analysis.fleet_models import FleetResult
+from nsightlab.analysis.ncu_result import NcuResult
+from nsightlab.analysis.profile_models import ProfileResult
+from nsightlab.analysis.roofline import DecodeFloor, decode_floor
+from nsightlab.analysis.sweep_impls import SweepImpls, compare_impls
+from nsightlab.analysis.sweep_result import SweepResult, compare_results, plateau_source
+from nsightlab.analysis.tokenizer_result import TokenizerResult
 from nsightlab.errors import Interrupted, UsageError
 from nsightlab.parse.names import distinct_short_names
 from nsightlab.present import decodedoc as dd
@@ -77,14 +77,16 @@ from nsightlab.present.text import (
 )
 from nsightlab.present.writers import render_html, render_markdown
 from nsightlab.runs import store
-from nsightlab.runs.decode import load_timelines
 from nsightlab.runs.listing import RunLine, line, resolve_all
 from nsightlab.runs.store import Run, RunMeta, RunStatus
+from nsightlab.runs.trace_files import load_timelines
+from nsightlab.specs.gpus import lookup
+from nsightlab.userconfig import ensure_home, load_session
 
 if TYPE_CHECKING:
-    from nsightlab.analysis.ncu import NcuResult
-    from nsightlab.analysis.profile import ProfileResult, RangeLine
-    from nsightlab.analysis.sweep import SweepResult
+    from nsightlab.analysis.ncu_result import NcuResult
+    from nsightlab.analysis.profile_models import ProfileResult, RangeLine
+    from nsightlab.analysis.sweep_result import SweepResult
     from nsightlab.present.figures import Plot
 
 #: Kernels listed per profile in the report's table.
@@ -201,7 +203,7 @@ def _compute_like(r: RangeLine) -> bool:
 
 
 def _range_row(r: RangeLine, per_call: units.Unit, kernel: str) -> list[str]:
-    """A timed range as the terminal's profile shows it: nsightlab.analysis.units; `kernel`
+    """A timed range as the terminal's profile shows it: nsightlab.units; `kernel`
     its kernel's name as the column shows it (distinct_short_names)."""
     rates = r.rates
     assert rates is not None
@@ -463,7 +465,7 @@ def _profile_sections(profiles: list[ProfileResult], figure_keys: list[str]) -> 
                 Table(
                     title=f"{unit}, by total time"
                     + (f" (top {TOP_KERNELS} of {len(p.kernels)})" if len(p.kernels) > TOP_KERNELS else ""),
-                    # the terminal's figures: nsightlab.analysis.units, one unit per column
+                    # the terminal's figures: nsightlab.units, one unit per column
                     columns=[
                         "TIME",
                         f"TOTAL ({total.name})",

@@ -14,7 +14,7 @@ with the other trace exports of its capture; a report's SQLite export; a Kineto 
 `.nsys-rep`, exported to SQLite with the local nsys, with the script's JSON beside it if
 any; a run folder that has one)
 the step anatomy is added: `steps` (a decode step object per group of steps) and `trace`
-(`nsightlab.runs.decode`); a profile's tables gain `steps`, `trace_summary` and
+(`nsightlab.runs.trace_files`); a profile's tables gain `steps`, `trace_summary` and
 `trace_notes` (its `trace` names its trace file). The keys the other inputs give keep
 their values.
 """
@@ -29,12 +29,13 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ValidationError
 
 from nsightlab import userfiles
-from nsightlab.analysis.decode import DecodeResult, load_decode_record
+from nsightlab.analysis.decode_models import DecodeResult
 from nsightlab.analysis.steps import TraceAnatomy
 from nsightlab.errors import ParseError, UsageError
 from nsightlab.models import NonFiniteError, loads
+from nsightlab.parse.records.decode_record import load_decode_record
 from nsightlab.runs import store
-from nsightlab.runs.decode import (
+from nsightlab.runs.trace_files import (
     TraceOptions,
     decode_build,
     gpu_anatomy,
@@ -47,7 +48,7 @@ from nsightlab.runs.decode import (
 )
 
 if TYPE_CHECKING:
-    from nsightlab.analysis.profile import ProfileResult
+    from nsightlab.analysis.profile_models import ProfileResult
     from nsightlab.parse import nsys
 
 # The readers and result models of the other inputs (nsys and ncu tables, profiles,
@@ -136,8 +137,8 @@ def _analyze(path: Path, opts: TraceOptions) -> BaseModel:
         return _json_file(path)
     if path.suffix == ".csv" and trace_report(path) is not None:
         return trace_result(path, gpu_anatomy([path], opts.step_range), opts)
-    from nsightlab.analysis.ncu import from_report
-    from nsightlab.parse import ncu as ncu_parse
+    from nsightlab.analysis.ncu_result import from_report
+    from nsightlab.parse import ncu_csv as ncu_parse
     from nsightlab.parse import nsys
 
     text = _read(path)
@@ -152,7 +153,8 @@ def _analyze(path: Path, opts: TraceOptions) -> BaseModel:
 
 
 def _nsys_result(report: nsys.NsysReport, record_path: Path | None, source: Path) -> ProfileResult:
-    from nsightlab.analysis.profile import build_profile, load_record
+    from nsightlab.analysis.profile_result import build_profile
+    from nsightlab.parse.records.lesson1_record import load_record
 
     if not (report.kernels or report.nvtx or report.nvtx_kernels or report.cuda_api or report.mem_time):
         raise ParseError(
@@ -171,9 +173,9 @@ def _nsys_result(report: nsys.NsysReport, record_path: Path | None, source: Path
 
 
 def _folder(path: Path, opts: TraceOptions | None = None) -> BaseModel:
-    from nsightlab.analysis.ncu import from_report
-    from nsightlab.analysis.profile import ProfileResult
-    from nsightlab.parse import ncu as ncu_parse
+    from nsightlab.analysis.ncu_result import from_report
+    from nsightlab.analysis.profile_models import ProfileResult
+    from nsightlab.parse import ncu_csv as ncu_parse
     from nsightlab.parse import nsys
 
     opts = opts or TraceOptions()
@@ -299,8 +301,10 @@ def _json_kind(path: Path) -> str | None:
 
 
 def _json_file(path: Path) -> BaseModel:
-    from nsightlab.analysis.profile import build_profile, load_record, report_from_torch, torch_info
+    from nsightlab.analysis.profile_result import build_profile
     from nsightlab.parse import nsys
+    from nsightlab.parse.records.lesson1_record import load_record
+    from nsightlab.parse.records.torchprof_record import report_from_torch, torch_info
     from nsightlab.runs.sweeps import analyze_record_file
 
     try:

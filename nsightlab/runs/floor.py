@@ -4,13 +4,13 @@ session's GPU). What `nsightlab roofline` shows."""
 
 from __future__ import annotations
 
-from nsightlab.analysis.gpus import lookup
-from nsightlab.analysis.roofline import DecodeFloor, decode_floor, find_gpu, plateau_source
-from nsightlab.analysis.sweep import SweepResult
-from nsightlab.config import load_session
+from nsightlab.analysis.roofline import DecodeFloor, decode_floor, find_gpu
+from nsightlab.analysis.sweep_result import SweepResult, plateau_source
 from nsightlab.errors import UsageError
 from nsightlab.runs import store
 from nsightlab.runs.sweeps import load_sweep_run
+from nsightlab.specs.gpus import lookup
+from nsightlab.userconfig import load_session
 
 
 def decode_floor_for(weights_gb: float, *, run: str | None = None, gpu: str | None = None) -> DecodeFloor:
