@@ -85,7 +85,7 @@ def create(
       nsightlab create --context stg --no-wait && nsightlab events
       nsightlab create --context stg --recreate
     """
-    from nsightlab.cluster import lab, labcreate
+    from nsightlab.cluster import labcreate, labmanifest
     from nsightlab.present import render
 
     env = make_env(json_out)
@@ -106,7 +106,7 @@ def create(
         if env.json:
             env.print_json(m)
         else:
-            env.write(lab.manifest_yaml(m))
+            env.write(labmanifest.manifest_yaml(m))
         return
     result = labcreate.create_lab(env, opts)
     if env.json:

@@ -36,7 +36,7 @@ from nsightlab.analysis.gpus import for_instance_type
 from nsightlab.analysis.inventory import gpu_product
 from nsightlab.analysis.labpod import FleetCleanup
 from nsightlab.cluster.kube import Forbidden, Gone
-from nsightlab.cluster.lab import (
+from nsightlab.cluster.labmanifest import (
     MANAGED_BY,
     OWNER,
     check_lab_values,
