@@ -24,7 +24,7 @@ from nsightlab.parse.names import distinct_short_names
 from nsightlab.present import decodedoc as dd
 from nsightlab.present.doc import Bullets, Para, Table
 from nsightlab.present.fleetview import fleet_tables, log_tails
-from nsightlab.present.report import floor_table
+from nsightlab.present.reportsections import floor_table
 from nsightlab.present.safe import rich_text, terminal_safe
 from nsightlab.present.text import (
     SPREAD_NOTE,
