@@ -21,7 +21,7 @@ from nsightlab.analysis import sweep
 from nsightlab.analysis.gpus import REFERENCE_SWEEPS
 from nsightlab.analysis.rates import SweepRecord
 from nsightlab.cli import main
-from nsightlab.present import render
+from nsightlab.present import sweepview
 from nsightlab.present.console import Env
 from nsightlab.runs import sweeps
 
@@ -114,7 +114,7 @@ def test_the_pair_is_stored_as_two_sweep_runs(
 def test_the_pair_rendered(capsys: pytest.CaptureFixture[str], pair: dict[str, Any]) -> None:
     impls = sweep.SweepImpls.model_validate(pair["doc"])
     capsys.readouterr()
-    render.sweep_impls(Env.create(width=220, stdin_tty=False), impls)
+    sweepview.sweep_impls(Env.create(width=220, stdin_tty=False), impls)
     out = capsys.readouterr().out
     t, k = impls.runs
     assert out.startswith(

@@ -231,8 +231,8 @@ def config_cmd(json_out: JsonOpt = False) -> None:
     """
     from nsightlab import configure
     from nsightlab.config import load_config
-    from nsightlab.present import render
+    from nsightlab.present import configview
 
     env = make_env(json_out)
     view = configure.config_view(load_config(STATE.config_path))
-    show(env, view, render.config_view)
+    show(env, view, configview.config_view)

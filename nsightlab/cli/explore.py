@@ -45,7 +45,7 @@ def explore_nodes(
     from nsightlab.cluster import explore
     from nsightlab.cluster.connect import connect
     from nsightlab.cluster.safety import Intent
-    from nsightlab.present import render
+    from nsightlab.present import exploreview
 
     env = make_env(json_out)
     with (
@@ -53,7 +53,7 @@ def explore_nodes(
         env.status(f"listing nodes and pods on {c.ctx.name}"),
     ):
         report = explore.explore_nodes(c.kube, lab_instance_type=c.config.lab.instance_type, gpu_only=gpu_only)
-    show(env, report, render.nodes)
+    show(env, report, exploreview.nodes)
 
 
 @explore_app.command("pods")
@@ -74,12 +74,12 @@ def explore_pods(
     from nsightlab.cluster import explore
     from nsightlab.cluster.connect import connect
     from nsightlab.cluster.safety import Intent
-    from nsightlab.present import render
+    from nsightlab.present import exploreview
 
     env = make_env(json_out)
     with connect(context, kubeconfig, config_path=STATE.config_path, intent=Intent.READ, namespace=namespace) as c:
         report = explore.explore_pods(c.kube, namespace=None if all_namespaces else c.ctx.namespace, match=match)
-    show(env, report, render.pods)
+    show(env, report, exploreview.pods)
 
 
 @explore_app.command("pod")
@@ -99,12 +99,12 @@ def explore_pod(
     from nsightlab.cluster import explore
     from nsightlab.cluster.connect import connect
     from nsightlab.cluster.safety import Intent
-    from nsightlab.present import render
+    from nsightlab.present import exploreview
 
     env = make_env(json_out)
     with connect(context, kubeconfig, config_path=STATE.config_path, intent=Intent.READ, namespace=namespace) as c:
         detail = explore.explore_pod(c.kube, name, namespace=c.ctx.namespace, note=env.note)
-    show(env, detail, render.pod_detail)
+    show(env, detail, exploreview.pod_detail)
 
 
 @explore_app.command("node")
@@ -123,9 +123,9 @@ def explore_node(
     from nsightlab.cluster import explore
     from nsightlab.cluster.connect import connect
     from nsightlab.cluster.safety import Intent
-    from nsightlab.present import render
+    from nsightlab.present import exploreview
 
     env = make_env(json_out)
     with connect(context, kubeconfig, config_path=STATE.config_path, intent=Intent.READ) as c:
         detail = explore.explore_node(c.kube, name)
-    show(env, detail, render.node_detail)
+    show(env, detail, exploreview.node_detail)

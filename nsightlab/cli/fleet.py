@@ -277,12 +277,12 @@ def _dry_run(
 def _finish(env: "Env", result: "FleetResult") -> None:
     """Show the result, then exit as the rules say (6 failed, 5 nothing scheduled)."""
     from nsightlab.measure import fleet as fl
-    from nsightlab.present import render
+    from nsightlab.present import fleetview
 
     if env.json:
         env.print_json(result)
     else:
-        render.fleet(env, result)
+        fleetview.fleet(env, result)
     err = fl.failure(result)
     if err is not None:
         raise err
@@ -389,7 +389,7 @@ def fleet_status(
     from nsightlab.cluster import fleetjobs as fj
     from nsightlab.cluster.connect import connect, note_session
     from nsightlab.cluster.safety import Intent
-    from nsightlab.present import render
+    from nsightlab.present import fleetview
 
     env = make_env(json_out)
     with connect(
@@ -397,4 +397,4 @@ def fleet_status(
     ) as c:
         note_session(env, c)
         report = fj.fleet_status(c.kube, c.ctx.namespace, c.config.owner(), context=c.ctx.name)
-    show(env, report, lambda e, r: render.fleet_status(e, r, where=c.ctx.cli_args))
+    show(env, report, lambda e, r: fleetview.fleet_status(e, r, where=c.ctx.cli_args))

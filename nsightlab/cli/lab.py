@@ -86,7 +86,7 @@ def create(
       nsightlab create --context stg --recreate
     """
     from nsightlab.cluster import labcreate, labmanifest
-    from nsightlab.present import render
+    from nsightlab.present import labview
 
     env = make_env(json_out)
     opts = labcreate.CreateOptions(
@@ -112,9 +112,9 @@ def create(
     if env.json:
         env.print_json(result)
     elif no_wait and not result.ready:
-        render.lab_pod(env, result, title=f"Lab pod {'reused' if result.reused else 'created'}, not waiting for it")
+        labview.lab_pod(env, result, title=f"Lab pod {'reused' if result.reused else 'created'}, not waiting for it")
     else:
-        render.lab_pod(env, result, title="Lab pod ready (reused)" if result.reused else "Lab pod ready")
+        labview.lab_pod(env, result, title="Lab pod ready (reused)" if result.reused else "Lab pod ready")
 
 
 @app.command()
@@ -134,7 +134,7 @@ def status(
     from nsightlab.cluster import lab
     from nsightlab.cluster.connect import connect, lab_pod_name, note_session
     from nsightlab.cluster.safety import Intent
-    from nsightlab.present import render
+    from nsightlab.present import labview
 
     env = make_env(json_out)
     with connect(
@@ -142,7 +142,7 @@ def status(
     ) as c:
         note_session(env, c)
         report = lab.status(c.kube, c.ctx, lab_pod_name(c, require_ready=False), note=env.note)
-    show(env, report, render.status)
+    show(env, report, labview.status)
 
 
 @app.command()
@@ -224,7 +224,7 @@ def events(
     from nsightlab.cluster.connect import connect, lab_pod_name, note_session
     from nsightlab.cluster.podlogs import lab_events
     from nsightlab.cluster.safety import Intent
-    from nsightlab.present import render
+    from nsightlab.present import labview
 
     env = make_env(json_out)
     with connect(
@@ -232,7 +232,7 @@ def events(
     ) as c:
         note_session(env, c)
         report = lab_events(c.kube, c.ctx, lab_pod_name(c, require_ready=False))
-    show(env, report, render.events)
+    show(env, report, labview.events)
 
 
 @app.command(context_settings={"allow_interspersed_args": False})
@@ -305,7 +305,7 @@ def copy(
     from nsightlab.cluster.connect import connect, lab_pod_name, note_session
     from nsightlab.cluster.safety import Intent
     from nsightlab.errors import OnInterrupt, UsageError
-    from nsightlab.present import render
+    from nsightlab.present import labview
 
     remote_src, remote_dst = transfer.parse_remote(src), transfer.parse_remote(dst)
     if (remote_src is None) == (remote_dst is None):
@@ -347,7 +347,7 @@ def copy(
             else:
                 assert remote_src is not None  # (dst as typed: a trailing slash means a folder)
                 result = transfer.copy_out(c.kube, c.ctx.namespace, pod, remote_src, dst, progress=progress)
-    show(env, result, render.copy_result)
+    show(env, result, labview.copy_result)
 
 
 @contextmanager
@@ -410,7 +410,7 @@ def cleanup(
       nsightlab cleanup --fleet 3fa2c1
     """
     from nsightlab.measure.cleanup import CleanupOptions, run_cleanup
-    from nsightlab.present import render
+    from nsightlab.present import labview
 
     env = make_env(json_out)
     opts = CleanupOptions(
@@ -422,7 +422,7 @@ def cleanup(
         fleet=fleet,
         yes=yes,
     )
-    show(env, run_cleanup(env, opts), render.cleanup)
+    show(env, run_cleanup(env, opts), labview.cleanup)
 
 
 @app.command()
@@ -448,7 +448,7 @@ def doctor(
     from nsightlab.cluster.safety import Intent
     from nsightlab.errors import ClusterError
     from nsightlab.measure import doctor as doc
-    from nsightlab.present import render
+    from nsightlab.present import labview
 
     env = make_env(json_out)
     with connect(
@@ -464,6 +464,6 @@ def doctor(
     if env.json:
         env.print_json({**report.model_dump(mode="json"), "ok": not report.failed})
     else:
-        render.doctor(env, report)
+        labview.doctor(env, report)
     if report.failed:
         raise ClusterError(f"{len(report.failed)} doctor check(s) failed", hint="See the fixes above.")

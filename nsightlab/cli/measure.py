@@ -207,7 +207,7 @@ def profile(
     from nsightlab.measure.device import plan_device
     from nsightlab.measure.profile import Serving, run_profile
     from nsightlab.measure.targets import open_target
-    from nsightlab.present import render
+    from nsightlab.present import decodeview, profileview
 
     plan: Serving | None = None
     args = list(script_args or [])
@@ -265,7 +265,7 @@ def profile(
                 nsys_args=shlex.split(nsys_args),
                 device=plan_device(w, device.value),
             )
-        show(env, decoded, render.decode)
+        show(env, decoded, decodeview.decode)
         return
     given = {flag: str(value) for flag, value in decode_opts.items() if value is not None}
     if given or profiler is ProfilerChoice.none:
@@ -293,7 +293,7 @@ def profile(
     if env.json:
         env.print_json(result)
     else:
-        render.profile(env, result, top=top)
+        profileview.profile(env, result, top=top)
 
 
 @app.command(context_settings={"allow_interspersed_args": True})
@@ -333,7 +333,7 @@ def ncu(
     from nsightlab.measure.device import plan_device
     from nsightlab.measure.ncu import run_ncu
     from nsightlab.measure.targets import open_target
-    from nsightlab.present import render
+    from nsightlab.present import profileview
 
     env = make_env(json_out)
     if device is _Device.cpu:
@@ -358,7 +358,7 @@ def ncu(
             count=count,
             device=plan_device(w, device.value),
         )
-    show(env, result, render.ncu)
+    show(env, result, profileview.ncu)
 
 
 def _ncu_needs_a_gpu(script: str, *, local: bool, context: str | None, namespace: str | None) -> Exception:
@@ -507,7 +507,7 @@ def sweep(
     from nsightlab.errors import UsageError
     from nsightlab.measure import sweep as sw
     from nsightlab.measure.targets import open_target
-    from nsightlab.present import render
+    from nsightlab.present import sweepview
     from nsightlab.runs.sweeps import compare_runs
 
     env = make_env(json_out)
@@ -519,7 +519,7 @@ def sweep(
         if env.json:
             env.print_json(cmp)
         else:
-            render.sweep_compare(env, cmp)
+            sweepview.sweep_compare(env, cmp)
         return
     plan = sw.plan_sweep(
         dtype=dtype,
@@ -567,6 +567,6 @@ def sweep(
                 op=plan.op,
             )
     if len(plan.impls) > 1:
-        show(env, both, render.sweep_impls)
+        show(env, both, sweepview.sweep_impls)
     else:
-        show(env, one, render.sweep)
+        show(env, one, sweepview.sweep)

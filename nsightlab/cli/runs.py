@@ -22,12 +22,12 @@ KindOpt = Annotated[
 
 
 def _runs_list(kind: str | None, json_out: bool) -> None:
-    from nsightlab.present import render
+    from nsightlab.present import runsview
     from nsightlab.runs.listing import list_runs
 
     env = make_env(json_out)
     listing = list_runs(kind)
-    show(env, listing, render.runs_list)
+    show(env, listing, runsview.runs_list)
 
 
 @runs_app.callback(invoke_without_command=True)
@@ -71,12 +71,12 @@ def runsshow(
       nsightlab runs show 3fa2
       nsightlab runs show latest --json
     """
-    from nsightlab.present import render
+    from nsightlab.present import runsview
     from nsightlab.runs.listing import show_run
 
     env = make_env(json_out)
     detail = show_run(run)
-    show(env, detail, render.run_detail)
+    show(env, detail, runsview.run_detail)
 
 
 @runs_app.command("rm")
@@ -93,7 +93,7 @@ def runs_rm(
       nsightlab runs rm 3fa2c1 9b07
     """
     from nsightlab.errors import Interrupted, OnInterrupt
-    from nsightlab.present import render
+    from nsightlab.present import runsview
     from nsightlab.runs.listing import line, remove_runs, resolve_all
 
     env = make_env(json_out)
@@ -110,7 +110,7 @@ def runs_rm(
             raise Interrupted("cancelled; nothing was removed")
     with OnInterrupt("some of the runs may have been removed; `nsightlab runs` lists those left"):
         removed = remove_runs(chosen)
-    show(env, removed, render.runs_removed)
+    show(env, removed, runsview.runs_removed)
 
 
 @app.command()
@@ -171,27 +171,11 @@ def analyze(
     if env.json:
         env.print_json(result)
         return
-    # The renderers and the result types, only for the text (importing them all is a
-    # tenth of a second that --json need not wait for).
-    from nsightlab.analysis.decode import DecodeResult, TraceResult
-    from nsightlab.analysis.gpurun import GpuRunResult
-    from nsightlab.analysis.ncu import NcuResult
-    from nsightlab.analysis.profile import ProfileResult
-    from nsightlab.present import render
-    from nsightlab.present.gpurunview import draw_gpu_run
+    # The views and the result types, only for the text (importing them all is a tenth
+    # of a second that --json need not wait for).
+    from nsightlab.present.resultviews import draw_result
 
-    if isinstance(result, GpuRunResult):
-        draw_gpu_run(env, result)
-    elif isinstance(result, ProfileResult):
-        render.profile(env, result)
-    elif isinstance(result, NcuResult):
-        render.ncu(env, result)
-    elif isinstance(result, DecodeResult):
-        render.decode(env, result)
-    elif isinstance(result, TraceResult):
-        render.trace_result(env, result)
-    else:
-        render.sweep(env, result)  # type: ignore[arg-type]
+    draw_result(env, result)
 
 
 WeightsOpt = Annotated[
@@ -249,7 +233,7 @@ def report(
       nsightlab report 3fa2 9b07 --out ./lab-report --weights-gb 16
       nsightlab report --terminal
     """
-    from nsightlab.present import render
+    from nsightlab.present import render, runsview
     from nsightlab.present import report as rep
 
     env = make_env(json_out)
@@ -261,13 +245,13 @@ def report(
         if env.json:
             env.print_json(bundle.doc)
         else:
-            render.report_doc(env, bundle.doc)
+            runsview.report_doc(env, bundle.doc)
         return
     files = rep.write_report(bundle, out_dir)
     if terminal and not env.json:
-        render.report_doc(env, bundle.doc)
+        runsview.report_doc(env, bundle.doc)
         render.blank(env)
-    show(env, files, render.report_files)
+    show(env, files, runsview.report_files)
     if open_html and not rep.open_in_browser(files.html):
         env.warn(f"could not open a browser; open {files.html} yourself")
 
@@ -309,9 +293,9 @@ def roofline(
       nsightlab roofline --weights-gb 16 --run 3fa2
       nsightlab roofline --weights-gb 70 --gpu "NVIDIA H200"
     """
-    from nsightlab.present import render
+    from nsightlab.present import runsview
     from nsightlab.runs.floor import decode_floor_for
 
     env = make_env(json_out)
     floor = decode_floor_for(weights_gb, run=run, gpu=gpu)
-    show(env, floor, render.decode_floor)
+    show(env, floor, runsview.decode_floor)

@@ -6,7 +6,7 @@ Three steps, each testable alone:
    of each kind), loaded from the store.
 2. `build_report`: a `ReportDoc`, a document model made of sections (paragraphs, bullet
    lists, tables, figure references) with every number already formatted. It needs no
-   matplotlib: `--terminal` renders it with Rich (render.report_doc).
+   matplotlib: `--terminal` renders it with Rich (runsview.report_doc).
 3. `write_report`: the figures (nsightlab.present.figures), `report.md` (which references the
    PNGs beside it) and a self-contained `report.html` (images embedded as data: URIs, CSS
    inline, a Content-Security-Policy that forbids any fetch), written into a temporary
