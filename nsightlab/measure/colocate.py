@@ -28,7 +28,7 @@ from nsightlab.errors import RemoteCommandError, UsageError
 from nsightlab.measure.device import DevicePlan, no_gpu_error
 from nsightlab.measure.profile import streamer
 from nsightlab.measure.work import LabWork
-from nsightlab.runs.decode import floor_bandwidth
+from nsightlab.runs.floor import floor_bandwidth
 from nsightlab.runs.store import RunMeta
 
 if TYPE_CHECKING:

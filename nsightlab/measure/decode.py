@@ -47,17 +47,10 @@ from nsightlab.measure.device import DevicePlan, no_gpu_error
 from nsightlab.measure.profile import export_stats, streamer
 from nsightlab.measure.work import LabWork
 from nsightlab.parse import nsys
-from nsightlab.runs.decode import (
-    TIMELINE_FILE,
-    TRACE_REPORTS,
-    decode_build,
-    gpu_anatomy,
-    kineto_anatomy,
-    listed_name,
-    report_names,
-    split_csvs,
-)
+from nsightlab.runs.decode import TIMELINE_FILE, decode_build, listed_name, report_names
+from nsightlab.runs.inputs import TRACE_REPORTS, split_csvs
 from nsightlab.runs.store import RunMeta
+from nsightlab.runs.timeline import gpu_anatomy, kineto_anatomy
 
 if TYPE_CHECKING:
     from nsightlab.env import Env

@@ -37,10 +37,10 @@ from nsightlab.measure.work import LabWork
 from nsightlab.models import NonFiniteError, loads
 from nsightlab.parse import nsys
 from nsightlab.parse.noise import is_library_noise
-from nsightlab.runs.decode import TraceOptions
 from nsightlab.runs.sqlite_input import sqlite_result
 from nsightlab.runs.store import Run, RunMeta
 from nsightlab.runs.store import remove as remove_run
+from nsightlab.runs.timeline import TraceOptions
 
 if TYPE_CHECKING:
     from nsightlab.env import Env

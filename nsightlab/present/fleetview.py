@@ -20,7 +20,6 @@ from nsightlab.present.doc import Bullets, FigureRef, Para, Section, Table
 from nsightlab.present.render import Column, blank, heading, lines, report_table, table
 from nsightlab.present.safe import rich_text
 from nsightlab.runs import store
-from nsightlab.runs.analyze import stored_result
 
 if TYPE_CHECKING:
     from nsightlab.analysis.fleet import FleetStatusReport
@@ -243,7 +242,7 @@ def member_sweeps(result: FleetResult) -> list[tuple[str, SweepResult]]:
         if e.run_id is None:
             continue
         try:
-            found = stored_result(store.resolve(e.run_id).path)
+            found = store.stored_result(store.resolve(e.run_id).path)
         except (UsageError, ValueError, OSError):
             continue
         if isinstance(found, SweepResult):

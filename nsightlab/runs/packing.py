@@ -10,7 +10,7 @@ from nsightlab.analysis.packing import Bandwidth, TokenizerRate
 from nsightlab.analysis.tokenize import TokenizerResult
 from nsightlab.errors import UsageError
 from nsightlab.runs import store
-from nsightlab.runs.decode import floor_bandwidth
+from nsightlab.runs.floor import floor_bandwidth
 
 
 def _complete(kind: str) -> list[store.RunStatus]:
