@@ -33,7 +33,6 @@ from pathlib import Path
 from typing import Any, Literal
 
 from nsightlab import userfiles
-from nsightlab.analysis.gpurun import STEPS_HEADER
 from nsightlab.errors import ParseError, UsageError
 from nsightlab.models import NonFiniteError, loads
 from nsightlab.parse import gputrace
@@ -334,6 +333,9 @@ def _json_kind(path: Path) -> str | None:
 
 def is_gpu_run(path: Path) -> bool:
     """A folder whose steps log begins with bench/gpu_run.sh's header."""
+    # its module loads every result model (60-80 ms here) that a trace's analysis need not wait for
+    from nsightlab.analysis.gpurun import STEPS_HEADER
+
     log = path / STEPS_LOG
     if not log.is_file():
         return False

@@ -21,11 +21,11 @@ from nsightlab.analysis.decode import GroupSteps, TraceResult, attribution_lines
 from nsightlab.analysis.engine_ranges import RANGES_LISTED
 from nsightlab.analysis.steps import TraceAnatomy, analyze_gpu_trace, analyze_kineto, analyze_nsys_trace
 from nsightlab.errors import UsageError
-from nsightlab.parse.nsys_sqlite_trace import SqliteTrace
 from nsightlab.runs.floor import floor_bandwidth
 
 if TYPE_CHECKING:
     from nsightlab.analysis.profile import ProfileResult
+    from nsightlab.parse.nsys_sqlite_trace import SqliteTrace
 
 
 @dataclass(frozen=True)
@@ -95,6 +95,9 @@ def sqlite_anatomy(trace: SqliteTrace, step_range: str | None) -> TraceAnatomy |
 
 def sqlite_anatomy_of(path: Path, step_range: str | None = None) -> TraceAnatomy | None:
     """The step anatomy of the SQLite export at `path` (see `sqlite_anatomy`)."""
+    # the SQLite reader loads only for an export: 10 ms that a Kineto trace's analysis need not wait for
+    from nsightlab.parse.nsys_sqlite_trace import SqliteTrace
+
     with SqliteTrace.open(path) as trace:
         return sqlite_anatomy(trace, step_range)
 
