@@ -10,17 +10,21 @@ from nsightlab.cli.common import (
     JsonOpt,
     KubeconfigOpt,
     NamespaceOpt,
-    app,
     make_env,
     show,
 )
+from nsightlab.cluster import explore
+from nsightlab.cluster.connect import connect
+from nsightlab.cluster.safety import Intent
+from nsightlab.present import exploreview
 
+commands = typer.Typer(rich_markup_mode=None)
 explore_app = typer.Typer(
     help="Read-only tour of a cluster: nodes, GPUs, pods (works on protected contexts too).",
     no_args_is_help=True,
     rich_markup_mode=None,
 )
-app.add_typer(explore_app, name="explore")
+commands.add_typer(explore_app, name="explore")
 
 
 @explore_app.command("nodes")
@@ -42,11 +46,6 @@ def explore_nodes(
       nsightlab explore nodes --context stg
       nsightlab explore nodes --context stg --json | jq '.instance_types'
     """
-    from nsightlab.cluster import explore
-    from nsightlab.cluster.connect import connect
-    from nsightlab.cluster.safety import Intent
-    from nsightlab.present import exploreview
-
     env = make_env(json_out)
     with (
         connect(context, kubeconfig, config_path=STATE.config_path, intent=Intent.READ) as c,
@@ -71,11 +70,6 @@ def explore_pods(
     Example:
       nsightlab explore pods --context stg -n serving --match llmqu
     """
-    from nsightlab.cluster import explore
-    from nsightlab.cluster.connect import connect
-    from nsightlab.cluster.safety import Intent
-    from nsightlab.present import exploreview
-
     env = make_env(json_out)
     with connect(context, kubeconfig, config_path=STATE.config_path, intent=Intent.READ, namespace=namespace) as c:
         report = explore.explore_pods(c.kube, namespace=None if all_namespaces else c.ctx.namespace, match=match)
@@ -96,11 +90,6 @@ def explore_pod(
     Example:
       nsightlab explore pod llmqu-v1-s2 --context stg -n serving
     """
-    from nsightlab.cluster import explore
-    from nsightlab.cluster.connect import connect
-    from nsightlab.cluster.safety import Intent
-    from nsightlab.present import exploreview
-
     env = make_env(json_out)
     with connect(context, kubeconfig, config_path=STATE.config_path, intent=Intent.READ, namespace=namespace) as c:
         detail = explore.explore_pod(c.kube, name, namespace=c.ctx.namespace, note=env.note)
@@ -120,11 +109,6 @@ def explore_node(
     Example:
       nsightlab explore node ip-10-0-3-17.ec2.internal --context stg
     """
-    from nsightlab.cluster import explore
-    from nsightlab.cluster.connect import connect
-    from nsightlab.cluster.safety import Intent
-    from nsightlab.present import exploreview
-
     env = make_env(json_out)
     with connect(context, kubeconfig, config_path=STATE.config_path, intent=Intent.READ) as c:
         detail = explore.explore_node(c.kube, name)

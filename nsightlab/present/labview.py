@@ -1,7 +1,10 @@
-"""The lab pod drawn: `create`, `status`, `cleanup`, `events`, `doctor` and `copy`."""
+"""The lab pod drawn: `create`, `status`, `cleanup`, `events`, `doctor` and `copy` (its
+byte counter while it runs, and what it copied)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from nsightlab.analysis import units
@@ -129,3 +132,30 @@ def copy_result(env: Env, result: CopyResult) -> None:
         ],
         bullet="",
     )
+
+
+@contextmanager
+def transfer_progress(env: Env, label: str) -> Iterator[Callable[[int], None]]:
+    """A byte counter on stderr (only on a terminal)."""
+    if not env.err_tty:
+        yield lambda n: None
+        return
+    from rich.progress import (  # Rich loads only when something is drawn on a terminal
+        DownloadColumn,
+        Progress,
+        SpinnerColumn,
+        TextColumn,
+        TransferSpeedColumn,
+    )
+
+    # the label names paths (the pod's among them): shown escaped, never read as markup
+    with Progress(
+        SpinnerColumn(),
+        TextColumn("{task.description}", markup=False),
+        DownloadColumn(),
+        TransferSpeedColumn(),
+        console=env.err,
+        transient=True,
+    ) as p:
+        task = p.add_task(terminal_safe(label), total=None)
+        yield lambda n: p.update(task, completed=n)
