@@ -17,7 +17,7 @@ import pytest
 from clirun import run_cli
 from nsys_sqlite_build import from_csv_exports
 
-from nsightlab.analysis.gpurun import STEPS_HEADER
+from nsightlab.parse.records.gpurun_steps import STEPS_HEADER
 from nsightlab.present.resultviews import RESULT_VIEWS
 from nsightlab.runs import inputs
 from nsightlab.runs.analyze import ANALYSES, analyze_input

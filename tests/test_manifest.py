@@ -8,8 +8,8 @@ from clirun import run_cli
 
 from nsightlab import assets
 from nsightlab.cluster.labmanifest import MANAGED_BY, OWNER, build_manifest, load_template, owner_label
-from nsightlab.config import Config, LabConfig
 from nsightlab.errors import UsageError
+from nsightlab.userconfig import Config, LabConfig
 
 
 @pytest.fixture

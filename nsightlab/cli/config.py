@@ -11,10 +11,10 @@ from nsightlab import configure
 from nsightlab.cli.common import STATE, JsonOpt, KubeconfigOpt, make_env, show
 from nsightlab.cluster.kubeconfig import Kubeconfig, load_kubeconfig
 from nsightlab.cluster.safety import protection_reason
-from nsightlab.config import DEFAULT_PROTECTED, load_config
 from nsightlab.errors import ClusterError, SafetyError, UsageError
 from nsightlab.present import configview
 from nsightlab.present.console import Env
+from nsightlab.userconfig import DEFAULT_PROTECTED, load_config
 
 commands = typer.Typer(rich_markup_mode=None)
 

@@ -13,7 +13,7 @@ from nsightlab.cli.common import (
     make_env,
     show,
 )
-from nsightlab.cluster import explore
+from nsightlab.cluster import inventory_reads
 from nsightlab.cluster.connect import connect
 from nsightlab.cluster.safety import Intent
 from nsightlab.present import exploreview
@@ -51,7 +51,7 @@ def explore_nodes(
         connect(context, kubeconfig, config_path=STATE.config_path, intent=Intent.READ) as c,
         env.status(f"listing nodes and pods on {c.ctx.name}"),
     ):
-        report = explore.explore_nodes(c.kube, lab_instance_type=c.config.lab.instance_type, gpu_only=gpu_only)
+        report = inventory_reads.explore_nodes(c.kube, lab_instance_type=c.config.lab.instance_type, gpu_only=gpu_only)
     show(env, report, exploreview.nodes)
 
 
@@ -72,7 +72,9 @@ def explore_pods(
     """
     env = make_env(json_out)
     with connect(context, kubeconfig, config_path=STATE.config_path, intent=Intent.READ, namespace=namespace) as c:
-        report = explore.explore_pods(c.kube, namespace=None if all_namespaces else c.ctx.namespace, match=match)
+        report = inventory_reads.explore_pods(
+            c.kube, namespace=None if all_namespaces else c.ctx.namespace, match=match
+        )
     show(env, report, exploreview.pods)
 
 
@@ -92,7 +94,7 @@ def explore_pod(
     """
     env = make_env(json_out)
     with connect(context, kubeconfig, config_path=STATE.config_path, intent=Intent.READ, namespace=namespace) as c:
-        detail = explore.explore_pod(c.kube, name, namespace=c.ctx.namespace, note=env.note)
+        detail = inventory_reads.explore_pod(c.kube, name, namespace=c.ctx.namespace, note=env.note)
     show(env, detail, exploreview.pod_detail)
 
 
@@ -111,5 +113,5 @@ def explore_node(
     """
     env = make_env(json_out)
     with connect(context, kubeconfig, config_path=STATE.config_path, intent=Intent.READ) as c:
-        detail = explore.explore_node(c.kube, name)
+        detail = inventory_reads.explore_node(c.kube, name)
     show(env, detail, exploreview.node_detail)

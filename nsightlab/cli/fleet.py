@@ -5,7 +5,7 @@ from typing import Annotated
 
 import typer
 
-from nsightlab.analysis.fleet import FleetResult
+from nsightlab.analysis.fleet_models import FleetResult
 from nsightlab.cli.common import (
     STATE,
     ContextOpt,
@@ -20,7 +20,7 @@ from nsightlab.cli.common import (
 from nsightlab.cluster import fleetjobs as fj
 from nsightlab.cluster.connect import connect, note_session
 from nsightlab.cluster.safety import Intent
-from nsightlab.measure import fleet as fl
+from nsightlab.measure import fleet_runner as fl
 from nsightlab.measure import fleetcommands
 from nsightlab.measure.fleetcommands import FleetPlace
 from nsightlab.present import fleetview

@@ -16,14 +16,14 @@ from nsightlab.cli.common import (
     number,
     show,
 )
-from nsightlab.cluster import lab as labpod
+from nsightlab.cluster import lab_lifecycle as labpod
 from nsightlab.cluster import labcreate, labmanifest
 from nsightlab.cluster import shell as sh
 from nsightlab.cluster.connect import connect, lab_pod_name, note_session
 from nsightlab.cluster.podlogs import LogText, lab_events, stream_log
 from nsightlab.cluster.safety import Intent
 from nsightlab.errors import ClusterError
-from nsightlab.measure import doctor as doc
+from nsightlab.measure import pod_checks as doc
 from nsightlab.measure.cleanup import CleanupOptions, run_cleanup
 from nsightlab.measure.labcopy import CopyRequest
 from nsightlab.measure.labcopy import copy as copy_files

@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from nsightlab.analysis.profile import ProfileResult
+from nsightlab.analysis.profile_models import ProfileResult
 from nsightlab.cli.common import (
     STATE,
     ContextOpt,
@@ -20,7 +20,7 @@ from nsightlab.cli.common import (
 )
 from nsightlab.measure import commands as run
 from nsightlab.measure.commands import NcuRequest, ProfileRequest, SweepRequest, TargetChoice
-from nsightlab.measure.decode import DecodeOptions
+from nsightlab.measure.decode_profile import DecodeOptions
 from nsightlab.present import decodeview, profileview
 from nsightlab.present.resultviews import draw_result
 

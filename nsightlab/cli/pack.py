@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from nsightlab.analysis.packing import PackOptions
+from nsightlab.analysis.pack_plan import PackOptions
 from nsightlab.cli.common import (
     STATE,
     ContextOpt,
@@ -23,8 +23,8 @@ from nsightlab.cli.common import (
 from nsightlab.cluster.connect import connect
 from nsightlab.cluster.safety import Intent
 from nsightlab.measure import commands as run
-from nsightlab.measure.colocate import ColocateOptions
 from nsightlab.measure.commands import TargetChoice, TokenizerRequest
+from nsightlab.measure.pack_scripts import ColocateOptions
 from nsightlab.measure.packing import analyze_namespace, parse_types
 from nsightlab.present.packview import draw_colocate, draw_pack, draw_tokenizer
 

@@ -11,15 +11,15 @@ from collections.abc import Callable
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Literal
 
-from nsightlab.analysis import pods as r
-from nsightlab.analysis.labmatch import differences, mismatch_error
-from nsightlab.analysis.labpod import CleanupReport, LabPod, StatusReport, lab_pod, unscheduled_reason
 from nsightlab.cluster.labgpus import check_gpus
 from nsightlab.cluster.labmanifest import MANAGED_BY, OWNER, is_ours, owner_label, selector
 from nsightlab.cluster.labwait import PodWaiter, not_ready, wait_gone
 from nsightlab.cluster.permissions import optional
-from nsightlab.config import Config, Session, end_session, load_session, save_session, session_path
 from nsightlab.errors import ClusterError, Interrupted, OnInterrupt, SafetyError, UsageError
+from nsightlab.k8s import pods as r
+from nsightlab.k8s.labmatch import differences, mismatch_error
+from nsightlab.k8s.labpod import CleanupReport, LabPod, StatusReport, lab_pod, unscheduled_reason
+from nsightlab.userconfig import Config, Session, end_session, load_session, save_session, session_path
 
 if TYPE_CHECKING:
     from nsightlab.cluster.kube import Kube
@@ -193,7 +193,7 @@ def create(
     False: return the pod as it is).
 
     A lab pod of this owner is reused only when it is the one the config asks for
-    (`analysis.labmatch.differences`); else this is exit 2 naming what differs, with
+    (`k8s.labmatch.differences`); else this is exit 2 naming what differs, with
     `again` (the cleanup and create commands as typed, global options kept) in the ways
     out. With `recreate` it is deleted first, checked as cleanup checks it. A pod that
     could never be scheduled is exit 2 before anything is deleted or created
@@ -326,7 +326,7 @@ def lab_node(
 ) -> dict[str, Any] | None:
     """The node the pod runs on (its GPU model and instance type), when this account may
     read nodes; else None and one note (the instance type then comes from the pod's node
-    selector, see analysis.labpod.lab_pod)."""
+    selector, see k8s.labpod.lab_pod)."""
     node_name = (pod.get("spec") or {}).get("nodeName")
     if not node_name:
         return None

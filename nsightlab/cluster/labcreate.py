@@ -11,17 +11,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nsightlab import assets, configure
-from nsightlab.cluster import lab, labmanifest
+from nsightlab.cluster import lab_lifecycle, labmanifest
 from nsightlab.cluster.connect import connect
 from nsightlab.cluster.kubeconfig import load_kubeconfig
 from nsightlab.cluster.safety import Intent, confirm_change, resolve_context
-from nsightlab.config import LoadedConfig, ensure_home, load_config
 from nsightlab.errors import UsageError
+from nsightlab.userconfig import LoadedConfig, ensure_home, load_config
 
 if TYPE_CHECKING:
-    from nsightlab.analysis.labpod import LabPod
     from nsightlab.cluster.safety import ResolvedContext
     from nsightlab.env import Env
+    from nsightlab.k8s.labpod import LabPod
 
 
 @dataclass(frozen=True)
@@ -81,7 +81,7 @@ def again(opts: CreateOptions, ctx: ResolvedContext) -> tuple[str, str]:
     create = f"{prefix}create {ctx.cli_args}"
     if opts.manifest is not None:
         create += f" --manifest {shlex.quote(str(opts.manifest))}"
-    cleanup = f"{prefix}{lab.cleanup_command(ctx).removeprefix('nsightlab ')}"
+    cleanup = f"{prefix}{lab_lifecycle.cleanup_command(ctx).removeprefix('nsightlab ')}"
     return cleanup, create + (" --profiling-caps" if opts.profiling_caps else "")
 
 
@@ -109,7 +109,7 @@ def create_lab(env: Env, opts: CreateOptions) -> LabPod:
         if opts.recreate:
             what = f"replace your lab pod with {what[len('create ') :]}"
         confirm_change(env, c.ctx, what, yes=opts.yes)
-        return lab.create(
+        return lab_lifecycle.create(
             env,
             c.kube,
             c.ctx,

@@ -17,10 +17,10 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from nsightlab import userfiles
-from nsightlab.analysis import pods as r
-from nsightlab.config import Config
 from nsightlab.errors import UsageError, validation_message
+from nsightlab.k8s import pods as r
 from nsightlab.models import Model
+from nsightlab.userconfig import Config
 
 MANAGED_BY = "app.kubernetes.io/managed-by"
 OWNER = "nsightlab/owner"

@@ -9,12 +9,12 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
-from nsightlab.analysis import pods as r
 from nsightlab.cluster.kube import Forbidden, Gone
 from nsightlab.cluster.labgpus import free_gpus
 from nsightlab.cluster.outage import Outage
 from nsightlab.cluster.permissions import skipped_note
 from nsightlab.errors import ClusterError, PodNotReadyError
+from nsightlab.k8s import pods as r
 
 if TYPE_CHECKING:
     from nsightlab.cluster.kube import Kube

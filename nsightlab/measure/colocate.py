@@ -21,15 +21,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nsightlab import assets, kubevalues
-from nsightlab.analysis.colocate import ColocateResult, build_colocate, load_colocate_record
-from nsightlab.analysis.tokenize import TokenizerResult, build_tokenizer, check_prompts, load_tokenizer_record
-from nsightlab.config import read_text_file
+from nsightlab.analysis.colocate_models import ColocateResult
+from nsightlab.analysis.colocate_result import build_colocate
+from nsightlab.analysis.tokenizer_result import TokenizerResult, build_tokenizer
 from nsightlab.errors import RemoteCommandError, UsageError
 from nsightlab.measure.device import DevicePlan, no_gpu_error
 from nsightlab.measure.profile import streamer
 from nsightlab.measure.work import LabWork
+from nsightlab.parse.records.colocate_record import load_colocate_record
+from nsightlab.parse.records.tokenizer_record import check_prompts, load_tokenizer_record
 from nsightlab.runs.floor import floor_bandwidth
 from nsightlab.runs.store import RunMeta
+from nsightlab.userconfig import read_text_file
 
 if TYPE_CHECKING:
     from nsightlab.env import Env

@@ -16,22 +16,23 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from nsightlab.analysis.colocate import ColocateResult
-from nsightlab.analysis.decode import DecodeResult
-from nsightlab.analysis.ncu import NcuResult
-from nsightlab.analysis.profile import ProfileResult
-from nsightlab.analysis.sweep import SweepCompare, SweepImpls, SweepResult
-from nsightlab.analysis.tokenize import TokenizerResult
-from nsightlab.config import load_config
+from nsightlab.analysis.colocate_models import ColocateResult
+from nsightlab.analysis.decode_models import DecodeResult
+from nsightlab.analysis.ncu_result import NcuResult
+from nsightlab.analysis.profile_models import ProfileResult
+from nsightlab.analysis.sweep_impls import SweepImpls
+from nsightlab.analysis.sweep_result import SweepCompare, SweepResult
+from nsightlab.analysis.tokenizer_result import TokenizerResult
 from nsightlab.errors import UsageError
-from nsightlab.measure import sweep as sw
-from nsightlab.measure.colocate import ColocateOptions, run_colocate, run_tokenizer
-from nsightlab.measure.decode import DecodeOptions, DecodeProfiler, run_decode
+from nsightlab.measure import bandwidth_sweep as sw
+from nsightlab.measure.decode_profile import DecodeOptions, DecodeProfiler, run_decode
 from nsightlab.measure.device import plan_device
 from nsightlab.measure.ncu import run_ncu
+from nsightlab.measure.pack_scripts import ColocateOptions, run_colocate, run_tokenizer
 from nsightlab.measure.profile import Serving, run_profile
 from nsightlab.measure.targets import Where, open_target
 from nsightlab.runs.sweeps import compare_runs
+from nsightlab.userconfig import load_config
 
 if TYPE_CHECKING:
     from nsightlab.env import Env

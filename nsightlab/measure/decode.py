@@ -3,7 +3,7 @@ where a token's time goes.
 
 `run_decode()` copies decode.py and labcommon.py to the target and runs them under a
 profiler, brings the raw outputs into the run store, and returns the result
-(`nsightlab.analysis.decode.build_decode`) for printing:
+(`nsightlab.analysis.decode_result.build_decode`) for printing:
 
 - `nsys` (the default): `nsys profile -o BASE -f true -t cuda,nvtx
   --cuda-graph-trace=node` (so a graph replay shows its kernels, not one opaque launch),
@@ -39,18 +39,19 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from nsightlab import assets
-from nsightlab.analysis.decode import DecodeResult, load_decode_record
+from nsightlab.analysis.decode_models import DecodeResult
 from nsightlab.analysis.steps import TraceAnatomy
-from nsightlab.config import atomic_write_json
 from nsightlab.errors import ParseError, RemoteCommandError, UsageError
 from nsightlab.measure.device import DevicePlan, no_gpu_error
 from nsightlab.measure.profile import export_stats, streamer
 from nsightlab.measure.work import LabWork
 from nsightlab.parse import nsys
-from nsightlab.runs.decode import TIMELINE_FILE, decode_build, listed_name, report_names
+from nsightlab.parse.records.decode_record import load_decode_record
 from nsightlab.runs.inputs import TRACE_REPORTS, split_csvs
 from nsightlab.runs.store import RunMeta
 from nsightlab.runs.timeline import gpu_anatomy, kineto_anatomy
+from nsightlab.runs.trace_files import TIMELINE_FILE, decode_build, listed_name, report_names
+from nsightlab.userconfig import atomic_write_json
 
 if TYPE_CHECKING:
     from nsightlab.env import Env

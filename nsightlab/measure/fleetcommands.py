@@ -1,6 +1,6 @@
 """`fleet sweep` and `fleet collect`, each the one call of its command: the request
 checked, the plan made (or read back from the cluster), the change confirmed, the Jobs
-followed with a live table until each has a result (`nsightlab.measure.fleet`); and
+followed with a live table until each has a result (`nsightlab.measure.fleet_runner`); and
 `fleet sweep --dry-run`'s manifests.
 """
 
@@ -11,14 +11,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nsightlab import assets, configure
-from nsightlab.analysis.fleet import FleetResult
+from nsightlab.analysis.fleet_models import FleetResult
 from nsightlab.cluster import fleetjobs as fj
 from nsightlab.cluster.connect import connect
 from nsightlab.cluster.safety import Intent, confirm_change
-from nsightlab.config import ensure_home, load_config
 from nsightlab.errors import UsageError
-from nsightlab.measure import fleet as fl
+from nsightlab.measure import fleet_runner as fl
 from nsightlab.present import fleetview
+from nsightlab.userconfig import ensure_home, load_config
 
 if TYPE_CHECKING:
     from nsightlab.present.console import Env

@@ -11,11 +11,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from nsightlab.analysis.labpod import CopyResult
 from nsightlab.cluster import transfer
 from nsightlab.cluster.connect import connect, lab_pod_name, note_session
 from nsightlab.cluster.safety import Intent
 from nsightlab.errors import OnInterrupt, UsageError
+from nsightlab.k8s.labpod import CopyResult
 from nsightlab.present.labview import transfer_progress
 
 if TYPE_CHECKING:

@@ -10,7 +10,7 @@ from nsightlab.present import decodedoc as dd
 from nsightlab.present.render import blank, heading, lines, report_table
 
 if TYPE_CHECKING:
-    from nsightlab.analysis.decode import DecodeResult, GroupSteps, TraceResult
+    from nsightlab.analysis.decode_models import DecodeResult, GroupSteps, TraceResult
     from nsightlab.present.console import Env
 
 

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 from nsightlab.present.render import Column, blank, heading, lines, table
 
 if TYPE_CHECKING:
-    from nsightlab.analysis.inventory import NodeDetail, NodesReport, PodDetail, PodsReport
+    from nsightlab.k8s.inventory import NodeDetail, NodesReport, PodDetail, PodsReport
     from nsightlab.present.console import Env
 
 

@@ -2,7 +2,7 @@
 per change otherwise), its result and `fleet status` on the terminal (`fleet`,
 `fleet_status`) and its part of the report.
 
-Numbers are written with `nsightlab.analysis.units`.
+Numbers are written with `nsightlab.units`.
 """
 
 from __future__ import annotations
@@ -11,18 +11,18 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from nsightlab.analysis.fleet import FleetResult, JobRow, usd
-from nsightlab.analysis.pods import human_duration
-from nsightlab.analysis.sweep import SweepResult
-from nsightlab.analysis.units import percent, sig
+from nsightlab.analysis.fleet_models import FleetResult, JobRow
+from nsightlab.analysis.sweep_result import SweepResult
 from nsightlab.errors import UsageError
+from nsightlab.k8s.pods import human_duration
 from nsightlab.present.doc import Bullets, FigureRef, Para, Section, Table
 from nsightlab.present.render import Column, blank, heading, lines, report_table, table
 from nsightlab.present.safe import rich_text
 from nsightlab.runs import store
+from nsightlab.units import percent, sig, usd
 
 if TYPE_CHECKING:
-    from nsightlab.analysis.fleet import FleetStatusReport
+    from nsightlab.analysis.fleet_models import FleetStatusReport
     from nsightlab.present.console import Env
 
 

@@ -6,19 +6,20 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from nsightlab.analysis.colocate import ColocateResult
-from nsightlab.analysis.decode import DecodeResult
-from nsightlab.analysis.gpurun import GpuRunResult, RunRecord
-from nsightlab.analysis.ncu import NcuResult
-from nsightlab.analysis.profile import ProfileResult
+from nsightlab.analysis.colocate_models import ColocateResult
+from nsightlab.analysis.decode_models import DecodeResult
+from nsightlab.analysis.gpurun_result import GpuRunResult, RunRecord
+from nsightlab.analysis.ncu_result import NcuResult
+from nsightlab.analysis.profile_models import ProfileResult
 from nsightlab.analysis.sanity import SanityRow
-from nsightlab.analysis.sweep import SweepImpls, SweepResult
-from nsightlab.analysis.units import sig
+from nsightlab.analysis.sweep_impls import SweepImpls
+from nsightlab.analysis.sweep_result import SweepResult
 from nsightlab.present import decodeview, profileview, render, sweepview
 from nsightlab.present.packview import draw_colocate
 from nsightlab.present.render import Column
 from nsightlab.present.safe import terminal_safe
 from nsightlab.present.text import SPREAD_NOTE, impls_heading, impls_lines, impls_table, sweep_summary_lines
+from nsightlab.units import sig
 
 if TYPE_CHECKING:
     from pydantic import BaseModel

@@ -7,14 +7,14 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
-from nsightlab.analysis import units
-from nsightlab.analysis.pods import human_duration
+from nsightlab import units
+from nsightlab.k8s.pods import human_duration
 from nsightlab.present.render import Column, blank, heading, lines, table
 from nsightlab.present.safe import terminal_safe
 
 if TYPE_CHECKING:
-    from nsightlab.analysis.doctor import DoctorReport
-    from nsightlab.analysis.labpod import CleanupReport, CopyResult, EventsReport, LabPod, StatusReport
+    from nsightlab.k8s.doctor import DoctorReport
+    from nsightlab.k8s.labpod import CleanupReport, CopyResult, EventsReport, LabPod, StatusReport
     from nsightlab.present.console import Env
 
 
@@ -122,7 +122,7 @@ def doctor(env: Env, report: DoctorReport) -> None:
 
 
 def copy_result(env: Env, result: CopyResult) -> None:
-    """'copied 3 files, 1.50 MiB to :/tmp/ in 0.250 s (6.00 MiB/s)': nsightlab.analysis.units."""
+    """'copied 3 files, 1.50 MiB to :/tmp/ in 0.250 s (6.00 MiB/s)': nsightlab.units."""
     rate = f" ({units.size(result.bytes / result.seconds)}/s)" if result.seconds > 0 else ""
     lines(
         env,

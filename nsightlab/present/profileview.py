@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from nsightlab.analysis import units
-from nsightlab.analysis.profile import ops_label
+from nsightlab import units
+from nsightlab.analysis.explain.profile_words import ops_label
 from nsightlab.parse.names import distinct_short_names
 from nsightlab.present import decodedoc as dd
 from nsightlab.present.decodeview import step_groups
@@ -16,9 +16,9 @@ from nsightlab.present.render import Column, blank, heading, lines, report_table
 from nsightlab.present.text import ncu_table
 
 if TYPE_CHECKING:
-    from nsightlab.analysis.ncu import NcuResult
-    from nsightlab.analysis.profile import KernelLine, ProfileResult
-    from nsightlab.analysis.rates import Rates
+    from nsightlab.analysis.ncu_result import NcuResult
+    from nsightlab.analysis.profile_models import KernelLine, ProfileResult
+    from nsightlab.analysis.roofline import Rates
     from nsightlab.present.console import Env
 
 

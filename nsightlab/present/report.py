@@ -28,14 +28,13 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from nsightlab.analysis.colocate import ColocateResult
-from nsightlab.analysis.decode import DecodeResult, DecodeTimelines
-from nsightlab.analysis.fleet import FleetResult
-from nsightlab.analysis.ncu import NcuResult
-from nsightlab.analysis.profile import ProfileResult
-from nsightlab.analysis.sweep import SweepResult
-from nsightlab.analysis.tokenize import TokenizerResult
-from nsightlab.config import ensure_home, load_session
+from nsightlab.analysis.colocate_models import ColocateResult
+from nsightlab.analysis.decode_models import DecodeResult, DecodeTimelines
+from nsightlab.analysis.fleet_models import FleetResult
+from nsightlab.analysis.ncu_result import NcuResult
+from nsightlab.analysis.profile_models import ProfileResult
+from nsightlab.analysis.sweep_result import SweepResult
+from nsightlab.analysis.tokenizer_result import TokenizerResult
 from nsightlab.errors import Interrupted, UsageError
 from nsightlab.present import figures, packfigure, sweepfigure
 from nsightlab.present import figures as figs
@@ -56,9 +55,10 @@ from nsightlab.present.reportsections import (
 from nsightlab.present.text import roofline_remarks, series_name, tbps_text
 from nsightlab.present.writers import render_html, render_markdown
 from nsightlab.runs import store
-from nsightlab.runs.decode import load_timelines
 from nsightlab.runs.listing import line, resolve_all
 from nsightlab.runs.store import RunStatus
+from nsightlab.runs.trace_files import load_timelines
+from nsightlab.userconfig import ensure_home, load_session
 
 if TYPE_CHECKING:
     from nsightlab.present.figures import Plot

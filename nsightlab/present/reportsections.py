@@ -11,13 +11,14 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
-from nsightlab.analysis import units
-from nsightlab.analysis.decode import DecodeResult, DecodeTimelines
-from nsightlab.analysis.gpus import lookup
-from nsightlab.analysis.ncu import NcuResult
-from nsightlab.analysis.profile import ProfileResult, ops_label
-from nsightlab.analysis.roofline import DecodeFloor, decode_floor, plateau_source
-from nsightlab.analysis.sweep import SweepImpls, SweepResult, compare_impls, compare_results
+from nsightlab import units
+from nsightlab.analysis.decode_models import DecodeResult, DecodeTimelines
+from nsightlab.analysis.explain.profile_words import ops_label
+from nsightlab.analysis.ncu_result import NcuResult
+from nsightlab.analysis.profile_models import ProfileResult
+from nsightlab.analysis.roofline import DecodeFloor, decode_floor
+from nsightlab.analysis.sweep_impls import SweepImpls, compare_impls
+from nsightlab.analysis.sweep_result import SweepResult, compare_results, plateau_source
 from nsightlab.parse.names import distinct_short_names
 from nsightlab.present import decodedoc as dd
 from nsightlab.present.doc import Bullets, FigureRef, Para, Section, Table
@@ -38,9 +39,10 @@ from nsightlab.present.text import (
 )
 from nsightlab.runs.listing import RunLine
 from nsightlab.runs.store import Run, RunMeta
+from nsightlab.specs.gpus import lookup
 
 if TYPE_CHECKING:
-    from nsightlab.analysis.profile import RangeLine
+    from nsightlab.analysis.profile_models import RangeLine
 
 #: Kernels listed per profile in the report's table.
 TOP_KERNELS = 15
@@ -65,7 +67,7 @@ def _compute_like(r: RangeLine) -> bool:
 
 
 def _range_row(r: RangeLine, per_call: units.Unit, kernel: str) -> list[str]:
-    """A timed range as the terminal's profile shows it: nsightlab.analysis.units; `kernel`
+    """A timed range as the terminal's profile shows it: nsightlab.units; `kernel`
     its kernel's name as the column shows it (distinct_short_names)."""
     rates = r.rates
     assert rates is not None
@@ -308,7 +310,7 @@ def profile_sections(profiles: list[ProfileResult], figure_keys: list[str]) -> l
                 Table(
                     title=f"{unit}, by total time"
                     + (f" (top {TOP_KERNELS} of {len(p.kernels)})" if len(p.kernels) > TOP_KERNELS else ""),
-                    # the terminal's figures: nsightlab.analysis.units, one unit per column
+                    # the terminal's figures: nsightlab.units, one unit per column
                     columns=[
                         "TIME",
                         f"TOTAL ({total.name})",

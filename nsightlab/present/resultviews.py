@@ -8,14 +8,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from nsightlab.analysis.colocate import ColocateResult
-from nsightlab.analysis.decode import DecodeResult, TraceResult
-from nsightlab.analysis.fleet import FleetResult
-from nsightlab.analysis.gpurun import GpuRunResult
-from nsightlab.analysis.ncu import NcuResult
-from nsightlab.analysis.profile import ProfileResult
-from nsightlab.analysis.sweep import SweepCompare, SweepImpls, SweepResult
-from nsightlab.analysis.tokenize import TokenizerResult
+from nsightlab.analysis.colocate_models import ColocateResult
+from nsightlab.analysis.decode_models import DecodeResult, TraceResult
+from nsightlab.analysis.fleet_models import FleetResult
+from nsightlab.analysis.gpurun_result import GpuRunResult
+from nsightlab.analysis.ncu_result import NcuResult
+from nsightlab.analysis.profile_models import ProfileResult
+from nsightlab.analysis.sweep_impls import SweepImpls
+from nsightlab.analysis.sweep_result import SweepCompare, SweepResult
+from nsightlab.analysis.tokenizer_result import TokenizerResult
 from nsightlab.present import decodeview, fleetview, profileview, sweepview
 from nsightlab.present.gpurunview import draw_gpu_run
 from nsightlab.present.packview import draw_colocate, draw_tokenizer

@@ -9,11 +9,11 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
-from nsightlab.analysis.decode import DecodeResult
-from nsightlab.analysis.fleet import FleetResult
-from nsightlab.analysis.ncu import NcuResult
-from nsightlab.analysis.profile import ProfileResult
-from nsightlab.analysis.sweep import SweepResult
+from nsightlab.analysis.decode_models import DecodeResult
+from nsightlab.analysis.fleet_models import FleetResult
+from nsightlab.analysis.ncu_result import NcuResult
+from nsightlab.analysis.profile_models import ProfileResult
+from nsightlab.analysis.sweep_result import SweepResult
 from nsightlab.present.doc import Bullets, Para, Table
 from nsightlab.present.render import Column, blank, heading, lines, report_table, table
 from nsightlab.present.reportsections import floor_table

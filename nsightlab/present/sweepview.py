@@ -20,7 +20,8 @@ from nsightlab.present.text import (
 )
 
 if TYPE_CHECKING:
-    from nsightlab.analysis.sweep import SweepCompare, SweepImpls, SweepResult
+    from nsightlab.analysis.sweep_impls import SweepImpls
+    from nsightlab.analysis.sweep_result import SweepCompare, SweepResult
     from nsightlab.present.console import Env
 
 

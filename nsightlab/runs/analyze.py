@@ -23,10 +23,10 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
 
-from nsightlab.analysis.decode import DecodeResult, load_decode_record
+from nsightlab.analysis.decode_models import DecodeResult
 from nsightlab.errors import ParseError, UsageError
+from nsightlab.parse.records.decode_record import load_decode_record
 from nsightlab.runs import store
-from nsightlab.runs.decode import decode_build
 from nsightlab.runs.inputs import (
     DecodeCapture,
     GpuRunFolder,
@@ -44,9 +44,10 @@ from nsightlab.runs.inputs import (
     read_whole,
 )
 from nsightlab.runs.timeline import TraceOptions, attach_steps, trace_result
+from nsightlab.runs.trace_files import decode_build
 
 if TYPE_CHECKING:
-    from nsightlab.analysis.profile import ProfileResult
+    from nsightlab.analysis.profile_models import ProfileResult
     from nsightlab.parse import nsys
 
 # The readers and result models of the inputs other than a trace (nsys and ncu tables,
@@ -82,7 +83,7 @@ def analyze_input(found: Input, opts: TraceOptions) -> BaseModel:
 def _stored_run(found: StoredRun, opts: TraceOptions) -> BaseModel:
     """The stored result (whatever state the run is in), with the steps of its capture's
     timeline for a profile."""
-    from nsightlab.analysis.profile import ProfileResult
+    from nsightlab.analysis.profile_models import ProfileResult
 
     stored = store.stored_result(found.folder)
     if isinstance(stored, DecodeResult) and opts.used:
@@ -176,7 +177,8 @@ def _nsys_text(found: NsysText, opts: TraceOptions) -> BaseModel:
 
 
 def _nsys_result(report: nsys.NsysReport, record_path: Path | None, source: Path) -> ProfileResult:
-    from nsightlab.analysis.profile import build_profile, load_record
+    from nsightlab.analysis.profile_result import build_profile
+    from nsightlab.parse.records.lesson1_record import load_record
 
     if not (report.kernels or report.nvtx or report.nvtx_kernels or report.cuda_api or report.mem_time):
         raise ParseError(
@@ -196,8 +198,8 @@ def _nsys_result(report: nsys.NsysReport, record_path: Path | None, source: Path
 
 def _ncu(found: NcuExport, opts: TraceOptions) -> BaseModel:
     """ncu's Speed Of Light per kernel, with verdicts; a folder's files merged."""
-    from nsightlab.analysis.ncu import from_report
-    from nsightlab.parse import ncu as ncu_parse
+    from nsightlab.analysis.ncu_result import from_report
+    from nsightlab.parse import ncu_csv as ncu_parse
 
     reports = [ncu_parse.parse_ncu_csv(read_whole(p), source=str(p)) for p in found.files]
     if found.files == (found.source,):
@@ -224,8 +226,9 @@ def _sweep_record(found: ScriptJson) -> BaseModel:
 
 
 def _lesson1_record(found: ScriptJson) -> BaseModel:
-    from nsightlab.analysis.profile import build_profile, load_record
+    from nsightlab.analysis.profile_result import build_profile
     from nsightlab.parse import nsys
+    from nsightlab.parse.records.lesson1_record import load_record
 
     path = found.path
     return build_profile(nsys.NsysReport(), load_record(path), script=path.stem, profiler="none", target=str(path))
@@ -234,7 +237,9 @@ def _lesson1_record(found: ScriptJson) -> BaseModel:
 def _torchprof_record(found: ScriptJson) -> BaseModel:
     """torch.profiler's tables, with the lesson1 JSON beside it (a run's raw/) when it
     describes ranges this profile has."""
-    from nsightlab.analysis.profile import build_profile, load_record, report_from_torch, torch_info
+    from nsightlab.analysis.profile_result import build_profile
+    from nsightlab.parse.records.lesson1_record import load_record
+    from nsightlab.parse.records.torchprof_record import report_from_torch, torch_info
 
     path = found.path
     report = report_from_torch(found.data, str(path))

@@ -5,9 +5,11 @@ decode run's timeline for the report.
 
 from __future__ import annotations
 
-from nsightlab.analysis.decode import DecodeBuild, DecodeRecord, DecodeTimelines, build_decode, trace_device
-from nsightlab.analysis.decode_words import Command
+from nsightlab.analysis.decode_models import DecodeTimelines
+from nsightlab.analysis.decode_result import DecodeBuild, build_decode, trace_device
+from nsightlab.analysis.explain.decode_words import Command
 from nsightlab.analysis.steps import TraceAnatomy
+from nsightlab.parse.records.decode_record import DecodeRecord
 from nsightlab.runs.floor import floor_bandwidth
 from nsightlab.runs.inputs import TRACE_REPORTS
 from nsightlab.runs.store import Run

@@ -11,14 +11,14 @@ the GPU's spec; a CPU has no spec here, so only a sweep of that CPU gives it a f
 
 from __future__ import annotations
 
-from nsightlab.analysis.decode import Bandwidth, device_name_of, peak_tflops, spec_bandwidth
-from nsightlab.analysis.gpus import lookup
-from nsightlab.analysis.roofline import DecodeFloor, decode_floor, find_gpu, plateau_source
-from nsightlab.analysis.sweep import SweepResult
-from nsightlab.config import load_session
+from nsightlab.analysis.decode_models import Bandwidth, device_name_of, peak_tflops, spec_bandwidth
+from nsightlab.analysis.roofline import DecodeFloor, decode_floor, find_gpu
+from nsightlab.analysis.sweep_result import SweepResult, plateau_source
 from nsightlab.errors import UsageError
 from nsightlab.runs import store
 from nsightlab.runs.sweeps import load_sweep_run
+from nsightlab.specs.gpus import lookup
+from nsightlab.userconfig import load_session
 
 
 def decode_floor_for(weights_gb: float, *, run: str | None = None, gpu: str | None = None) -> DecodeFloor:

@@ -28,26 +28,26 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from nsightlab.analysis.bounds import ImplausibleMeasurement
-from nsightlab.analysis.colocate import ColocateResult, build_colocate, load_colocate_record
-from nsightlab.analysis.decode import Bandwidth, DecodeRecord, build_decode, load_decode_record, spec_bandwidth
-from nsightlab.analysis.gpurun import (
-    GpuRunResult,
-    RecordResult,
-    RunFile,
-    RunRecord,
-    parse_steps_log,
-)
-from nsightlab.analysis.gpus import lookup
-from nsightlab.analysis.ncu import NcuResult
-from nsightlab.analysis.profile import ProfileResult
+from nsightlab.analysis.colocate_models import ColocateResult
+from nsightlab.analysis.colocate_result import build_colocate
+from nsightlab.analysis.decode_models import Bandwidth, spec_bandwidth
+from nsightlab.analysis.decode_result import build_decode
+from nsightlab.analysis.gpurun_result import GpuRunResult, RecordResult, RunFile, RunRecord
+from nsightlab.analysis.ncu_result import NcuResult
+from nsightlab.analysis.profile_models import ProfileResult
 from nsightlab.analysis.sanity import RunFigures, check_run
-from nsightlab.analysis.sweep import SweepResult, compare_impls
-from nsightlab.analysis.units import sig
+from nsightlab.analysis.sweep_impls import compare_impls
+from nsightlab.analysis.sweep_result import SweepResult
 from nsightlab.errors import ParseError, UsageError
 from nsightlab.models import loads
-from nsightlab.parse.ncu import detect_counter_permission_error
+from nsightlab.parse.ncu_csv import detect_counter_permission_error
+from nsightlab.parse.records.colocate_record import load_colocate_record
+from nsightlab.parse.records.decode_record import DecodeRecord, load_decode_record
+from nsightlab.parse.records.gpurun_steps import parse_steps_log
 from nsightlab.runs.inputs import STEPS_LOG
+from nsightlab.specs.bounds import ImplausibleMeasurement
+from nsightlab.specs.gpus import lookup
+from nsightlab.units import sig
 
 ARCHIVE = "gpu-run.tar.gz"
 TRACES = ("traces.tar.gz",)

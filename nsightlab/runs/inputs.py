@@ -334,7 +334,7 @@ def _json_kind(path: Path) -> str | None:
 def is_gpu_run(path: Path) -> bool:
     """A folder whose steps log begins with bench/gpu_run.sh's header."""
     # its module loads every result model (60-80 ms here) that a trace's analysis need not wait for
-    from nsightlab.analysis.gpurun import STEPS_HEADER
+    from nsightlab.parse.records.gpurun_steps import STEPS_HEADER
 
     log = path / STEPS_LOG
     if not log.is_file():

@@ -4,10 +4,10 @@ type, or a sweep's of the same GPU), else its spec; a decode step time from a st
 
 from __future__ import annotations
 
-from nsightlab.analysis.decode import DecodeResult, device_name_of
-from nsightlab.analysis.fleet import FleetResult
-from nsightlab.analysis.packing import Bandwidth, TokenizerRate
-from nsightlab.analysis.tokenize import TokenizerResult
+from nsightlab.analysis.decode_models import DecodeResult, device_name_of
+from nsightlab.analysis.fleet_models import FleetResult
+from nsightlab.analysis.pack_plan import Bandwidth, TokenizerRate
+from nsightlab.analysis.tokenizer_result import TokenizerResult
 from nsightlab.errors import UsageError
 from nsightlab.runs import store
 from nsightlab.runs.floor import floor_bandwidth

@@ -28,7 +28,7 @@ from nsightlab.parse.nsys_sqlite_trace import SqliteTrace
 from nsightlab.runs.timeline import TraceOptions, attach_steps, sqlite_anatomy
 
 if TYPE_CHECKING:
-    from nsightlab.analysis.profile import ProfileResult
+    from nsightlab.analysis.profile_models import ProfileResult
 
 # How long a local `nsys export` may take (a large report takes minutes).
 EXPORT_TIMEOUT_S = 1800
@@ -89,7 +89,8 @@ def sqlite_result(
     export, or (unless `anywork`: a profile's own capture) one that holds neither CUDA nor
     NVTX data (a CPU-only capture). `source` is what a command the notes offer names (default:
     `path`; a run's folder for a run's own export, so the stored notes and `analyze RUN` agree)."""
-    from nsightlab.analysis.profile import build_profile, load_record
+    from nsightlab.analysis.profile_result import build_profile
+    from nsightlab.parse.records.lesson1_record import load_record
 
     with SqliteTrace.open(path) as trace:
         db = trace.db
@@ -155,7 +156,7 @@ def stale_notes(path: Path) -> list[str]:
 
 def _device(trace: SqliteTrace) -> str | None:
     """The name of the GPU the first GPU operation ran on (`NAME (ID)` without its ID)."""
-    from nsightlab.analysis.decode import device_name_of
+    from nsightlab.analysis.decode_models import device_name_of
 
     cols = trace.gpu_columns()
     if len(cols.stream):

@@ -17,14 +17,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from nsightlab.analysis.decode import GroupSteps, TraceResult, attribution_lines, steps_report, trace_device
+from nsightlab.analysis.decode_models import GroupSteps, TraceResult
+from nsightlab.analysis.decode_result import steps_report, trace_device
 from nsightlab.analysis.engine_ranges import RANGES_LISTED
+from nsightlab.analysis.explain.step_words import attribution_lines
 from nsightlab.analysis.steps import TraceAnatomy, analyze_gpu_trace, analyze_kineto, analyze_nsys_trace
 from nsightlab.errors import UsageError
 from nsightlab.runs.floor import floor_bandwidth
 
 if TYPE_CHECKING:
-    from nsightlab.analysis.profile import ProfileResult
+    from nsightlab.analysis.profile_models import ProfileResult
     from nsightlab.parse.nsys_sqlite_trace import SqliteTrace
 
 
