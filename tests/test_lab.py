@@ -137,7 +137,7 @@ def test_crash_loop_while_waiting_is_named(capsys: pytest.CaptureFixture[str], h
     from kubernetes import client
 
     from nsightlab import assets
-    from nsightlab.cluster.lab_lifecycle import build_manifest, load_template
+    from nsightlab.cluster.labmanifest import build_manifest, load_template
     from nsightlab.userconfig import Config, LabConfig
 
     manifest = build_manifest(

@@ -21,7 +21,7 @@ from nsightlab.analysis.sweep_analysis import analyze_sweep
 from nsightlab.analysis.sweep_models import PLATEAU_AGREEMENT
 from nsightlab.errors import ParseError
 from nsightlab.parse.records.sweep_record import SweepRecord
-from nsightlab.present import render
+from nsightlab.present import render, sweepview
 from nsightlab.present.console import Env
 from nsightlab.present.text import SPREAD_NOTE, compare_lines, compare_table
 from nsightlab.runs import sweeps
@@ -600,7 +600,7 @@ def test_render_the_tutorials_sweep(capsys: pytest.CaptureFixture[str], tmp_path
     path = tmp_path / "tutorial.json"
     path.write_text(json.dumps(TUTORIAL.as_sweep_json()))
     result = sweeps.analyze_record_file(path)
-    render.sweep(_plain_env(capsys), result)
+    sweepview.sweep(_plain_env(capsys), result)
     out = capsys.readouterr().out
     lines = out.splitlines()
     # one unit per column, taken from its largest value (2 GiB, 2.94 ms)

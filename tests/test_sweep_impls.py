@@ -20,7 +20,7 @@ from clirun import run_cli
 from nsightlab.analysis import sweep_impls, sweep_result
 from nsightlab.cli import main
 from nsightlab.parse.records.sweep_record import SweepRecord
-from nsightlab.present import render
+from nsightlab.present import sweepview
 from nsightlab.present.console import Env
 from nsightlab.runs import sweeps
 from nsightlab.specs.gpus import REFERENCE_SWEEPS
@@ -114,7 +114,7 @@ def test_the_pair_is_stored_as_two_sweep_runs(
 def test_the_pair_rendered(capsys: pytest.CaptureFixture[str], pair: dict[str, Any]) -> None:
     impls = sweep_impls.SweepImpls.model_validate(pair["doc"])
     capsys.readouterr()
-    render.sweep_impls(Env.create(width=220, stdin_tty=False), impls)
+    sweepview.sweep_impls(Env.create(width=220, stdin_tty=False), impls)
     out = capsys.readouterr().out
     t, k = impls.runs
     assert out.startswith(

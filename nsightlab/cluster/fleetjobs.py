@@ -24,8 +24,14 @@ import yaml
 from pydantic import ConfigDict, Field, ValidationError
 
 from nsightlab.analysis.fleet_models import FleetJobs, FleetPlan, FleetStatusLine, FleetStatusReport, FleetTarget
-from nsightlab.cluster.answers import Forbidden, Gone
-from nsightlab.cluster.lab_lifecycle import MANAGED_BY, OWNER, check_lab_values, load_manifest, owner_label
+from nsightlab.cluster.kube import Forbidden, Gone
+from nsightlab.cluster.labmanifest import (
+    MANAGED_BY,
+    OWNER,
+    check_lab_values,
+    load_manifest,
+    owner_label,
+)
 from nsightlab.errors import ClusterError
 from nsightlab.k8s import pods as r
 from nsightlab.k8s.inventory import gpu_product

@@ -1,78 +1,30 @@
-"""The lab pod: build its manifest, create it and wait until Ready, status, cleanup.
+"""The lab pod: create it (or reuse it) and wait until Ready, its status, cleanup, and
+the lab session's pin that every command working in the pod checks first.
 
-Every pod nsightlab creates carries `app.kubernetes.io/managed-by: nsightlab` and
-`nsightlab/owner: <owner>`; cleanup touches nothing without both.
+The manifest and the labels that mark a pod as the lab's are in `labmanifest`; waiting
+on the pod in `labwait`.
 """
 
 from __future__ import annotations
 
-import copy
-import queue
-import re
-import threading
-import time
 from collections.abc import Callable
 from datetime import datetime, timezone
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
-
-from nsightlab import userfiles
-from nsightlab.cluster.answers import Forbidden, Gone
-from nsightlab.cluster.labgpus import check_gpus, free_gpus
-from nsightlab.cluster.outage import Outage
-from nsightlab.cluster.permissions import optional, skipped_note
-from nsightlab.errors import (
-    ClusterError,
-    Interrupted,
-    OnInterrupt,
-    PodNotReadyError,
-    SafetyError,
-    UsageError,
-    validation_message,
-)
+from nsightlab.cluster.labgpus import check_gpus
+from nsightlab.cluster.labmanifest import MANAGED_BY, OWNER, is_ours, owner_label, selector
+from nsightlab.cluster.labwait import PodWaiter, not_ready, wait_gone
+from nsightlab.cluster.permissions import optional
+from nsightlab.errors import ClusterError, Interrupted, OnInterrupt, SafetyError, UsageError
 from nsightlab.k8s import pods as r
 from nsightlab.k8s.labmatch import differences, mismatch_error
 from nsightlab.k8s.labpod import CleanupReport, LabPod, StatusReport, lab_pod, unscheduled_reason
-from nsightlab.models import Model
 from nsightlab.userconfig import Config, Session, end_session, load_session, save_session, session_path
 
 if TYPE_CHECKING:
     from nsightlab.cluster.kube import Kube
     from nsightlab.cluster.safety import ResolvedContext
     from nsightlab.env import Env
-
-MANAGED_BY = "app.kubernetes.io/managed-by"
-OWNER = "nsightlab/owner"
-PLACEHOLDER = "CHANGE-ME"
-# Waiting reasons that will not fix themselves: stop waiting at once.
-FATAL_WAITING = {
-    "ErrImagePull",
-    "ImagePullBackOff",
-    "InvalidImageName",
-    "CrashLoopBackOff",
-    "CreateContainerConfigError",
-    "CreateContainerError",
-    "RunContainerError",
-}
-
-
-def owner_label(owner: str) -> str:
-    """A valid label value for the owner (<= 63 chars of [A-Za-z0-9_.-])."""
-    value = re.sub(r"[^A-Za-z0-9_.-]", "-", owner).strip("-_.")[:63].strip("-_.")
-    return value or "unknown"
-
-
-def selector(owner: str) -> str:
-    return f"{MANAGED_BY}=nsightlab,{OWNER}={owner_label(owner)}"
-
-
-def is_ours(pod: dict[str, Any], owner: str) -> bool:
-    labels = r.labels(pod)
-    return labels.get(MANAGED_BY) == "nsightlab" and labels.get(OWNER) == owner_label(owner)
-
 
 # ---------------------------------------------------------------------------- the session's pin
 
@@ -154,138 +106,6 @@ def check_lab_pod(pod: dict[str, Any], *, ctx: ResolvedContext, owner: str, sess
         )
 
 
-# ---------------------------------------------------------------------------- manifest
-
-
-class _K8s(Model):
-    model_config = ConfigDict(extra="allow")
-
-
-class _Container(_K8s):
-    name: str
-    image: str | None = None
-
-
-class _Spec(_K8s):
-    containers: list[_Container] = Field(min_length=1)
-
-
-class _Meta(_K8s):
-    name: str | None = None
-
-
-class PodTemplate(_K8s):
-    """The minimum a pod template must be; everything else is passed through."""
-
-    apiVersion: str
-    kind: str
-    metadata: _Meta = Field(default_factory=_Meta)
-    spec: _Spec
-
-
-def load_template(path: Path) -> dict[str, Any]:
-    """The lab pod template (`manifests/pod.yaml` or `--manifest FILE`), checked."""
-    return load_manifest(path, PodTemplate, api_version="v1", kind="Pod", what="pod template")
-
-
-def load_manifest(path: Path, model: type[BaseModel], *, api_version: str, kind: str, what: str) -> dict[str, Any]:
-    """A YAML manifest template, checked against the minimum `model` asks of it and its
-    apiVersion/kind; everything else is passed through as written. Every problem is one
-    usage error naming the file (and the line, for YAML)."""
-    text = userfiles.read_text(path, what=what, error=UsageError, limit=userfiles.MANIFEST_MAX_BYTES)
-    userfiles.check_yaml_aliases(text, path=path, what=what, error=UsageError, hint="Write the repeated values out.")
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
-        raise UsageError(f"{where}: not valid YAML") from None
-    if not isinstance(data, dict):
-        raise UsageError(f"{path}: a {what} must be a mapping")
-    try:
-        model.model_validate(data)
-    except ValidationError as e:
-        err = e.errors()[0]
-        key = ".".join(str(p) for p in err["loc"])
-        raise UsageError(f"{path}: bad {what} at '{key}': {validation_message(err)}") from None
-    if data.get("apiVersion") != api_version or data.get("kind") != kind:
-        raise UsageError(
-            f"{path}: the template must be apiVersion {api_version}, kind {kind} (got "
-            f"{data.get('apiVersion')}/{data.get('kind')})"
-        )
-    return data
-
-
-def check_lab_values(config: Config, *, needs: str) -> None:
-    """lab.image set, and no placeholder left in lab.node_selector: what every manifest made
-    from the lab's settings (the lab pod, a fleet's Jobs) needs; `needs` says what the
-    image must have."""
-    lab = config.lab
-    if not lab.image or PLACEHOLDER in lab.image:
-        raise UsageError(
-            "lab.image is not set in config.yaml",
-            hint=f"Set it (`nsightlab config` shows the file) to the image with {needs}: the serving sidecar's image, "
-            "e.g. registry.example.com/triton-vllm-container:1.0-1.",
-        )
-    for key, value in lab.node_selector.items():
-        if PLACEHOLDER in key or PLACEHOLDER in value:
-            raise UsageError(
-                f"lab.node_selector still holds a placeholder ({key}: {value})",
-                hint="Fill it in config.yaml or remove it.",
-            )
-
-
-def build_manifest(
-    template: dict[str, Any], config: Config, *, namespace: str, profiling_caps: bool = False
-) -> dict[str, Any]:
-    """Fill the template from the config; pure."""
-    lab = config.lab
-    check_lab_values(config, needs="nsys, ncu and PyTorch")
-    m = copy.deepcopy(template)
-    meta = m.setdefault("metadata", {})
-    meta["name"] = config.pod_name()
-    meta["namespace"] = namespace
-    labels = dict(meta.get("labels") or {})
-    labels.pop("owner", None)
-    labels.update({MANAGED_BY: "nsightlab", OWNER: owner_label(config.owner()), "app.kubernetes.io/name": "nsight-lab"})
-    meta["labels"] = labels
-    spec = m["spec"]
-    spec["restartPolicy"] = "Never"
-    spec["activeDeadlineSeconds"] = lab.deadline_seconds
-    selector_labels = dict(spec.get("nodeSelector") or {})
-    selector_labels["node.kubernetes.io/instance-type"] = lab.instance_type
-    selector_labels.update(lab.node_selector)
-    spec["nodeSelector"] = selector_labels
-    tolerations = list(spec.get("tolerations") or [])
-    if not any(t.get("key") == r.GPU for t in tolerations):
-        tolerations.append({"key": r.GPU, "operator": "Exists"})
-    spec["tolerations"] = tolerations
-    main = spec["containers"][0]
-    main["image"] = lab.image
-    amounts = {"cpu": lab.cpu, "memory": lab.memory}
-    if lab.gpus:
-        amounts[r.GPU] = str(lab.gpus)
-    main["resources"] = {"limits": dict(amounts), "requests": dict(amounts)}
-    sc = main.setdefault("securityContext", {})
-    sc.setdefault("allowPrivilegeEscalation", False)
-    caps = sc.setdefault("capabilities", {})
-    caps.setdefault("drop", ["ALL"])
-    sc.setdefault("seccompProfile", {"type": "RuntimeDefault"})
-    if profiling_caps:
-        added = list(caps.get("add") or [])
-        if "SYS_ADMIN" not in added:
-            added.append("SYS_ADMIN")
-        caps["add"] = added
-    return m
-
-
-def manifest_yaml(manifest: dict[str, Any]) -> str:
-    return yaml.safe_dump(manifest, sort_keys=False, default_flow_style=False)
-
-
-# ---------------------------------------------------------------------------- results
-
-
 # ---------------------------------------------------------------------------- helpers
 
 
@@ -355,195 +175,6 @@ def find_existing(kube: Kube, namespace: str, name: str, owner: str) -> dict[str
     mine, _ = kube.list_pods(namespace, label_selector=selector(owner))
     live = [p for p in mine if not r.is_terminal(p) and not (p.get("metadata") or {}).get("deletionTimestamp")]
     return live[0] if live else None
-
-
-class _Waiter:
-    """Follows one pod with a watch (resuming after drops) and its events, until Ready."""
-
-    def __init__(
-        self,
-        kube: Kube,
-        env: Env,
-        namespace: str,
-        name: str,
-        uid: str,
-        resource_version: str,
-        *,
-        create_command: str = "nsightlab create",
-    ) -> None:
-        self.kube = kube
-        self.create_command = create_command
-        self.env = env
-        self.namespace = namespace
-        self.name = name
-        self.uid = uid
-        self.rv = resource_version
-        self.pod: dict[str, Any] | None = None
-        self.events: queue.Queue[dict[str, Any]] = queue.Queue()
-        self.seen_events: list[dict[str, Any]] = []
-        self._stop = threading.Event()
-
-    def _event_thread(self) -> None:
-        field = f"involvedObject.name={self.name},involvedObject.kind=Pod"
-        rv: str | None = None
-        while not self._stop.is_set():
-            try:
-                for etype, ev in self.kube.watch_events(
-                    self.namespace, field_selector=field, resource_version=rv, timeout_seconds=30
-                ):
-                    rv = (ev.get("metadata") or {}).get("resourceVersion") or rv
-                    if etype in ("ADDED", "MODIFIED"):
-                        self._event(ev)
-                    if self._stop.is_set():
-                        return
-            except Forbidden:
-                # the lab needs `list` on events, not `watch`: ask every second instead
-                self._poll_events(field)
-                return
-            except ClusterError:
-                if self._stop.wait(1.0):
-                    return
-                rv = None
-
-    def _event(self, ev: dict[str, Any]) -> None:
-        if (ev.get("involvedObject") or {}).get("uid") in (None, "", self.uid):
-            self.events.put(ev)
-
-    def _poll_events(self, field: str) -> None:
-        """The pod's events by listing them, until the wait ends (events are context:
-        a list that is refused too ends this thread quietly)."""
-        while not self._stop.is_set():
-            try:
-                for ev in self.kube.list_events(self.namespace, field_selector=field):
-                    self._event(ev)
-            except Forbidden:
-                return
-            except ClusterError:
-                pass
-            if self._stop.wait(1.0):
-                return
-
-    def wait(self, timeout: float) -> dict[str, Any]:
-        """The pod once Ready. The watch is resumed where it stopped; through an API
-        outage it is tried again with backoff until `timeout` (cluster/outage.py)."""
-        deadline = time.monotonic() + timeout
-        threading.Thread(target=self._event_thread, daemon=True, name="nsightlab-events").start()
-        outage = Outage(self.env.note, f"pod {self.name} to be Ready", deadline, limit=f"--timeout {timeout:g}")
-        relist = False
-        try:
-            with self.env.status(f"waiting for pod {self.name}") as spinner:
-                while True:
-                    left = deadline - time.monotonic()
-                    if left <= 0:
-                        raise TimeoutError
-                    try:
-                        done = self._relist() if relist else None
-                        relist = False
-                        if done is None:
-                            done = self._watch(left, deadline, spinner, outage)
-                        outage.answered()
-                        if done is not None:
-                            return done
-                    except Gone:
-                        relist = True
-                    except ClusterError as e:
-                        outage.failed(e)  # waits before the next try; raises when waiting will not help
-                    self._drain_events()
-        finally:
-            self._stop.set()
-
-    def _watch(self, left: float, deadline: float, spinner: Any, outage: Outage) -> dict[str, Any] | None:
-        """One watch of the pod, from the last resourceVersion: the pod once Ready, else
-        None when the watch ends first."""
-        for etype, obj in self.kube.watch_pods(
-            self.namespace,
-            field_selector=f"metadata.name={self.name}",
-            resource_version=self.rv,
-            timeout_seconds=max(1, min(60, int(left) + 1)),
-        ):
-            outage.answered()
-            self.rv = (obj.get("metadata") or {}).get("resourceVersion") or self.rv
-            if etype == "BOOKMARK" or (obj.get("metadata") or {}).get("uid") != self.uid:
-                continue
-            if etype == "DELETED":
-                raise PodNotReadyError(
-                    f"pod {self.name} was deleted while waiting for it",
-                    hint=f"Create it again with `{self.create_command}`.",
-                )
-            self.pod = obj
-            self._drain_events()
-            spinner.update(self._describe())
-            done = self._verdict()
-            if done is not None:
-                return done
-            if time.monotonic() >= deadline:
-                raise TimeoutError
-        return None
-
-    def _relist(self) -> dict[str, Any] | None:
-        """After a 410: the pod as it is now, and the resourceVersion to watch from."""
-        fresh = self.kube.get_pod(self.namespace, self.name)
-        if fresh is None or (fresh.get("metadata") or {}).get("uid") != self.uid:
-            raise PodNotReadyError(
-                f"pod {self.name} was deleted while waiting for it",
-                hint=f"Create it again with `{self.create_command}`.",
-            )
-        self.pod = fresh
-        self.rv = fresh["metadata"].get("resourceVersion", "")
-        return self._verdict()
-
-    def _drain_events(self) -> None:
-        while True:
-            try:
-                ev = self.events.get_nowait()
-            except queue.Empty:
-                return
-            key = (ev.get("reason"), ev.get("message"))
-            if any((e.get("reason"), e.get("message")) == key for e in self.seen_events):
-                continue
-            self.seen_events.append(ev)
-            kind = ev.get("type", "Normal")
-            self.env.note(
-                f"  event {kind}/{ev.get('reason')}: {ev.get('message', '')}",
-                style="yellow" if kind == "Warning" else None,
-            )
-
-    def _describe(self) -> str:
-        """One short line for the spinner: the status, and the conditions not yet true."""
-        pod = self.pod or {}
-        waiting = [
-            str(c.get("type")) for c in (pod.get("status") or {}).get("conditions") or [] if c.get("status") != "True"
-        ]
-        node = (pod.get("spec") or {}).get("nodeName")
-        text = f"pod {self.name}: {r.pod_status(pod)}"
-        if node:
-            text += f" on {node}"
-        if waiting:
-            text += f" (waiting for {', '.join(waiting)})"
-        return text
-
-    def _verdict(self) -> dict[str, Any] | None:
-        pod = self.pod or {}
-        phase = (pod.get("status") or {}).get("phase")
-        if r.pod_is_ready(pod):
-            return pod
-        if phase in ("Failed", "Succeeded"):
-            reason = (pod.get("status") or {}).get("reason") or r.pod_status(pod)
-            message = (pod.get("status") or {}).get("message") or ""
-            raise PodNotReadyError(f"pod {self.name} ended ({phase}: {reason}) while waiting for it. {message}".strip())
-        for cs in ((pod.get("status") or {}).get("containerStatuses") or []) + (
-            (pod.get("status") or {}).get("initContainerStatuses") or []
-        ):
-            waiting = (cs.get("state") or {}).get("waiting") or {}
-            if waiting.get("reason") in FATAL_WAITING:
-                raise PodNotReadyError(
-                    f"pod {self.name}: container {cs.get('name')} is in {waiting['reason']}: "
-                    f"{waiting.get('message', '').strip()}".rstrip(": "),
-                    hint="Check lab.image in config.yaml (name, tag, registry access)."
-                    if "Image" in waiting["reason"]
-                    else "The container keeps failing; check the template's command and the image.",
-                )
-        return None
 
 
 def create(
@@ -626,13 +257,13 @@ def _create(
         early.next_steps = follow_steps(ctx)
         return early
     if not r.pod_is_ready(pod):
-        waiter = _Waiter(
+        waiter = PodWaiter(
             kube, env, ns, name, uid, pod["metadata"].get("resourceVersion", ""), create_command=create_command(ctx)
         )
         try:
             pod = waiter.wait(timeout)
         except TimeoutError:
-            raise _not_ready(kube, ctx, config, waiter, timeout) from None
+            raise not_ready(kube, waiter, timeout, cleanup=cleanup_command(ctx)) from None
         except KeyboardInterrupt:
             state = r.pod_status(waiter.pod or pod)
             raise Interrupted(
@@ -683,7 +314,7 @@ def _replace(env: Env, kube: Kube, ctx: ResolvedContext, pod: dict[str, Any], ow
         return
     env.note(f"your previous lab pod {name} has ended ({(pod.get('status') or {}).get('phase')}); replacing it")
     kube.delete_pod(ctx.namespace, name, uid=uid, grace_seconds=0)
-    _wait_gone(kube, ctx.namespace, name, uid, timeout=60)
+    wait_gone(kube, ctx.namespace, name, uid, timeout=60)
 
 
 def lab_node(
@@ -700,52 +331,6 @@ def lab_node(
     if not node_name:
         return None
     return optional(lambda: kube.get_node(node_name), consequence=consequence, note=note)
-
-
-def _not_ready(kube: Kube, ctx: ResolvedContext, config: Config, waiter: _Waiter, timeout: float) -> PodNotReadyError:
-    pod = waiter.pod or kube.get_pod(ctx.namespace, waiter.name) or {}
-    sched = r.condition(pod, "PodScheduled")
-    parts = [f"pod {waiter.name} is not Ready after {int(timeout)} s ({r.pod_status(pod)})"]
-    if sched and sched.get("status") == "False":
-        parts.append(f"scheduler: {sched.get('message') or sched.get('reason')}")
-        try:
-            free = free_gpus(kube)
-        except Forbidden as e:
-            free = []
-            parts.append(skipped_note(e.what, "free GPUs per type not shown"))
-        except ClusterError:
-            free = []
-        if free:
-            parts.append("free GPUs: " + ", ".join(f"{g.instance_type} {g.gpu_free}/{g.gpu_allocatable}" for g in free))
-    failed = [e for e in waiter.seen_events if e.get("reason") == "FailedScheduling"]
-    if failed and not sched:
-        parts.append(f"FailedScheduling: {failed[-1].get('message')}")
-    return PodNotReadyError(
-        "; ".join(parts), hint=f"The pod is left in place; delete it with `{cleanup_command(ctx)}`."
-    )
-
-
-def _wait_gone(kube: Kube, namespace: str, name: str, uid: str | None, *, timeout: float) -> bool:
-    """Watch until the pod (with that uid) is gone; True if it went."""
-    end = time.monotonic() + timeout
-    rv: str | None = None
-    while time.monotonic() < end:
-        pod = kube.get_pod(namespace, name)
-        if pod is None or (uid and pod["metadata"].get("uid") != uid):
-            return True
-        rv = pod["metadata"].get("resourceVersion")
-        try:
-            for etype, obj in kube.watch_pods(
-                namespace,
-                field_selector=f"metadata.name={name}",
-                resource_version=rv,
-                timeout_seconds=max(1, int(end - time.monotonic())),
-            ):
-                if etype == "DELETED" and (not uid or obj["metadata"].get("uid") == uid):
-                    return True
-        except ClusterError:
-            time.sleep(0.2)
-    return False
 
 
 # ---------------------------------------------------------------------------- status / cleanup
@@ -844,7 +429,7 @@ def _cleanup(
             report.already_gone.append(name)
     with env.status(f"waiting for {len(pending)} pod(s) to go"):
         for name, uid in pending:
-            if _wait_gone(kube, ns, name, uid, timeout=wait):
+            if wait_gone(kube, ns, name, uid, timeout=wait):
                 report.deleted.append(name)
             else:
                 raise ClusterError(

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nsightlab import assets, configure
-from nsightlab.cluster import lab_lifecycle
+from nsightlab.cluster import lab_lifecycle, labmanifest
 from nsightlab.cluster.connect import connect
 from nsightlab.cluster.kubeconfig import load_kubeconfig
 from nsightlab.cluster.safety import Intent, confirm_change, resolve_context
@@ -55,7 +55,7 @@ def _loaded(opts: CreateOptions) -> tuple[LoadedConfig, dict[str, Any]]:
         alias=opts.context if opts.context in loaded.config.clusters else None,
         namespace_given=opts.namespace is not None,
     )
-    return loaded, lab_lifecycle.load_template(opts.manifest or assets.pod_template())
+    return loaded, labmanifest.load_template(opts.manifest or assets.pod_template())
 
 
 def dry_run(opts: CreateOptions) -> dict[str, Any]:
@@ -69,7 +69,7 @@ def dry_run(opts: CreateOptions) -> dict[str, Any]:
         ns = resolve_context(
             opts.context, config=loaded.config, kubeconfig=kc, intent=read, namespace=opts.namespace
         ).namespace
-    return lab_lifecycle.build_manifest(template, loaded.config, namespace=ns, profiling_caps=opts.profiling_caps)
+    return labmanifest.build_manifest(template, loaded.config, namespace=ns, profiling_caps=opts.profiling_caps)
 
 
 def again(opts: CreateOptions, ctx: ResolvedContext) -> tuple[str, str]:
@@ -102,7 +102,7 @@ def create_lab(env: Env, opts: CreateOptions) -> LabPod:
         namespace=opts.namespace,
         action="create the lab pod",
     ) as c:
-        m = lab_lifecycle.build_manifest(
+        m = labmanifest.build_manifest(
             template, c.config, namespace=c.ctx.namespace, profiling_caps=opts.profiling_caps
         )
         what = f"create lab pod {m['metadata']['name']} ({c.config.lab.gpus} GPU on a {c.config.lab.instance_type})"

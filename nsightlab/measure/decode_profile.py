@@ -47,17 +47,10 @@ from nsightlab.measure.profile import export_stats, streamer
 from nsightlab.measure.work import LabWork
 from nsightlab.parse import nsys
 from nsightlab.parse.records.decode_record import load_decode_record
+from nsightlab.runs.inputs import TRACE_REPORTS, split_csvs
 from nsightlab.runs.store import RunMeta
-from nsightlab.runs.trace_files import (
-    TIMELINE_FILE,
-    TRACE_REPORTS,
-    decode_build,
-    gpu_anatomy,
-    kineto_anatomy,
-    listed_name,
-    report_names,
-    split_csvs,
-)
+from nsightlab.runs.timeline import gpu_anatomy, kineto_anatomy
+from nsightlab.runs.trace_files import TIMELINE_FILE, decode_build, listed_name, report_names
 from nsightlab.userconfig import atomic_write_json
 
 if TYPE_CHECKING:

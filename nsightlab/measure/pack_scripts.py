@@ -30,8 +30,8 @@ from nsightlab.measure.profile import streamer
 from nsightlab.measure.work import LabWork
 from nsightlab.parse.records.colocate_record import load_colocate_record
 from nsightlab.parse.records.tokenizer_record import check_prompts, load_tokenizer_record
+from nsightlab.runs.floor import floor_bandwidth
 from nsightlab.runs.store import RunMeta
-from nsightlab.runs.trace_files import floor_bandwidth
 from nsightlab.userconfig import read_text_file
 
 if TYPE_CHECKING:

@@ -36,7 +36,7 @@ from nsightlab.parse.records.torchprof_record import report_from_torch, torch_in
 from nsightlab.runs.sqlite_input import sqlite_result
 from nsightlab.runs.store import Run, RunMeta
 from nsightlab.runs.store import remove as remove_run
-from nsightlab.runs.trace_files import TraceOptions
+from nsightlab.runs.timeline import TraceOptions
 
 if TYPE_CHECKING:
     from nsightlab.env import Env

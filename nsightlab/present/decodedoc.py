@@ -1,5 +1,5 @@
 """A decode run and a trace's steps as the report's tables and paragraphs, every number
-written by `nsightlab.units`. The terminal (`render.decode`, `render.step_groups`)
+written by `nsightlab.units`. The terminal (`decodeview.decode`, `decodeview.step_groups`)
 and the report (`report._decode_sections`) draw the same tables."""
 
 from __future__ import annotations

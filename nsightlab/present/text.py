@@ -1,9 +1,9 @@
 """Text made from results that the terminal and the report both show, worded once.
 
 Every number goes through `nsightlab.units`: three significant figures, one unit
-per column, TB/s for bandwidth, binary sizes for tensors. The terminal (`render.py`) and
-the report (`report.py`) draw the same tables from here, so the same figure reads the same
-in both. Every sentence about a result is made from its measured values.
+per column, TB/s for bandwidth, binary sizes for tensors. The terminal (the `*view`
+modules) and the report (`report.py`) draw the same tables from here, so the same figure
+reads the same in both. Every sentence about a result is made from its measured values.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ from nsightlab.analysis.pack_plan import Bandwidth, TokenizerRate
 from nsightlab.analysis.tokenizer_result import TokenizerResult
 from nsightlab.errors import UsageError
 from nsightlab.runs import store
-from nsightlab.runs.trace_files import floor_bandwidth
+from nsightlab.runs.floor import floor_bandwidth
 
 
 def _complete(kind: str) -> list[store.RunStatus]:

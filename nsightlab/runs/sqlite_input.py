@@ -21,12 +21,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from nsightlab.analysis.steps import TraceAnatomy, analyze_nsys_trace
 from nsightlab.errors import ParseError, UsageError
 from nsightlab.parse.nsys_sqlite import CUDA_TABLES, NVTX, RUNTIME
 from nsightlab.parse.nsys_sqlite_report import build_report
 from nsightlab.parse.nsys_sqlite_trace import SqliteTrace
-from nsightlab.runs.trace_files import TraceOptions, group_steps
+from nsightlab.runs.timeline import TraceOptions, attach_steps, sqlite_anatomy
 
 if TYPE_CHECKING:
     from nsightlab.analysis.profile_models import ProfileResult
@@ -73,20 +72,6 @@ def exported_sqlite(rep: Path) -> Iterator[Path]:
                 hint="Check that the report opens in nsys",
             )
         yield out
-
-
-def sqlite_anatomy(trace: SqliteTrace, step_range: str | None) -> TraceAnatomy | None:
-    """The step anatomy of the export's timeline (windows tiled, as for the CSV exports);
-    None when it holds no GPU operation."""
-    if not len(trace.gpu_columns().start):
-        return None
-    return analyze_nsys_trace(trace, step_range, tile=True)
-
-
-def anatomy_of(path: Path, step_range: str | None = None) -> TraceAnatomy | None:
-    """The step anatomy of the SQLite export at `path` (see `sqlite_anatomy`)."""
-    with SqliteTrace.open(path) as trace:
-        return sqlite_anatomy(trace, step_range)
 
 
 def sqlite_result(
@@ -154,13 +139,6 @@ def sqlite_result(
             hint="Give a report captured with `-t cuda`",
         )
     return result
-
-
-def attach_steps(result: ProfileResult, anatomy: TraceAnatomy, opts: TraceOptions, source: Path | None = None) -> None:
-    """The step anatomy of the capture's trace, added to a profile's tables (its own keys
-    keep their values); `source` is the path a command offered in a note names."""
-    steps, _device, notes = group_steps(anatomy, opts, source)
-    result.steps, result.trace_summary, result.trace_notes = steps, anatomy.trace, notes
 
 
 def stale_notes(path: Path) -> list[str]:

@@ -285,6 +285,16 @@ def inspect(run: Run, *, now: float | None = None) -> RunStatus:
     return RunStatus(run, "complete", meta, result, data)
 
 
+def stored_result(folder: Path) -> BaseModel:
+    """A run folder's result, validated; exit 2 naming the file when the run is damaged
+    or did not finish."""
+    status = inspect(Run(folder))
+    if status.result is None:
+        assert status.error is not None
+        raise status.error
+    return status.result
+
+
 def _hours(delta: timedelta) -> str:
     hours = delta.total_seconds() / 3600
     return f"{hours:g} hour{'s' if hours != 1 else ''}"
