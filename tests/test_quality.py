@@ -278,23 +278,12 @@ def test_cli_modules_import_at_their_top() -> None:
     assert unexplained == []
 
 
-# Modules of the branches restructuring them at the same time (issue 26): over the limit
-# until those land. Nothing may be added here.
-_STILL_OVER = {
-    "nsightlab/cluster/kube.py",  # house-cluster
-    "nsightlab/analysis/sweep_analysis.py",  # house-analysis
-    "nsightlab/analysis/sweep_result.py",  # house-analysis
-    "lab_scripts/decode.py",  # house-analysis
-}
-
-
 def test_no_module_is_over_800_lines() -> None:
     over = [
         f"{path.relative_to(ROOT)}: {n} lines"
         for folder in ("nsightlab", "lab_scripts")
         for path in sorted((ROOT / folder).rglob("*.py"))
         if (n := len(path.read_text(encoding="utf-8").splitlines())) > MODULE_MAX_LINES
-        and str(path.relative_to(ROOT)) not in _STILL_OVER
     ]
     assert over == []
 

@@ -24,7 +24,7 @@ import yaml
 from pydantic import ConfigDict, Field, ValidationError
 
 from nsightlab.analysis.fleet_models import FleetJobs, FleetPlan, FleetStatusLine, FleetStatusReport, FleetTarget
-from nsightlab.cluster.kube import Forbidden, Gone
+from nsightlab.cluster.answers import Forbidden, Gone
 from nsightlab.cluster.labmanifest import (
     MANAGED_BY,
     OWNER,

@@ -9,7 +9,7 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
-from nsightlab.cluster.kube import Forbidden, Gone
+from nsightlab.cluster.answers import Forbidden, Gone
 from nsightlab.cluster.labgpus import free_gpus
 from nsightlab.cluster.outage import Outage
 from nsightlab.cluster.permissions import skipped_note
