@@ -26,7 +26,7 @@ import sys, time
 sys.path.insert(0, sys.argv[1])
 from pathlib import Path
 from nsightlab.cluster.safety import protection_reason
-from nsightlab.config import load_config
+from nsightlab.userconfig import load_config
 t0 = time.perf_counter()
 config = load_config(Path(sys.argv[2])).config
 patterns = config.all_protected_patterns()

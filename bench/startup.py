@@ -7,7 +7,9 @@
 The nsightlab timed is this checkout's (its package first on sys.path, whatever is
 installed). `--against REV` (repeatable) adds `nsightlab --help` from a checkout of REV (a
 temporary git worktree, byte-compiled like this tree), so a change is measured against
-the code before it in the same run.
+the code before it in the same run. `--also ARGS` (repeatable) times `nsightlab ARGS` too,
+in this checkout and in each REV (a command's own help, `analyze` of a file, `runs`: the
+commands whose start-up a user feels), with NSIGHTLAB_HOME an empty folder.
 
 Target: the median of `nsightlab --help` within 1.5x of the bare imports, and `--help`
 imports neither kubernetes, torch nor a plotting library (tests/test_quality.py checks that).
@@ -17,7 +19,9 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import sys
+import tempfile
 
 from _timing import ROOT, checkouts, compare, nsightlab_argv, side_by_side, table
 
@@ -32,6 +36,13 @@ def main() -> int:
         default=[],
         help="also time --help from this git revision (repeatable)",
     )
+    parser.add_argument(
+        "--also",
+        metavar="ARGS",
+        action="append",
+        default=[],
+        help="also time `nsightlab ARGS` (split as a shell does; repeatable), here and at each REV",
+    )
     parser.add_argument("--analyze", metavar="TRACE", help="time `analyze TRACE` against the bare imports instead")
     args = parser.parse_args()
     if args.analyze:
@@ -41,14 +52,21 @@ def main() -> int:
         "nsightlab --help": nsightlab_argv(ROOT, "--help"),
         "python -m nsightlab --help": [sys.executable, "-m", "nsightlab", "--help"],
     }
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}  # `python -m nsightlab` finds this checkout's
-    with checkouts(args.against) as trees:
+    for also in args.also:
+        commands[f"nsightlab {also}"] = nsightlab_argv(ROOT, *shlex.split(also))
+    with tempfile.TemporaryDirectory(prefix="nsightlab-startup-") as home, checkouts(args.against) as trees:
+        # `python -m nsightlab` finds this checkout's; the commands of --also find no runs and no config
+        env = {**os.environ, "PYTHONPATH": str(ROOT), "NSIGHTLAB_HOME": home}
         for rev, tree in trees.items():
             commands[f"--help at {rev}"] = nsightlab_argv(tree, "--help")
+            for also in args.also:
+                commands[f"{also} at {rev}"] = nsightlab_argv(tree, *shlex.split(also))
         results = side_by_side(commands, repeat=args.repeat, env=env)
     print(table(results, "python -c 'import typer, rich'"))
     for rev in trees:
         print(compare(results, "nsightlab --help", f"--help at {rev}"))
+        for also in args.also:
+            print(compare(results, f"nsightlab {also}", f"{also} at {rev}"))
     return 0
 
 
@@ -60,10 +78,10 @@ def _analyze(trace: str, repeat: int, against: list[str]) -> int:
         "nsightlab analyze --json": nsightlab_argv(ROOT, "analyze", trace, "--json"),
         "nsightlab analyze": nsightlab_argv(ROOT, "analyze", trace),
     }
-    with checkouts(against) as trees:
+    with tempfile.TemporaryDirectory(prefix="nsightlab-startup-") as home, checkouts(against) as trees:
         for rev, tree in trees.items():
             commands[f"analyze --json at {rev}"] = nsightlab_argv(tree, "analyze", trace, "--json")
-        results = side_by_side(commands, repeat=repeat)
+        results = side_by_side(commands, repeat=repeat, env={**os.environ, "NSIGHTLAB_HOME": home})
     print(table(results, bare))
     print(compare(results, "nsightlab analyze --json", bare))
     for rev in trees:

@@ -15,7 +15,8 @@ Per K: each copy's step times (median, p90), aggregate tokens/s (the sum of the 
 batch / median step) and aggregate bytes/s (the sum of bytes one step must read /
 median step). One JSON record (`kind: colocate`), written atomically.
 
-Standard library and torch; decode.py and labcommon.py beside it. Python 3.8 or later.
+Standard library and torch; decode.py, decode_model.py and labcommon.py beside it. Python
+3.8 or later.
 
     python3 colocate.py --preset llama-1b --copies 1,2,4,8 --batch 1 --tokens 64 --out /tmp/colocate.json
     python3 colocate.py --device cpu --preset tiny --copies 1,2 --tokens 8 --out /tmp/colocate.json
@@ -38,9 +39,10 @@ from typing import Any, NoReturn
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 try:
     import decode
+    import decode_model
     import labcommon as lab
 except ModuleNotFoundError as _missing:
-    if _missing.name not in ("labcommon", "decode"):
+    if _missing.name not in ("labcommon", "decode", "decode_model"):
         raise
     sys.exit(
         f"colocate.py: needs {_missing.name}.py in the same folder as this script (copy lab_scripts/"
@@ -91,7 +93,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         epilog=f"Exit codes: 2 bad input, {lab.NO_GPU_EXIT} GPU asked for but not visible, {NO_ROOM_EXIT} no K "
         f"fits in memory, {WORKER_FAILED_EXIT} a copy failed.",
     )
-    p.add_argument("--preset", choices=list(decode.PRESETS), default=None, help="model shape (decode.py's presets)")
+    p.add_argument(
+        "--preset", choices=list(decode_model.PRESETS), default=None, help="model shape (decode.py's presets)"
+    )
     p.add_argument("--copies", type=_copies, default=[1, 2, 4], metavar="K[,K...]", help="copies at once (1,2,4)")
     p.add_argument("--batch", type=int, default=1, help="sequences per copy (default 1)")
     p.add_argument("--tokens", type=int, default=64, help="timed decode steps per copy (default 64)")
@@ -134,7 +138,7 @@ def worker(args: argparse.Namespace) -> int:
         torch.set_num_threads(args.threads)
     if cuda and args.memory_fraction:
         torch.cuda.set_per_process_memory_fraction(args.memory_fraction)
-    shape = decode.PRESETS[args.preset]
+    shape = decode_model.PRESETS[args.preset]
     dtype = getattr(torch, args.dtype)
     why_not = room(torch, cuda, shape, args, decode.DTYPES[args.dtype])
     if why_not is not None:
@@ -166,7 +170,7 @@ def worker(args: argparse.Namespace) -> int:
         seconds = decode.time_steps(torch, cuda, args.tokens, step)
         ended = time.time()
     es = int(w.embedding.element_size())
-    kv = decode.kv_cache_bytes_per_step(shape, args.batch, args.prompt_len, args.tokens, es)
+    kv = decode_model.kv_cache_bytes_per_step(shape, args.batch, args.prompt_len, args.tokens, es)
     weights = w.nbytes() if shape.tied else w.nbytes() - (shape.vocab - args.batch) * shape.hidden * es
     lab.write_json_atomic(
         args.result,
@@ -333,9 +337,9 @@ def summarize(k: int, sharing: str, batch: int, copies: list[dict[str, Any]], fr
     }
 
 
-def room(torch: Any, cuda: bool, shape: decode.Shape, args: argparse.Namespace, es: int) -> str | None:
+def room(torch: Any, cuda: bool, shape: decode_model.Shape, args: argparse.Namespace, es: int) -> str | None:
     """Why one copy does not fit in its share (1/K of the GPU, or of the available RAM), or None."""
-    plan = decode.memory_plan(shape, [args.batch], args.prompt_len, args.tokens, es)
+    plan = decode_model.memory_plan(shape, [args.batch], args.prompt_len, args.tokens, es)
     need = sum(plan.values())
     share = args.memory_fraction or 1.0
     if cuda:
@@ -366,11 +370,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         note(message)
         notes.append(message)
 
-    preset = args.preset or (decode.GPU_DEFAULT_PRESET if cuda else decode.CPU_DEFAULT_PRESET)
+    preset = args.preset or (decode_model.GPU_DEFAULT_PRESET if cuda else decode_model.CPU_DEFAULT_PRESET)
     args.preset = preset
     dtype = args.dtype or ("bfloat16" if cuda else "float32")
     es = decode.DTYPES[dtype]
-    shape = decode.PRESETS[preset]
+    shape = decode_model.PRESETS[preset]
     threads = args.threads or (None if cuda else 1)
     if not cuda:
         say(
@@ -423,9 +427,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "model": {
             "preset": preset,
             **shape._asdict(),
-            "params": decode.count_params(shape),
+            "params": decode_model.count_params(shape),
             "dtype": dtype,
-            "weight_bytes": decode.count_params(shape) * es,
+            "weight_bytes": decode_model.count_params(shape) * es,
         },
         "batch": args.batch,
         "tokens": args.tokens,

@@ -16,6 +16,8 @@ def _folder(name: str) -> Path:
 
 # The module every built-in lab script imports from its own folder: it travels with each.
 LAB_COMMON = "labcommon.py"
+# decode.py's model arithmetic, which decode.py and colocate.py import from their folder.
+DECODE_MODEL = "decode_model.py"
 
 
 def lab_script(name: str) -> Path:

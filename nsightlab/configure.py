@@ -11,9 +11,9 @@ from typing import Any
 import yaml
 
 from nsightlab import kubevalues
-from nsightlab.config import LoadedConfig, atomic_write_text, default_config_path, home, load_config
 from nsightlab.errors import UsageError
 from nsightlab.models import Model
+from nsightlab.userconfig import LoadedConfig, atomic_write_text, default_config_path, home, load_config
 
 PLACEHOLDER = "CHANGE-ME"
 

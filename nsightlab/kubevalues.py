@@ -1,7 +1,7 @@
 """Kubernetes' own grammars for values a user writes: resource quantities and object names.
 
 Pure and shared by every layer: config.yaml is checked with them when it loads, and the
-readers of API objects (analysis/pods.py) parse the server's quantities with the same
+readers of API objects (k8s/pods.py) parse the server's quantities with the same
 parser. Errors are `ValueError`s whose message says what is wrong; callers name the key
 and the file.
 """

@@ -46,7 +46,7 @@ class Shape:
 
 
 def model_at(dotted: str) -> Any:
-    """The class at a dotted path (`nsightlab.analysis.sweep.SweepResult`)."""
+    """The class at a dotted path (`nsightlab.analysis.sweep_result.SweepResult`)."""
     module, _, name = dotted.rpartition(".")
     if not module:
         raise ImportError(f"{dotted!r} is not a dotted path to a model")

@@ -28,14 +28,14 @@ from typing import Any
 
 import pytest
 
-from nsightlab.analysis import gpus
-from nsightlab.analysis.ncu import from_report
+from nsightlab.analysis.ncu_result import from_report
 from nsightlab.cli import main
-from nsightlab.parse import ncu as ncu_parse
+from nsightlab.parse import ncu_csv as ncu_parse
 from nsightlab.runs import store
 from nsightlab.runs.analyze import analyze_path
 from nsightlab.runs.store import RunMeta
 from nsightlab.runs.sweeps import analyze_record_file
+from nsightlab.specs import gpus
 
 HERE = Path(__file__).resolve().parent
 NSYS03 = HERE / "fixtures" / "nsys" / "03_nsys_cuda_gpu_kern_sum_pytorch_rtx5090.csv"

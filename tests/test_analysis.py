@@ -11,8 +11,11 @@ import pytest
 from pydantic import ValidationError
 from reportstore import lesson1_json
 
-from nsightlab.analysis import rates as A
-from nsightlab.analysis.gpus import BY_KEY, REFERENCE_LESSON1, REFERENCE_SWEEPS, MiB
+from nsightlab.analysis import lesson1_rates, roofline, sweep_analysis, sweep_models
+from nsightlab.analysis import regimes as regimes_mod
+from nsightlab.analysis.explain import sweep_words
+from nsightlab.parse.records import lesson1_record, sweep_record
+from nsightlab.specs.gpus import BY_KEY, REFERENCE_LESSON1, REFERENCE_SWEEPS, MiB
 
 DATA = Path(__file__).parent / "data"
 CPU_SWEEPS = sorted(DATA.glob("sweep_cpu_*_epyc-*.json"))
@@ -62,11 +65,11 @@ def modelled(
     return out
 
 
-def analyse(doc: dict[str, Any], *args: Any, **kw: Any) -> A.SweepAnalysis:
-    return A.analyze_sweep(A.SweepRecord.model_validate(doc), *args, **kw)
+def analyse(doc: dict[str, Any], *args: Any, **kw: Any) -> sweep_models.SweepAnalysis:
+    return sweep_analysis.analyze_sweep(sweep_record.SweepRecord.model_validate(doc), *args, **kw)
 
 
-def regimes(a: A.SweepAnalysis) -> dict[int, str]:
+def regimes(a: sweep_models.SweepAnalysis) -> dict[int, str]:
     return {p.log2: p.regime for p in a.rows}
 
 
@@ -303,7 +306,7 @@ def test_skipped_sizes_are_reported() -> None:
 
 
 def test_classifier_on_nothing() -> None:
-    result = A.classify_regimes([], cache_bytes=None)
+    result = regimes_mod.classify_regimes([], cache_bytes=None)
     assert result.regimes == [] and result.plateau_bytes_per_s is None
 
 
@@ -338,7 +341,7 @@ def test_cpu_recordings(path: Path) -> None:
     if s.dram_tbps is not None:
         assert 0.03 < s.dram_tbps < 0.07  # ~50 GB/s on this VM
         plateau = [p.tbps for p in a.rows if p.log2 in s.dram_from_log2]
-        assert len(plateau) >= 2 and max(plateau) / min(plateau) - 1 <= A.PLATEAU_AGREEMENT
+        assert len(plateau) >= 2 and max(plateau) / min(plateau) - 1 <= sweep_models.PLATEAU_AGREEMENT
     else:
         assert s.dram_from_log2 == [] and s.plateau_reason
     # bytes follow the element size, whatever the dtype
@@ -346,7 +349,7 @@ def test_cpu_recordings(path: Path) -> None:
         assert row.bytes_per_call == 2 * row.elements * doc["element_size"]
 
 
-def _cpu(dtype: str) -> A.SweepAnalysis:
+def _cpu(dtype: str) -> sweep_models.SweepAnalysis:
     return analyse(json.loads((DATA / f"sweep_cpu_{dtype}_epyc-2c-l3-32mib.json").read_text()))
 
 
@@ -391,15 +394,15 @@ def test_the_tutorials_float32_mistake() -> None:
     # The tutorial's script computes bytes as 2 x n x 2 whatever the dtype.
     a = _cpu("float32")
     for row in a.rows:
-        tutorial_tbps = 2 * row.elements * A.TUTORIAL_ASSUMED_ELEMENT_SIZE / row.seconds_per_call / 1e12
-        assert row.bytes_per_call == 2 * A.bytes_moved(row.elements, 2)
+        tutorial_tbps = 2 * row.elements * sweep_words.TUTORIAL_ASSUMED_ELEMENT_SIZE / row.seconds_per_call / 1e12
+        assert row.bytes_per_call == 2 * sweep_record.bytes_moved(row.elements, 2)
         assert row.tbps == pytest.approx(2 * tutorial_tbps)
     assert any("would print 0.500x these bandwidths" in line for line in a.summary.lesson)
     # a document that counted float32 bytes the tutorial's way is refused
     doc = sweep_doc([(20, 10.0)], name=None, l2_bytes=None, element_size=4, dtype="float32")
     doc["rows"][0]["bytes_per_call"] = 2 * (1 << 20) * 2
     with pytest.raises(ValidationError, match=r"2 x 1048576 elements x 4 B is 8388608"):
-        A.SweepRecord.model_validate(doc)
+        sweep_record.SweepRecord.model_validate(doc)
 
 
 # --- rates and the roofline ---
@@ -409,12 +412,12 @@ lesson1_doc = lesson1_json  # the tutorial-sized work description, shared with t
 
 
 def test_roofline_arithmetic() -> None:
-    roof = A.roofline(flops_per_s=400e12, intensity=8192 / 3, peak_flops_per_s=989e12, peak_bytes_per_s=3.35e12)
+    roof = roofline.roofline(flops_per_s=400e12, intensity=8192 / 3, peak_flops_per_s=989e12, peak_bytes_per_s=3.35e12)
     assert roof.ridge == pytest.approx(295.2, abs=0.1)
     assert roof.bound == "compute"
     assert roof.attainable_flops_per_s == 989e12
     assert roof.pct_of_attainable == pytest.approx(40.4, abs=0.1)
-    low = A.roofline(flops_per_s=0.8e12, intensity=0.25, peak_flops_per_s=989e12, peak_bytes_per_s=3.35e12)
+    low = roofline.roofline(flops_per_s=0.8e12, intensity=0.25, peak_flops_per_s=989e12, peak_bytes_per_s=3.35e12)
     assert low.bound == "memory"
     assert low.attainable_flops_per_s == pytest.approx(0.8375e12)
     assert low.pct_of_attainable == pytest.approx(95.5, abs=0.1)
@@ -422,8 +425,10 @@ def test_roofline_arithmetic() -> None:
 
 def test_tutorial_lesson1_on_the_rtx_pro_6000() -> None:
     ref = REFERENCE_LESSON1["tutorial-rtx-pro-6000"]
-    record = A.Lesson1Record.model_validate(lesson1_doc(BY_KEY[ref.gpu_key].name, ref.scale_avg_us, ref.gemm_avg_us))
-    a = A.analyze_lesson1(record)
+    record = lesson1_record.Lesson1Record.model_validate(
+        lesson1_doc(BY_KEY[ref.gpu_key].name, ref.scale_avg_us, ref.gemm_avg_us)
+    )
+    a = lesson1_rates.analyze_lesson1(record)
     scale, gemm = a.ranges
     assert scale.tbps == pytest.approx(1.48, abs=0.005)
     assert scale.pct_of_bw_peak == pytest.approx(92.7, abs=0.1)
@@ -438,7 +443,7 @@ def test_tutorial_lesson1_on_the_rtx_pro_6000() -> None:
     assert a.lesson[0].startswith("memory_bound_scale: 725 us per call, 1.48 TB/s (93% of 1.597 TB/s")
     assert "0.250 FLOP/byte" in a.lesson[0]
     # with a peak given, the verdicts follow
-    given = A.analyze_lesson1(record, peak_tflops=500)
+    given = lesson1_rates.analyze_lesson1(record, peak_tflops=500)
     assert given.ranges[0].roofline is not None and given.ranges[0].roofline.bound == "memory"
     assert given.ranges[1].roofline is not None and given.ranges[1].roofline.bound == "compute"
     assert given.ranges[1].roofline.ridge == pytest.approx(500e12 / 1597e9)
@@ -448,8 +453,8 @@ def test_tutorial_lesson1_on_the_rtx_pro_6000() -> None:
 
 
 def test_lesson1_on_an_h100_with_profiler_times() -> None:
-    record = A.Lesson1Record.model_validate(lesson1_doc("NVIDIA H100 80GB HBM3", 400.0, 1500.0))
-    a = A.analyze_lesson1(
+    record = lesson1_record.Lesson1Record.model_validate(lesson1_doc("NVIDIA H100 80GB HBM3", 400.0, 1500.0))
+    a = lesson1_rates.analyze_lesson1(
         record,
         seconds_per_call={"memory_bound_scale": 350e-6},
         timing_source="nsys nvtx_gpu_proj_sum",
@@ -467,7 +472,7 @@ def test_lesson1_on_an_h100_with_profiler_times() -> None:
 
 def test_lesson1_cpu_recording() -> None:
     path = DATA / "lesson1_cpu_float32_epyc-2c-l3-32mib.json"
-    a = A.analyze_lesson1(A.Lesson1Record.model_validate_json(path.read_text()))
+    a = lesson1_rates.analyze_lesson1(lesson1_record.Lesson1Record.model_validate_json(path.read_text()))
     assert a.device_type == "cpu" and a.scaled_down and a.spec_name is None
     assert all(r.roofline is None and r.pct_of_bw_peak is None for r in a.ranges)
     assert any("CPU" in n for n in a.notes)
@@ -479,7 +484,7 @@ def test_lesson1_cpu_recording() -> None:
 
 def test_rates_refuse_a_zero_time() -> None:
     with pytest.raises(ValueError, match="seconds per call must be positive"):
-        A.rates(name="x", bytes_per_call=1, flops_per_call=1, seconds_per_call=0.0)
+        roofline.rates(name="x", bytes_per_call=1, flops_per_call=1, seconds_per_call=0.0)
 
 
 def test_a_size_held_by_something_else_is_said_to_be() -> None:

@@ -14,7 +14,7 @@ import pytest
 from kubesim import KubeSim
 from labenv import NS, POD, nsl
 
-from nsightlab.analysis.labpod import CLOCK_TOLERANCE_S, lab_pod
+from nsightlab.k8s.labpod import CLOCK_TOLERANCE_S, lab_pod
 
 DEADLINE = 14400  # the lab's default activeDeadlineSeconds
 

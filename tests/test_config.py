@@ -6,8 +6,8 @@ import pytest
 import yaml
 from clirun import run_cli
 
-from nsightlab.config import Config, Session, load_config, load_session, save_session
 from nsightlab.errors import ConfigError
+from nsightlab.userconfig import Config, Session, load_config, load_session, save_session
 
 pytestmark = pytest.mark.usefixtures("nsl_home")
 

@@ -33,22 +33,19 @@ from tracebuild import (
 )
 
 from nsightlab.analysis import steps as steps_mod
-from nsightlab.analysis.decode import (
+from nsightlab.analysis.decode_models import (
     Bandwidth,
     DecodeResult,
     GroupSteps,
-    build_decode,
-    crossover_batch,
     device_name_of,
-    group_key,
-    load_decode_record,
     peak_tflops,
-    roofline_curve,
     spec_bandwidth,
 )
-from nsightlab.analysis.gpus import lookup
+from nsightlab.analysis.decode_result import build_decode, crossover_batch, group_key, roofline_curve
 from nsightlab.analysis.steps import analyze_kineto
 from nsightlab.analysis.verdicts import LAUNCH_BOUND_IDLE_PCT, NEAR_FLOOR_RATIO
+from nsightlab.parse.records.decode_record import load_decode_record
+from nsightlab.specs.gpus import lookup
 
 DATA = Path(__file__).parent / "data"
 TRACES = DATA / "traces"

@@ -249,7 +249,7 @@ def test_report_draws_one_step_and_the_batch_sweep(
     html = (out / "report.html").read_text()
     assert "data:image/png;base64," in html and "Top CPU ops of the median step" in html
     # the timeline figure holds a bar for every op of the median step
-    from nsightlab.analysis.decode import DecodeResult, DecodeTimelines
+    from nsightlab.analysis.decode_models import DecodeResult, DecodeTimelines
     from nsightlab.present.figures import decode_steps_figure
 
     data = DecodeTimelines.model_validate_json((torch_run["run"] / "timeline.json").read_text())
@@ -267,7 +267,7 @@ def test_report_draws_one_step_and_the_batch_sweep(
 def test_a_gpu_asked_for_and_not_seen_is_exit_6(capsys: pytest.CaptureFixture[str], nsl_home: Path) -> None:
     """decode.py stops with its exit code 3 when torch cannot see the GPU asked for; that
     is one line and exit 6 here, and no run is stored. In the lab pod `auto` asks for it."""
-    from nsightlab.measure.decode import DecodeOptions
+    from nsightlab.measure.decode_profile import DecodeOptions
     from nsightlab.measure.device import plan_device
     from nsightlab.measure.targets import LocalTarget, Where
 

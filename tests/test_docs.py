@@ -186,7 +186,7 @@ def test_each_json_block_shows_its_model_s_own_keys(page: str) -> None:
 FLEET_STATUS = """\
 `fleet status --json`:
 
-<!-- json: nsightlab.analysis.fleet.FleetStatusReport -->
+<!-- json: nsightlab.analysis.fleet_models.FleetStatusReport -->
 ```json
 {"context", "namespace", "owner", "fleets": [{"fleet_id", "created", "age", "planned",
  "jobs": {"waiting", "pending", "running", "succeeded", "failed"}}]}  # a comment
@@ -206,8 +206,11 @@ def test_a_block_true_to_its_model_passes() -> None:
         (('"failed"}', '"failed", "lost"}'), "p.md:4: FleetStatusReport.fleets[].jobs: lost not a field of FleetJobs"),
         (('"jobs": {', '"jobs": {..., '), "p.md:4: FleetStatusReport.fleets[].jobs: keys left out (...)"),
         (('"fleets": [{', '"fleets": {'), None),
-        (("<!-- json: nsightlab.analysis.fleet.FleetStatusReport -->\n", ""), "p.md:3: a json block without its model"),
-        (("analysis.fleet.FleetStatusReport", "analysis.gone.FleetStatusReport"), "does not import"),
+        (
+            ("<!-- json: nsightlab.analysis.fleet_models.FleetStatusReport -->\n", ""),
+            "p.md:3: a json block without its model",
+        ),
+        (("analysis.fleet_models.FleetStatusReport", "analysis.gone.FleetStatusReport"), "does not import"),
     ],
 )
 def test_a_block_that_drifted_is_caught(edit: tuple[str, str], caught: str | None) -> None:

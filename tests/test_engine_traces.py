@@ -192,7 +192,7 @@ def test_a_graph_replay_after_a_long_host_gap_is_host_bound(tmp_path: Path) -> N
     late = shift(events, 50_000, cats=GPU_CATS)
     a = analyze_kineto(_write(tmp_path, "late.json", late))
     (g,) = a.groups
-    from nsightlab.analysis.verdicts import step_verdict
+    from nsightlab.analysis.explain.step_words import step_verdict
 
     v = step_verdict(g)
     assert v.kind == "host-bound" and "capture the step in a CUDA graph" not in v.next_step

@@ -75,7 +75,7 @@ def test_a_naive_count_would_miss_the_sidecar_gpus(sim: KubeSim) -> None:
         int((c.get("resources", {}).get("limits") or {}).get("nvidia.com/gpu", 0)) for c in pod["spec"]["containers"]
     )
     assert apps == 0
-    from nsightlab.analysis.pods import pod_gpus
+    from nsightlab.k8s.pods import pod_gpus
 
     assert pod_gpus(pod) == 1
 
@@ -290,7 +290,7 @@ def test_malformed_kubeconfig_is_exit_4(capsys: pytest.CaptureFixture[str], tmp_
 def test_traceback_flag_shows_the_traceback_of_a_bug(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import nsightlab.cluster.explore as explore
+    from nsightlab.cluster import inventory_reads as explore
 
     def broken(*args: object, **kwargs: object) -> None:
         raise RuntimeError("boom")
@@ -313,7 +313,7 @@ def test_realistic_cluster_is_what_the_tutorial_describes() -> None:
 
 
 def test_skipping_pages_without_gpu_pods_changes_nothing(capsys: pytest.CaptureFixture[str], sim: KubeSim) -> None:
-    from nsightlab.analysis.inventory import build_nodes
+    from nsightlab.k8s.inventory import build_nodes
 
     objs = generate_cluster(nodes=700, pods=2600, seed=5)
     sim.reset(objs)

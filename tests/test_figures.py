@@ -15,11 +15,12 @@ from reportstore import NSYS03, Recorded, lesson1_json, recorded
 
 pytest.importorskip("matplotlib")
 
-from nsightlab.analysis import gpus
-from nsightlab.analysis.profile import ProfileResult
-from nsightlab.analysis.sweep import SweepResult
+from nsightlab.analysis.profile_models import ProfileResult
+from nsightlab.analysis.sweep_result import SweepResult
 from nsightlab.present import figures, sweepfigure
-from nsightlab.runs.analyze import analyze_path, stored_result
+from nsightlab.runs.analyze import analyze_path
+from nsightlab.runs.store import stored_result
+from nsightlab.specs import gpus
 
 RTX = gpus.BY_KEY["rtx-pro-6000-server"].name
 H100 = gpus.BY_KEY["h100-sxm"].name

@@ -23,15 +23,8 @@ from reportstore import copy_home, recorded
 
 from nsightlab.cluster.kubeconfig import load_kubeconfig
 from nsightlab.cluster.safety import Intent, resolve_context
-from nsightlab.config import (
-    ClusterAlias,
-    Config,
-    EndedSession,
-    load_config,
-    load_ended_session,
-    load_session,
-)
 from nsightlab.errors import SafetyError
+from nsightlab.userconfig import ClusterAlias, Config, EndedSession, load_config, load_ended_session, load_session
 
 ROOT = Path(__file__).resolve().parents[1]
 NS = "ml-lab"
@@ -393,7 +386,7 @@ def test_a_mistyped_context_gets_the_closest_name(
     ],
 )
 def test_dtype_aliases_become_the_canonical_name(typed: str, canonical: str, fresh: Path) -> None:
-    from nsightlab.measure.sweep import plan_sweep
+    from nsightlab.measure.bandwidth_sweep import plan_sweep
 
     assert plan_sweep(dtype=typed, sizes=None, iters=None, warmup=None, device=None).dtype == canonical
 

@@ -18,27 +18,18 @@ import yaml
 from clirun import run_cli
 
 from nsightlab import assets
-from nsightlab.analysis.fleet import (
-    RESULT_BEGIN,
-    RESULT_END,
-    FleetPlan,
-    FleetTarget,
-    build_fleet_result,
-    cheapest,
-    extract_result,
-    measured_entry,
-    outcome_entry,
-    summarize_types,
-    tail,
-    too_small,
-)
-from nsightlab.analysis.gpus import BY_KEY, REFERENCE_SWEEPS
-from nsightlab.analysis.sweep import SweepResult, build_result, record_from_json
+from nsightlab.analysis.fleet_models import FleetPlan, FleetTarget
+from nsightlab.analysis.fleet_result import build_fleet_result, cheapest, measured_entry, outcome_entry, summarize_types
+from nsightlab.analysis.sweep_result import SweepResult, build_result
 from nsightlab.cluster import fleetjobs as fj
-from nsightlab.config import Config, LabConfig
 from nsightlab.configure import starter_text
 from nsightlab.errors import ExitCode, UsageError
-from nsightlab.measure.fleet import failure, parse_prices
+from nsightlab.k8s.labmatch import too_small
+from nsightlab.measure.fleet_runner import failure, parse_prices
+from nsightlab.parse.records.fleetrun_log import RESULT_BEGIN, RESULT_END, extract_result, tail
+from nsightlab.parse.records.sweep_record import record_from_json
+from nsightlab.specs.gpus import BY_KEY, REFERENCE_SWEEPS
+from nsightlab.userconfig import Config, LabConfig
 
 G7E, L4 = "g7e.8xlarge", "g6.xlarge"
 TUTORIAL = REFERENCE_SWEEPS["tutorial-rtx-pro-6000"].as_sweep_json()

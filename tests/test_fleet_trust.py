@@ -17,9 +17,9 @@ import pytest
 from kubesim import KubeSim
 from test_fleet import NS, TINY, fleet_objects, home, nsl
 
-from nsightlab.analysis import fleet as fleet_analysis
-from nsightlab.config import atomic_write_json
-from nsightlab.measure import fleet as fl
+from nsightlab.measure import fleet_runner as fl
+from nsightlab.parse.records import fleetrun_log
+from nsightlab.userconfig import atomic_write_json
 
 __all__ = ["home"]  # the fixture, imported to be used
 
@@ -141,8 +141,8 @@ def test_a_plain_cpu_job_contradicts_nothing(
 def test_a_large_log_is_streamed_to_one_file_and_stored_once(
     capsys: pytest.CaptureFixture[str], home: Path, sim: KubeSim, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(fleet_analysis, "LINE_MAX", 200)  # lowered caps: the suite's log is a few MiB
-    monkeypatch.setattr(fleet_analysis, "RESULT_MAX", 64 << 10)
+    monkeypatch.setattr(fleetrun_log, "LINE_MAX", 200)  # lowered caps: the suite's log is a few MiB
+    monkeypatch.setattr(fleetrun_log, "RESULT_MAX", 64 << 10)
     job_writes(monkeypatch, json.dumps(a_record()), noise_lines=4000, long_line=300_000)
     r = sweep(capsys, "g6.12xlarge", "--keep")  # the Job and its pod stay: their log to compare with
     assert r.code == 0, r
@@ -164,7 +164,7 @@ def test_a_large_log_is_streamed_to_one_file_and_stored_once(
 def test_a_result_block_beyond_the_cap_fails_the_entry(
     capsys: pytest.CaptureFixture[str], home: Path, sim: KubeSim, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(fleet_analysis, "RESULT_MAX", 4 << 10)  # the record is ~8 KiB
+    monkeypatch.setattr(fleetrun_log, "RESULT_MAX", 4 << 10)  # the record is ~8 KiB
     job_writes(monkeypatch, json.dumps(a_record()))
     r = sweep(capsys)
     assert r.code == 6, r
@@ -175,7 +175,7 @@ def test_a_result_block_beyond_the_cap_fails_the_entry(
 
 def test_the_log_scan_holds_a_bounded_amount_whatever_the_log() -> None:
     chunk = b"z" * (64 << 10)  # one line of 64 MiB, then a result block and a last line
-    scan = fleet_analysis.LogScan()
+    scan = fleetrun_log.LogScan()
     tracemalloc.start()
     try:
         for _ in range(1024):
@@ -187,7 +187,7 @@ def test_the_log_scan_holds_a_bounded_amount_whatever_the_log() -> None:
         tracemalloc.stop()
     assert peak < 1 << 20, peak
     assert scan.result() == ({"kind": "sweep"}, None)
-    assert [len(t) for t in scan.tail] == [fleet_analysis.LINE_MAX + 3, 3]  # cut, with "..."
+    assert [len(t) for t in scan.tail] == [fleetrun_log.LINE_MAX + 3, 3]  # cut, with "..."
 
 
 # ---------------------------------------------------------------------------- the run store fails

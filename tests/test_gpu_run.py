@@ -298,7 +298,7 @@ def _gpu_folder(tmp_path: Path, sweep: dict[str, Any]) -> Path:
 def test_a_gpu_sweep_is_checked_against_the_datasheet(
     capsys: pytest.CaptureFixture[str], nsl_home: Path, tmp_path: Path
 ) -> None:
-    from nsightlab.analysis.gpus import REFERENCE_SWEEPS
+    from nsightlab.specs.gpus import REFERENCE_SWEEPS
 
     published = REFERENCE_SWEEPS["tutorial-rtx-pro-6000"].as_sweep_json()
     folder = _gpu_folder(tmp_path, published)
@@ -322,9 +322,9 @@ def test_a_gpu_sweep_is_checked_against_the_datasheet(
 def test_graphs_and_floor_checks_of_a_gpu_decode(tmp_path: Path) -> None:
     """The GPU's decode checks, on decode.py's record shape: graphs against eager at batch 1,
     each mode against its floor at the spec bandwidth."""
-    from nsightlab.analysis.decode import DecodeRecord
-    from nsightlab.analysis.gpus import lookup
     from nsightlab.analysis.sanity import RunFigures, check_run
+    from nsightlab.parse.records.decode_record import DecodeRecord
+    from nsightlab.specs.gpus import lookup
 
     data = json.loads((ROOT / "tests" / "data" / "decode_cpu_tiny_xeon-2c.json").read_text())
     record = DecodeRecord.model_validate(data)
@@ -472,7 +472,7 @@ def test_a_folder_holding_other_files_is_refused_untouched(tmp_path: Path) -> No
 def test_a_damaged_steps_log_is_exit_2_naming_the_line(
     capsys: pytest.CaptureFixture[str], nsl_home: Path, tmp_path: Path
 ) -> None:
-    from nsightlab.analysis.gpus import REFERENCE_SWEEPS
+    from nsightlab.specs.gpus import REFERENCE_SWEEPS
 
     folder = _gpu_folder(tmp_path, REFERENCE_SWEEPS["tutorial-rtx-pro-6000"].as_sweep_json())
     with open(folder / "steps.log", "a") as f:
@@ -592,5 +592,5 @@ def test_a_record_no_device_could_make_is_a_finding_not_a_silence(
     doc = json.loads(r.out)
     (row,) = [row for row in doc["sanity"] if row["ok"] is False]
     assert row["check"] == "decode-1b-class plausible" and "not a plausible measurement" in row["note"]
-    assert "nsightlab/analysis/bounds.py" in row["source"]
+    assert "nsightlab/specs/bounds.py" in row["source"]
     assert any(n.startswith("records/decode-1b-class: cannot be read") for n in doc["notes"])

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from nsightlab.analysis import gpus
-from nsightlab.analysis.gpus import BY_KEY, MiB, lookup, merge_device
+from nsightlab.specs import gpus
+from nsightlab.specs.gpus import BY_KEY, MiB, lookup, merge_device
 
 
 @pytest.mark.parametrize(

@@ -10,7 +10,7 @@ import pytest
 from clirun import run_cli
 from tracebuild import annotation, kernel, launch, write_kineto
 
-from nsightlab.analysis.gpus import BY_KEY, GiB, MiB, lookup, lookup_arch, merge_device
+from nsightlab.specs.gpus import BY_KEY, GiB, MiB, lookup, lookup_arch, merge_device
 
 # What real traces on AMD GPUs carry in `deviceProperties` (tests/data/kernel_names/SOURCES.md:
 # TraceLens's traces): the name, totalGlobalMem and numSms (compute units).

@@ -16,12 +16,12 @@ import pytest
 import yaml
 from clirun import Result, run_cli
 
-from nsightlab.analysis.pods import parse_quantity as api_quantity
 from nsightlab.cluster.kube import Kube
 from nsightlab.cluster.kubeconfig import load_kubeconfig
 from nsightlab.cluster.safety import Intent, resolve_context
-from nsightlab.config import Config, load_config
 from nsightlab.errors import ClusterError, ConfigError, UsageError
+from nsightlab.k8s.pods import parse_quantity as api_quantity
+from nsightlab.userconfig import Config, load_config
 
 
 def _one_line(r: Result, code: int, *needles: str) -> None:

@@ -21,8 +21,8 @@ from kubesim import KubeSim
 from nsightlab.cluster.kube import Kube
 from nsightlab.cluster.kubeconfig import PlainConnection, load_kubeconfig, plain_connection
 from nsightlab.cluster.safety import Intent, resolve_context
-from nsightlab.config import Config
 from nsightlab.errors import ClusterError
+from nsightlab.userconfig import Config
 
 CTX = "lab"
 

@@ -137,8 +137,8 @@ def test_crash_loop_while_waiting_is_named(capsys: pytest.CaptureFixture[str], h
     from kubernetes import client
 
     from nsightlab import assets
-    from nsightlab.cluster.lab import build_manifest, load_template
-    from nsightlab.config import Config, LabConfig
+    from nsightlab.cluster.labmanifest import build_manifest, load_template
+    from nsightlab.userconfig import Config, LabConfig
 
     manifest = build_manifest(
         load_template(assets.pod_template()), Config(lab=LabConfig(image=IMAGE, owner=OWNER)), namespace=NS
@@ -651,7 +651,7 @@ def test_doctor_checks_cluster_and_pod(capsys: pytest.CaptureFixture[str], lab: 
 
 
 def test_doctor_facts_mean_what_they_say() -> None:
-    from nsightlab.analysis.doctor import parse_probe, pod_checks
+    from nsightlab.k8s.doctor import parse_probe, pod_checks
 
     facts = parse_probe(
         "gpu=NVIDIA H200, 143771 MiB, 580.159.03\nnsys=\nncu=Version 2025.3.1.0\ntorch=2.11.0 True\n"
@@ -702,7 +702,7 @@ def test_doctor_facts_mean_what_they_say() -> None:
     ],
 )
 def test_doctor_says_plainly_what_the_pod_lacks(probe: str, gpu: str, torch: str) -> None:
-    from nsightlab.analysis.doctor import parse_probe, pod_checks
+    from nsightlab.k8s.doctor import parse_probe, pod_checks
 
     checks = {c.name: c for c in pod_checks(parse_probe(probe), cli_args="--context stg -n ml-lab")}
     good = gpu.startswith("NVIDIA")  # only the last case has a GPU and a CUDA torch

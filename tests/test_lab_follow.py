@@ -163,7 +163,7 @@ def test_events_agree_with_kubectl(capsys: pytest.CaptureFixture[str], lab: dict
 def test_repeated_events_are_counted_as_kubectl_does() -> None:
     from datetime import datetime, timedelta, timezone
 
-    from nsightlab.analysis.labpod import pod_events
+    from nsightlab.k8s.labpod import pod_events
 
     now = datetime(2026, 5, 1, 12, 0, tzinfo=timezone.utc)
 

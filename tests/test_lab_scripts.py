@@ -382,7 +382,8 @@ def test_triton_scale_add_float16_in_the_interpreter(runs: dict[str, Any]) -> No
 
 @pytest.mark.slow
 def test_sweep_output_validates_as_the_tools_record(runs: dict[str, Any]) -> None:
-    from nsightlab.analysis.rates import SweepRecord, analyze_sweep
+    from nsightlab.analysis.sweep_analysis import analyze_sweep
+    from nsightlab.parse.records.sweep_record import SweepRecord
 
     for dtype in ELEMENT_SIZE:
         record = SweepRecord.model_validate(_load(runs["tmp"] / f"{dtype}.json"))
@@ -548,7 +549,7 @@ def _without_usdt(stderr: str) -> list[str]:
 
 def test_torchprof_ranges_are_ranges_and_ops_are_kernels(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
     pytest.importorskip("torch")
-    from nsightlab.analysis.profile import report_from_torch
+    from nsightlab.parse.records.torchprof_record import report_from_torch
 
     torchprof = _import_script(TORCHPROF)
     step = tmp_path / "step.py"

@@ -23,6 +23,7 @@ from scriptrun import run_together
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPTS = ROOT / "lab_scripts"
 DECODE = SCRIPTS / "decode.py"
+MODEL = SCRIPTS / "decode_model.py"
 TORCHPROF = SCRIPTS / "torchprof.py"
 
 # One small run, the same in every process: 2 batch sizes, 5 timed steps each.
@@ -36,12 +37,21 @@ SMALL = [
 ]  # fmt: skip
 
 
-def _import_decode() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("labscript_decode", DECODE)
+def _import_script(path: Path) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(f"labscript_{path.stem}", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def _import_decode() -> ModuleType:
+    return _import_script(DECODE)
+
+
+def _import_model() -> ModuleType:
+    """decode_model.py: the shapes and the arithmetic of a step, without torch."""
+    return _import_script(MODEL)
 
 
 def _params(layers: int, hidden: int, heads: int, kv: int, ffn: int, vocab: int, tied: bool, bias: bool) -> int:
@@ -86,8 +96,7 @@ def test_help_works_without_importing_torch() -> None:
     assert probe.stderr.endswith("NO-TORCH")
 
 
-def test_script_parses_as_python_38_and_needs_only_torch_and_labcommon() -> None:
-    source = DECODE.read_text()
+def _imports(source: str) -> set[str]:
     tree = ast.parse(source, feature_version=(3, 8))
     imported = set()
     for node in ast.walk(tree):
@@ -95,9 +104,18 @@ def test_script_parses_as_python_38_and_needs_only_torch_and_labcommon() -> None
             imported |= {a.name.split(".")[0] for a in node.names}
         elif isinstance(node, ast.ImportFrom) and node.module:
             imported.add(node.module.split(".")[0])
-    assert imported - set(sys.stdlib_module_names) == {"torch", "labcommon"}
+    return imported - set(sys.stdlib_module_names)
+
+
+def test_script_parses_as_python_38_and_needs_only_torch_labcommon_and_its_model() -> None:
+    source = DECODE.read_text()
+    assert _imports(source) == {"torch", "labcommon", "decode_model"}
     assert source.startswith("#!/usr/bin/env python3\n")
     assert "from __future__ import annotations" in source
+    # the model's arithmetic is the standard library's alone: no torch to count a step
+    model = MODEL.read_text()
+    assert _imports(model) == set()
+    assert "from __future__ import annotations" in model
 
 
 def test_runs_its_torch_free_part_on_python_38() -> None:
@@ -119,9 +137,20 @@ def test_runs_its_torch_free_part_on_python_38() -> None:
     assert bad.stderr == (
         "decode.py: error: heads 14 is not divisible by kv heads 4 (preset qwen-0.5b, with --kv-heads)\n"
     )
-    counts = run38("-c", f"import sys; sys.path.insert(0, {str(SCRIPTS)!r}); import decode; "
-                   "print(decode.count_params(decode.PRESETS['llama-8b']))")  # fmt: skip
+    counts = run38("-c", f"import sys; sys.path.insert(0, {str(SCRIPTS)!r}); import decode_model as m; "
+                   "print(m.count_params(m.PRESETS['llama-8b']))")  # fmt: skip
     assert counts.stdout == "8030261248\n", counts.stderr
+
+
+def test_a_copy_without_its_model_stops_with_one_line(tmp_path: Path) -> None:
+    for script in (DECODE, SCRIPTS / "labcommon.py"):
+        (tmp_path / script.name).write_bytes(script.read_bytes())
+    proc = subprocess.run([sys.executable, str(tmp_path / "decode.py"), "--help"], capture_output=True, text=True)
+    assert proc.returncode == 1 and proc.stdout == ""
+    assert proc.stderr == (
+        "decode.py: needs decode_model.py in the same folder as this script (copy lab_scripts/decode_model.py "
+        "beside it)\n"
+    )
 
 
 def test_a_copy_without_labcommon_stops_with_one_line(tmp_path: Path) -> None:
@@ -166,12 +195,12 @@ def test_bad_input_is_one_line_and_exit_2(args: list[str], message: str) -> None
 
 
 def test_parameter_counts_of_the_presets() -> None:
-    decode = _import_decode()
+    decode_model = _import_model()
     # every preset against the formula written out above
-    for name, s in decode.PRESETS.items():
+    for name, s in decode_model.PRESETS.items():
         expected = _params(s.layers, s.hidden, s.heads, s.kv_heads, s.ffn, s.vocab, s.tied, s.qkv_bias)
-        assert decode.count_params(s) == expected, name
-    counts = {name: decode.count_params(s) for name, s in decode.PRESETS.items()}
+        assert decode_model.count_params(s) == expected, name
+    counts = {name: decode_model.count_params(s) for name, s in decode_model.PRESETS.items()}
     # the sizes the models are known by, and their exact parameter counts as published
     # with the checkpoints (safetensors metadata on the Hugging Face hub)
     assert round(counts["llama-1b"] / 1e9, 2) == 1.24 and counts["llama-1b"] == 1_235_814_400
@@ -179,11 +208,11 @@ def test_parameter_counts_of_the_presets() -> None:
     assert round(counts["llama-8b"] / 1e9, 2) == 8.03 and counts["llama-8b"] == 8_030_261_248
     assert round(counts["qwen-0.5b"] / 1e9, 2) == 0.49 and counts["qwen-0.5b"] == 494_032_768
     # Qwen2.5-0.5B's card: 0.36 B without the embedding (tied, so counted once)
-    qwen = decode.PRESETS["qwen-0.5b"]
+    qwen = decode_model.PRESETS["qwen-0.5b"]
     assert round((counts["qwen-0.5b"] - qwen.vocab * qwen.hidden) / 1e9, 2) == 0.36
     # untying adds exactly one vocab x hidden matrix; the 8B in bf16 is the 16 GB of the brief
-    llama8 = decode.PRESETS["llama-8b"]
-    tied8 = decode.count_params(llama8._replace(tied=True))
+    llama8 = decode_model.PRESETS["llama-8b"]
+    tied8 = decode_model.count_params(llama8._replace(tied=True))
     assert counts["llama-8b"] - tied8 == 128256 * 4096
     assert round(counts["llama-8b"] * 2 / 1e9) == 16
 
@@ -199,28 +228,28 @@ def test_parameter_counts_of_the_presets() -> None:
 def test_parameter_count_of_any_shape(
     shape: tuple[int, int, int, int, int, int, bool, bool],
 ) -> None:
-    decode = _import_decode()
-    s = decode.Shape(*shape)
-    assert decode.count_params(s) == _params(*shape)
+    decode_model = _import_model()
+    s = decode_model.Shape(*shape)
+    assert decode_model.count_params(s) == _params(*shape)
 
 
 def test_kv_bytes_and_flops_on_a_tiny_shape() -> None:
-    decode = _import_decode()
+    decode_model = _import_model()
     # 2 layers, hidden 8, 2 query heads sharing 1 K/V head of dim 4, FFN 16, vocab 10
-    s = decode.Shape(layers=2, hidden=8, heads=2, kv_heads=1, ffn=16, vocab=10, tied=False)
+    s = decode_model.Shape(layers=2, hidden=8, heads=2, kv_heads=1, ffn=16, vocab=10, tied=False)
     batch, prompt, tokens, es = 3, 5, 4, 2
     # step t attends prompt + t + 1 positions: 6, 7, 8, 9 (mean 7.5)
     contexts = [prompt + t + 1 for t in range(tokens)]
     assert contexts == [6, 7, 8, 9]
     kv = Fraction(sum(2 * s.layers * batch * s.kv_heads * s.head_dim * c * es for c in contexts), tokens)
-    assert kv == decode.kv_cache_bytes_per_step(s, batch, prompt, tokens, es) == 2 * 2 * 3 * 1 * 4 * 7.5 * 2
-    assert decode.kv_cache_bytes(s, batch, prompt + tokens, es) == 2 * 2 * 3 * 1 * 9 * 4 * 2
+    assert kv == decode_model.kv_cache_bytes_per_step(s, batch, prompt, tokens, es) == 2 * 2 * 3 * 1 * 4 * 7.5 * 2
+    assert decode_model.kv_cache_bytes(s, batch, prompt + tokens, es) == 2 * 2 * 3 * 1 * 9 * 4 * 2
     # matrix multiplies per token: q (8x8), k and v (8x4 each), o (8x8), 3 MLP (8x16), LM head (10x8)
     matmul_weights = s.layers * (8 * 8 + 2 * 8 * 4 + 8 * 8 + 3 * 8 * 16) + 10 * 8
-    assert decode.matmul_params(s) == matmul_weights == 1232
+    assert decode_model.matmul_params(s) == matmul_weights == 1232
     attention = Fraction(sum(4 * s.layers * batch * s.heads * s.head_dim * c for c in contexts), tokens)
-    assert attention == decode.attention_flops_per_step(s, batch, prompt, tokens) == 1440
-    assert decode.flops_per_step(s, batch, prompt, tokens) == 2 * matmul_weights * batch + 1440 == 8832
+    assert attention == decode_model.attention_flops_per_step(s, batch, prompt, tokens) == 1440
+    assert decode_model.flops_per_step(s, batch, prompt, tokens) == 2 * matmul_weights * batch + 1440 == 8832
 
 
 # --- real runs on the CPU ---
@@ -256,7 +285,7 @@ def test_tiny_end_to_end(runs: dict[str, Any]) -> None:
     proc = runs["json"]
     assert proc.returncode == 0, proc.stderr
     doc = _load(runs["tmp"] / "run.json")
-    decode = _import_decode()
+    decode_model = _import_model()
     assert doc["kind"] == "decode" and doc["schema"] == 1
     assert doc["device"]["type"] == "cpu" and doc["device"]["cuda"] is None
     assert (doc["prompt_len"], doc["tokens"], doc["warmup"], doc["seed"]) == (
@@ -267,12 +296,12 @@ def test_tiny_end_to_end(runs: dict[str, Any]) -> None:
     )
     assert doc["batches"] == list(BATCHES)
     model = doc["model"]
-    tiny = decode.PRESETS["tiny"]
+    tiny = decode_model.PRESETS["tiny"]
     assert model["preset"] == "tiny" and model["overrides"] == {}
     for key in ("layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "tied"):
         assert model[key] == getattr(tiny, key)
     assert model["head_dim"] == tiny.hidden // tiny.heads
-    assert model["params"] == model["params_formula"] == decode.count_params(tiny)
+    assert model["params"] == model["params_formula"] == decode_model.count_params(tiny)
     assert model["dtype"] == "float32" and model["element_size"] == 4
     assert model["weight_bytes"] == model["params"] * 4
     # graphs need a GPU: skipped, and said so on stderr and in the JSON
@@ -294,13 +323,13 @@ def test_tiny_end_to_end(runs: dict[str, Any]) -> None:
             "last": PROMPT + TOKENS,
             "mean": PROMPT + (TOKENS + 1) / 2,
         }
-        kv = decode.kv_cache_bytes_per_step(tiny, b, PROMPT, TOKENS, 4)
+        kv = decode_model.kv_cache_bytes_per_step(tiny, b, PROMPT, TOKENS, 4)
         assert entry["kv_cache_bytes_per_step"] == kv
         allocated = 2 * tiny.layers * b * tiny.kv_heads * (PROMPT + TOKENS) * model["head_dim"] * 4
         assert entry["kv_cache_bytes_allocated"] == entry["kv_cache_bytes_read_per_step"] == allocated
         assert entry["weight_bytes_per_step"] == model["weight_bytes"]  # tied: the head reads it all
         assert entry["bytes_per_step_floor"] == model["weight_bytes"] + kv
-        assert entry["flops_per_step"] == decode.flops_per_step(tiny, b, PROMPT, TOKENS)
+        assert entry["flops_per_step"] == decode_model.flops_per_step(tiny, b, PROMPT, TOKENS)
         assert entry["ranges"] == {
             "step": "decode_step", "prefill": "prefill", "mode": "mode:eager",
             "batch": f"batch:{b}", "warmup": "warmup", "capture": None,
@@ -389,7 +418,8 @@ def _first_tokens() -> list[int]:
     import torch
 
     decode = _import_decode()
-    tiny = decode.PRESETS["tiny"]
+    decode_model = _import_model()
+    tiny = decode_model.PRESETS["tiny"]
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
@@ -424,17 +454,18 @@ def test_real_tensors_and_cached_decode(
     time over the KV cache gives the logits of recomputing the whole sequence."""
     torch = pytest.importorskip("torch")
     decode = _import_decode()
-    s = decode.Shape(*shape)
+    decode_model = _import_model()
+    s = decode_model.Shape(*shape)
     w = decode.build_weights(torch, s, "cpu", torch.float32, 11)
-    assert w.params() == decode.count_params(s) == _params(*shape)
+    assert w.params() == decode_model.count_params(s) == _params(*shape)
     assert w.nbytes() == w.params() * 4
     assert (w.head is w.embedding) == s.tied
     half = decode.build_weights(torch, s, "cpu", torch.bfloat16, 11)
-    assert half.nbytes() == half.params() * 2 == decode.count_params(s) * 2
+    assert half.nbytes() == half.params() * 2 == decode_model.count_params(s) * 2
 
     batch, prompt, tokens = 2, 5, 4
     state = decode.State(torch, w, decode.make_prompt(torch, s.vocab, batch, prompt, 0), prompt + tokens)
-    assert state.kv_bytes() == decode.kv_cache_bytes(s, batch, prompt + tokens, 4)
+    assert state.kv_bytes() == decode_model.kv_cache_bytes(s, batch, prompt + tokens, 4)
     with torch.no_grad():
         decode.prefill(torch, w, state)
         logits = [state.logits.clone()]

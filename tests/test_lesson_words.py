@@ -12,8 +12,9 @@ from typing import Any
 import pytest
 from clirun import run_cli
 
-from nsightlab.analysis import rates
-from nsightlab.analysis.profile import KernelLine, _instances_lesson
+from nsightlab.analysis.explain.profile_words import instances_lesson
+from nsightlab.analysis.profile_models import KernelLine
+from nsightlab.parse.records import lesson1_record
 
 DATA = Path(__file__).parent / "data"
 FLOAT64 = DATA / "sweep_cpu_float64_epyc-2c-l3-32mib.json"
@@ -147,13 +148,13 @@ def test_a_cpu_lesson1_timed_by_its_own_clock_says_so(capsys: pytest.CaptureFixt
 
 
 def test_gpu_kernels_are_still_launched() -> None:
-    record = rates.Lesson1Record.model_validate(json.loads(LESSON1_CPU.read_text()))
+    record = lesson1_record.Lesson1Record.model_validate(json.loads(LESSON1_CPU.read_text()))
     work = record.ranges[0]
     kernel = KernelLine(
         name="k", instances=23, total_ns=23, avg_ns=1.0, time_pct=100.0, short_name="k", kind="elementwise"
     )
     per_range = {work.name: (20.0, 20, "k")}
-    (gpu,) = _instances_lesson([kernel], record, per_range)
-    (cpu,) = _instances_lesson([kernel], record, per_range, cpu_ops=True)
+    (gpu,) = instances_lesson([kernel], record, per_range)
+    (cpu,) = instances_lesson([kernel], record, per_range, cpu_ops=True)
     assert gpu.startswith("The kernel summary counts 23 launches of k") and "(CUDA init, kernel selection)" in gpu
     assert cpu.startswith("The op table counts 23 calls of k") and "CUDA" not in cpu

@@ -11,7 +11,7 @@ from conftest import CONTEXTS
 from kubesim import KubeSim
 
 from nsightlab.cluster.safety import protection_reason
-from nsightlab.config import DEFAULT_PROTECTED
+from nsightlab.userconfig import DEFAULT_PROTECTED
 
 DEFAULTS = list(DEFAULT_PROTECTED)
 

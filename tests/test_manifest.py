@@ -7,9 +7,9 @@ import yaml
 from clirun import run_cli
 
 from nsightlab import assets
-from nsightlab.cluster.lab import MANAGED_BY, OWNER, build_manifest, load_template, owner_label
-from nsightlab.config import Config, LabConfig
+from nsightlab.cluster.labmanifest import MANAGED_BY, OWNER, build_manifest, load_template, owner_label
 from nsightlab.errors import UsageError
+from nsightlab.userconfig import Config, LabConfig
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from nsightlab.parse import ncu as ncu_parse
+from nsightlab.parse import ncu_csv as ncu_parse
 from nsightlab.parse import nsys
 from nsightlab.parse.names import (
     kernel_kind,

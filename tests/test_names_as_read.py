@@ -19,8 +19,8 @@ from labenv import write_config
 
 from nsightlab.cluster.kubeconfig import load_kubeconfig
 from nsightlab.cluster.safety import Intent, protection_reason, resolve_context
-from nsightlab.config import DEFAULT_PROTECTED, ClusterAlias, Config, load_config
 from nsightlab.errors import ConfigError, SafetyError
+from nsightlab.userconfig import DEFAULT_PROTECTED, ClusterAlias, Config, load_config
 
 DEFAULTS = list(DEFAULT_PROTECTED)
 SEPARATORS = [chr(c) for c in range(sys.maxunicode + 1) if unicodedata.category(chr(c)).startswith("Z")]
@@ -107,7 +107,7 @@ def test_create_and_cleanup_on_the_reported_names_are_refused_before_any_request
 
 
 def test_an_alias_to_a_hidden_name_is_refused_for_change_and_read_allowed(tmp_path: Path) -> None:
-    from nsightlab.config import atomic_write_text
+    from nsightlab.userconfig import atomic_write_text
 
     name = "stg-\u2067online"
     path = tmp_path / "kubeconfig"

@@ -137,7 +137,7 @@ def test_analyze_lesson1_json_and_run_folder(capsys: pytest.CaptureFixture[str])
 
 
 def test_the_verdict_quotes_the_table_s_percentages(capsys: pytest.CaptureFixture[str]) -> None:
-    """One way to write a percentage (analysis.units): the verdict's `DRAM 6.3%` is the
+    """One way to write a percentage (units): the verdict's `DRAM 6.3%` is the
     table's 6.3%, not a `6%` of its own."""
     r = run_cli(capsys, "analyze", str(NCU05))
     assert r.code == 0, r

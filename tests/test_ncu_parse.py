@@ -10,13 +10,8 @@ import pytest
 from golden.regen import golden_path, ncu_fixtures, parse_fixture
 
 from nsightlab.errors import ParseError
-from nsightlab.parse import ncu as ncu_parse
-from nsightlab.parse.ncu import (
-    NcuReport,
-    detect_counter_permission_error,
-    parse_ncu_csv,
-    parse_ncu_version,
-)
+from nsightlab.parse import ncu_csv as ncu_parse
+from nsightlab.parse.ncu_csv import NcuReport, detect_counter_permission_error, parse_ncu_csv, parse_ncu_version
 
 FIXTURES = Path(__file__).parent / "fixtures" / "ncu"
 F04 = FIXTURES / "04_ncu_csv_section_SpeedOfLight_cutlass_gemm_rtx5090.csv"

@@ -2,7 +2,7 @@
 exports, fed `Infinity`, `NaN` or `1e999` where a number goes, refuses the file in one
 line naming it (exit 2) through `analyze`, and a lab script's record whose figures no
 device can produce (1e-30 s a call: 5e26 TB/s) is "not a plausible measurement". The
-fleet's Job logs are in test_fleet_trust.py; the bounds themselves in analysis/bounds.py."""
+fleet's Job logs are in test_fleet_trust.py; the bounds themselves in specs/bounds.py."""
 
 from __future__ import annotations
 
@@ -107,7 +107,8 @@ def test_a_sweep_claiming_bandwidth_beyond_any_memory_is_refused(
     data["rows"][0].update(log2=50, elements=2**50, tensor_bytes=2**52, bytes_per_call=2**53)
     path = _write(tmp_path, "sweep.json", json.dumps(data))
     line = refused(analyze(capsys, path), path)
-    from nsightlab.analysis import bounds, units  # the bound follows the spec table's fastest memory
+    from nsightlab import units  # the bound follows the spec table's fastest memory
+    from nsightlab.specs import bounds
 
     assert "not a plausible measurement: size 2^50: " in line, line
     assert f"above {units.tbps(bounds.MAX_BYTES_PER_S)} (20x the fastest memory in the spec table" in line, line
@@ -256,8 +257,8 @@ def _colocate_record(step_s: str) -> str:
 def test_a_colocate_record_holding_no_measurement_is_refused(tmp_path: Path, step_s: str) -> None:
     """`pack colocate` and a device run's read-back take colocate.py's JSON through the same
     checks: no non-finite number, no step faster than any call can be."""
-    from nsightlab.analysis.colocate import load_colocate_record
     from nsightlab.errors import ParseError
+    from nsightlab.parse.records.colocate_record import load_colocate_record
 
     assert load_colocate_record(_write(tmp_path, "ok.json", _colocate_record("0.002"))).runs[0].copies == 1
     with pytest.raises(ParseError) as e:

@@ -10,13 +10,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nsightlab.analysis.mig import MigProfile, builtin_profiles, parse_profiles
-from nsightlab.analysis.packing import Bandwidth, Given, Needed, PackOptions, floor_ms, needed
+from nsightlab.analysis.pack_plan import Bandwidth, Given, Needed, PackOptions, floor_ms, needed
 from nsightlab.analysis.sharing import USABLE_FRACTION, ModeCopies, best_mode, gpus_needed, modes_for, slice_floor
-from nsightlab.analysis.workloads import WorkloadFacts
 from nsightlab.errors import ParseError
+from nsightlab.k8s.workloads import WorkloadFacts
 from nsightlab.parse.engine_args import EngineFlags
 from nsightlab.parse.vllm_log import parse_text
+from nsightlab.specs.mig import MigProfile, builtin_profiles, parse_profiles
 
 
 def _best(modes: list[ModeCopies]) -> int:
@@ -201,7 +201,8 @@ def test_the_mig_table_is_checked() -> None:
 
 def test_the_colocate_lesson_names_where_it_flattens() -> None:
     """Aggregate tokens/s 100, 190, 200, 205 at 1, 2, 4, 8 copies: +90%, then +5%: flat from 2."""
-    from nsightlab.analysis.colocate import ColocateRecord, build_colocate
+    from nsightlab.analysis.colocate_result import build_colocate
+    from nsightlab.parse.records.colocate_record import ColocateRecord
 
     runs = []
     for k, total, step in ((1, 100.0, 0.010), (2, 190.0, 0.0105), (4, 200.0, 0.020), (8, 205.0, 0.039)):

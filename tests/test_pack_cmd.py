@@ -17,13 +17,13 @@ from conftest import PRD_CONTEXT, STG_CONTEXT
 from kubesim import KubeSim, load_serving
 from kubesim._serving import BIG, CHAT, CHAT_PODS, CHAT_RS
 
-from nsightlab.analysis import gpus
-from nsightlab.analysis.packing import PackReport
-from nsightlab.cluster import packing as reads
+from nsightlab.analysis.pack_plan import PackReport
+from nsightlab.cluster import pack_reads as reads
 from nsightlab.cluster.permissions import LAB_PERMISSIONS
 from nsightlab.runs import store
 from nsightlab.runs.store import RunMeta
 from nsightlab.runs.sweeps import analyze_record_file
+from nsightlab.specs import gpus
 
 NS = "serving"
 LOGS = Path(__file__).resolve().parent / "data" / "vllm_logs"
@@ -388,8 +388,8 @@ def test_the_step_to_keep_from_a_stored_decode_run(
 ) -> None:
     """decode.py's real JSON (tests/data) stored as a decode run: its median step at the largest batch up to the
     target concurrency is the step each copy keeps."""
-    from nsightlab.analysis.decode import load_decode_record
-    from nsightlab.runs.decode import decode_build
+    from nsightlab.parse.records.decode_record import load_decode_record
+    from nsightlab.runs.trace_files import decode_build
 
     record = load_decode_record(Path(__file__).resolve().parent / "data" / "decode_cpu_tiny_xeon-2c.json")
     assert record is not None

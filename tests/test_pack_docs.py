@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from nsightlab.analysis.colocate import ColocateResult
-from nsightlab.analysis.packing import PackReport
-from nsightlab.analysis.tokenize import TokenizerResult
+from nsightlab.analysis.colocate_models import ColocateResult
+from nsightlab.analysis.pack_plan import PackReport
+from nsightlab.analysis.tokenizer_result import TokenizerResult
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "packing.md"
 

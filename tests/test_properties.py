@@ -29,7 +29,6 @@ from hypothesis import strategies as st
 from nsightlab import kubevalues
 from nsightlab.cluster.kubeconfig import load_kubeconfig, plain_connection
 from nsightlab.cluster.safety import Intent, _glob_bounds, protection_reason, resolve_context
-from nsightlab.config import Config, load_config
 from nsightlab.configure import config_view
 from nsightlab.errors import (
     ClusterError,
@@ -39,12 +38,13 @@ from nsightlab.errors import (
     SafetyError,
     UsageError,
 )
-from nsightlab.parse import ncu as ncu_parse
+from nsightlab.parse import ncu_csv as ncu_parse
 from nsightlab.parse import nsys
 from nsightlab.present.safe import terminal_safe
 from nsightlab.runs import store
 from nsightlab.runs.analyze import analyze_path
 from nsightlab.runs.listing import line, show_run
+from nsightlab.userconfig import Config, load_config
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 NSYS_CSV = [FIXTURES / "nsys" / "03_nsys_cuda_gpu_kern_sum_pytorch_rtx5090.csv"]

@@ -19,10 +19,10 @@ from reportstore import SESSION_UID, Recorded, copy_home, recorded
 pytest.importorskip("torch")
 pytest.importorskip("matplotlib")
 
-from nsightlab.config import Session, save_session
 from nsightlab.present import doc as report_doc
 from nsightlab.present import report as rep
 from nsightlab.present import writers
+from nsightlab.userconfig import Session, save_session
 
 
 @pytest.fixture

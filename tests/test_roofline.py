@@ -9,11 +9,12 @@ import pytest
 from clirun import run_cli
 from reportstore import Recorded, copy_home, recorded
 
-from nsightlab.analysis import gpus
-from nsightlab.analysis.roofline import PlateauSource, decode_floor, find_gpu, plateau_source
-from nsightlab.config import Session, save_session
+from nsightlab.analysis.roofline import PlateauSource, decode_floor, find_gpu
+from nsightlab.analysis.sweep_result import plateau_source
 from nsightlab.errors import UsageError
 from nsightlab.runs.sweeps import analyze_record_file
+from nsightlab.specs import gpus
+from nsightlab.userconfig import Session, save_session
 
 RTX = gpus.BY_KEY["rtx-pro-6000-server"]
 TUTORIAL = gpus.REFERENCE_SWEEPS["tutorial-rtx-pro-6000"]

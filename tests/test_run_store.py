@@ -14,13 +14,13 @@ from pathlib import Path
 import pytest
 from clirun import Result, run_cli
 
-from nsightlab.analysis import gpus
-from nsightlab.analysis.ncu import from_report
-from nsightlab.parse import ncu as ncu_parse
+from nsightlab.analysis.ncu_result import from_report
+from nsightlab.parse import ncu_csv as ncu_parse
 from nsightlab.runs import store
 from nsightlab.runs.analyze import analyze_path
 from nsightlab.runs.store import RunMeta
 from nsightlab.runs.sweeps import analyze_record_file
+from nsightlab.specs import gpus
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 NSYS03 = FIXTURES / "nsys" / "03_nsys_cuda_gpu_kern_sum_pytorch_rtx5090.csv"

@@ -8,8 +8,8 @@ import yaml
 
 from nsightlab.cluster.kubeconfig import Kubeconfig, load_kubeconfig
 from nsightlab.cluster.safety import Intent, name_tokens, protection_reason, resolve_context
-from nsightlab.config import ClusterAlias, Config, Session
 from nsightlab.errors import ClusterError, SafetyError
+from nsightlab.userconfig import ClusterAlias, Config, Session
 
 
 def _kubeconfig_file(

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from clirun import run_cli
 
-from nsightlab.analysis import units
+from nsightlab import units
 from nsightlab.parse import nsys
 from nsightlab.parse.names import distinct_short_names, memory_operation_name, short_kernel_name
 

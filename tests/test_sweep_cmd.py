@@ -16,14 +16,16 @@ import pytest
 from clirun import Result, run_cli
 from pydantic import ValidationError
 
-from nsightlab.analysis import sweep
-from nsightlab.analysis.gpus import REFERENCE_SWEEPS
-from nsightlab.analysis.rates import PLATEAU_AGREEMENT, SweepRecord, analyze_sweep
+from nsightlab.analysis import sweep_result
+from nsightlab.analysis.sweep_analysis import analyze_sweep
+from nsightlab.analysis.sweep_models import PLATEAU_AGREEMENT
 from nsightlab.errors import ParseError
-from nsightlab.present import render
+from nsightlab.parse.records.sweep_record import SweepRecord
+from nsightlab.present import render, sweepview
 from nsightlab.present.console import Env
 from nsightlab.present.text import SPREAD_NOTE, compare_lines, compare_table
 from nsightlab.runs import sweeps
+from nsightlab.specs.gpus import REFERENCE_SWEEPS
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = Path(__file__).parent / "data"
@@ -130,7 +132,7 @@ def test_sweep_on_this_machine(capsys: pytest.CaptureFixture[str], home: Path, d
     assert [row["seconds_per_call"] for row in raw["rows"]] == [row["seconds_per_call"] for row in doc["rows"]]
     # the live rows on stderr, in the number format of the table (three significant
     # figures, binary sizes, TB/s), from the very rows stored
-    from nsightlab.analysis import units
+    from nsightlab import units
 
     for row in raw["rows"]:
         line = (
@@ -188,7 +190,8 @@ def test_predict_then_measure(capsys: pytest.CaptureFixture[str], home: Path) ->
     assert cmp["a"]["run_id"] == f32["run_id"] and cmp["b"]["run_id"] == f64["run_id"]
     assert cmp["element_ratio"] == 2.0 and cmp["expected_time_ratio"] == 2.0 and cmp["expected_tbps_ratio"] == 1.0
     assert (
-        cmp["time_tolerance"] == sweep.COMPARE_TIME_TOLERANCE and cmp["tbps_tolerance"] == sweep.COMPARE_TBPS_TOLERANCE
+        cmp["time_tolerance"] == sweep_result.COMPARE_TIME_TOLERANCE
+        and cmp["tbps_tolerance"] == sweep_result.COMPARE_TBPS_TOLERANCE
     )
     # ratios and spreads come from the two runs' own rows
     for pair in cmp["pairs"]:
@@ -431,12 +434,12 @@ def test_scale_add_accounting_is_checked_exactly(impl: str, factor: int, kernels
 # --- the prediction check on recorded and published curves ---
 
 
-def _cpu_result(dtype: str) -> sweep.SweepResult:
+def _cpu_result(dtype: str) -> sweep_result.SweepResult:
     return sweeps.analyze_record_file(next(DATA.glob(f"sweep_cpu_{dtype}_epyc-*.json")))
 
 
 def test_recorded_16_bit_on_a_cpu_cannot_test_the_prediction() -> None:
-    cmp = sweep.compare_results(_cpu_result("float32"), _cpu_result("float16"))
+    cmp = sweep_result.compare_results(_cpu_result("float32"), _cpu_result("float16"))
     assert (cmp.a.dtype, cmp.b.dtype) == ("float16", "float32")  # smaller elements first
     assert cmp.dram_sizes == [27, 28] and cmp.launch_sizes == [10, 11, 12, 13, 14]
     assert (
@@ -452,12 +455,12 @@ def test_recorded_16_bit_on_a_cpu_cannot_test_the_prediction() -> None:
 
 
 def test_recorded_float32_and_float64_share_one_dram_size() -> None:
-    cmp = sweep.compare_results(_cpu_result("float32"), _cpu_result("float64"))
+    cmp = sweep_result.compare_results(_cpu_result("float32"), _cpu_result("float64"))
     assert cmp.expected_time_ratio == 2.0 and cmp.dram_sizes == [27]
     # float64 moved bytes 1.24x as fast as float32 there: the row says NO, but one size
     # is no verdict
     (dram,) = [p for p in cmp.pairs if p.log2 == 27]
-    assert dram.agrees is False and dram.tbps_ratio > 1 + sweep.COMPARE_TBPS_TOLERANCE
+    assert dram.agrees is False and dram.tbps_ratio > 1 + sweep_result.COMPARE_TBPS_TOLERANCE
     assert cmp.verdict == "inconclusive" and cmp.reason == "one DRAM-bound size"
     assert cmp.lines[1].startswith(
         "Inconclusive: one DRAM-bound size. Rerun both with sizes several times the cache (at least 2^25 "
@@ -466,7 +469,7 @@ def test_recorded_float32_and_float64_share_one_dram_size() -> None:
     assert cmp.model_dump(mode="json")["reason"] == "one DRAM-bound size"
 
 
-def _tutorial_in(dtype: str, element_size: int, dram_time_factor: float | dict[int, float]) -> sweep.SweepResult:
+def _tutorial_in(dtype: str, element_size: int, dram_time_factor: float | dict[int, float]) -> sweep_result.SweepResult:
     """The tutorial's curve as if rerun in another dtype: launch sizes keep their time,
     DRAM sizes take `dram_time_factor` times as long (one factor, or one per size)."""
     doc = TUTORIAL.as_sweep_json()
@@ -477,12 +480,12 @@ def _tutorial_in(dtype: str, element_size: int, dram_time_factor: float | dict[i
             row["seconds_per_call"] *= (
                 dram_time_factor if isinstance(dram_time_factor, float) else dram_time_factor[row["log2"]]
             )
-    return sweep.build_result(SweepRecord.model_validate(doc), target="test")
+    return sweep_result.build_result(SweepRecord.model_validate(doc), target="test")
 
 
 def test_prediction_check_on_the_tutorials_curve() -> None:
     f16 = _tutorial_in("float16", 2, 1.0)
-    doubled = sweep.compare_results(f16, _tutorial_in("float32", 4, 2.0))
+    doubled = sweep_result.compare_results(f16, _tutorial_in("float32", 4, 2.0))
     assert doubled.verdict == "agrees" and doubled.dram_sizes == [28, 30]
     assert doubled.reason == "2 DRAM-bound sizes, each as predicted"
     assert doubled.time_ratio == pytest.approx(2.0) and doubled.tbps_ratio == pytest.approx(1.0)
@@ -494,7 +497,7 @@ def test_prediction_check_on_the_tutorials_curve() -> None:
         "predicted at every size."
     )
     # time that did not follow the bytes: float32 "twice as fast" in TB/s
-    same_time = sweep.compare_results(f16, _tutorial_in("float32", 4, 1.0))
+    same_time = sweep_result.compare_results(f16, _tutorial_in("float32", 4, 1.0))
     assert same_time.dram_sizes == [28, 30] and same_time.tbps_ratio == pytest.approx(2.0)
     assert same_time.verdict == "disagrees" and same_time.reason == "2 DRAM-bound sizes, none as predicted"
     assert "float32 moved bytes faster than float16" in same_time.lines[1]
@@ -506,7 +509,7 @@ def test_one_dram_size_is_no_verdict() -> None:
     f16, f32 = _tutorial_in("float16", 2, 1.0), _tutorial_in("float32", 4, 2.0)
     for r in (f16, f32):  # the sweep stops at 2^28: one DRAM-bound size
         r.rows = [row for row in r.rows if row.log2 <= 28]
-    cmp = sweep.compare_results(f16, f32)
+    cmp = sweep_result.compare_results(f16, f32)
     assert cmp.dram_sizes == [28] and cmp.pairs[-1].agrees is True
     assert cmp.verdict == "inconclusive" and cmp.reason == "one DRAM-bound size"
     assert "verdict: inconclusive (one DRAM-bound size)" in compare_lines(cmp)
@@ -515,7 +518,7 @@ def test_one_dram_size_is_no_verdict() -> None:
 def test_split_rows_are_inconclusive_and_named() -> None:
     """Rows that disagree among themselves never add up to a verdict the rows deny."""
     f16 = _tutorial_in("float16", 2, 1.0)
-    split = sweep.compare_results(f16, _tutorial_in("float32", 4, {28: 2.0, 30: 1.4}))
+    split = sweep_result.compare_results(f16, _tutorial_in("float32", 4, {28: 2.0, 30: 1.4}))
     assert [p.agrees for p in split.pairs if p.log2 in (28, 30)] == [True, False]
     assert split.verdict == "inconclusive"
     assert split.reason == "the DRAM-bound sizes split: 2^28 as predicted, 2^30 not"
@@ -530,7 +533,7 @@ def test_the_launch_line_agrees_with_its_rows() -> None:
     for row in doc["rows"]:
         row["bytes_per_call"] = 2 * row["elements"] * 4
         row["seconds_per_call"] *= {20: 1.4, 28: 2.0, 30: 2.0}.get(row["log2"], 1.0)
-    cmp = sweep.compare_results(f16, sweep.build_result(SweepRecord.model_validate(doc), target="test"))
+    cmp = sweep_result.compare_results(f16, sweep_result.build_result(SweepRecord.model_validate(doc), target="test"))
     launch = {p.log2: p.agrees for p in cmp.pairs if p.regime_a == p.regime_b == "launch"}
     assert launch == {16: True, 20: False, 22: True}
     line = next(x for x in cmp.lines if x.startswith("At the launch floor"))
@@ -554,29 +557,29 @@ def test_prediction_check_on_plateaus_when_no_size_is_shared() -> None:
             row["log2"] -= 1
             row["elements"] //= 2
         row["bytes_per_call"] = 2 * row["elements"] * 4
-    f32 = sweep.build_result(SweepRecord.model_validate(doc), target="test")
-    cmp = sweep.compare_results(f16, f32)
+    f32 = sweep_result.build_result(SweepRecord.model_validate(doc), target="test")
+    cmp = sweep_result.compare_results(f16, f32)
     assert cmp.dram_sizes == [] and cmp.time_ratio is None
     assert cmp.plateau_ratio == pytest.approx(1.0) and cmp.verdict == "agrees"
     assert cmp.reason == "no size DRAM-bound in both: the two plateaus compared"
     assert cmp.lines[0] == "Measured: DRAM plateau 1.46 TB/s for float32 vs 1.46 TB/s for float16 (x1.00)."
     assert "no size was DRAM-bound in both, so time is not checked" in cmp.lines[1]
     # just inside and just outside the tolerance
-    inside = 2.0 * (1 + sweep.COMPARE_TIME_TOLERANCE * 0.9)
-    outside = 2.0 * (1 + sweep.COMPARE_TIME_TOLERANCE * 1.1)
-    assert sweep.compare_results(f16, _tutorial_in("float32", 4, inside)).verdict == "agrees"
-    assert sweep.compare_results(f16, _tutorial_in("float32", 4, outside)).verdict == "disagrees"
+    inside = 2.0 * (1 + sweep_result.COMPARE_TIME_TOLERANCE * 0.9)
+    outside = 2.0 * (1 + sweep_result.COMPARE_TIME_TOLERANCE * 1.1)
+    assert sweep_result.compare_results(f16, _tutorial_in("float32", 4, inside)).verdict == "agrees"
+    assert sweep_result.compare_results(f16, _tutorial_in("float32", 4, outside)).verdict == "disagrees"
 
 
 def test_prediction_check_without_dram_sizes_is_inconclusive() -> None:
     doc = TUTORIAL.as_sweep_json()
     doc["rows"] = doc["rows"][:3]  # launch sizes only
-    f16 = sweep.build_result(SweepRecord.model_validate(doc), target="test")
+    f16 = sweep_result.build_result(SweepRecord.model_validate(doc), target="test")
     doc32 = json.loads(json.dumps(doc))
     doc32["dtype"], doc32["element_size"] = "float32", 4
     for row in doc32["rows"]:
         row["bytes_per_call"] *= 2
-    cmp = sweep.compare_results(f16, sweep.build_result(SweepRecord.model_validate(doc32), target="test"))
+    cmp = sweep_result.compare_results(f16, sweep_result.build_result(SweepRecord.model_validate(doc32), target="test"))
     assert cmp.verdict == "inconclusive" and cmp.time_ratio is None and cmp.tbps_ratio is None
     assert cmp.reason == "no size was DRAM-bound in both runs"
     assert cmp.lines[0].startswith(
@@ -597,7 +600,7 @@ def test_render_the_tutorials_sweep(capsys: pytest.CaptureFixture[str], tmp_path
     path = tmp_path / "tutorial.json"
     path.write_text(json.dumps(TUTORIAL.as_sweep_json()))
     result = sweeps.analyze_record_file(path)
-    render.sweep(_plain_env(capsys), result)
+    sweepview.sweep(_plain_env(capsys), result)
     out = capsys.readouterr().out
     lines = out.splitlines()
     # one unit per column, taken from its largest value (2 GiB, 2.94 ms)

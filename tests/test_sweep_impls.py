@@ -17,13 +17,13 @@ from typing import Any
 import pytest
 from clirun import run_cli
 
-from nsightlab.analysis import sweep
-from nsightlab.analysis.gpus import REFERENCE_SWEEPS
-from nsightlab.analysis.rates import SweepRecord
+from nsightlab.analysis import sweep_impls, sweep_result
 from nsightlab.cli import main
-from nsightlab.present import render
+from nsightlab.parse.records.sweep_record import SweepRecord
+from nsightlab.present import sweepview
 from nsightlab.present.console import Env
 from nsightlab.runs import sweeps
+from nsightlab.specs.gpus import REFERENCE_SWEEPS
 
 DATA = Path(__file__).parent / "data"
 TUTORIAL = REFERENCE_SWEEPS["tutorial-rtx-pro-6000"]
@@ -112,9 +112,9 @@ def test_the_pair_is_stored_as_two_sweep_runs(
 
 @pytest.mark.torch
 def test_the_pair_rendered(capsys: pytest.CaptureFixture[str], pair: dict[str, Any]) -> None:
-    impls = sweep.SweepImpls.model_validate(pair["doc"])
+    impls = sweep_impls.SweepImpls.model_validate(pair["doc"])
     capsys.readouterr()
-    render.sweep_impls(Env.create(width=220, stdin_tty=False), impls)
+    sweepview.sweep_impls(Env.create(width=220, stdin_tty=False), impls)
     out = capsys.readouterr().out
     t, k = impls.runs
     assert out.startswith(
@@ -149,7 +149,7 @@ def test_the_report_draws_torch_and_names_the_interpreted_run(
     assert "verdict: interpreted: correctness only" in md
     (fig,) = [f for f in files["figures"] if f["key"] == "sweep"]
     assert "float32 triton (run " in fig["caption"] and "correctness only (no bandwidth)" in fig["caption"]
-    plot = sweepfigure.sweep_figure([sweep.SweepResult.model_validate(x) for x in (t, k)])
+    plot = sweepfigure.sweep_figure([sweep_result.SweepResult.model_validate(x) for x in (t, k)])
     # the interpreter's TB/s are no bandwidth: torch's curve alone, the Triton run named in a note
     series = [a for a in plot.figure.axes[0].get_lines() if (a.get_gid() or "").startswith("series-")]
     assert [a.get_label().replace("\n", " ").split(", run")[0] for a in series] == [
@@ -162,7 +162,7 @@ def test_the_report_draws_torch_and_names_the_interpreted_run(
 # --- verdicts and lessons from numbers that are known ---
 
 
-def _tutorial_as(impl: str, op: str, factor: float, floor_us: float | None = None) -> sweep.SweepResult:
+def _tutorial_as(impl: str, op: str, factor: float, floor_us: float | None = None) -> sweep_result.SweepResult:
     """The tutorial's float16 curve as `impl`'s `op` would run on that GPU: every time x
     `factor` (torch's scale-add moves twice the bytes in two kernels: 2.0), and no size
     faster than `floor_us` when given (a slower launcher)."""
@@ -174,7 +174,7 @@ def _tutorial_as(impl: str, op: str, factor: float, floor_us: float | None = Non
         row["seconds_per_call"] *= factor
         if floor_us is not None:  # a floor under every size: time = max(floor, data time)
             row["seconds_per_call"] = max(row["seconds_per_call"], floor_us * 1e-6)
-    result = sweep.build_result(SweepRecord.model_validate(doc), target="test")
+    result = sweep_result.build_result(SweepRecord.model_validate(doc), target="test")
     result.run_id = f"{impl[:3]}{op[:3]}"
     return result
 
@@ -182,7 +182,7 @@ def _tutorial_as(impl: str, op: str, factor: float, floor_us: float | None = Non
 def test_fused_scale_add_takes_half_the_time_at_the_plateau() -> None:
     torch_add = _tutorial_as("torch", "scale-add", 2.0)  # 4 B per element at the same TB/s
     fused = _tutorial_as("triton", "scale-add", 1.0, floor_us=9.0)  # one launch, Python's launcher
-    impls = sweep.compare_impls(fused, torch_add)  # either order
+    impls = sweep_impls.compare_impls(fused, torch_add)  # either order
     assert (
         impls.torch.run_id == torch_add.run_id
         and impls.torch.bytes_per_element == 8
@@ -203,12 +203,12 @@ def test_fused_scale_add_takes_half_the_time_at_the_plateau() -> None:
         "kernel's one (Triton 9.00 us): there the number of launches, not the bytes, sets the time."
     )
     # a slower launcher than two of torch's: said so, from the same numbers
-    slow = sweep.compare_impls(torch_add, _tutorial_as("triton", "scale-add", 1.0, floor_us=20.0))
+    slow = sweep_impls.compare_impls(torch_add, _tutorial_as("triton", "scale-add", 1.0, floor_us=20.0))
     assert "Triton's Python launch path costs more than two of torch's C++ launches" in slow.lesson[1]
 
 
 def test_the_same_plateau_and_the_launch_floor_of_each() -> None:
-    impls = sweep.compare_impls(
+    impls = sweep_impls.compare_impls(
         _tutorial_as("torch", "scale", 1.0), _tutorial_as("triton", "scale", 1.0, floor_us=20.0)
     )
     assert impls.verdict == "same plateau" and impls.plateau_ratio == pytest.approx(1.0)
@@ -229,8 +229,8 @@ def test_which_one_falls_short_and_where() -> None:
     doc["impl"] = "triton"
     for row in doc["rows"]:
         row["seconds_per_call"] *= {28: 1.25, 30: 1.25}.get(row["log2"], 1.0)
-    k = sweep.build_result(SweepRecord.model_validate(doc), target="test")
-    impls = sweep.compare_impls(t, k)
+    k = sweep_result.build_result(SweepRecord.model_validate(doc), target="test")
+    impls = sweep_impls.compare_impls(t, k)
     assert impls.verdict == "triton falls short" and impls.plateau_ratio == pytest.approx(0.8)
     assert (
         impls.reason == "triton's DRAM plateau is 20% below torch's at 2^28, 2^30 (torch 1.46 TB/s, Triton 1.17 TB/s)"
@@ -243,7 +243,7 @@ def test_no_plateau_is_no_verdict() -> None:
         r.rows = [row for row in r.rows if row.log2 <= 28]
         r.summary.dram_tbps = None
         r.summary.plateau_status = "one point"
-    impls = sweep.compare_impls(t, k)
+    impls = sweep_impls.compare_impls(t, k)
     assert impls.verdict == "inconclusive"
     assert impls.reason == "no DRAM plateau for torch (one point) and triton (one point): add larger --sizes"
 
@@ -253,7 +253,7 @@ def test_recorded_scale_add_pair_in_the_interpreter() -> None:
     interpreter. The check passed at every size; nothing else is claimed."""
     t = sweeps.analyze_record_file(DATA / "sweep_cpu_float32_scale-add_torch_xeon-2c-l3-480mib.json")
     k = sweeps.analyze_record_file(DATA / "sweep_cpu_float32_scale-add_triton-interpreted_xeon-2c-l3-480mib.json")
-    impls = sweep.compare_impls(t, k)
+    impls = sweep_impls.compare_impls(t, k)
     assert impls.verdict == "interpreted: correctness only" and impls.interpreted
     assert [p.log2 for p in impls.pairs] == [10, 12, 14, 16, 18, 20]
     assert impls.lesson[0].startswith("Triton's scale-add matched torch's at every size (")

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from clirun import run_cli
 
-from nsightlab.analysis.sweep import SweepResult
+from nsightlab.analysis.sweep_result import SweepResult
 from nsightlab.present.text import roofline_remarks
 from nsightlab.runs import store
 from nsightlab.runs.analyze import analyze_path

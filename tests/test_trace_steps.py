@@ -29,15 +29,11 @@ from tracebuild import (
 )
 
 from nsightlab.analysis import steps
+from nsightlab.analysis.explain.step_words import step_verdict
 from nsightlab.analysis.intervals import IntervalUnion, union_length
 from nsightlab.analysis.period import Period, find_period
 from nsightlab.analysis.steps import StepGroup, analyze_gpu_trace, analyze_kineto, range_matches
-from nsightlab.analysis.verdicts import (
-    LAUNCH_BOUND_IDLE_PCT,
-    NEAR_FLOOR_RATIO,
-    memory_floor,
-    step_verdict,
-)
+from nsightlab.analysis.verdicts import LAUNCH_BOUND_IDLE_PCT, NEAR_FLOOR_RATIO, memory_floor
 from nsightlab.errors import UsageError
 
 DATA = Path(__file__).parent / "data" / "traces"

@@ -136,7 +136,7 @@ def test_websocket_frames_match_the_reference_library() -> None:
 
     from websocket import ABNF
 
-    from nsightlab.cluster.kube import frame_bytes
+    from nsightlab.cluster.execstream import frame_bytes
 
     for size in (0, 1, 3, 4, 5, 125, 126, 65535, 65536, 300001):
         data = os.urandom(size)
@@ -390,7 +390,7 @@ def test_stdin_frames_unmask_to_the_data_with_the_reference_library() -> None:
 
     from websocket import ABNF
 
-    from nsightlab.cluster.kube import STDIN_FRAME, ExecSession
+    from nsightlab.cluster.execstream import STDIN_FRAME, ExecSession
 
     class Socket:
         sent = b""

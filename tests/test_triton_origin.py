@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from nsightlab.analysis.profile import ProfileResult, kernel_lines
+from nsightlab.analysis.profile_models import ProfileResult
+from nsightlab.analysis.profile_result import kernel_lines
 from nsightlab.parse import kineto, names, nsys
 from nsightlab.runs.analyze import analyze_path
 

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from nsightlab.analysis import units
+from nsightlab import units
 
 
 @pytest.mark.parametrize(

@@ -9,11 +9,12 @@ from typing import Any
 import pytest
 from tracebuild import annotation, kernel, launch, write_kineto
 
-from nsightlab.analysis import decode_words as words
 from nsightlab.analysis.decode_models import Bandwidth, BatchPoint, DecodeMode
+from nsightlab.analysis.explain import decode_words as words
+from nsightlab.analysis.explain.step_words import step_verdict
 from nsightlab.analysis.stepmodels import StepGroup
 from nsightlab.analysis.steps import analyze_kineto
-from nsightlab.analysis.verdicts import HOST_BOUND_WAIT_PCT, LAUNCH_BOUND_IDLE_PCT, memory_floor, step_verdict
+from nsightlab.analysis.verdicts import HOST_BOUND_WAIT_PCT, LAUNCH_BOUND_IDLE_PCT, memory_floor
 
 CAPTURE = "capture the step in a CUDA graph"
 

@@ -1,21 +1,16 @@
-"""The decode result models: what `lab_scripts/decode.py` writes (its JSON, read
-leniently), the decode and trace results nsightlab builds from it (contracts: their
-shapes are documented in docs/decode.md), and the bandwidth a step's floor divides by.
-
-Pure: no I/O but reading the script's JSON it is handed.
+"""The decode result models: the decode and trace results nsightlab builds from
+`lab_scripts/decode.py`'s record (`parse.records.decode_record`) and a trace's step
+anatomy (contracts: their shapes are documented in docs/decode.md), and the bandwidth a
+step's floor divides by. Pure.
 """
 
 from __future__ import annotations
 
-import json
 import re
-from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
-from pydantic import ConfigDict, Field, ValidationError
+from pydantic import Field
 
-from nsightlab.analysis import bounds
-from nsightlab.analysis.gpus import GpuSpec, lookup
 from nsightlab.analysis.stepmodels import (
     IdleMs,
     MsStats,
@@ -28,108 +23,10 @@ from nsightlab.analysis.stepmodels import (
     TraceSummary,
 )
 from nsightlab.analysis.verdicts import Floor, Verdict
-from nsightlab.errors import ParseError
-from nsightlab.models import Model, NonFiniteError, loads
+from nsightlab.models import Model
+from nsightlab.specs.gpus import GpuSpec, lookup
 
 Bound = Literal["memory", "compute"]
-
-# ----------------------------------------------------------------- the script's JSON
-
-
-class _Lenient(Model):
-    model_config = ConfigDict(extra="ignore")
-
-
-class RecordModel(_Lenient):
-    preset: str | None = None
-    layers: int
-    hidden: int
-    heads: int
-    kv_heads: int
-    ffn: int
-    vocab: int
-    tied: bool
-    params: int
-    matmul_params: int
-    weight_bytes: int
-    dtype: str
-    element_size: int
-
-
-class RecordEntry(_Lenient):
-    """One mode at one batch size, as decode.py writes it."""
-
-    mode: str
-    batch: int
-    step_seconds: list[float]
-    median_step_s: float
-    p90_step_s: float
-    tokens_per_s: float
-    kv_cache_bytes_per_step: int
-    weight_bytes_per_step: int
-    bytes_per_step_floor: int
-    flops_per_step: float
-    ranges: dict[str, str | None] = Field(default_factory=dict)
-
-
-class DecodeRecord(_Lenient):
-    """What nsightlab reads of decode.py's JSON (`kind: decode`)."""
-
-    kind: Literal["decode"]
-    device: dict[str, Any] = Field(default_factory=dict)
-    model: RecordModel
-    prompt_len: int
-    tokens: int
-    warmup: int
-    batches: list[int]
-    modes: list[RecordEntry]
-    notes: list[str] = Field(default_factory=list)
-
-    @property
-    def device_type(self) -> str:
-        return str(self.device.get("type") or "cuda")
-
-    @property
-    def device_name(self) -> str | None:
-        name = self.device.get("name")
-        return str(name) if name else None
-
-
-def load_decode_record(path: Path) -> DecodeRecord | None:
-    """decode.py's JSON, or None when `path` is no such file (another script's JSON)."""
-    if not path.is_file():
-        return None
-    try:
-        data = loads(path.read_text(encoding="utf-8"))
-    except NonFiniteError as e:
-        raise ParseError(e.msg, source=path, line=e.lineno) from None
-    except json.JSONDecodeError as e:
-        raise ParseError(f"not valid JSON ({e.msg})", source=path, line=e.lineno) from None
-    except OSError as e:
-        raise ParseError(f"cannot read the file: {e.strerror or e}", source=path) from None
-    if not isinstance(data, dict) or data.get("kind") != "decode":
-        return None
-    try:
-        record = DecodeRecord.model_validate(data)
-    except ValidationError as e:
-        err = e.errors()[0]
-        raise ParseError(
-            f"bad decode JSON at {'.'.join(str(p) for p in err['loc'])}: {err['msg']}", source=path
-        ) from None
-    bounds.refuse(
-        (
-            bounds.check_call(
-                f"{m.mode} at batch {m.batch}",
-                seconds=min([m.median_step_s, *m.step_seconds]),
-                bytes_moved=m.bytes_per_step_floor,
-                flops=m.flops_per_step,
-            )
-            for m in record.modes
-        ),
-        source=path,
-    )
-    return record
-
 
 # ------------------------------------------------------------------------ results
 

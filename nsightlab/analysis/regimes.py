@@ -11,7 +11,7 @@ import statistics
 from collections.abc import Sequence
 from typing import Literal
 
-from nsightlab.analysis import units
+from nsightlab import units
 from nsightlab.models import Model
 
 Regime = Literal["launch", "cache", "transition", "dram", "interpreted"]

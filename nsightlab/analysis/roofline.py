@@ -1,12 +1,15 @@
-"""Roofline math for a model: the floor on one decode step, from bandwidth.
+"""The roofline: rates against the GPU's peaks, and the floor on one decode step.
 
-Decoding one token reads every weight once and does little arithmetic per byte, so the
-step cannot be faster than weight bytes / memory bandwidth. The tutorial's "where to go
-next": weight bytes / 1.46 TB/s = the floor on one decode step.
-
-`decode_floor` puts two floors side by side: from the DRAM plateau a sweep measured (what
-the GPU really delivers to a streaming kernel) and from the GPU's spec sheet (what it is
-sold as). The measured floor is the honest one; the spec floor is a bound nothing reaches.
+- `rates` and `roofline`: bytes and FLOPs per call over seconds per call; the percentage
+  of the spec peak (`compute_peak` picks the one that applies and names its source);
+  arithmetic intensity (FLOP/byte), the ridge point (peak FLOP/s / peak bytes/s) and
+  which roof a kernel sits under.
+- `decode_floor`: decoding one token reads every weight once and does little arithmetic
+  per byte, so the step cannot be faster than weight bytes / memory bandwidth (the
+  tutorial's "where to go next": weight bytes / 1.46 TB/s). Two floors side by side: from
+  the DRAM plateau a sweep measured (what the GPU really delivers to a streaming kernel)
+  and from the GPU's spec sheet (what it is sold as). The measured floor is the honest
+  one; the spec floor is a bound nothing reaches.
 
 Units: GB are 10^9 bytes (8B parameters in fp16 are 16 GB), TB/s are 10^12 bytes/s.
 Pure: no I/O.
@@ -14,17 +17,14 @@ Pure: no I/O.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from pydantic import Field
 
-from nsightlab.analysis import units
-from nsightlab.analysis.gpus import SPECS, GpuSpec, for_instance_type, lookup
+from nsightlab import units
 from nsightlab.errors import UsageError
 from nsightlab.models import Model
-
-if TYPE_CHECKING:
-    from nsightlab.analysis.sweep import SweepResult
+from nsightlab.specs.gpus import SPECS, DeviceSpec, GpuSpec, for_instance_type, lookup
 
 GB = 1e9
 
@@ -189,7 +189,7 @@ def decode_floor(
 
 
 def _summary(floor: DecodeFloor) -> tuple[float | None, list[str]]:
-    """Sentences in nsightlab.analysis.units' words (the spec quoted as its source gives it)."""
+    """Sentences in nsightlab.units' words (the spec quoted as its source gives it)."""
     out: list[str] = []
     pct: float | None = None
     w = units.gigabytes(floor.weight_bytes)
@@ -225,14 +225,123 @@ def _summary(floor: DecodeFloor) -> tuple[float | None, list[str]]:
     return pct, out
 
 
-def plateau_source(result: SweepResult) -> PlateauSource:
-    """The few fields of a sweep result the floor needs."""
-    s = result.summary
-    return PlateauSource(
-        run_id=result.run_id,
-        dtype=result.dtype,
-        device_name=s.device_name,
-        device_type=s.device_type,
-        dram_tbps=s.dram_tbps,
-        dram_is_estimate=s.dram_is_estimate,
+class Roofline(Model):
+    """Where one kernel sits on the roofline: min(peak FLOP/s, bandwidth x intensity)."""
+
+    intensity: float  # FLOP per byte
+    peak_flops_per_s: float
+    peak_bytes_per_s: float
+    ridge: float  # FLOP per byte where the two roofs meet
+    bound: Literal["memory", "compute"]
+    attainable_flops_per_s: float
+    achieved_flops_per_s: float
+    pct_of_attainable: float
+
+
+def roofline(*, flops_per_s: float, intensity: float, peak_flops_per_s: float, peak_bytes_per_s: float) -> Roofline:
+    """The roofline verdict: under the memory roof if intensity < ridge, else under compute."""
+    ridge = peak_flops_per_s / peak_bytes_per_s
+    attainable = min(peak_flops_per_s, peak_bytes_per_s * intensity)
+    return Roofline(
+        intensity=intensity,
+        peak_flops_per_s=peak_flops_per_s,
+        peak_bytes_per_s=peak_bytes_per_s,
+        ridge=ridge,
+        bound="memory" if intensity < ridge else "compute",
+        attainable_flops_per_s=attainable,
+        achieved_flops_per_s=flops_per_s,
+        pct_of_attainable=100.0 * flops_per_s / attainable if attainable > 0 else 0.0,
     )
+
+
+class Rates(Model):
+    """Rates of one timed range, against named peaks."""
+
+    name: str
+    seconds_per_call: float
+    us: float
+    bytes_per_call: int
+    flops_per_call: int
+    bytes_per_s: float
+    tbps: float
+    flops_per_s: float
+    tflops: float
+    intensity: float | None  # FLOP per byte; None when no bytes were counted
+    peak_bytes_per_s: float | None
+    bw_label: str | None  # e.g. "1.6 TB/s, RTX PRO 6000 Blackwell Server Edition datasheet"
+    pct_of_bw_peak: float | None
+    peak_flops_per_s: float | None
+    flops_label: str | None
+    pct_of_flops_peak: float | None
+    roofline: Roofline | None
+    memory_roof_flops_per_s: float | None  # what bandwidth alone would allow at this intensity
+
+
+def rates(
+    *,
+    name: str,
+    bytes_per_call: int,
+    flops_per_call: int,
+    seconds_per_call: float,
+    peak_bytes_per_s: float | None = None,
+    bw_label: str | None = None,
+    peak_flops_per_s: float | None = None,
+    flops_label: str | None = None,
+) -> Rates:
+    """Bytes/s, FLOP/s, % of peak, intensity and the roofline verdict for one range."""
+    if seconds_per_call <= 0:
+        raise ValueError(f"{name}: seconds per call must be positive, got {seconds_per_call}")
+    bps = bytes_per_call / seconds_per_call
+    fps = flops_per_call / seconds_per_call
+    intensity = flops_per_call / bytes_per_call if bytes_per_call > 0 else None
+    roof = None
+    if intensity is not None and peak_bytes_per_s and peak_flops_per_s:
+        roof = roofline(
+            flops_per_s=fps,
+            intensity=intensity,
+            peak_flops_per_s=peak_flops_per_s,
+            peak_bytes_per_s=peak_bytes_per_s,
+        )
+    return Rates(
+        name=name,
+        seconds_per_call=seconds_per_call,
+        us=seconds_per_call * 1e6,
+        bytes_per_call=bytes_per_call,
+        flops_per_call=flops_per_call,
+        bytes_per_s=bps,
+        tbps=bps / 1e12,
+        flops_per_s=fps,
+        tflops=fps / 1e12,
+        intensity=intensity,
+        peak_bytes_per_s=peak_bytes_per_s,
+        bw_label=bw_label if peak_bytes_per_s else None,
+        pct_of_bw_peak=100.0 * bps / peak_bytes_per_s if peak_bytes_per_s else None,
+        peak_flops_per_s=peak_flops_per_s,
+        flops_label=flops_label if peak_flops_per_s else None,
+        pct_of_flops_peak=100.0 * fps / peak_flops_per_s if peak_flops_per_s else None,
+        roofline=roof,
+        memory_roof_flops_per_s=(peak_bytes_per_s * intensity if peak_bytes_per_s and intensity is not None else None),
+    )
+
+
+def compute_peak(spec: DeviceSpec | None, dtype: str, kernel_kind: str) -> tuple[float | None, str | None]:
+    """The FLOP/s peak that applies to a kernel, and a label naming it and its source.
+
+    A GEMM in fp16/bf16 runs on the tensor cores (dense peak, FP32 accumulate: what torch
+    uses); in float32 torch does not use TF32 by default, so the FP32 peak applies. An
+    elementwise op cannot use tensor cores: the FP32 CUDA-core peak is used (for fp16 it is
+    a lower bound of the vector rate, which only moves the ridge further right).
+    """
+    if spec is None:
+        return None, None
+    src = spec.flops_source or "spec table"
+    if kernel_kind == "gemm" and dtype in ("float16", "bfloat16"):
+        if spec.fp16_tensor_tflops:
+            return (
+                spec.fp16_tensor_tflops * 1e12,
+                f"{spec.fp16_tensor_tflops:g} TFLOP/s dense FP16 tensor, {src}",
+            )
+        return None, None
+    if dtype in ("float32", "float16", "bfloat16") and spec.fp32_tflops:
+        return spec.fp32_tflops * 1e12, f"{spec.fp32_tflops:g} TFLOP/s FP32 (CUDA cores), {src}"
+    return None, None

@@ -3,7 +3,7 @@
 A figure outside its bound is a finding: its row says `ok: false` and a note says what
 could explain it; it is never dropped or quietly kept. A row whose figure the run did not
 produce says `ok: null` and why. The bounds the checks use are the constants below and
-the spec table (`nsightlab.analysis.gpus`): one place to read and to join with other
+the spec table (`nsightlab.specs.gpus`): one place to read and to join with other
 bounds.
 
 GPU checks: lesson1's scale under the DRAM spec and its GEMM under the dense FP16/BF16
@@ -22,14 +22,15 @@ import math
 from dataclasses import dataclass, field
 from typing import Literal, NamedTuple
 
-from nsightlab.analysis import bounds
-from nsightlab.analysis.colocate import ColocateResult
-from nsightlab.analysis.decode import DecodeRecord, peak_tflops
-from nsightlab.analysis.gpus import GpuSpec
-from nsightlab.analysis.profile import ProfileResult
-from nsightlab.analysis.sweep import SweepResult
-from nsightlab.analysis.units import sig
+from nsightlab.analysis.colocate_models import ColocateResult
+from nsightlab.analysis.decode_models import peak_tflops
+from nsightlab.analysis.profile_models import ProfileResult
+from nsightlab.analysis.sweep_result import SweepResult
 from nsightlab.models import Model
+from nsightlab.parse.records.decode_record import DecodeRecord
+from nsightlab.specs import bounds
+from nsightlab.specs.gpus import GpuSpec
+from nsightlab.units import sig
 
 
 class Bound(NamedTuple):

@@ -26,8 +26,8 @@ from typing import Literal
 
 from pydantic import Field
 
-from nsightlab.analysis.mig import MigProfile
 from nsightlab.models import Model
+from nsightlab.specs.mig import MigProfile
 
 #: The share of a card's memory copies may fill (vLLM's default --gpu-memory-utilization).
 USABLE_FRACTION = 0.9

@@ -1,27 +1,35 @@
 """Command-line interface. Thin: each command parses options, resolves the context,
-calls one function and draws the typed result it returns. One module per command group;
-`main` is the one place errors become a line on stderr and an exit code.
+calls one function and draws the typed result it returns. One module per command group,
+loaded when one of its commands is reached (`cli.index`); `main` is the one place errors
+become a line on stderr and an exit code.
 """
 
+import atexit
+import contextlib
+import errno
 import os
 import sys
+import threading
+import traceback
 from pathlib import Path
-from types import ModuleType
 from typing import Annotated, Optional
 
 import typer
+import typer.main
 
-# Each command module adds its commands to `app` when imported.
-import nsightlab.cli.config
-import nsightlab.cli.explore
-import nsightlab.cli.fleet
-import nsightlab.cli.lab
-import nsightlab.cli.measure
-import nsightlab.cli.pack
-import nsightlab.cli.runs  # noqa: F401
 from nsightlab import __version__
 from nsightlab.cli import completion
 from nsightlab.cli.common import STATE, app
+from nsightlab.cli.global_options import accept_after_the_command
+from nsightlab.cli.index import LazyCommands
+from nsightlab.cli.usage import usage_line
+from nsightlab.errors import ExitCode, Interrupted, NsightlabError
+from nsightlab.present.safe import terminal_safe
+
+try:  # Typer raises its own copy of Click's exceptions (since 0.29)
+    from typer._click import exceptions as click_errors
+except ImportError:  # an older Typer uses Click itself
+    from click import exceptions as click_errors  # type: ignore[no-redef]
 
 __all__ = ["app", "entry", "main"]
 
@@ -35,6 +43,7 @@ def _version(value: bool) -> None:
 def _request_timeout(value: Optional[str]) -> Optional[str]:  # noqa: UP045
     """--request-timeout, set for this command (also when absent: tests run many commands
     in one process)."""
+    # the answers module loads pydantic-core: 12 ms that `--help` need not wait for
     from nsightlab.cluster import answers
 
     seconds: Optional[float] = answers.DEFAULT_REQUEST_TIMEOUT  # noqa: UP045
@@ -119,15 +128,13 @@ _built: "list[object]" = []
 
 
 def _command() -> "typer.core.TyperGroup":
-    """The Click command Typer builds from the app: built once per process (it reads every
-    command's signature; a Click command serves any number of invocations)."""
-    import typer.main
-
+    """The Click command Typer builds from the app: built once per process (a Click
+    command serves any number of invocations); each command module is loaded, and given
+    the program's options (`global_options`), when one of its commands is first reached."""
     if not _built:
-        from nsightlab.cli.global_options import accept_after_the_command
-
         root = typer.main.get_command(app)
-        accept_after_the_command(root)
+        assert isinstance(root, typer.core.TyperGroup) and isinstance(root.commands, LazyCommands)
+        root.commands.on_load = lambda command: accept_after_the_command(root, command)
         _built.append(root)
     command = _built[0]
     assert isinstance(command, typer.core.TyperGroup)
@@ -139,10 +146,6 @@ def _invoke(args: "list[str]") -> None:
     comes back to main() as an exception: Typer's runner turns Ctrl-C into a silent exit
     130 (standalone or not), a prompt's Ctrl-C into "Aborted!", and prints usage errors
     over several lines."""
-    import errno
-
-    from nsightlab.errors import Interrupted
-
     command = _command()
     completion.complete_if_asked(command)
     try:
@@ -163,14 +166,10 @@ def _invoke(args: "list[str]") -> None:
 def main(argv: list[str] | None = None) -> None:
     """Run the CLI: one handler turns nsightlab errors, Ctrl-C and bad command lines into
     one line on stderr and an exit code."""
-    from nsightlab.errors import ExitCode, Interrupted, NsightlabError
-    from nsightlab.present.safe import terminal_safe
-
     args = list(sys.argv[1:] if argv is None else argv)
     own_args = args[: args.index("--")] if "--" in args else args
     STATE.after_dashes = args[args.index("--") + 1 :] if "--" in args else None
     show_traceback = "--traceback" in own_args or bool(os.environ.get("NSIGHTLAB_TRACEBACK"))
-    click_errors = _click_exceptions()
     try:
         try:
             _invoke(list(args))  # Click consumes the list it parses; the error line quotes it
@@ -178,47 +177,37 @@ def main(argv: list[str] | None = None) -> None:
             # Ctrl-C where no running work said what it leaves (see errors.OnInterrupt):
             # a command that only reads, or one that had not started to change anything
             raise Interrupted("interrupted: nothing was changed") from None
-    except click_errors.NoArgsIsHelpError as e:
+    except Exception as e:  # (SystemExit, what a command exits with, is none)
+        sys.exit(_failed(e, args, show_traceback))
+
+
+def _failed(e: Exception, args: list[str], show_traceback: bool) -> int:
+    """What went wrong, said in one line on stderr (a command group without its command:
+    its help), and the exit code; an unexpected error is a bug, its traceback shown with
+    --traceback."""
+    if isinstance(e, click_errors.NoArgsIsHelpError):
         e.show()  # `nsightlab` alone, or a command group without its command: the help
-        sys.exit(int(ExitCode.USAGE))
-    except click_errors.UsageError as e:
-        from nsightlab.cli.usage import usage_line
-
-        sys.stderr.write(terminal_safe(f"error: {usage_line(e, args, _command())}") + "\n")
-        sys.exit(int(ExitCode.USAGE))
-    except click_errors.ClickException as e:
-        sys.stderr.write(terminal_safe(f"error: {e.format_message()}") + "\n")
-        sys.exit(int(e.exit_code))
-    except NsightlabError as e:
+        return int(ExitCode.USAGE)
+    if isinstance(e, click_errors.UsageError):
+        line, code = f"error: {usage_line(e, args, _command())}", int(ExitCode.USAGE)
+    elif isinstance(e, click_errors.ClickException):
+        line, code = f"error: {e.format_message()}", int(e.exit_code)
+    elif isinstance(e, NsightlabError):
         if show_traceback:
-            import traceback
-
             traceback.print_exc()
-        sys.stderr.write(terminal_safe(e.line()) + "\n")
-        sys.exit(int(e.exit_code))
-    except SystemExit:
-        raise
-    except Exception as e:
-        if show_traceback:
-            import traceback
-
-            traceback.print_exc()
-            sys.exit(int(ExitCode.BUG))
+        line, code = e.line(), int(e.exit_code)
+    elif show_traceback:
+        traceback.print_exc()
+        return int(ExitCode.BUG)
+    else:
         text = terminal_safe(str(e))  # it may quote user input: still one line
         sys.stderr.write(
             f"error: unexpected {type(e).__name__}: {text}. This is a bug in nsightlab; rerun with --traceback "
             "and report it.\n"
         )
-        sys.exit(int(ExitCode.BUG))
-
-
-def _click_exceptions() -> ModuleType:
-    """Click's exception classes as Typer raises them (its own copy of Click since 0.29)."""
-    try:
-        from typer._click import exceptions
-    except ImportError:  # Typer before 0.29 uses Click itself
-        from click import exceptions  # type: ignore[no-redef]
-    return exceptions
+        return int(ExitCode.BUG)
+    sys.stderr.write(terminal_safe(line) + "\n")
+    return code
 
 
 def entry() -> None:
@@ -231,12 +220,6 @@ def entry() -> None:
     client's temporary certificate files) and leave without the teardown. Tests call
     `main()` and keep the normal path.
     """
-    import atexit
-    import contextlib
-    import threading
-
-    from nsightlab.errors import ExitCode
-
     try:
         main()
         code = 0

@@ -3,20 +3,21 @@ and the drawing helpers.
 
 This package alone does not use `from __future__ import annotations`: Typer reads every
 command's annotations at run time, and string annotations would make it compile and
-evaluate each one on every start. Commands import what they need when they run, so
-`nsightlab --help` loads Typer and nothing heavy (bench/startup.py).
+evaluate each one on every start. A command module imports what its commands need at its
+top and is loaded only when one of them is reached (`cli.index`), so `nsightlab --help`
+loads Typer and nothing heavy (bench/startup.py).
 """
 
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 
-if TYPE_CHECKING:
-    from nsightlab.present.console import Env
+from nsightlab.cli.index import LazyRoot
+from nsightlab.present.console import Env
 
 app = typer.Typer(
     name="nsightlab",
@@ -28,6 +29,7 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     context_settings={"help_option_names": ["-h", "--help"]},
+    cls=LazyRoot,
 )
 
 
@@ -108,13 +110,11 @@ def number(
     return parse
 
 
-def make_env(json_out: bool = False) -> "Env":
-    from nsightlab.present.console import Env
-
+def make_env(json_out: bool = False) -> Env:
     return Env.create(json=json_out)
 
 
-def show(env: "Env", result: Any, draw: "Callable[[Env, Any], None]") -> None:
+def show(env: Env, result: Any, draw: Callable[[Env, Any], None]) -> None:
     """One JSON document on stdout with --json, else the human rendering."""
     if env.json:
         env.print_json(result)

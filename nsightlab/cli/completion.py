@@ -3,9 +3,8 @@
 through Click's protocol (`_NSIGHTLAB_COMPLETE=complete_bash` with COMP_WORDS and
 COMP_CWORD set: the candidates, one a line).
 
-Typer's completion code is imported only when one of these is used: `--help` stays as
-fast as it was. `typer.completion` is where Typer's own options find these functions
-(since 0.12), though it does not list them as exports: hence the `type: ignore`s.
+`typer.completion` (which Typer loads with itself) is where Typer's own options find these
+functions (since 0.12), though it does not list them as exports: hence the `type: ignore`s.
 """
 
 import os
@@ -13,6 +12,8 @@ import sys
 from typing import Any
 
 import typer
+from typer.completion import completion_init, get_completion_script, shell_complete  # type: ignore[attr-defined]
+from typer.completion import install as typer_install  # type: ignore[attr-defined]
 
 PROG = "nsightlab"
 VAR = "_NSIGHTLAB_COMPLETE"
@@ -30,8 +31,6 @@ def show(value: str | None) -> None:
     """--show-completion SHELL: the script on stdout, to source or keep."""
     if value is None:
         return
-    from typer.completion import get_completion_script  # type: ignore[attr-defined]
-
     typer.echo(get_completion_script(prog_name=PROG, complete_var=VAR, shell=_shell(value)))
     raise typer.Exit()
 
@@ -41,8 +40,6 @@ def install(value: str | None) -> None:
     ~/.bash_completions/nsightlab.sh, sourced from ~/.bashrc)."""
     if value is None:
         return
-    from typer.completion import install as typer_install  # type: ignore[attr-defined]
-
     shell, path = typer_install(shell=_shell(value), prog_name=PROG, complete_var=VAR)
     typer.echo(f"{shell} completion installed in {path}; it takes effect in a new shell.", err=True)
     raise typer.Exit()
@@ -53,7 +50,5 @@ def complete_if_asked(command: Any) -> None:
     instruction = os.environ.get(VAR)
     if not instruction:
         return
-    from typer.completion import completion_init, shell_complete  # type: ignore[attr-defined]
-
     completion_init()  # Typer's classes for bash, zsh, fish and PowerShell
     sys.exit(shell_complete(command, {}, PROG, VAR, instruction))

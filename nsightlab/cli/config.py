@@ -1,20 +1,25 @@
 """`init` and `config`: the starter config file and the effective configuration."""
 
+import difflib
 import shlex
-from typing import TYPE_CHECKING, Annotated
+from pathlib import Path
+from typing import Annotated
 
 import typer
 
-from nsightlab.cli.common import STATE, JsonOpt, KubeconfigOpt, app, make_env, show
+from nsightlab import configure
+from nsightlab.cli.common import STATE, JsonOpt, KubeconfigOpt, make_env, show
+from nsightlab.cluster.kubeconfig import Kubeconfig, load_kubeconfig
+from nsightlab.cluster.safety import protection_reason
+from nsightlab.errors import ClusterError, SafetyError, UsageError
+from nsightlab.present import configview
+from nsightlab.present.console import Env
+from nsightlab.userconfig import DEFAULT_PROTECTED, load_config
 
-if TYPE_CHECKING:
-    from pathlib import Path
-
-    from nsightlab.cluster.kubeconfig import Kubeconfig
-    from nsightlab.present.console import Env
+commands = typer.Typer(rich_markup_mode=None)
 
 
-@app.command()
+@commands.command()
 def init(
     context: Annotated[
         str | None,
@@ -59,8 +64,6 @@ def init(
           --image registry.example.com/triton-vllm-container:1.0-1
       nsightlab init --force --image registry.example.com/triton-vllm-container:1.1
     """
-    from nsightlab import configure
-
     env = make_env()
     target = configure.config_target(STATE.config_path, force=force)
     kept = configure.starter_values(target) if target.exists() else {}
@@ -92,16 +95,11 @@ REFUSED_THERE = (
 
 def _protected(context: str) -> str | None:
     """Why the alias's context would be protected (the starter's patterns: the defaults)."""
-    from nsightlab.cluster.safety import protection_reason
-    from nsightlab.config import DEFAULT_PROTECTED
-
     return protection_reason(context, list(DEFAULT_PROTECTED))
 
 
 def _check_protected(context: str, protected_ok: bool) -> None:
     """A protected context for the alias is refused (exit 3) unless --protected-ok."""
-    from nsightlab.errors import SafetyError
-
     reason = _protected(context)
     if reason and not protected_ok:
         raise SafetyError(
@@ -111,11 +109,8 @@ def _check_protected(context: str, protected_ok: bool) -> None:
         )
 
 
-def _kubeconfig_or_none(path: "Path | None") -> "Kubeconfig | None":
+def _kubeconfig_or_none(path: Path | None) -> Kubeconfig | None:
     """The kubeconfig, to offer and check contexts; None when there is none to read."""
-    from nsightlab.cluster.kubeconfig import load_kubeconfig
-    from nsightlab.errors import ClusterError
-
     try:
         return load_kubeconfig(path)
     except ClusterError:
@@ -124,12 +119,8 @@ def _kubeconfig_or_none(path: "Path | None") -> "Kubeconfig | None":
         return None
 
 
-def _check_context(name: str, kc: "Kubeconfig | None") -> None:
+def _check_context(name: str, kc: Kubeconfig | None) -> None:
     """A context the kubeconfig does not have is a usage error, with the closest names."""
-    import difflib
-
-    from nsightlab.errors import UsageError
-
     if kc is None or name in kc.contexts:
         return
     names = kc.context_names()
@@ -140,13 +131,8 @@ def _check_context(name: str, kc: "Kubeconfig | None") -> None:
     )
 
 
-def _ask_for_missing(
-    env: "Env", values: dict[str, "str | None"], kc: "Kubeconfig | None", *, protected_ok: bool
-) -> None:
+def _ask_for_missing(env: Env, values: dict[str, str | None], kc: Kubeconfig | None, *, protected_ok: bool) -> None:
     """Ask on the terminal for each value not given; without one, name the flags (exit 2)."""
-    from nsightlab import configure
-    from nsightlab.errors import UsageError
-
     missing = [(key, flag) for key, flag, _ in configure.STARTER_FLAGS if not values[key]]
     if not env.stdin_tty:
         raise UsageError(
@@ -167,7 +153,7 @@ def _ask_for_missing(
         )
 
 
-def _what_to_give(key: str, values: dict[str, "str | None"], kc: "Kubeconfig | None") -> str:
+def _what_to_give(key: str, values: dict[str, str | None], kc: Kubeconfig | None) -> str:
     """What a missing value of `init` is, in words (a hint names no placeholder to paste)."""
     if key == "context":
         names = ", ".join(kc.context_names()) if kc is not None else ""
@@ -178,11 +164,8 @@ def _what_to_give(key: str, values: dict[str, "str | None"], kc: "Kubeconfig | N
     return "--image, one with nsys, ncu and PyTorch (the serving sidecar's)"
 
 
-def _ask(env: "Env", question: str, key: str, *, default: "str | None" = None) -> str:
+def _ask(env: Env, question: str, key: str, *, default: str | None = None) -> str:
     """One value from the terminal, asked again until it is acceptable."""
-    from nsightlab import configure
-    from nsightlab.errors import UsageError
-
     while True:
         answer = str(typer.prompt(question, default=default, err=True, show_default=default is not None))
         try:
@@ -191,12 +174,8 @@ def _ask(env: "Env", question: str, key: str, *, default: "str | None" = None) -
             env.note(e.line())
 
 
-def _ask_context(env: "Env", kc: "Kubeconfig | None", *, protected_ok: bool) -> str:
+def _ask_context(env: Env, kc: Kubeconfig | None, *, protected_ok: bool) -> str:
     """The context for the 'stg' alias: a number from the kubeconfig's list, or a name."""
-    from nsightlab.cluster.safety import protection_reason
-    from nsightlab.config import DEFAULT_PROTECTED
-    from nsightlab.errors import SafetyError, UsageError
-
     names = kc.context_names() if kc is not None else []
     if kc is not None and names:
         env.note(f"Contexts in {kc.path_arg()}:")
@@ -220,7 +199,7 @@ def _ask_context(env: "Env", kc: "Kubeconfig | None", *, protected_ok: bool) -> 
         return answer
 
 
-@app.command("config")
+@commands.command("config")
 def config_cmd(json_out: JsonOpt = False) -> None:
     """Show the effective configuration and where each value came from.
 
@@ -229,10 +208,6 @@ def config_cmd(json_out: JsonOpt = False) -> None:
       nsightlab config
       nsightlab --config ./lab.yaml config --json
     """
-    from nsightlab import configure
-    from nsightlab.config import load_config
-    from nsightlab.present import render
-
     env = make_env(json_out)
     view = configure.config_view(load_config(STATE.config_path))
-    show(env, view, render.config_view)
+    show(env, view, configview.config_view)

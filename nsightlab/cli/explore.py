@@ -10,17 +10,21 @@ from nsightlab.cli.common import (
     JsonOpt,
     KubeconfigOpt,
     NamespaceOpt,
-    app,
     make_env,
     show,
 )
+from nsightlab.cluster import inventory_reads
+from nsightlab.cluster.connect import connect
+from nsightlab.cluster.safety import Intent
+from nsightlab.present import exploreview
 
+commands = typer.Typer(rich_markup_mode=None)
 explore_app = typer.Typer(
     help="Read-only tour of a cluster: nodes, GPUs, pods (works on protected contexts too).",
     no_args_is_help=True,
     rich_markup_mode=None,
 )
-app.add_typer(explore_app, name="explore")
+commands.add_typer(explore_app, name="explore")
 
 
 @explore_app.command("nodes")
@@ -42,18 +46,13 @@ def explore_nodes(
       nsightlab explore nodes --context stg
       nsightlab explore nodes --context stg --json | jq '.instance_types'
     """
-    from nsightlab.cluster import explore
-    from nsightlab.cluster.connect import connect
-    from nsightlab.cluster.safety import Intent
-    from nsightlab.present import render
-
     env = make_env(json_out)
     with (
         connect(context, kubeconfig, config_path=STATE.config_path, intent=Intent.READ) as c,
         env.status(f"listing nodes and pods on {c.ctx.name}"),
     ):
-        report = explore.explore_nodes(c.kube, lab_instance_type=c.config.lab.instance_type, gpu_only=gpu_only)
-    show(env, report, render.nodes)
+        report = inventory_reads.explore_nodes(c.kube, lab_instance_type=c.config.lab.instance_type, gpu_only=gpu_only)
+    show(env, report, exploreview.nodes)
 
 
 @explore_app.command("pods")
@@ -71,15 +70,12 @@ def explore_pods(
     Example:
       nsightlab explore pods --context stg -n serving --match llmqu
     """
-    from nsightlab.cluster import explore
-    from nsightlab.cluster.connect import connect
-    from nsightlab.cluster.safety import Intent
-    from nsightlab.present import render
-
     env = make_env(json_out)
     with connect(context, kubeconfig, config_path=STATE.config_path, intent=Intent.READ, namespace=namespace) as c:
-        report = explore.explore_pods(c.kube, namespace=None if all_namespaces else c.ctx.namespace, match=match)
-    show(env, report, render.pods)
+        report = inventory_reads.explore_pods(
+            c.kube, namespace=None if all_namespaces else c.ctx.namespace, match=match
+        )
+    show(env, report, exploreview.pods)
 
 
 @explore_app.command("pod")
@@ -96,15 +92,10 @@ def explore_pod(
     Example:
       nsightlab explore pod llmqu-v1-s2 --context stg -n serving
     """
-    from nsightlab.cluster import explore
-    from nsightlab.cluster.connect import connect
-    from nsightlab.cluster.safety import Intent
-    from nsightlab.present import render
-
     env = make_env(json_out)
     with connect(context, kubeconfig, config_path=STATE.config_path, intent=Intent.READ, namespace=namespace) as c:
-        detail = explore.explore_pod(c.kube, name, namespace=c.ctx.namespace, note=env.note)
-    show(env, detail, render.pod_detail)
+        detail = inventory_reads.explore_pod(c.kube, name, namespace=c.ctx.namespace, note=env.note)
+    show(env, detail, exploreview.pod_detail)
 
 
 @explore_app.command("node")
@@ -120,12 +111,7 @@ def explore_node(
     Example:
       nsightlab explore node ip-10-0-3-17.ec2.internal --context stg
     """
-    from nsightlab.cluster import explore
-    from nsightlab.cluster.connect import connect
-    from nsightlab.cluster.safety import Intent
-    from nsightlab.present import render
-
     env = make_env(json_out)
     with connect(context, kubeconfig, config_path=STATE.config_path, intent=Intent.READ) as c:
-        detail = explore.explore_node(c.kube, name)
-    show(env, detail, render.node_detail)
+        detail = inventory_reads.explore_node(c.kube, name)
+    show(env, detail, exploreview.node_detail)

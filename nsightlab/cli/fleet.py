@@ -1,11 +1,11 @@
 """Fleets: the bandwidth sweep on every GPU type (or node) of a cluster at once, as Jobs."""
 
 from enum import Enum
-from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Optional
+from typing import Annotated
 
 import typer
 
+from nsightlab.analysis.fleet_models import FleetResult
 from nsightlab.cli.common import (
     STATE,
     ContextOpt,
@@ -13,18 +13,22 @@ from nsightlab.cli.common import (
     KubeconfigOpt,
     NamespaceOpt,
     YesOpt,
-    app,
     make_env,
     number,
+    show,
 )
+from nsightlab.cluster import fleetjobs as fj
+from nsightlab.cluster.connect import connect, note_session
+from nsightlab.cluster.safety import Intent
+from nsightlab.measure import fleet_runner as fl
+from nsightlab.measure import fleetcommands
+from nsightlab.measure.fleetcommands import FleetPlace
+from nsightlab.present import fleetview
+from nsightlab.present.console import Env
 
-if TYPE_CHECKING:
-    from nsightlab.analysis.fleet import FleetResult
-    from nsightlab.measure.fleet import FleetOptions
-    from nsightlab.present.console import Env
-
+commands = typer.Typer(rich_markup_mode=None)
 fleet_app = typer.Typer(rich_markup_mode=None, no_args_is_help=True)
-app.add_typer(
+commands.add_typer(
     fleet_app,
     name="fleet",
     help="Measure every GPU type (or node) of a cluster at once, as Kubernetes Jobs: sweep, status, collect.",
@@ -174,21 +178,10 @@ def fleet_sweep(
       nsightlab fleet sweep --context stg --every-node
       nsightlab fleet sweep --context stg --weights-gb 16 --price g6.xlarge=0.80 --target-tokens-per-s 30
     """
-    from nsightlab import assets
-    from nsightlab.cluster import fleetjobs as fj
-    from nsightlab.cluster.connect import connect
-    from nsightlab.cluster.safety import Intent, confirm_change
-    from nsightlab.config import ensure_home
-    from nsightlab.measure import fleet as fl
-    from nsightlab.present import fleetview
-
     env = make_env(json_out)
-    if target_tokens_per_s is not None and weights_gb is None:
-        from nsightlab.errors import UsageError
-
-        raise UsageError("--target-tokens-per-s needs --weights-gb (the model's weights set its tokens/s)")
-    opts = fl.FleetOptions(
-        types=fl.parse_types(types),
+    opts = fleetcommands.options(
+        types=types,
+        prices=price or [],
         every_node=every_node,
         dtype=dtype,
         sizes=sizes,
@@ -199,90 +192,18 @@ def fleet_sweep(
         schedule_timeout=schedule_timeout if schedule_timeout is not None else 120.0,
         job_deadline=job_deadline,
         weights_gb=weights_gb,
-        prices=fl.parse_prices(price or []),
         target_tokens_per_s=target_tokens_per_s,
     )
-    _refuse_placeholders(context, namespace)
-    template = fj.load_job_template(assets.fleet_job_template())
+    place = FleetPlace(context, kubeconfig, namespace, STATE.config_path)
     if dry_run:
-        _dry_run(env, context, kubeconfig, namespace, opts, template)
+        show(env, fleetcommands.dry_run(place, opts), lambda e, docs: e.write(fj.manifests_yaml(docs)))
         return
-    ensure_home()  # the results must be storable before any Job holds a GPU
-    with connect(
-        context,
-        kubeconfig,
-        config_path=STATE.config_path,
-        intent=Intent.CHANGE,
-        namespace=namespace,
-        action="start a fleet of Jobs",
-    ) as c:
-        place = fl.Place.of(c.ctx)
-        plan = fl.plan_fleet(c.kube, place, c.config, opts)
-        fl.manifests(template, c.config, plan)  # a config that cannot make them fails here, before any change
-        fl.check_size(env, plan, yes=yes)
-        per = "GPU node" if plan.every_node else "instance type"
-        confirm_change(
-            env,
-            c.ctx,
-            f"start fleet {plan.fleet_id}: {len(plan.targets)} Job{'s' if len(plan.targets) != 1 else ''} (one "
-            f"per {per}, 1 GPU each, at most {plan.max_parallel} at once)",
-            yes=yes,
-        )
-        env.note(fl.status_note(plan))
-        with fleetview.progress(env) as live:
-            result = fl.run_fleet(env, c.kube, place, c.config, plan, template, live, keep=keep, create=True)
-    _finish(env, result)
+    _finish(env, fleetcommands.start(env, place, opts, keep=keep, yes=yes))
 
 
-def _refuse_placeholders(context: Optional[str], namespace: Optional[str]) -> None:  # noqa: UP045
-    """A placeholder from the starter config must not reach a Job, printed or sent (as for create)."""
-    from nsightlab import configure
-    from nsightlab.config import load_config
-
-    loaded = load_config(STATE.config_path)
-    configure.refuse_placeholders(
-        loaded, alias=context if context in loaded.config.clusters else None, namespace_given=namespace is not None
-    )
-
-
-def _dry_run(
-    env: "Env",
-    context: str | None,
-    kubeconfig: Path | None,
-    namespace: str | None,
-    opts: "FleetOptions",
-    template: dict[str, Any],
-) -> None:
-    """The ConfigMap and the Jobs as they would be created; reads the nodes at most."""
-    from nsightlab.cluster import fleetjobs as fj
-    from nsightlab.cluster.connect import connect
-    from nsightlab.cluster.safety import Intent
-    from nsightlab.config import load_config
-    from nsightlab.measure import fleet as fl
-
-    if context is None:
-        cfg = load_config(STATE.config_path).config
-        plan = fl.plan_fleet(None, fl.Place(context="", label="CONTEXT", namespace=namespace or "default"), cfg, opts)
-    else:
-        with connect(context, kubeconfig, config_path=STATE.config_path, intent=Intent.READ, namespace=namespace) as c:
-            cfg = c.config
-            plan = fl.plan_fleet(c.kube, fl.Place.of(c.ctx), cfg, opts)
-    docs = fl.manifests(template, cfg, plan)
-    if env.json:
-        env.print_json(docs)
-    else:
-        env.write(fj.manifests_yaml(docs))
-
-
-def _finish(env: "Env", result: "FleetResult") -> None:
+def _finish(env: Env, result: FleetResult) -> None:
     """Show the result, then exit as the rules say (6 failed, 5 nothing scheduled)."""
-    from nsightlab.measure import fleet as fl
-    from nsightlab.present import render
-
-    if env.json:
-        env.print_json(result)
-    else:
-        render.fleet(env, result)
+    show(env, result, fleetview.fleet)
     err = fl.failure(result)
     if err is not None:
         raise err
@@ -313,61 +234,12 @@ def fleet_collect(
       nsightlab fleet collect 3fa2c1
       nsightlab fleet collect 3fa2c1 --context stg --namespace ml-lab --keep
     """
-    from nsightlab import assets
-    from nsightlab.cluster import fleetjobs as fj
-    from nsightlab.cluster.connect import connect
-    from nsightlab.cluster.safety import Intent, confirm_change
-    from nsightlab.config import ensure_home
-    from nsightlab.measure import fleet as fl
-    from nsightlab.present import fleetview
-
     env = make_env(json_out)
-    ensure_home()
-    context, namespace = _fleet_place(env, fleet_id, context, namespace)
-    _refuse_placeholders(context, namespace)
-    template = fj.load_job_template(assets.fleet_job_template())
-    with connect(
-        context,
-        kubeconfig,
-        config_path=STATE.config_path,
-        intent=Intent.CHANGE,
-        namespace=namespace,
-        action="collect a fleet",
-    ) as c:
-        place = fl.Place.of(c.ctx)
-        plan, has_configmap = fl.running_fleet_plan(
-            c.kube, place, c.config, fleet_id, max_parallel=max_parallel, schedule_timeout=schedule_timeout
-        )
-        confirm_change(
-            env,
-            c.ctx,
-            f"collect fleet {fleet_id} ({len(plan.targets)} Jobs), then delete its Jobs"
-            + ("" if keep else " and ConfigMap"),
-            yes=yes,
-        )
-        env.note(fl.status_note(plan))
-        with fleetview.progress(env) as live:
-            result = fl.run_fleet(
-                env, c.kube, place, c.config, plan, template, live, keep=keep, create=not has_configmap
-            )
-    _finish(env, result)
-
-
-def _fleet_place(
-    env: "Env", fleet_id: str, context: str | None, namespace: str | None
-) -> tuple[Optional[str], Optional[str]]:  # noqa: UP045
-    """--context as given, else where this machine started the fleet (said so)."""
-    from nsightlab.measure import fleet as fl
-
-    if context is not None:
-        return context, namespace
-    found = fl.stored_place(fleet_id)
-    if found is None:
-        return None, namespace
-    env.note(
-        f"using the context of fleet {fleet_id} as it was started here: {found[0]}, namespace {namespace or found[1]}"
+    place = FleetPlace(context, kubeconfig, namespace, STATE.config_path)
+    result = fleetcommands.collect(
+        env, place, fleet_id, max_parallel=max_parallel, schedule_timeout=schedule_timeout, keep=keep, yes=yes
     )
-    return found[0], namespace or found[1]
+    _finish(env, result)
 
 
 @fleet_app.command("status")
@@ -385,16 +257,10 @@ def fleet_status(
       nsightlab fleet status --context stg
       nsightlab fleet status --context stg --json
     """
-    from nsightlab.cli.common import show
-    from nsightlab.cluster import fleetjobs as fj
-    from nsightlab.cluster.connect import connect, note_session
-    from nsightlab.cluster.safety import Intent
-    from nsightlab.present import render
-
     env = make_env(json_out)
     with connect(
         context, kubeconfig, config_path=STATE.config_path, intent=Intent.READ, namespace=namespace, use_session=True
     ) as c:
         note_session(env, c)
         report = fj.fleet_status(c.kube, c.ctx.namespace, c.config.owner(), context=c.ctx.name)
-    show(env, report, lambda e, r: render.fleet_status(e, r, where=c.ctx.cli_args))
+    show(env, report, lambda e, r: fleetview.fleet_status(e, r, where=c.ctx.cli_args))

@@ -17,10 +17,11 @@ from nsightlab.cli.common import STATE
 AFTER_THE_COMMAND = ("config", "request_timeout", "traceback")
 
 
-def _commands(group: Any) -> Iterator[Any]:
-    for sub in (getattr(group, "commands", None) or {}).values():
-        yield sub
-        yield from _commands(sub)
+def _tree(command: Any) -> Iterator[Any]:
+    """A command and every command under it."""
+    yield command
+    for sub in (getattr(command, "commands", None) or {}).values():
+        yield from _tree(sub)
 
 
 def _apply(name: str, program_option: Any) -> Callable[[Any, Any, Any], Any]:
@@ -40,12 +41,12 @@ def _apply(name: str, program_option: Any) -> Callable[[Any, Any, Any], Any]:
     return callback
 
 
-def accept_after_the_command(root: Any) -> None:
-    """Give every command of `root` (a Click group built by Typer) hidden copies of the
-    program's options in AFTER_THE_COMMAND."""
+def accept_after_the_command(root: Any, command: Any) -> None:
+    """Give `command` of `root` (a Click group built by Typer), and every command under
+    it, hidden copies of the program's options in AFTER_THE_COMMAND."""
     program = {p.name: p for p in root.params if p.name in AFTER_THE_COMMAND}
-    for command in _commands(root):
-        taken = {o for p in command.params for o in (*p.opts, *p.secondary_opts)}
+    for each in _tree(command):
+        taken = {o for p in each.params for o in (*p.opts, *p.secondary_opts)}
         for name, option in program.items():
             if taken.intersection(option.opts):
                 continue  # a command's own option of that name is its own
@@ -55,4 +56,4 @@ def accept_after_the_command(root: Any) -> None:
             mine.is_eager = False
             mine.envvar = None  # the environment is the program's option's to read
             mine.callback = _apply(name, option)
-            command.params.append(mine)
+            each.params.append(mine)

@@ -1,9 +1,7 @@
 """The lab pod: create, status, shell, copy, cleanup, doctor."""
 
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
@@ -14,17 +12,27 @@ from nsightlab.cli.common import (
     KubeconfigOpt,
     NamespaceOpt,
     YesOpt,
-    app,
     make_env,
     number,
     show,
 )
+from nsightlab.cluster import lab_lifecycle as labpod
+from nsightlab.cluster import labcreate, labmanifest
+from nsightlab.cluster import shell as sh
+from nsightlab.cluster.connect import connect, lab_pod_name, note_session
+from nsightlab.cluster.podlogs import LogText, lab_events, stream_log
+from nsightlab.cluster.safety import Intent
+from nsightlab.errors import ClusterError
+from nsightlab.measure import pod_checks as doc
+from nsightlab.measure.cleanup import CleanupOptions, run_cleanup
+from nsightlab.measure.labcopy import CopyRequest
+from nsightlab.measure.labcopy import copy as copy_files
+from nsightlab.present import labview
 
-if TYPE_CHECKING:
-    from nsightlab.present.console import Env
+commands = typer.Typer(rich_markup_mode=None)
 
 
-@app.command()
+@commands.command()
 def create(
     context: ContextOpt = None,
     kubeconfig: KubeconfigOpt = None,
@@ -85,9 +93,6 @@ def create(
       nsightlab create --context stg --no-wait && nsightlab events
       nsightlab create --context stg --recreate
     """
-    from nsightlab.cluster import lab, labcreate
-    from nsightlab.present import render
-
     env = make_env(json_out)
     opts = labcreate.CreateOptions(
         context=context,
@@ -106,18 +111,18 @@ def create(
         if env.json:
             env.print_json(m)
         else:
-            env.write(lab.manifest_yaml(m))
+            env.write(labmanifest.manifest_yaml(m))
         return
     result = labcreate.create_lab(env, opts)
     if env.json:
         env.print_json(result)
     elif no_wait and not result.ready:
-        render.lab_pod(env, result, title=f"Lab pod {'reused' if result.reused else 'created'}, not waiting for it")
+        labview.lab_pod(env, result, title=f"Lab pod {'reused' if result.reused else 'created'}, not waiting for it")
     else:
-        render.lab_pod(env, result, title="Lab pod ready (reused)" if result.reused else "Lab pod ready")
+        labview.lab_pod(env, result, title="Lab pod ready (reused)" if result.reused else "Lab pod ready")
 
 
-@app.command()
+@commands.command()
 def status(
     context: ContextOpt = None,
     kubeconfig: KubeconfigOpt = None,
@@ -131,21 +136,16 @@ def status(
       nsightlab status
       nsightlab status --context stg --json
     """
-    from nsightlab.cluster import lab
-    from nsightlab.cluster.connect import connect, lab_pod_name, note_session
-    from nsightlab.cluster.safety import Intent
-    from nsightlab.present import render
-
     env = make_env(json_out)
     with connect(
         context, kubeconfig, config_path=STATE.config_path, intent=Intent.READ, namespace=namespace, use_session=True
     ) as c:
         note_session(env, c)
-        report = lab.status(c.kube, c.ctx, lab_pod_name(c, require_ready=False), note=env.note)
-    show(env, report, render.status)
+        report = labpod.status(c.kube, c.ctx, lab_pod_name(c, require_ready=False), note=env.note)
+    show(env, report, labview.status)
 
 
-@app.command()
+@commands.command()
 def logs(
     follow: Annotated[
         bool, typer.Option("--follow", "-f", help="Keep streaming until Ctrl-C or the container ends.")
@@ -180,10 +180,6 @@ def logs(
       nsightlab logs -f --tail 20
       nsightlab logs --context stg --container lab
     """
-    from nsightlab.cluster.connect import connect, lab_pod_name, note_session
-    from nsightlab.cluster.podlogs import LogText, stream_log
-    from nsightlab.cluster.safety import Intent
-
     env = make_env()
     text = LogText(env.write)
     try:
@@ -206,7 +202,7 @@ def logs(
         env.note("(no output yet)")
 
 
-@app.command()
+@commands.command()
 def events(
     context: ContextOpt = None,
     kubeconfig: KubeconfigOpt = None,
@@ -221,21 +217,16 @@ def events(
       nsightlab events
       nsightlab events --context stg --json
     """
-    from nsightlab.cluster.connect import connect, lab_pod_name, note_session
-    from nsightlab.cluster.podlogs import lab_events
-    from nsightlab.cluster.safety import Intent
-    from nsightlab.present import render
-
     env = make_env(json_out)
     with connect(
         context, kubeconfig, config_path=STATE.config_path, intent=Intent.READ, namespace=namespace, use_session=True
     ) as c:
         note_session(env, c)
         report = lab_events(c.kube, c.ctx, lab_pod_name(c, require_ready=False))
-    show(env, report, render.events)
+    show(env, report, labview.events)
 
 
-@app.command(context_settings={"allow_interspersed_args": False})
+@commands.command(context_settings={"allow_interspersed_args": False})
 def shell(
     command: Annotated[
         list[str] | None,
@@ -256,10 +247,6 @@ def shell(
       nsightlab shell -- nvidia-smi
       nsightlab shell -- sh -c 'which nsys ncu nvcc python3'
     """
-    from nsightlab.cluster import shell as sh
-    from nsightlab.cluster.connect import connect, lab_pod_name, note_session
-    from nsightlab.cluster.safety import Intent
-
     env = make_env()
     with connect(
         context,
@@ -279,7 +266,7 @@ def shell(
     raise typer.Exit(code)
 
 
-@app.command()
+@commands.command()
 def copy(
     src: Annotated[str, typer.Argument(help="source: a local path, or :PATH in the pod.")],
     dst: Annotated[str, typer.Argument(help="destination: :PATH in the pod, or a local path.")],
@@ -301,85 +288,12 @@ def copy(
       nsightlab copy proj :proj
       nsightlab copy :proj ./back
     """
-    from nsightlab.cluster import transfer
-    from nsightlab.cluster.connect import connect, lab_pod_name, note_session
-    from nsightlab.cluster.safety import Intent
-    from nsightlab.errors import OnInterrupt, UsageError
-    from nsightlab.present import render
-
-    remote_src, remote_dst = transfer.parse_remote(src), transfer.parse_remote(dst)
-    if (remote_src is None) == (remote_dst is None):
-        raise UsageError(
-            "exactly one of SRC and DST must be in the pod, written :PATH",
-            hint="e.g. `nsightlab copy lesson1.py :/tmp/`",
-        )
     env = make_env(json_out)
-    hashing: list[transfer.Hashing] = []
-
-    def allowed() -> None:
-        if remote_dst is not None:
-            if not Path(src).exists() and not Path(src).is_symlink():
-                raise UsageError(f"local source {transfer.shown(src)} does not exist")  # before any request
-            # the local side's checksums are worked out while the client starts and connects
-            hashing.append(transfer.Hashing(Path(src)))
-
-    with connect(
-        context,
-        kubeconfig,
-        config_path=STATE.config_path,
-        intent=Intent.CHANGE,
-        namespace=namespace,
-        use_session=True,
-        action="copy files to or from a pod",
-        allowed=allowed,
-    ) as c:
-        note_session(env, c)
-        pod = lab_pod_name(c)
-        # (the copy itself may say more precisely what it left: its Interrupted passes through)
-        with (
-            OnInterrupt("the copy was stopped before it finished; files are put in place only once whole and verified"),
-            _progress(env, "copying") as progress,
-        ):
-            if remote_dst is not None:
-                result = transfer.copy_in(
-                    c.kube, c.ctx.namespace, pod, Path(src), remote_dst, progress=progress, hashed=hashing[0]
-                )
-            else:
-                assert remote_src is not None  # (dst as typed: a trailing slash means a folder)
-                result = transfer.copy_out(c.kube, c.ctx.namespace, pod, remote_src, dst, progress=progress)
-    show(env, result, render.copy_result)
+    request = CopyRequest(src, dst, context, kubeconfig, namespace, STATE.config_path)
+    show(env, copy_files(env, request), labview.copy_result)
 
 
-@contextmanager
-def _progress(env: "Env", label: str) -> Iterator[Callable[[int], None]]:
-    """A byte counter on stderr (only on a terminal)."""
-    if not env.err_tty:
-        yield lambda n: None
-        return
-    from rich.progress import (
-        DownloadColumn,
-        Progress,
-        SpinnerColumn,
-        TextColumn,
-        TransferSpeedColumn,
-    )
-
-    from nsightlab.present.safe import terminal_safe
-
-    # the label names paths (the pod's among them): shown escaped, never read as markup
-    with Progress(
-        SpinnerColumn(),
-        TextColumn("{task.description}", markup=False),
-        DownloadColumn(),
-        TransferSpeedColumn(),
-        console=env.err,
-        transient=True,
-    ) as p:
-        task = p.add_task(terminal_safe(label), total=None)
-        yield lambda n: p.update(task, completed=n)
-
-
-@app.command()
+@commands.command()
 def cleanup(
     context: ContextOpt = None,
     kubeconfig: KubeconfigOpt = None,
@@ -409,9 +323,6 @@ def cleanup(
       nsightlab cleanup --context stg --all-mine
       nsightlab cleanup --fleet 3fa2c1
     """
-    from nsightlab.measure.cleanup import CleanupOptions, run_cleanup
-    from nsightlab.present import render
-
     env = make_env(json_out)
     opts = CleanupOptions(
         context=context,
@@ -422,10 +333,10 @@ def cleanup(
         fleet=fleet,
         yes=yes,
     )
-    show(env, run_cleanup(env, opts), render.cleanup)
+    show(env, run_cleanup(env, opts), labview.cleanup)
 
 
-@app.command()
+@commands.command()
 def doctor(
     context: ContextOpt = None,
     kubeconfig: KubeconfigOpt = None,
@@ -444,12 +355,6 @@ def doctor(
     Example:
       nsightlab doctor --context stg
     """
-    from nsightlab.cluster.connect import connect
-    from nsightlab.cluster.safety import Intent
-    from nsightlab.errors import ClusterError
-    from nsightlab.measure import doctor as doc
-    from nsightlab.present import render
-
     env = make_env(json_out)
     with connect(
         context,
@@ -464,6 +369,6 @@ def doctor(
     if env.json:
         env.print_json({**report.model_dump(mode="json"), "ok": not report.failed})
     else:
-        render.doctor(env, report)
+        labview.doctor(env, report)
     if report.failed:
         raise ClusterError(f"{len(report.failed)} doctor check(s) failed", hint="See the fixes above.")

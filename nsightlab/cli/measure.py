@@ -1,10 +1,12 @@
 """Lab work on a target: profile, ncu, sweep."""
 
 from enum import Enum
+from functools import partial
 from typing import Annotated
 
 import typer
 
+from nsightlab.analysis.profile_models import ProfileResult
 from nsightlab.cli.common import (
     STATE,
     ContextOpt,
@@ -12,11 +14,17 @@ from nsightlab.cli.common import (
     KubeconfigOpt,
     LocalOpt,
     NamespaceOpt,
-    app,
     make_env,
     number,
     show,
 )
+from nsightlab.measure import commands as run
+from nsightlab.measure.commands import NcuRequest, ProfileRequest, SweepRequest, TargetChoice
+from nsightlab.measure.decode_profile import DecodeOptions
+from nsightlab.present import decodeview, profileview
+from nsightlab.present.resultviews import draw_result
+
+commands = typer.Typer(rich_markup_mode=None)
 
 
 class ProfilerChoice(str, Enum):
@@ -105,7 +113,7 @@ DeviceOpt = Annotated[
 ]
 
 
-@app.command(context_settings={"allow_interspersed_args": True})
+@commands.command(context_settings={"allow_interspersed_args": True})
 def profile(
     script: Annotated[str, typer.Argument(help="a built-in lab script (lesson1) or a path to your .py file.")],
     script_args: Annotated[
@@ -201,102 +209,25 @@ def profile(
       nsightlab profile --serving -- vllm serve Qwen/Qwen2.5-0.5B --profiler-config.profiler cuda
       nsightlab profile --serving --delay 60 --duration 20 -- vllm serve Qwen/Qwen2.5-0.5B
     """
-    import shlex
-
-    from nsightlab.errors import UsageError
-    from nsightlab.measure.device import plan_device
-    from nsightlab.measure.profile import Serving, run_profile
-    from nsightlab.measure.targets import open_target
-    from nsightlab.present import render
-
-    plan: Serving | None = None
-    args = list(script_args or [])
-    if serving:
-        # the server's command is everything after `--`, verbatim: none of it is ours
-        command = STATE.after_dashes
-        if not command or [script, *args] != command:
-            raise UsageError(
-                "with --serving, the server's command goes after --, and nothing else",
-                hint="e.g. `nsightlab profile --serving -- vllm serve Qwen/Qwen2.5-0.5B --profiler-config.profiler "
-                "cuda`.",
-            )
-        if delay is not None and duration is None:
-            raise UsageError(
-                "--delay needs --duration: a server does not stop by itself, so a window that starts late needs an end"
-            )
-        plan = Serving(delay=delay, duration=duration)
-        args = list(command)
-    elif delay is not None or duration is not None:
-        raise UsageError(
-            "--delay and --duration go with --serving",
-            hint="For a script, pass nsys's own with --nsys-args, e.g. --nsys-args '--delay=5'.",
-        )
     env = make_env(json_out)
-    decode_opts = {
-        "--preset": preset,
-        "--batch": batch,
-        "--tokens": tokens,
-        "--prompt-len": prompt_len,
-        "--modes": modes,
-        "--dtype": dtype,
-    }
-    if script == "decode" and not serving:
-        from nsightlab.measure.decode import DecodeOptions, run_decode
-
-        options = DecodeOptions(
-            preset=preset, batch=batch, tokens=tokens, prompt_len=prompt_len, modes=modes, dtype=dtype, extra=args
-        )
-        options.check()
-        with open_target(
-            env,
-            local=local,
-            context=context,
-            kubeconfig=kubeconfig,
-            namespace=namespace,
-            config_path=STATE.config_path,
-            action="profile decode in a pod",
-        ) as w:
-            decoded = run_decode(
-                env,
-                w.target,
-                w.meta,
-                options=options,
-                profiler=profiler.value,
-                nsys_args=shlex.split(nsys_args),
-                device=plan_device(w, device.value),
-            )
-        show(env, decoded, render.decode)
-        return
-    given = {flag: str(value) for flag, value in decode_opts.items() if value is not None}
-    if given or profiler is ProfilerChoice.none:
-        raise _decode_only(script, given, local=local, context=context, namespace=namespace)
-    with open_target(
-        env,
-        local=local,
-        context=context,
-        kubeconfig=kubeconfig,
-        namespace=namespace,
-        config_path=STATE.config_path,
-        action="profile in a pod",
-    ) as w:
-        result = run_profile(
-            env,
-            w.target,
-            w.meta,
-            script=script,
-            script_args=args,
-            profiler=profiler.value,
-            nsys_args=shlex.split(nsys_args),
-            serving=plan,
-            device=plan_device(w, device.value),
-        )
-    if env.json:
-        env.print_json(result)
-    else:
-        render.profile(env, result, top=top)
+    decode = DecodeOptions(preset=preset, batch=batch, tokens=tokens, prompt_len=prompt_len, modes=modes, dtype=dtype)
+    request = ProfileRequest(
+        script=script,
+        script_args=list(script_args or []),
+        profiler=profiler.value,
+        nsys_args=nsys_args,
+        serving=serving,
+        serving_command=STATE.after_dashes,
+        delay=delay,
+        duration=duration,
+        device=device.value,
+        decode=decode,
+    )
+    result = run.profile(env, TargetChoice(local, context, kubeconfig, namespace, STATE.config_path), request)
+    show(env, result, partial(profileview.profile, top=top) if isinstance(result, ProfileResult) else decodeview.decode)
 
 
-@app.command(context_settings={"allow_interspersed_args": True})
+@commands.command(context_settings={"allow_interspersed_args": True})
 def ncu(
     script: Annotated[
         str, typer.Argument(help="a built-in lab script (lesson1) or a path to your .py file.")
@@ -330,69 +261,17 @@ def ncu(
       nsightlab ncu
       nsightlab ncu lesson1 --kernel gemm --section SpeedOfLight --section MemoryWorkloadAnalysis
     """
-    from nsightlab.measure.device import plan_device
-    from nsightlab.measure.ncu import run_ncu
-    from nsightlab.measure.targets import open_target
-    from nsightlab.present import render
-
     env = make_env(json_out)
-    if device is _Device.cpu:
-        raise _ncu_needs_a_gpu(script, local=local, context=context, namespace=namespace)
-    with open_target(
-        env,
-        local=local,
-        context=context,
-        kubeconfig=kubeconfig,
-        namespace=namespace,
-        config_path=STATE.config_path,
-        action="run ncu in a pod",
-    ) as w:
-        result = run_ncu(
-            env,
-            w.target,
-            w.meta,
-            script=script,
-            script_args=list(script_args or []),
-            kernel=kernel,
-            sections=list(section or ["SpeedOfLight"]),
-            count=count,
-            device=plan_device(w, device.value),
-        )
-    show(env, result, render.ncu)
-
-
-def _ncu_needs_a_gpu(script: str, *, local: bool, context: str | None, namespace: str | None) -> Exception:
-    """`ncu --device cpu`: nothing for ncu there; torch.profiler times the same script on the CPU."""
-    from nsightlab.cli.hints import command_line
-    from nsightlab.errors import UsageError
-
-    torch = command_line(
-        ["profile", script, "--profiler", "torch", "--device", "cpu"], local=local, context=context, namespace=namespace
+    request = NcuRequest(
+        script=script,
+        script_args=list(script_args or []),
+        kernel=kernel,
+        sections=list(section or ["SpeedOfLight"]),
+        count=count,
+        device=device.value,
     )
-    return UsageError(
-        "ncu profiles GPU kernels: --device cpu leaves it nothing to measure",
-        hint=f"On the CPU, torch.profiler times its ops: `{torch}`.",
-    )
-
-
-def _decode_only(
-    script: str, given: dict[str, str], *, local: bool, context: str | None, namespace: str | None
-) -> Exception:
-    """The error for `profile SCRIPT` given options only `profile decode` takes: the
-    script's own go after `--`, and the command that passes them there."""
-    from nsightlab.cli.hints import command_line
-    from nsightlab.errors import UsageError
-
-    mine = [word for pair in given.items() for word in pair]
-    line = command_line(["profile", script], local=local, context=context, namespace=namespace, after_dashes=mine)
-    if given:
-        flags = ", ".join(given)
-        hint = f"To pass them to your script: `{line}`."
-    else:
-        flags = "--profiler none"
-        hint = f"A script runs under nsys or torch.profiler: `{line}`."
-    these = "this option" if len(given) < 2 else "these options"
-    return UsageError(f"{flags}: only `profile decode` takes {these}", hint=hint)
+    result = run.ncu(env, TargetChoice(local, context, kubeconfig, namespace, STATE.config_path), request)
+    show(env, result, profileview.ncu)
 
 
 class _Op(str, Enum):
@@ -400,7 +279,7 @@ class _Op(str, Enum):
     scale_add = "scale-add"
 
 
-@app.command()
+@commands.command()
 def sweep(
     dtype: Annotated[
         str | None,
@@ -504,69 +383,16 @@ def sweep(
       nsightlab sweep --impl torch,triton --op scale-add
       nsightlab sweep --compare 3fa2c1 --compare 9b07d4 --json
     """
-    from nsightlab.errors import UsageError
-    from nsightlab.measure import sweep as sw
-    from nsightlab.measure.targets import open_target
-    from nsightlab.present import render
-    from nsightlab.runs.sweeps import compare_runs
-
     env = make_env(json_out)
-    refs = list(compare or [])
-    if len(refs) > 2:
-        raise UsageError("--compare takes one stored run (checked against a new one) or two (compared as they are)")
-    if len(refs) == 2:
-        cmp = compare_runs(refs[0], refs[1])
-        if env.json:
-            env.print_json(cmp)
-        else:
-            render.sweep_compare(env, cmp)
-        return
-    plan = sw.plan_sweep(
+    request = SweepRequest(
         dtype=dtype,
         sizes=sizes,
         iters=iters,
         warmup=warmup,
-        device=device.value if device else None,
-        compare=refs[0] if refs else None,
         impl=impl,
         op=op.value if op else None,
+        compare=list(compare or []),
+        device=device.value if device else None,
     )
-    for line in plan.notes:
-        env.note(line)
-    with open_target(
-        env,
-        local=local,
-        context=context,
-        kubeconfig=kubeconfig,
-        namespace=namespace,
-        config_path=STATE.config_path,
-        action="run a sweep in a pod",
-    ) as w:
-        if len(plan.impls) > 1:
-            both = sw.run_impls(
-                env,
-                w,
-                op=plan.op,
-                dtype=plan.dtype,
-                sizes=plan.sizes,
-                iters=plan.iters,
-                warmup=plan.warmup,
-                device=plan.device,
-            )
-        else:
-            one = sw.run_sweep(
-                env,
-                w,
-                dtype=plan.dtype,
-                sizes=plan.sizes,
-                iters=plan.iters,
-                warmup=plan.warmup,
-                device=plan.device,
-                against=plan.against,
-                impl=plan.impls[0],
-                op=plan.op,
-            )
-    if len(plan.impls) > 1:
-        show(env, both, render.sweep_impls)
-    else:
-        show(env, one, render.sweep)
+    result = run.sweep(env, TargetChoice(local, context, kubeconfig, namespace, STATE.config_path), request)
+    show(env, result, draw_result)

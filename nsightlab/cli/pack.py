@@ -8,6 +8,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from nsightlab.analysis.pack_plan import PackOptions
 from nsightlab.cli.common import (
     STATE,
     ContextOpt,
@@ -15,14 +16,21 @@ from nsightlab.cli.common import (
     KubeconfigOpt,
     LocalOpt,
     NamespaceOpt,
-    app,
     make_env,
     number,
     show,
 )
+from nsightlab.cluster.connect import connect
+from nsightlab.cluster.safety import Intent
+from nsightlab.measure import commands as run
+from nsightlab.measure.commands import TargetChoice, TokenizerRequest
+from nsightlab.measure.pack_scripts import ColocateOptions
+from nsightlab.measure.packing import analyze_namespace, parse_types
+from nsightlab.present.packview import draw_colocate, draw_pack, draw_tokenizer
 
+commands = typer.Typer(rich_markup_mode=None)
 pack_app = typer.Typer(rich_markup_mode=None, no_args_is_help=False, invoke_without_command=True)
-app.add_typer(pack_app, name="pack")
+commands.add_typer(pack_app, name="pack")
 
 
 class _Device(str, Enum):
@@ -112,12 +120,6 @@ def pack(
     """
     if ctx.invoked_subcommand is not None:
         return
-    from nsightlab.analysis.packing import PackOptions
-    from nsightlab.cluster.connect import connect
-    from nsightlab.cluster.safety import Intent
-    from nsightlab.measure.packing import analyze_namespace, parse_types
-    from nsightlab.present.packview import draw_pack
-
     env = make_env(json_out)
     options = PackOptions(target_concurrency, max_len, step_ms, target_tokens_per_s)
     types = parse_types(what_if)
@@ -185,25 +187,10 @@ def colocate(
       nsightlab pack colocate --preset llama-1b --copies 1,2,4,8 --batch 1
       nsightlab pack colocate --local --device cpu --preset tiny --copies 1,2 --tokens 8
     """
-    from nsightlab.measure.colocate import ColocateOptions, run_colocate
-    from nsightlab.measure.device import plan_device
-    from nsightlab.measure.targets import open_target
-    from nsightlab.present.packview import draw_colocate
-
     env = make_env(json_out)
     options = ColocateOptions(preset=preset, copies=copies, batch=batch, tokens=tokens, prompt_len=prompt_len)
-    options.check()
-    with open_target(
-        env,
-        local=local,
-        context=context,
-        kubeconfig=kubeconfig,
-        namespace=namespace,
-        config_path=STATE.config_path,
-        action="run copies of a decode loop in a pod",
-    ) as w:
-        result = run_colocate(env, w.target, w.meta, options=options, device=plan_device(w, device.value))
-    show(env, result, draw_colocate)
+    where = TargetChoice(local, context, kubeconfig, namespace, STATE.config_path)
+    show(env, run.colocate(env, where, options, device=device.value), draw_colocate)
 
 
 @pack_app.command("tokenizer")
@@ -254,30 +241,7 @@ def tokenizer(
       nsightlab pack tokenizer --tokenizer /models/llama/tokenizer.json --prompt-len 512
       nsightlab pack tokenizer --local --tokenizer ./tokenizer.json --prompts prompts.jsonl
     """
-    from nsightlab.config import load_config
-    from nsightlab.measure.colocate import run_tokenizer
-    from nsightlab.measure.targets import open_target
-    from nsightlab.present.packview import draw_tokenizer
-
     env = make_env(json_out)
-    cpu = pod_cpu if pod_cpu is not None else load_config(STATE.config_path).config.lab.cpu
-    with open_target(
-        env,
-        local=local,
-        context=context,
-        kubeconfig=kubeconfig,
-        namespace=namespace,
-        config_path=STATE.config_path,
-        action="time a tokenizer in a pod",
-    ) as w:
-        result = run_tokenizer(
-            env,
-            w.target,
-            w.meta,
-            tokenizer=path,
-            prompts=prompts,
-            prompt_len=prompt_len,
-            requests=requests,
-            pod_cpu=cpu,
-        )
+    request = TokenizerRequest(path, prompts=prompts, prompt_len=prompt_len, requests=requests, pod_cpu=pod_cpu)
+    result = run.tokenizer(env, TargetChoice(local, context, kubeconfig, namespace, STATE.config_path), request)
     show(env, result, draw_tokenizer)

@@ -1,14 +1,21 @@
-"""Stored runs and what is made from them: runs, analyze, report, roofline."""
+"""Stored runs and what is made from them: runs, report, roofline."""
 
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 
-from nsightlab.cli.common import JsonOpt, YesOpt, app, make_env, number, show
+from nsightlab.cli.common import JsonOpt, YesOpt, make_env, number, show
+from nsightlab.errors import Interrupted, OnInterrupt
+from nsightlab.present import report as rep
+from nsightlab.present import runsview
+from nsightlab.present.render import blank
+from nsightlab.runs.floor import decode_floor_for
+from nsightlab.runs.listing import line, list_runs, remove_runs, resolve_all, show_run
 
+commands = typer.Typer(rich_markup_mode=None)
 runs_app = typer.Typer(rich_markup_mode=None)  # help: the docstring of runs_main
-app.add_typer(runs_app, name="runs")
+commands.add_typer(runs_app, name="runs")
 
 
 KindOpt = Annotated[
@@ -22,12 +29,9 @@ KindOpt = Annotated[
 
 
 def _runs_list(kind: str | None, json_out: bool) -> None:
-    from nsightlab.present import render
-    from nsightlab.runs.listing import list_runs
-
     env = make_env(json_out)
     listing = list_runs(kind)
-    show(env, listing, render.runs_list)
+    show(env, listing, runsview.runs_list)
 
 
 @runs_app.callback(invoke_without_command=True)
@@ -71,12 +75,9 @@ def runsshow(
       nsightlab runs show 3fa2
       nsightlab runs show latest --json
     """
-    from nsightlab.present import render
-    from nsightlab.runs.listing import show_run
-
     env = make_env(json_out)
     detail = show_run(run)
-    show(env, detail, render.run_detail)
+    show(env, detail, runsview.run_detail)
 
 
 @runs_app.command("rm")
@@ -92,10 +93,6 @@ def runs_rm(
     Example:
       nsightlab runs rm 3fa2c1 9b07
     """
-    from nsightlab.errors import Interrupted, OnInterrupt
-    from nsightlab.present import render
-    from nsightlab.runs.listing import line, remove_runs, resolve_all
-
     env = make_env(json_out)
     chosen = resolve_all(list(runs), in_store=True)
     if not yes and env.stdin_tty:
@@ -110,88 +107,7 @@ def runs_rm(
             raise Interrupted("cancelled; nothing was removed")
     with OnInterrupt("some of the runs may have been removed; `nsightlab runs` lists those left"):
         removed = remove_runs(chosen)
-    show(env, removed, render.runs_removed)
-
-
-@app.command()
-def analyze(
-    path: Annotated[
-        Path,
-        typer.Argument(
-            help="a stored run (id, prefix, 'latest') or its folder, nsys CSV exports (folder), a cuda_gpu_trace CSV, "
-            "a Kineto trace (.json, .json.gz), a .nsys-rep, nsys console output, an ncu CSV, a "
-            "lesson1/torchprof/sweep/decode JSON, or the folder bench/gpu_run.sh wrote."
-        ),
-    ],
-    step_range: Annotated[
-        str | None,
-        typer.Option(
-            "--step-range",
-            metavar="NAME",
-            help="the ranges that are steps (default: decode_step, else ProfilerStep, else inferred from a repeating "
-            "kernel sequence).",
-            show_default=False,
-        ),
-    ] = None,
-    weights_gb: Annotated[
-        float | None,
-        typer.Option(
-            "--weights-gb",
-            help="bytes one step reads, in GB (10^9): adds each step's memory floor.",
-            show_default=False,
-        ),
-    ] = None,
-    kv_gb: Annotated[
-        float | None,
-        typer.Option("--kv-gb", help="KV cache GB a step reads, added to --weights-gb.", show_default=False),
-    ] = None,
-    json_out: JsonOpt = False,
-) -> None:
-    """Offline: the same tables as the live commands, from files you already have.
-
-    From nsys output: the kernels, the NVTX ranges, the CUDA API calls and the memory
-    operations, and why there are no rates when nothing says what one call did. With a
-    GPU timeline (a cuda_gpu_trace export, a Kineto trace, a .nsys-rep) it adds the step
-    anatomy: step time, GPU idle between kernels, the top kernels, a verdict. The folder
-    bench/gpu_run.sh wrote: every record, and its figures against physical bounds.
-
-    \b
-    Example:
-      nsightlab analyze l1_stats.txt
-      nsightlab analyze ./exports/ --json
-      nsightlab analyze ncu_speedoflight.csv
-      nsightlab analyze latest
-      nsightlab analyze trace.pt.trace.json.gz --step-range ProfilerStep --weights-gb 16
-      nsightlab analyze ./gpu-run-h200/
-    """
-    from nsightlab.runs.analyze import analyze_path
-
-    env = make_env(json_out)
-    result = analyze_path(path, step_range=step_range, weights_gb=weights_gb, kv_gb=kv_gb)
-    if env.json:
-        env.print_json(result)
-        return
-    # The renderers and the result types, only for the text (importing them all is a
-    # tenth of a second that --json need not wait for).
-    from nsightlab.analysis.decode import DecodeResult, TraceResult
-    from nsightlab.analysis.gpurun import GpuRunResult
-    from nsightlab.analysis.ncu import NcuResult
-    from nsightlab.analysis.profile import ProfileResult
-    from nsightlab.present import render
-    from nsightlab.present.gpurunview import draw_gpu_run
-
-    if isinstance(result, GpuRunResult):
-        draw_gpu_run(env, result)
-    elif isinstance(result, ProfileResult):
-        render.profile(env, result)
-    elif isinstance(result, NcuResult):
-        render.ncu(env, result)
-    elif isinstance(result, DecodeResult):
-        render.decode(env, result)
-    elif isinstance(result, TraceResult):
-        render.trace_result(env, result)
-    else:
-        render.sweep(env, result)  # type: ignore[arg-type]
+    show(env, removed, runsview.runs_removed)
 
 
 WeightsOpt = Annotated[
@@ -205,7 +121,7 @@ WeightsOpt = Annotated[
 ]
 
 
-@app.command()
+@commands.command()
 def report(
     runs: Annotated[
         list[str] | None,
@@ -249,9 +165,6 @@ def report(
       nsightlab report 3fa2 9b07 --out ./lab-report --weights-gb 16
       nsightlab report --terminal
     """
-    from nsightlab.present import render
-    from nsightlab.present import report as rep
-
     env = make_env(json_out)
     writes = not (terminal and out is None and not open_html)
     out_dir = (out if out is not None else rep.default_out_dir()) if writes else None  # checked before any work
@@ -261,18 +174,18 @@ def report(
         if env.json:
             env.print_json(bundle.doc)
         else:
-            render.report_doc(env, bundle.doc)
+            runsview.report_doc(env, bundle.doc)
         return
     files = rep.write_report(bundle, out_dir)
     if terminal and not env.json:
-        render.report_doc(env, bundle.doc)
-        render.blank(env)
-    show(env, files, render.report_files)
+        runsview.report_doc(env, bundle.doc)
+        blank(env)
+    show(env, files, runsview.report_files)
     if open_html and not rep.open_in_browser(files.html):
         env.warn(f"could not open a browser; open {files.html} yourself")
 
 
-@app.command()
+@commands.command()
 def roofline(
     weights_gb: Annotated[
         float,
@@ -309,9 +222,6 @@ def roofline(
       nsightlab roofline --weights-gb 16 --run 3fa2
       nsightlab roofline --weights-gb 70 --gpu "NVIDIA H200"
     """
-    from nsightlab.present import render
-    from nsightlab.runs.floor import decode_floor_for
-
     env = make_env(json_out)
     floor = decode_floor_for(weights_gb, run=run, gpu=gpu)
-    show(env, floor, render.decode_floor)
+    show(env, floor, runsview.decode_floor)

@@ -1,11 +1,13 @@
 """What an API server sent back, turned into data or into one `ClusterError` (exit 4)
-that names the server and what came back.
+that names the server and what came back; and the typed errors a caller may catch
+(`NotFound`, `Conflict`, `Gone`, `Unauthorized`, `Forbidden`).
 
 Between nsightlab and the API server there may be a load balancer, a VPN gateway or a
 single sign-on proxy; any of them can answer in its own words: an HTML login page with
 status 200, a plain-text 502, a connection reset, JSON cut off mid-object, nothing at all.
-`Kube` (kube.py) hands every answer and every transport failure to the functions here,
-whichever way its connection was made, so each ends as data or as one clear line.
+The request client (client.py) and the exec handshake (execstream.py) hand every answer
+and every transport failure to the functions here, whichever way the connection was
+made, so each ends as data or as one clear line.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from typing import Any
 
 from pydantic_core import from_json
 
-from nsightlab.errors import ClusterError
+from nsightlab.errors import ClusterError, NsightlabError, PodNotReadyError
 
 MAX_RETRIES = 10  # answers with Retry-After (429, or 5xx that ask for it) tried again at most this often
 DEFAULT_REQUEST_TIMEOUT = 60.0
@@ -40,6 +42,28 @@ def request_timeout() -> float | None:
     return _request_timeout[0]
 
 
+class NotFound(ClusterError):
+    """The object (or its namespace) does not exist."""
+
+
+class Conflict(ClusterError):
+    """409: already exists, or a precondition (uid) did not hold."""
+
+
+class Gone(ClusterError):
+    """410: a watch's resourceVersion is too old; list again."""
+
+
+class Unauthorized(ClusterError):
+    """401: the credentials were refused (trying again will not help)."""
+
+
+class Forbidden(ClusterError):
+    """403: RBAC (or an admission policy) refused the request."""
+
+    what = ""  # what was being done: "list nodes", "get node NAME"
+
+
 @dataclass(frozen=True)
 class Peer:
     """The server an answer came from, and what a message about it must say."""
@@ -47,6 +71,7 @@ class Peer:
     server: str
     context: str
     timeout: float | None  # the request timeout (--request-timeout), None: none
+    cli_args: str = ""  # `--context X -n NS`, for a command a hint prints
 
     def timeout_text(self) -> str:
         return "no limit" if self.timeout is None else f"{self.timeout:g} s"
@@ -181,6 +206,79 @@ def server_error(
             hint="The cluster's API (or a proxy in front of it) is failing; try again in a moment.",
         )
     return ClusterError(f"the API server {peer.server} answered {status}{said} while trying to {what}{detail}")
+
+
+def translate(
+    peer: Peer,
+    what: str,
+    status: int,
+    body: bytes,
+    *,
+    content_type: str | None = "application/json",
+    wait: float | None = None,
+) -> ClusterError:
+    """The error for an error status: the typed ones a caller may handle (401, 403, 404,
+    409, 410), else `server_error`'s line."""
+    message = status_of(body, content_type)[1]
+    if status == 401:
+        return Unauthorized(
+            f"the API server rejected our credentials (401 Unauthorized) while trying to {what} on context "
+            f"'{peer.context}'",
+            hint="Log in again (e.g. refresh your cloud credentials) and check the user of that context.",
+        )
+    if status == 403:
+        refused = Forbidden(
+            f"forbidden: cannot {what} ({message})",
+            hint="Ask the cluster admins for that permission (docs/permissions.md has the Role the "
+            f"lab needs), or run `nsightlab doctor {peer.cli_args}` to see what you may do.",
+        )
+        refused.what = what
+        return refused
+    if status == 404:
+        return NotFound(f"not found while trying to {what}: {message}")
+    if status == 409:
+        return Conflict(f"conflict while trying to {what}: {message}")
+    if status == 410:
+        return Gone(f"{what}: {message or 'resource version too old'}")
+    return server_error(peer, what, status, body, content_type, wait=wait)
+
+
+def exec_refused(
+    peer: Peer, what: str, status: int, body: Any, headers: Mapping[str, str] | None = None
+) -> NsightlabError:
+    """The error for an exec handshake that was answered with anything but the upgrade:
+    404 (no such pod), 400 (not running), 401/403, or a page from something else."""
+    raw = body if isinstance(body, bytes) else str(body or "").encode()
+    ctype = {k.lower(): v for k, v in (headers or {}).items()}.get("content-type")
+    if 200 <= status < 300:  # not the upgrade (101) an exec needs: something else answered
+        return (
+            not_json(peer, what, status, ctype, raw)
+            if not is_json_type(ctype)
+            else ClusterError(
+                f"the API server {peer.server} answered {status} instead of starting the exec stream while "
+                f"trying to {what}",
+                hint="A proxy in front of the cluster may not pass websockets on.",
+            )
+        )
+    message = status_of(raw, ctype)[1]
+    if status == 400:
+        return PodNotReadyError(
+            f"cannot {what}: {message or 'the pod is not running'}",
+            hint=f"Check it with `nsightlab status {peer.cli_args}`.",
+        )
+    if status == 404:
+        return NotFound(
+            f"cannot {what}: {message or 'no such pod'}",
+            hint=f"The pod is gone; create a new one with `nsightlab create {peer.cli_args}`.",
+        )
+    return translate(peer, what, status, raw, content_type=ctype)
+
+
+def watch_error(what: str, obj: Mapping[str, Any]) -> ClusterError:
+    """The error for a watch's ERROR event: `Gone` (list again) for 410."""
+    if obj.get("code") == 410:
+        return Gone(f"{what}: {obj.get('message', 'resource version too old')}")
+    return ClusterError(f"{what}: the server sent an error: {obj.get('message', obj)}")
 
 
 def _chain(reason: object) -> list[object]:

@@ -11,14 +11,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from nsightlab.analysis import pods as r
 from nsightlab.cluster.kube import Kube
 from nsightlab.cluster.kubeconfig import load_kubeconfig
-from nsightlab.cluster.lab import check_lab_pod, check_pin, forget_session, session_for
+from nsightlab.cluster.lab_lifecycle import check_lab_pod, check_pin, forget_session, session_for
 from nsightlab.cluster.safety import Intent, ResolvedContext, resolve_context
-from nsightlab.config import Config, Session, load_config, load_ended_session, load_session
 from nsightlab.env import Env
 from nsightlab.errors import PodNotReadyError
+from nsightlab.k8s import pods as r
+from nsightlab.userconfig import Config, Session, load_config, load_ended_session, load_session
 
 
 @dataclass

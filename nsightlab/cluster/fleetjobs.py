@@ -23,20 +23,9 @@ from typing import TYPE_CHECKING, Any
 import yaml
 from pydantic import ConfigDict, Field, ValidationError
 
-from nsightlab.analysis import pods as r
-from nsightlab.analysis.fleet import (
-    FleetJobs,
-    FleetPlan,
-    FleetStatusLine,
-    FleetStatusReport,
-    FleetTarget,
-    too_small,
-)
-from nsightlab.analysis.gpus import for_instance_type
-from nsightlab.analysis.inventory import gpu_product
-from nsightlab.analysis.labpod import FleetCleanup
-from nsightlab.cluster.kube import Forbidden, Gone
-from nsightlab.cluster.lab import (
+from nsightlab.analysis.fleet_models import FleetJobs, FleetPlan, FleetStatusLine, FleetStatusReport, FleetTarget
+from nsightlab.cluster.answers import Forbidden, Gone
+from nsightlab.cluster.labmanifest import (
     MANAGED_BY,
     OWNER,
     check_lab_values,
@@ -44,12 +33,17 @@ from nsightlab.cluster.lab import (
     owner_label,
 )
 from nsightlab.errors import ClusterError
+from nsightlab.k8s import pods as r
+from nsightlab.k8s.inventory import gpu_product
+from nsightlab.k8s.labmatch import too_small
+from nsightlab.k8s.labpod import FleetCleanup
 from nsightlab.models import Model
+from nsightlab.specs.gpus import for_instance_type
 
 if TYPE_CHECKING:
     from nsightlab.cluster.kube import Kube
-    from nsightlab.config import Config
     from nsightlab.env import Env
+    from nsightlab.userconfig import Config
 
 FLEET = "nsightlab/fleet"
 TARGET = "nsightlab/fleet-target"

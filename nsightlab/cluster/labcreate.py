@@ -11,17 +11,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nsightlab import assets, configure
-from nsightlab.cluster import lab
+from nsightlab.cluster import lab_lifecycle, labmanifest
 from nsightlab.cluster.connect import connect
 from nsightlab.cluster.kubeconfig import load_kubeconfig
 from nsightlab.cluster.safety import Intent, confirm_change, resolve_context
-from nsightlab.config import LoadedConfig, ensure_home, load_config
 from nsightlab.errors import UsageError
+from nsightlab.userconfig import LoadedConfig, ensure_home, load_config
 
 if TYPE_CHECKING:
-    from nsightlab.analysis.labpod import LabPod
     from nsightlab.cluster.safety import ResolvedContext
     from nsightlab.env import Env
+    from nsightlab.k8s.labpod import LabPod
 
 
 @dataclass(frozen=True)
@@ -55,7 +55,7 @@ def _loaded(opts: CreateOptions) -> tuple[LoadedConfig, dict[str, Any]]:
         alias=opts.context if opts.context in loaded.config.clusters else None,
         namespace_given=opts.namespace is not None,
     )
-    return loaded, lab.load_template(opts.manifest or assets.pod_template())
+    return loaded, labmanifest.load_template(opts.manifest or assets.pod_template())
 
 
 def dry_run(opts: CreateOptions) -> dict[str, Any]:
@@ -69,7 +69,7 @@ def dry_run(opts: CreateOptions) -> dict[str, Any]:
         ns = resolve_context(
             opts.context, config=loaded.config, kubeconfig=kc, intent=read, namespace=opts.namespace
         ).namespace
-    return lab.build_manifest(template, loaded.config, namespace=ns, profiling_caps=opts.profiling_caps)
+    return labmanifest.build_manifest(template, loaded.config, namespace=ns, profiling_caps=opts.profiling_caps)
 
 
 def again(opts: CreateOptions, ctx: ResolvedContext) -> tuple[str, str]:
@@ -81,7 +81,7 @@ def again(opts: CreateOptions, ctx: ResolvedContext) -> tuple[str, str]:
     create = f"{prefix}create {ctx.cli_args}"
     if opts.manifest is not None:
         create += f" --manifest {shlex.quote(str(opts.manifest))}"
-    cleanup = f"{prefix}{lab.cleanup_command(ctx).removeprefix('nsightlab ')}"
+    cleanup = f"{prefix}{lab_lifecycle.cleanup_command(ctx).removeprefix('nsightlab ')}"
     return cleanup, create + (" --profiling-caps" if opts.profiling_caps else "")
 
 
@@ -102,12 +102,14 @@ def create_lab(env: Env, opts: CreateOptions) -> LabPod:
         namespace=opts.namespace,
         action="create the lab pod",
     ) as c:
-        m = lab.build_manifest(template, c.config, namespace=c.ctx.namespace, profiling_caps=opts.profiling_caps)
+        m = labmanifest.build_manifest(
+            template, c.config, namespace=c.ctx.namespace, profiling_caps=opts.profiling_caps
+        )
         what = f"create lab pod {m['metadata']['name']} ({c.config.lab.gpus} GPU on a {c.config.lab.instance_type})"
         if opts.recreate:
             what = f"replace your lab pod with {what[len('create ') :]}"
         confirm_change(env, c.ctx, what, yes=opts.yes)
-        return lab.create(
+        return lab_lifecycle.create(
             env,
             c.kube,
             c.ctx,

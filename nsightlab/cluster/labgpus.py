@@ -1,21 +1,21 @@
 """GPUs for the lab pod: free GPUs per instance type, and, before a lab pod is created,
-whether it could ever be scheduled (`analysis.labmatch.gpu_fit_error`) and how many GPUs
+whether it could ever be scheduled (`k8s.labmatch.gpu_fit_error`) and how many GPUs
 of its type are free right now."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from nsightlab.analysis import pods as r
-from nsightlab.analysis.inventory import requested_by_node
-from nsightlab.analysis.labmatch import gpu_fit_error
-from nsightlab.analysis.labpod import GpuFree
 from nsightlab.cluster.permissions import optional
+from nsightlab.k8s import pods as r
+from nsightlab.k8s.inventory import requested_by_node
+from nsightlab.k8s.labmatch import gpu_fit_error
+from nsightlab.k8s.labpod import GpuFree
 
 if TYPE_CHECKING:
     from nsightlab.cluster.kube import Kube
-    from nsightlab.config import Config
     from nsightlab.env import Env
+    from nsightlab.userconfig import Config
 
 
 def free_gpus(kube: Kube, instance_type: str | None = None) -> list[GpuFree]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from nsightlab.cluster.kube import Conflict, Forbidden, NotFound, Unauthorized
+from nsightlab.cluster.answers import Conflict, Forbidden, NotFound, Unauthorized
 from nsightlab.errors import ClusterError
 
 FIRST_WAIT = 0.5  # seconds before the first try again; doubled each time

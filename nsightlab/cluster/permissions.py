@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, NamedTuple, TypeVar
 
-from nsightlab.cluster.kube import Forbidden
+from nsightlab.cluster.answers import Forbidden
 from nsightlab.errors import ClusterError
 
 if TYPE_CHECKING:

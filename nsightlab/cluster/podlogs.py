@@ -8,9 +8,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from nsightlab.analysis.labpod import EventsReport, pod_events
-from nsightlab.cluster.lab import create_command
+from nsightlab.cluster.lab_lifecycle import create_command
 from nsightlab.errors import PodNotReadyError, UsageError
+from nsightlab.k8s.labpod import EventsReport, pod_events
 
 if TYPE_CHECKING:
     from nsightlab.cluster.kube import Kube

@@ -28,8 +28,8 @@ from nsightlab.kubevalues import described, hidden_characters
 
 if TYPE_CHECKING:
     from nsightlab.cluster.kubeconfig import Kubeconfig
-    from nsightlab.config import Config, EndedSession, Session
     from nsightlab.env import Env
+    from nsightlab.userconfig import Config, EndedSession, Session
 
 _TOKEN_SPLIT = re.compile(r"[-_.:/@]+")
 # Whitespace and Unicode separators (category Z*: spaces, the no-break space, U+2028/2029):

@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, BinaryIO
 from nsightlab.errors import ClusterError, OnInterrupt, RemoteCommandError
 
 if TYPE_CHECKING:
-    from nsightlab.cluster.kube import ExecSession, Kube
+    from nsightlab.cluster.execstream import ExecSession
+    from nsightlab.cluster.kube import Kube
 
 # bash if the image has it, else sh.
 SHELL_ARGV = ["sh", "-c", "if command -v bash >/dev/null 2>&1; then exec bash -l; else exec sh -l; fi"]

@@ -40,15 +40,16 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
-from nsightlab.analysis.labpod import CopyResult
 from nsightlab.cluster import podtar
-from nsightlab.cluster.kube import STDIN_FRAME
+from nsightlab.cluster.execstream import STDIN_FRAME
 from nsightlab.cluster.podtar import shown as shown  # (used by the copy command too)
 from nsightlab.cluster.records import Digest, Spool, Verification
 from nsightlab.errors import ClusterError, Interrupted, RemoteCommandError, UsageError
+from nsightlab.k8s.labpod import CopyResult
 
 if TYPE_CHECKING:
-    from nsightlab.cluster.kube import ExecSession, Kube
+    from nsightlab.cluster.execstream import ExecSession
+    from nsightlab.cluster.kube import Kube
 
 CHUNK = 256 * 1024
 STAGING_PREFIX = ".nsightlab-copy-"

@@ -1,5 +1,5 @@
 """`cleanup` from its options: the lab pod (or every lab pod and fleet of yours, or one
-fleet) deleted through `cluster.lab.cleanup` and `cluster.fleetjobs.delete_fleets`.
+fleet) deleted through `cluster.lab_lifecycle.cleanup` and `cluster.fleetjobs.delete_fleets`.
 
 Plain `cleanup` with neither a lab session nor `--context` has nothing to delete: it says
 so and contacts no cluster (exit 0), so that cleaning up twice is not an error."""
@@ -10,13 +10,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from nsightlab.analysis.labpod import CleanupReport
-from nsightlab.cluster import lab
+from nsightlab.cluster import lab_lifecycle
 from nsightlab.cluster.connect import connect, lab_pod_name, note_session
 from nsightlab.cluster.fleetjobs import delete_fleets
 from nsightlab.cluster.safety import Intent, confirm_change
-from nsightlab.config import load_session
-from nsightlab.measure.fleet import stored_place
+from nsightlab.k8s.labpod import CleanupReport
+from nsightlab.measure.fleet_runner import stored_place
+from nsightlab.userconfig import load_session
 
 if TYPE_CHECKING:
     from nsightlab.env import Env
@@ -71,7 +71,7 @@ def run_cleanup(env: Env, opts: CleanupOptions) -> CleanupReport:
         name = lab_pod_name(c, require_ready=False)
         what = f"delete every lab pod and fleet of {owner}" if opts.all_mine else f"delete lab pod {name}"
         confirm_change(env, c.ctx, what, yes=opts.yes)
-        report = lab.cleanup(env, c.kube, c.ctx, owner=owner, names=[name], all_mine=opts.all_mine)
+        report = lab_lifecycle.cleanup(env, c.kube, c.ctx, owner=owner, names=[name], all_mine=opts.all_mine)
         if opts.all_mine:
             report.fleets = delete_fleets(env, c.kube, c.ctx.namespace, owner, None)
         return report

@@ -2,8 +2,8 @@
 
 Its log streams into the fleet run's `raw/logs/<job>.log` (cluster/podlogs.save_log),
 once: nothing holds it whole, and the sweep run does not copy it. What is kept in memory
-is the log's result block and its last lines (analysis.fleet.LogScan). The result must be
-a sweep record of finite numbers within the physical bounds (analysis/bounds.py): else
+is the log's result block and its last lines (parse.records.fleetrun_log.LogScan). The result must be
+a sweep record of finite numbers within the physical bounds (specs/bounds.py): else
 the entry fails ("not a plausible measurement") and no sweep run is stored. A device the
 log names that contradicts the node's GPU label or `--device` is said in the entry's
 reason, and the node's label is kept as the sweep run's `node_gpu`.
@@ -16,15 +16,17 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 from nsightlab import __version__
-from nsightlab.analysis.bounds import ImplausibleMeasurement
-from nsightlab.analysis.fleet import FleetEntry, FleetPlan, FleetTarget, LogScan, measured_entry, outcome_entry
-from nsightlab.analysis.gpus import same_product
-from nsightlab.analysis.rates import SweepRecord
-from nsightlab.analysis.sweep import SweepResult, build_result, record_from_json
+from nsightlab.analysis.fleet_models import FleetEntry, FleetPlan, FleetTarget
+from nsightlab.analysis.fleet_result import measured_entry, outcome_entry
+from nsightlab.analysis.sweep_result import SweepResult, build_result
 from nsightlab.cluster.podlogs import save_log
 from nsightlab.errors import ClusterError, ParseError
+from nsightlab.parse.records.fleetrun_log import LogScan
+from nsightlab.parse.records.sweep_record import SweepRecord, record_from_json
 from nsightlab.runs import store
 from nsightlab.runs.store import Run, RunMeta
+from nsightlab.specs.bounds import ImplausibleMeasurement
+from nsightlab.specs.gpus import same_product
 
 if TYPE_CHECKING:
     from nsightlab.cluster.kube import Kube

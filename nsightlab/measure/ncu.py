@@ -12,13 +12,13 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 from nsightlab import assets
-from nsightlab.analysis.ncu import NcuResult, from_report
-from nsightlab.analysis.profile import load_record
+from nsightlab.analysis.ncu_result import NcuResult, from_report
 from nsightlab.errors import CountersNotPermittedError, ParseError, RemoteCommandError
 from nsightlab.measure.device import DevicePlan, no_gpu_error
 from nsightlab.measure.profile import BUILTIN, last_error, resolve_script, streamer
 from nsightlab.measure.work import LabWork
-from nsightlab.parse import ncu as ncu_parse
+from nsightlab.parse import ncu_csv as ncu_parse
+from nsightlab.parse.records.lesson1_record import load_record
 from nsightlab.runs.store import RunMeta
 
 if TYPE_CHECKING:

@@ -1,8 +1,8 @@
 """`nsightlab pack`: the namespace's GPU workloads, read (GET only), then analysed.
 
-The reads are `nsightlab.cluster.packing`'s; the grouping `analysis/workloads.py`'s; the
-arithmetic `analysis/packing.py` and `analysis/sharing.py`'s; the bandwidth, a decode
-step time and a tokenizer measurement come from the run store (`runs/packing.py`).
+The reads are `nsightlab.cluster.pack_reads`'s; the grouping `k8s/workloads.py`'s; the
+arithmetic `analysis/pack_plan.py` and `analysis/sharing.py`'s; the bandwidth, a decode
+step time and a tokenizer measurement come from the run store (`runs/pack_inputs.py`).
 Nothing here changes a node, a pod or a deployment.
 """
 
@@ -12,9 +12,7 @@ import re
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from nsightlab.analysis import gpus
-from nsightlab.analysis.mig import builtin_profiles
-from nsightlab.analysis.packing import (
+from nsightlab.analysis.pack_plan import (
     Given,
     PackOptions,
     PackReport,
@@ -25,10 +23,12 @@ from nsightlab.analysis.packing import (
     per_gpu_price,
     what_if,
 )
-from nsightlab.analysis.workloads import WorkloadFacts, build_workloads
-from nsightlab.cluster import packing as reads
+from nsightlab.cluster import pack_reads as reads
 from nsightlab.errors import UsageError
-from nsightlab.runs.packing import bandwidth_for, decode_step_ms, latest_tokenizer
+from nsightlab.k8s.workloads import WorkloadFacts, build_workloads
+from nsightlab.runs.pack_inputs import bandwidth_for, decode_step_ms, latest_tokenizer
+from nsightlab.specs import gpus
+from nsightlab.specs.mig import builtin_profiles
 
 if TYPE_CHECKING:
     from nsightlab.cluster.connect import Cluster

@@ -5,7 +5,7 @@ tutorial's `nsys profile -o BASE -f true -t cuda,nvtx python3 SCRIPT`, exports t
 to SQLite with one `nsys export --type sqlite` (an nsys that cannot: the reports that
 matter with one `nsys stats --force-export=true --format csv`), brings the export, the
 script's JSON and the .nsys-rep back into the run store, and only then returns the result
-(`nsightlab.runs.sqlite_input`, else `nsightlab.analysis.profile.build_profile` over the
+(`nsightlab.runs.sqlite_input`, else `nsightlab.analysis.profile_result.build_profile` over the
 CSVs) for printing; `nsys_input` in the result says which.
 """
 
@@ -22,25 +22,21 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nsightlab import assets
-from nsightlab.analysis.profile import (
-    Profiler,
-    ProfileResult,
-    build_profile,
-    headline,
-    load_record,
-    report_from_torch,
-    torch_info,
-)
+from nsightlab.analysis.explain.profile_words import headline
+from nsightlab.analysis.profile_models import Profiler, ProfileResult
+from nsightlab.analysis.profile_result import build_profile
 from nsightlab.errors import ParseError, RemoteCommandError, UsageError
 from nsightlab.measure.device import DevicePlan, no_gpu_error, ran_on_cpu_warning
 from nsightlab.measure.work import LabWork
 from nsightlab.models import NonFiniteError, loads
 from nsightlab.parse import nsys
 from nsightlab.parse.noise import is_library_noise
-from nsightlab.runs.decode import TraceOptions
+from nsightlab.parse.records.lesson1_record import load_record
+from nsightlab.parse.records.torchprof_record import report_from_torch, torch_info
 from nsightlab.runs.sqlite_input import sqlite_result
 from nsightlab.runs.store import Run, RunMeta
 from nsightlab.runs.store import remove as remove_run
+from nsightlab.runs.timeline import TraceOptions
 
 if TYPE_CHECKING:
     from nsightlab.env import Env

@@ -19,17 +19,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from nsightlab.analysis import pods as r
-from nsightlab.analysis.inventory import gpu_product
-from nsightlab.analysis.labpod import selected_instance_type
 from nsightlab.cluster.connect import connect, lab_pod_name, note_session
 from nsightlab.cluster.kube import Kube
-from nsightlab.cluster.lab import lab_node
+from nsightlab.cluster.lab_lifecycle import lab_node
 from nsightlab.cluster.safety import Intent
 from nsightlab.cluster.transfer import copy_in, copy_out
-from nsightlab.config import ensure_home
 from nsightlab.env import Env
 from nsightlab.errors import ClusterError, RemoteCommandError
+from nsightlab.k8s import pods as r
+from nsightlab.k8s.inventory import gpu_product
+from nsightlab.k8s.labpod import selected_instance_type
+from nsightlab.userconfig import ensure_home
 
 Sink = Callable[[bytes], None]
 

@@ -487,3 +487,59 @@ def parse_file(path: str | Path, *, report: str | None = None) -> NsysReport:
     if p.suffix.lower() == ".csv":
         return parse_stats_csv(text, source=str(p), report=report)
     return parse_stats_console(text, source=str(p))
+
+
+# ---------------------------------------------------------------------------- ranges among kernels
+
+# torch.profiler names its steps ProfilerStep#N (torchprof lists them as "ProfilerStep*")
+TORCH_STEP_PREFIX = "ProfilerStep"
+
+
+def clean_range_name(name: str) -> str:
+    """A range's name as the script gave it: newer nsys prefixes pushed ranges with ':'."""
+    return name.lstrip(":").strip()
+
+
+def range_names(report: NsysReport) -> set[str]:
+    """Every range the tables name (nvtx_sum, nvtx_kern_sum, nvtx_gpu_proj_sum)."""
+    found = {clean_range_name(r.name) for r in report.nvtx or []}
+    found |= {clean_range_name(r.range_name) for r in report.nvtx_kernels or []}
+    found |= {clean_range_name(r.range_name) for r in report.nvtx_gpu_proj or []}
+    return found
+
+
+def _as_range(row: KernelSummaryRow) -> NvtxRangeRow:
+    return NvtxRangeRow(
+        name=row.name,
+        style="PushPop",
+        time_pct=None,
+        total_ns=row.total_ns,
+        instances=row.instances,
+        avg_ns=row.avg_ns,
+        med_ns=row.med_ns,
+        min_ns=row.min_ns,
+        max_ns=row.max_ns,
+        stddev_ns=row.stddev_ns,
+    )
+
+
+def without_ranges(report: NsysReport, extra: set[str] | None = None) -> tuple[NsysReport, list[str]]:
+    """The report with no range in its kernel table, and the names taken out.
+
+    A kernel row is a range when a range table names it, when it is a profiler step
+    (`ProfilerStep*`), or when `extra` names it. Such a row is moved to the range table
+    (unless it is there already) and the kernels' Time (%) is recomputed without it: a
+    range's time holds its kernels' time, which would otherwise count twice.
+    """
+    if not report.kernels:
+        return report, []
+    known = range_names(report) | (extra or set())
+    moved = [k for k in report.kernels if clean_range_name(k.name) in known or k.name.startswith(TORCH_STEP_PREFIX)]
+    if not moved:
+        return report, []
+    kept = [k for k in report.kernels if k not in moved]
+    total = sum(k.total_ns for k in kept) or 1.0
+    kept = [k.model_copy(update={"time_pct": round(100.0 * k.total_ns / total, 1)}) for k in kept]
+    listed = {clean_range_name(r.name) for r in report.nvtx or []}
+    ranges = list(report.nvtx or []) + [_as_range(k) for k in moved if clean_range_name(k.name) not in listed]
+    return report.model_copy(update={"kernels": kept, "nvtx": ranges}), [k.name for k in moved]

@@ -1,13 +1,13 @@
 """A decode run and a trace's steps as the report's tables and paragraphs, every number
-written by `nsightlab.analysis.units`. The terminal (`render.decode`, `render.step_groups`)
+written by `nsightlab.units`. The terminal (`decodeview.decode`, `decodeview.step_groups`)
 and the report (`report._decode_sections`) draw the same tables."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from nsightlab.analysis import units
-from nsightlab.analysis.decode import BatchPoint, DecodeResult, DecodeSteps, GroupSteps
+from nsightlab import units
+from nsightlab.analysis.decode_models import BatchPoint, DecodeResult, DecodeSteps, GroupSteps
 from nsightlab.analysis.steps import TraceKernel, TraceSummary
 from nsightlab.parse.names import distinct_short_names
 from nsightlab.present.doc import Table

@@ -20,18 +20,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from nsightlab.analysis import units
-from nsightlab.analysis.units import time_unit
+from nsightlab import units
 from nsightlab.errors import UsageError
 from nsightlab.present.safe import terminal_safe
+from nsightlab.units import time_unit
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
     # the result models load only when a stored result is read, not for every store access
-    from nsightlab.analysis.decode import DecodeResult, DecodeTimelines, ModeTimeline
-    from nsightlab.analysis.profile import ProfileResult
-    from nsightlab.analysis.sweep import SweepResult
+    from nsightlab.analysis.decode_models import DecodeResult, DecodeTimelines, ModeTimeline
+    from nsightlab.analysis.profile_models import ProfileResult
+    from nsightlab.analysis.sweep_result import SweepResult
 
 MISSING = "plotting needs matplotlib: pip install 'nsightlab[report]'"
 

@@ -1,8 +1,8 @@
 """A fleet, drawn: the live table while its Jobs run (Rich Live on a terminal, a plain line
-per change otherwise), the tables of its result (render.fleet draws them on the
-terminal) and its part of the report.
+per change otherwise), its result and `fleet status` on the terminal (`fleet`,
+`fleet_status`) and its part of the report.
 
-Numbers are written with `nsightlab.analysis.units`.
+Numbers are written with `nsightlab.units`.
 """
 
 from __future__ import annotations
@@ -11,17 +11,18 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from nsightlab.analysis.fleet import FleetResult, JobRow, usd
-from nsightlab.analysis.pods import human_duration
-from nsightlab.analysis.sweep import SweepResult
-from nsightlab.analysis.units import percent, sig
+from nsightlab.analysis.fleet_models import FleetResult, JobRow
+from nsightlab.analysis.sweep_result import SweepResult
 from nsightlab.errors import UsageError
+from nsightlab.k8s.pods import human_duration
 from nsightlab.present.doc import Bullets, FigureRef, Para, Section, Table
+from nsightlab.present.render import Column, blank, heading, lines, report_table, table
 from nsightlab.present.safe import rich_text
 from nsightlab.runs import store
-from nsightlab.runs.analyze import stored_result
+from nsightlab.units import percent, sig, usd
 
 if TYPE_CHECKING:
+    from nsightlab.analysis.fleet_models import FleetStatusReport
     from nsightlab.present.console import Env
 
 
@@ -241,9 +242,82 @@ def member_sweeps(result: FleetResult) -> list[tuple[str, SweepResult]]:
         if e.run_id is None:
             continue
         try:
-            found = stored_result(store.resolve(e.run_id).path)
+            found = store.stored_result(store.resolve(e.run_id).path)
         except (UsageError, ValueError, OSError):
             continue
         if isinstance(found, SweepResult):
             out.append((f"{e.instance_type}" + (f" {e.node}" if e.outlier is not None and e.node else ""), found))
     return out
+
+
+# ---------------------------------------------------------------------------- the terminal
+
+
+def fleet(env: Env, result: FleetResult) -> None:
+    """A fleet's result: its Jobs, its types, the notes, the failed Jobs' last log lines."""
+    n = len(result.types)
+    heading(
+        env,
+        f"Fleet {result.fleet_id}: {result.dtype} bandwidth sweep on {n} instance type{'s' if n != 1 else ''} "
+        f"(context {result.context}, namespace {result.namespace})",
+    )
+    for t in fleet_tables(result):
+        blank(env)
+        report_table(env, t)
+    if result.notes:
+        blank(env)
+        heading(env, "Notes")
+        lines(env, result.notes)
+    tails = log_tails(result)
+    if tails:
+        blank(env)
+        heading(env, "The failed Jobs' last log lines")
+        lines(env, tails, bullet="")
+    blank(env)
+    lines(
+        env,
+        [
+            f"stored as run {result.fleet_id} (`nsightlab runs show {result.fleet_id}`; `nsightlab report "
+            f"{result.fleet_id}` draws the curves)"
+        ],
+        bullet="",
+    )
+
+
+def fleet_status(env: Env, report: FleetStatusReport, *, where: str = "") -> None:
+    """`fleet status`: this owner's fleets, their age and Jobs by phase; `where` is the
+    context options its commands need (`--context stg -n serving`)."""
+    if not report.fleets:
+        lines(
+            env, [f"no fleet of {report.owner} in namespace {report.namespace} (context {report.context})"], bullet=""
+        )
+        return
+    cols = [
+        Column(c, justify="left" if c == "FLEET" else "right")
+        for c in ("FLEET", "AGE", "WAITING", "PENDING", "RUNNING", "SUCCEEDED", "FAILED")
+    ]
+    rows = [
+        [
+            f.fleet_id,
+            f.age,
+            str(f.jobs.waiting) if f.planned is not None else "?",
+            str(f.jobs.pending),
+            str(f.jobs.running),
+            str(f.jobs.succeeded),
+            str(f.jobs.failed),
+        ]
+        for f in report.fleets
+    ]
+    table(env, cols, rows)
+    blank(env)
+    first = report.fleets[0].fleet_id
+    opts = f" {where}" if where else ""
+    lines(
+        env,
+        [
+            f"collect {'it' if len(report.fleets) == 1 else first} with `nsightlab fleet collect {first}{opts}`, "
+            f"remove it with `nsightlab cleanup --fleet {first}{opts}`"
+            + ("" if len(report.fleets) == 1 else " (the same for the others, by their id)")
+        ],
+        bullet="",
+    )

@@ -3,23 +3,27 @@ draws it, the steps, the sanity table last (the part to read first), the notes."
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
-from nsightlab.analysis.colocate import ColocateResult
-from nsightlab.analysis.decode import DecodeResult
-from nsightlab.analysis.gpurun import GpuRunResult, RunRecord
-from nsightlab.analysis.ncu import NcuResult
-from nsightlab.analysis.profile import ProfileResult
+from nsightlab.analysis.colocate_models import ColocateResult
+from nsightlab.analysis.decode_models import DecodeResult
+from nsightlab.analysis.gpurun_result import GpuRunResult, RunRecord
+from nsightlab.analysis.ncu_result import NcuResult
+from nsightlab.analysis.profile_models import ProfileResult
 from nsightlab.analysis.sanity import SanityRow
-from nsightlab.analysis.sweep import SweepImpls, SweepResult
-from nsightlab.analysis.units import sig
-from nsightlab.present import render
+from nsightlab.analysis.sweep_impls import SweepImpls
+from nsightlab.analysis.sweep_result import SweepResult
+from nsightlab.present import decodeview, profileview, render, sweepview
 from nsightlab.present.packview import draw_colocate
 from nsightlab.present.render import Column
 from nsightlab.present.safe import terminal_safe
 from nsightlab.present.text import SPREAD_NOTE, impls_heading, impls_lines, impls_table, sweep_summary_lines
+from nsightlab.units import sig
 
 if TYPE_CHECKING:
+    from pydantic import BaseModel
+
     from nsightlab.present.console import Env
 
 
@@ -71,19 +75,7 @@ def draw_gpu_run(env: Env, result: GpuRunResult) -> None:
 
 
 def _record(env: Env, record: RunRecord) -> None:
-    r = record.result
-    if isinstance(r, ProfileResult):
-        render.profile(env, r)
-    elif isinstance(r, SweepResult):
-        render.sweep(env, r)
-    elif isinstance(r, DecodeResult):
-        render.decode(env, r)
-    elif isinstance(r, NcuResult):
-        render.ncu(env, r)
-    elif isinstance(r, ColocateResult):
-        draw_colocate(env, r)
-    else:
-        _impls(env, r)
+    _RECORD_VIEWS[type(record.result)](env, record.result)
 
 
 def _impls(env: Env, impls: SweepImpls) -> None:
@@ -101,6 +93,18 @@ def _impls(env: Env, impls: SweepImpls) -> None:
     render.blank(env)
     render.heading(env, "What it means")
     render.lines(env, impls_lines(impls))
+
+
+#: A record's view: as the lab draws that result, but torch against Triton, whose runs
+#: are not stored.
+_RECORD_VIEWS: dict[type[BaseModel], Callable[[Env, Any], None]] = {
+    ProfileResult: profileview.profile,
+    SweepResult: sweepview.sweep,
+    DecodeResult: decodeview.decode,
+    NcuResult: profileview.ncu,
+    ColocateResult: draw_colocate,
+    SweepImpls: _impls,
+}
 
 
 def _ok(row: SanityRow) -> str:

@@ -8,14 +8,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from nsightlab.analysis.colocate import ColocateResult
-from nsightlab.analysis.fleet import usd
-from nsightlab.analysis.packing import PackReport, PackWorkload
+from nsightlab.analysis.colocate_models import ColocateResult
+from nsightlab.analysis.pack_plan import PackReport, PackWorkload
 from nsightlab.analysis.sharing import USABLE_FRACTION
-from nsightlab.analysis.tokenize import TokenizerResult
-from nsightlab.analysis.units import percent, sig
+from nsightlab.analysis.tokenizer_result import TokenizerResult
 from nsightlab.present.doc import Bullets, FigureRef, Para, Section, Table
 from nsightlab.present.safe import terminal_safe as escape_controls
+from nsightlab.units import percent, sig, usd
 
 CHANGED_NOTHING = "nsightlab only read the cluster here: it changed no node, pod or deployment"
 

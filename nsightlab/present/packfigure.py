@@ -4,7 +4,7 @@ time against the number of copies at once, with the bandwidth ceiling."""
 
 from __future__ import annotations
 
-from nsightlab.analysis.colocate import ColocateResult
+from nsightlab.analysis.colocate_models import ColocateResult
 from nsightlab.present.figures import SERIES, SPEC_COLOR, Plot, _figure, _text
 
 

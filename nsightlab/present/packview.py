@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from nsightlab.analysis.colocate import ColocateResult
-from nsightlab.analysis.packing import PackReport
-from nsightlab.analysis.tokenize import TokenizerResult
+from nsightlab.analysis.colocate_models import ColocateResult
+from nsightlab.analysis.pack_plan import PackReport
+from nsightlab.analysis.tokenizer_result import TokenizerResult
 from nsightlab.present import render
 from nsightlab.present.packdoc import (
     CHANGED_NOTHING,

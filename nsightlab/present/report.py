@@ -6,13 +6,13 @@ Three steps, each testable alone:
    of each kind), loaded from the store.
 2. `build_report`: a `ReportDoc`, a document model made of sections (paragraphs, bullet
    lists, tables, figure references) with every number already formatted. It needs no
-   matplotlib: `--terminal` renders it with Rich (render.report_doc).
+   matplotlib: `--terminal` renders it with Rich (runsview.report_doc).
 3. `write_report`: the figures (nsightlab.present.figures), `report.md` (which references the
    PNGs beside it) and a self-contained `report.html` (images embedded as data: URIs, CSS
    inline, a Content-Security-Policy that forbids any fetch), written into a temporary
    folder beside DIR and moved into place, the HTML last.
 
-`decode_floor_for` gathers what `nsightlab roofline` needs from the store.
+The sections of each kind of run are built in `reportsections`.
 """
 
 from __future__ import annotations
@@ -26,85 +26,44 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from pydantic import BaseModel
-
-from nsightlab.analysis import units
-from nsightlab.analysis.colocate import ColocateResult
-from nsightlab.analysis.decode import DecodeResult, DecodeTimelines
-from nsightlab.analysis.fleet import FleetResult
-from nsightlab.analysis.gpus import lookup
-from nsightlab.analysis.ncu import NcuResult
-from nsightlab.analysis.profile import ProfileResult, ops_label
-from nsightlab.analysis.roofline import DecodeFloor, decode_floor, plateau_source
-from nsightlab.analysis.sweep import SweepImpls, SweepResult, compare_impls, compare_results
-from nsightlab.analysis.tokenize import TokenizerResult
-from nsightlab.config import ensure_home, load_session
+from nsightlab.analysis.colocate_models import ColocateResult
+from nsightlab.analysis.decode_models import DecodeResult, DecodeTimelines
+from nsightlab.analysis.fleet_models import FleetResult
+from nsightlab.analysis.ncu_result import NcuResult
+from nsightlab.analysis.profile_models import ProfileResult
+from nsightlab.analysis.sweep_result import SweepResult
+from nsightlab.analysis.tokenizer_result import TokenizerResult
 from nsightlab.errors import Interrupted, UsageError
-from nsightlab.parse.names import distinct_short_names
-from nsightlab.present import decodedoc as dd
 from nsightlab.present import figures, packfigure, sweepfigure
 from nsightlab.present import figures as figs
-from nsightlab.present.doc import (
-    Bullets,
-    FigureFile,
-    FigureRef,
-    Para,
-    ReportDoc,
-    ReportFiles,
-    Section,
-    Table,
-)
-from nsightlab.present.figures import device_label
+from nsightlab.present.doc import FigureFile, Para, ReportDoc, ReportFiles, Section
 from nsightlab.present.fleetview import member_sweeps, report_sections
 from nsightlab.present.packdoc import colocate_section, tokenizer_section
-from nsightlab.present.text import (
-    SPREAD_NOTE,
-    compare_lines,
-    compare_table,
-    impls_heading,
-    impls_lines,
-    impls_table,
-    ncu_table,
-    roofline_remarks,
-    series_name,
-    sweep_summary_lines,
-    sweep_table,
-    tbps_text,
-    what_ran,
-    when_text,
+from nsightlab.present.reportsections import (
+    Loaded,
+    decode_sections,
+    environment_table,
+    floor_section,
+    ncu_sections,
+    profile_sections,
+    report_floor,
+    runs_table,
+    sweep_sections,
 )
+from nsightlab.present.text import roofline_remarks, series_name, tbps_text
 from nsightlab.present.writers import render_html, render_markdown
 from nsightlab.runs import store
-from nsightlab.runs.decode import load_timelines
-from nsightlab.runs.listing import RunLine, line, resolve_all
-from nsightlab.runs.store import Run, RunMeta, RunStatus
+from nsightlab.runs.listing import line, resolve_all
+from nsightlab.runs.store import RunStatus
+from nsightlab.runs.trace_files import load_timelines
+from nsightlab.userconfig import ensure_home, load_session
 
 if TYPE_CHECKING:
-    from nsightlab.analysis.ncu import NcuResult
-    from nsightlab.analysis.profile import ProfileResult, RangeLine
-    from nsightlab.analysis.sweep import SweepResult
     from nsightlab.present.figures import Plot
 
-#: Kernels listed per profile in the report's table.
-TOP_KERNELS = 15
-
-
-# ---------------------------------------------------------------------------- the document model
-
-
 # ---------------------------------------------------------------------------- choosing runs
-
-
-@dataclass
-class Loaded:
-    """One run and its parsed result."""
-
-    run: Run
-    meta: RunMeta
-    line: RunLine
-    result: BaseModel
 
 
 @dataclass
@@ -192,45 +151,6 @@ def select_runs(refs: Sequence[str]) -> Selection:
     return Selection(runs=loaded, how=how, notes=notes)
 
 
-# ---------------------------------------------------------------------------- formatting
-
-
-def _compute_like(r: RangeLine) -> bool:
-    rates = r.rates
-    return rates is not None and ("gemm" in r.name or (rates.intensity is not None and rates.intensity > 10))
-
-
-def _range_row(r: RangeLine, per_call: units.Unit, kernel: str) -> list[str]:
-    """A timed range as the terminal's profile shows it: nsightlab.analysis.units; `kernel`
-    its kernel's name as the column shows it (distinct_short_names)."""
-    rates = r.rates
-    assert rates is not None
-    if _compute_like(r):
-        f = rates.flops_per_call
-        work = f"{units.sig(f / 1e12)} TFLOP" if f >= 1e11 else f"{units.sig(f / 1e9)} GFLOP"
-        rate = units.tflops(rates.flops_per_s)
-        pct = (
-            f"{units.percent(rates.pct_of_flops_peak)} of {rates.flops_label}"
-            if rates.pct_of_flops_peak is not None
-            else "-"
-        )
-    else:
-        work = units.size(rates.bytes_per_call)
-        rate = units.tbps(rates.bytes_per_s)
-        pct = f"{units.percent(rates.pct_of_bw_peak)} of {rates.bw_label}" if rates.pct_of_bw_peak is not None else "-"
-    roof = rates.roofline.bound if rates.roofline else "-"
-    intensity = units.sig(rates.intensity) if rates.intensity is not None else ""
-    return [r.name, kernel or r.kernel or "", work, per_call.value(rates.seconds_per_call), rate, pct, intensity, roof]
-
-
-def _in(unit: units.Unit, ns: float | None) -> str:
-    return "" if ns is None else unit.value(ns / 1e9)
-
-
-def _share(pct: float | None) -> str:
-    return "" if pct is None else units.percent(pct)
-
-
 # ---------------------------------------------------------------------------- building the document
 
 
@@ -248,422 +168,6 @@ class ReportBundle:
     decodes: list[DecodeResult] = field(default_factory=list)
     decode_data: dict[str, DecodeTimelines] = field(default_factory=dict)  # by run id: timeline.json
     packs: list[ColocateResult] = field(default_factory=list)  # `pack colocate` runs
-
-
-def _runs_table(lines: list[RunLine]) -> Table:
-    return Table(
-        columns=["ID", "KIND", "NAME", "WHEN", "WHERE", "NODE", "DEVICE", "DTYPE", "HEADLINE"],
-        right=[False] * 9,
-        rows=[
-            [
-                x.id,
-                x.kind,
-                x.name,
-                when_text(x.created),
-                x.where,
-                x.node or "",
-                x.device or "",
-                x.dtype or "",
-                x.headline or "",
-            ]
-            for x in lines
-        ],
-    )
-
-
-ENV_FIELDS = (
-    ("where", "context"),
-    ("target", "target"),
-    ("node", "node"),
-    ("instance_type", "instance type"),
-    ("device", "GPU / device"),
-    ("driver", "driver"),
-    ("cuda", "CUDA"),
-    ("torch", "torch"),
-    ("nsys", "nsys"),
-    ("ncu", "ncu"),
-    ("image", "image"),
-    ("python", "python"),
-)
-
-
-def _environment(loaded: list[Loaded]) -> Table:
-    """One column per distinct environment, one row per fact that any of them has."""
-    envs: list[tuple[dict[str, str], list[str]]] = []
-    for x in loaded:
-        versions: dict[str, str | None] = dict(x.meta.versions)
-        extra = getattr(x.result, "versions", None)
-        if isinstance(extra, dict):
-            versions.update({k: v for k, v in extra.items() if v})
-        facts = {
-            "where": x.line.where,
-            "target": x.meta.target,
-            "node": x.meta.node or "",
-            "instance_type": x.meta.instance_type or "",
-            "device": x.line.device or "",
-            "image": x.meta.image or "",
-        }
-        for key in ("driver", "cuda", "torch", "nsys", "ncu", "python"):
-            facts[key] = versions.get(key) or ""
-        ident = {k: facts[k] for k in ("where", "target", "node", "device", "image")}
-        for known, ids in envs:
-            if all(known[k] == v for k, v in ident.items()):
-                for k, v in facts.items():
-                    if v and not known[k]:
-                        known[k] = v
-                    elif v and v not in known[k].split(" / "):
-                        known[k] += f" / {v}"
-                ids.append(x.meta.id)
-                break
-        else:
-            envs.append((facts, [x.meta.id]))
-    rows = []
-    for key, label in ENV_FIELDS:
-        values = [facts.get(key, "") for facts, _ in envs]
-        if any(values):
-            rows.append([label, *values])
-    return Table(
-        columns=["", *(f"runs {', '.join(ids)}" for _, ids in envs)], right=[False] * (len(envs) + 1), rows=rows
-    )
-
-
-def _sweep_sections(sweeps: list[SweepResult]) -> list[Section]:
-    ops = sorted({what_ran(s) for s in sweeps})
-    out: list[Section] = [
-        Section(
-            level=2,
-            heading="Bandwidth sweep",
-            items=[
-                Para(
-                    text=f"An in-place elementwise op ({', '.join(ops)}) timed at each size: bytes per call = 2 x "
-                    "kernels x elements x element size (each kernel reads and writes every element once). "
-                    "Regimes: launch-bound (time at a floor), cache-resident (fits in the cache; TB/s can beat "
-                    "the DRAM spec), transition, DRAM-bound (the plateau that governs LLM decode; named only "
-                    f"where two DRAM-bound sizes agree within 10%). {SPREAD_NOTE}"
-                ),
-                FigureRef(key="sweep"),
-            ],
-        )
-    ]
-    for s in sweeps:
-        items: list[Any] = [
-            Para(
-                text=f"{s.dtype} {what_ran(s)} ({s.element_size} B per element) on {device_label(s)}, {s.target}; "
-                f"{s.warmup} warm-up + {s.iters} timed calls per size. Headline: {s.headline}."
-            ),
-            sweep_table(s),
-            Bullets(items=sweep_summary_lines(s)),
-        ]
-        if s.summary.lesson:
-            items += [Para(text="What it means:"), Bullets(items=s.summary.lesson)]
-        if s.summary.notes:
-            items.append(Bullets(items=[f"note: {n}" for n in s.summary.notes]))
-        if s.compare is not None:
-            items += [
-                Para(text=s.compare.prediction),
-                compare_table(s.compare),
-                Bullets(items=compare_lines(s.compare)),
-            ]
-        out.append(
-            Section(
-                level=3,
-                heading=f"Sweep {series_name(s)} on {device_label(s)}" + (f" (run {s.run_id})" if s.run_id else ""),
-                items=items,
-            )
-        )
-    pair = _compare_pair(sweeps)
-    if pair is not None:
-        cmp = compare_results(*pair)
-        a, b = cmp.a, cmp.b
-        out.append(
-            Section(
-                level=3,
-                heading=f"Predict, then measure: {b.dtype} vs {a.dtype}",
-                items=[Para(text=cmp.prediction), compare_table(cmp), Bullets(items=compare_lines(cmp))],
-            )
-        )
-    for impls in impl_pairs(sweeps):
-        out.append(
-            Section(
-                level=3,
-                heading=impls_heading(impls),
-                items=[
-                    Para(
-                        text="The same op, type and sizes with torch and with a Triton kernel on one device; "
-                        "TRITON/TORCH is Triton's time per call over torch's (below 1x: Triton is faster)."
-                    ),
-                    impls_table(impls),
-                    Bullets(items=impls_lines(impls)),
-                ],
-            )
-        )
-    return out
-
-
-def _device_key(s: SweepResult) -> tuple[str | None, str]:
-    return (s.summary.device_name, s.summary.device_type)
-
-
-def _compare_pair(sweeps: list[SweepResult]) -> tuple[SweepResult, SweepResult] | None:
-    """Two sweeps of one implementation and op on one device with different element
-    sizes, not compared yet: the latest of the smallest element size and of the next one."""
-    by_device: dict[tuple[str | None, str, str, str], dict[int, SweepResult]] = {}
-    for s in sweeps:
-        by_device.setdefault((*_device_key(s), s.impl, s.op), {})[s.element_size] = s
-    for sizes in by_device.values():
-        if len(sizes) >= 2:
-            a, b = (sizes[k] for k in sorted(sizes)[:2])
-            if a.compare is None and b.compare is None:
-                return a, b
-    return None
-
-
-def impl_pairs(sweeps: Sequence[SweepResult]) -> list[SweepImpls]:
-    """torch and Triton runs of one op and type on one device with sizes in common: the
-    latest of each, compared (what `sweep --impl torch,triton` shows)."""
-    groups: dict[tuple[str | None, str, str, str], dict[str, SweepResult]] = {}
-    for s in sweeps:
-        groups.setdefault((*_device_key(s), s.dtype, s.op), {})[s.impl] = s
-    out = []
-    for by_impl in groups.values():
-        t, k = by_impl.get("torch"), by_impl.get("triton")
-        if t is not None and k is not None and {r.log2 for r in t.rows} & {r.log2 for r in k.rows}:
-            out.append(compare_impls(t, k))
-    return out
-
-
-def _profile_sections(profiles: list[ProfileResult], figure_keys: list[str]) -> list[Section]:
-    out = [Section(level=2, heading="Profiles", items=[])]
-    if "roofline" in figure_keys:
-        out[0].items.append(FigureRef(key="roofline"))
-    for p in profiles:
-        how = {"nsys": "Nsight Systems", "torch": "torch.profiler", "none": "no profiler (the script's own record)"}[
-            p.profiler
-        ]
-        device = p.device_name or "unknown device"
-        if p.device_type == "cpu":
-            device = f"cpu ({device})"
-        items: list[Any] = [
-            Para(
-                text=f"{p.script} under {how} on {p.target}: {device}"
-                + (f" (spec: {p.spec_name})" if p.spec_name and p.spec_name != p.device_name else "")
-                + "."
-            )
-        ]
-        key = f"kernels-{p.run_id}" if p.run_id else f"kernels-{p.script}"
-        if key in figure_keys:
-            items.append(FigureRef(key=key))
-        unit = ops_label(p)
-        shown = p.kernels[:TOP_KERNELS]
-        total = units.time_unit(k.total_ns / 1e9 for k in shown)
-        avg = units.time_unit(k.avg_ns / 1e9 for k in shown if k.avg_ns is not None)
-        with_self = any(k.self_ns is not None for k in shown)
-        if shown:
-            items.append(
-                Table(
-                    title=f"{unit}, by total time"
-                    + (f" (top {TOP_KERNELS} of {len(p.kernels)})" if len(p.kernels) > TOP_KERNELS else ""),
-                    # the terminal's figures: nsightlab.analysis.units, one unit per column
-                    columns=[
-                        "TIME",
-                        f"TOTAL ({total.name})",
-                        *([f"SELF ({total.name})"] if with_self else []),
-                        "INSTANCES",
-                        f"AVG ({avg.name})",
-                        "NAME",
-                    ],
-                    right=[True, True, *([True] if with_self else []), True, True, False],
-                    rows=[
-                        [
-                            _share(k.time_pct),
-                            _in(total, k.total_ns),
-                            *([_in(total, k.self_ns)] if with_self else []),
-                            str(k.instances),
-                            _in(avg, k.avg_ns),
-                            name,
-                        ]
-                        for k, name in zip(shown, distinct_short_names([k.name for k in shown]), strict=True)
-                    ],
-                    tooltips=[k.name for k in shown],
-                )
-            )
-        timed = [r for r in p.ranges if r.rates is not None]
-        if timed:
-            per_call = units.time_unit(r.rates.seconds_per_call for r in timed if r.rates is not None)
-            items.append(
-                Table(
-                    title=f"Timed ranges (times: {p.timing_source})",
-                    columns=[
-                        "RANGE",
-                        "OP" if p.device_type == "cpu" else "KERNEL",
-                        "WORK/CALL",
-                        f"TIME/CALL ({per_call.name})",
-                        "RATE",
-                        "% OF SPEC PEAK",
-                        "FLOP/B",
-                        "ROOF",
-                    ],
-                    right=[False, False, True, True, True, False, True, False],
-                    rows=[
-                        _range_row(r, per_call, k)
-                        for r, k in zip(timed, distinct_short_names([r.kernel_full for r in timed]), strict=True)
-                    ],
-                )
-            )
-        elif p.ranges:
-            cpu = p.device_type == "cpu"  # a CPU profile's ranges hold ops, not GPU kernels
-            inside = units.time_unit(r.gpu_ns / 1e9 for r in p.ranges if r.gpu_ns is not None)
-            columns = (
-                ["RANGE", "OP", "OPS", f"OP TIME ({inside.name})"]
-                if cpu
-                else ["RANGE", "KERNEL", "LAUNCHES", f"GPU TIME ({inside.name})"]
-            )
-            items.append(
-                Table(
-                    title="NVTX ranges" if p.profiler == "nsys" else "Labelled ranges (record_function)",
-                    columns=columns,
-                    right=[False, False, True, True],
-                    rows=[
-                        [r.name, k or r.kernel or "", str(r.kernel_instances or ""), _in(inside, r.gpu_ns)]
-                        for r, k in zip(p.ranges, distinct_short_names([r.kernel_full for r in p.ranges]), strict=True)
-                    ],
-                )
-            )
-        if p.lesson:
-            items += [Para(text="The lesson:"), Bullets(items=p.lesson)]
-        if p.notes:
-            items.append(Bullets(items=[f"note: {n}" for n in p.notes]))
-        out.append(Section(level=3, heading=f"{p.script}" + (f" (run {p.run_id})" if p.run_id else ""), items=items))
-    return out
-
-
-def _ncu_sections(ncus: list[NcuResult]) -> list[Section]:
-    out = [
-        Section(
-            level=2,
-            heading="Nsight Compute",
-            items=[
-                Para(
-                    text="Speed Of Light per kernel: how close DRAM, memory, L2 and the SMs came to their peaks, and "
-                    "what that says."
-                )
-            ],
-        )
-    ]
-
-    for n in ncus:
-        items: list[Any] = [
-            ncu_table(n),
-            Para(text="Verdicts:"),
-            Bullets(
-                items=[
-                    f"{name}: {k.verdict}"
-                    for name, k in zip(distinct_short_names([k.name for k in n.kernels]), n.kernels, strict=True)
-                ]
-            ),
-        ]
-        if n.notes:
-            items.append(Bullets(items=[f"note: {x}" for x in n.notes]))
-        out.append(
-            Section(level=3, heading=f"ncu on {n.source}" + (f" (run {n.run_id})" if n.run_id else ""), items=items)
-        )
-    return out
-
-
-def _decode_sections(
-    decodes: list[DecodeResult], data: dict[str, DecodeTimelines], figure_keys: list[str]
-) -> list[Section]:
-    out = [
-        Section(
-            level=2,
-            heading="Decode: where a token's time goes",
-            items=[
-                Para(
-                    text="An LLM decode loop (lab_scripts/decode.py) profiled step by step: the step time, how "
-                    "long the GPU sits idle between kernels, the kernels that take the time, and the memory "
-                    "floor (the bytes a step must read, weights and KV cache, over DRAM bandwidth)."
-                )
-            ],
-        )
-    ]
-    for r in decodes:
-        items: list[Any] = [Para(text=f"{dd.decode_heading(r)}."), Bullets(items=dd.decode_facts(r))]
-        key = f"decode-steps-{r.run_id or 'run'}"
-        if key in figure_keys:
-            items.append(FigureRef(key=key))
-        items.append(dd.decode_modes_table(r, title="Per mode and batch (each row its median step)"))
-        items += dd.decode_kernel_tables(r)
-        items += [Para(text="Verdict:"), Bullets(items=dd.decode_verdicts(r))]
-        if r.batch_sweep:
-            items.append(
-                dd.batch_sweep_table(r.batch_sweep, title="Batch sweep: tokens/s against the roofline's prediction")
-            )
-            key = f"decode-batch-{r.run_id or 'run'}"
-            if key in figure_keys:
-                items.append(FigureRef(key=key))
-        if r.lesson:
-            items += [Para(text="What it means:"), Bullets(items=r.lesson)]
-        if r.notes:
-            items.append(Bullets(items=[f"note: {n}" for n in r.notes]))
-        out.append(
-            Section(
-                level=3,
-                heading=f"decode {r.model.preset or ''}".rstrip() + (f" (run {r.run_id})" if r.run_id else ""),
-                items=items,
-            )
-        )
-    return out
-
-
-def floor_table(floor: DecodeFloor) -> Table:
-    per_token = units.time_unit(x.ms_per_token * 1e-3 for x in floor.lines)
-    return Table(
-        columns=["BASIS", "TB/S", f"PER TOKEN ({per_token.name})", "TOKENS/S", "SOURCE"],
-        right=[False, True, True, True, False],
-        # a measured plateau in three figures; a spec as its datasheet gives it (its source beside it)
-        rows=[
-            [
-                x.basis + (" (estimate)" if x.estimate else ""),
-                units.tbps_value(x.bandwidth_tbps) if x.basis == "measured" else f"{x.bandwidth_tbps:.4g}",
-                per_token.value(x.ms_per_token * 1e-3),
-                units.sig(x.tokens_per_s),
-                x.source,
-            ]
-            for x in floor.lines
-        ],
-    )
-
-
-def _floor_section(floor: DecodeFloor) -> Section:
-    items: list[Any] = [
-        Para(
-            text=f"Roofline math for a model with {floor.weights_gb:g} GB of weights (10^9 bytes): one decode step "
-            "reads every weight once, so it cannot take less than weight bytes / memory bandwidth."
-        ),
-    ]
-    if floor.lines:
-        items += [floor_table(floor), Bullets(items=floor.summary)]
-    else:
-        items.append(
-            Para(
-                text="No floor from these runs: no sweep reached a DRAM plateau and no GPU of theirs is in the spec "
-                "table. Sweep larger sizes, or take the floor of a GPU of the spec table, e.g. `nsightlab roofline "
-                f"--weights-gb {floor.weights_gb:g} --gpu g7e.8xlarge`."
-            )
-        )
-    if floor.notes:
-        items.append(Bullets(items=[f"note: {n}" for n in floor.notes]))
-    return Section(level=2, heading="Decode floor", items=items)
-
-
-def _report_floor(weights_gb: float, sweeps: list[SweepResult], profiles: list[ProfileResult]) -> DecodeFloor:
-
-    specs = []
-    for p in profiles:
-        spec = lookup(p.device_name) if p.device_type != "cpu" else None
-        if spec is not None and spec not in specs:
-            specs.append(spec)
-    return decode_floor(weights_gb, sweeps=[plateau_source(s) for s in sweeps], gpus=specs)
 
 
 def build_report(selection: Selection, *, weights_gb: float | None = None, now: datetime | None = None) -> ReportBundle:
@@ -700,17 +204,17 @@ def build_report(selection: Selection, *, weights_gb: float | None = None, now: 
             keys.append(f"decode-batch-{d.run_id}")
     lines = [x.line for x in selection.runs]
     sections = [
-        Section(level=2, heading="Runs", items=[Para(text=f"This report shows {selection.how}."), _runs_table(lines)]),
-        Section(level=2, heading="Environment", items=[_environment(selection.runs)]),
+        Section(level=2, heading="Runs", items=[Para(text=f"This report shows {selection.how}."), runs_table(lines)]),
+        Section(level=2, heading="Environment", items=[environment_table(selection.runs)]),
     ]
     if sweeps:
-        sections += _sweep_sections(sweeps)
+        sections += sweep_sections(sweeps)
     if profiles:
-        sections += _profile_sections(profiles, keys)
+        sections += profile_sections(profiles, keys)
     if ncus:
-        sections += _ncu_sections(ncus)
+        sections += ncu_sections(ncus)
     if decodes:
-        sections += _decode_sections(decodes, decode_data, keys)
+        sections += decode_sections(decodes, decode_data, keys)
     for fleet, curves in fleets:
         key = f"fleet-{fleet.fleet_id}" if curves else None
         if key is not None:
@@ -722,8 +226,8 @@ def build_report(selection: Selection, *, weights_gb: float | None = None, now: 
     sections += [tokenizer_section(x.result) for x in selection.runs if isinstance(x.result, TokenizerResult)]
     floor = None
     if weights_gb is not None:
-        floor = _report_floor(weights_gb, sweeps, profiles)
-        sections.append(_floor_section(floor))
+        floor = report_floor(weights_gb, sweeps, profiles)
+        sections.append(floor_section(floor))
     kinds = ", ".join(
         f"{n} {k}{'s' if n != 1 else ''}"
         for k, n in (
@@ -799,12 +303,6 @@ def draw_figures(bundle: ReportBundle) -> list[Plot]:
                 plots.append(batch_plot)
     plots += [packfigure.colocate_figure(p) for p in bundle.packs if f"pack-{p.run_id}" in bundle.figure_keys]
     return plots
-
-
-# ---------------------------------------------------------------------------- markdown
-
-
-# ---------------------------------------------------------------------------- HTML
 
 
 # ---------------------------------------------------------------------------- writing
@@ -896,6 +394,3 @@ def open_in_browser(path: str) -> bool:
     with contextlib.suppress(webbrowser.Error):
         return webbrowser.open(Path(path).as_uri())
     return False
-
-
-# ---------------------------------------------------------------------------- roofline command

@@ -20,7 +20,7 @@ import textwrap
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from nsightlab.analysis import units
+from nsightlab import units
 from nsightlab.present.figures import (
     LOG_Y_RATIO,
     REFERENCE_COLOR,
@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import SubFigure
 
-    from nsightlab.analysis.sweep import SweepResult
+    from nsightlab.analysis.sweep_result import SweepResult
 
 REGIME_COLORS = {
     "launch": "#d9d9d9",

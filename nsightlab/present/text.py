@@ -1,9 +1,9 @@
 """Text made from results that the terminal and the report both show, worded once.
 
-Every number goes through `nsightlab.analysis.units`: three significant figures, one unit
-per column, TB/s for bandwidth, binary sizes for tensors. The terminal (`render.py`) and
-the report (`report.py`) draw the same tables from here, so the same figure reads the same
-in both. Every sentence about a result is made from its measured values.
+Every number goes through `nsightlab.units`: three significant figures, one unit
+per column, TB/s for bandwidth, binary sizes for tensors. The terminal (the `*view`
+modules) and the report (`report.py`) draw the same tables from here, so the same figure
+reads the same in both. Every sentence about a result is made from its measured values.
 """
 
 from __future__ import annotations
@@ -12,14 +12,15 @@ from collections.abc import Sequence
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
-from nsightlab.analysis import units
-from nsightlab.analysis.ncu import NcuResult
-from nsightlab.analysis.sweep import SweepCompare, SweepImpls, SweepResult
+from nsightlab import units
+from nsightlab.analysis.ncu_result import NcuResult
+from nsightlab.analysis.sweep_impls import SweepImpls
+from nsightlab.analysis.sweep_result import SweepCompare, SweepResult
 from nsightlab.parse.names import distinct_short_names
 from nsightlab.present.doc import Table
 
 if TYPE_CHECKING:
-    from nsightlab.analysis.profile import ProfileResult
+    from nsightlab.analysis.profile_models import ProfileResult
 
 #: lesson1's in-place scale range.
 LESSON1_SCALE = "memory_bound_scale"

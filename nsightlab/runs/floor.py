@@ -1,16 +1,24 @@
-"""The per-token decode floor from what is stored: a sweep's measured DRAM plateau and
-its GPU's spec, a GPU's spec alone, or by default the latest sweep (else the lab
-session's GPU). What `nsightlab roofline` shows."""
+"""The decode floor from what is stored.
+
+The per-token floor `nsightlab roofline` shows (`decode_floor_for`): a sweep's measured
+DRAM plateau and its GPU's spec, a GPU's spec alone, or by default the latest sweep (else
+the lab session's GPU).
+
+The bandwidth a decode step's floor divides by (`floor_bandwidth`): the DRAM plateau of
+the latest stored sweep on the same device (same name, or the same spec-table GPU), else
+the GPU's spec; a CPU has no spec here, so only a sweep of that CPU gives it a floor.
+"""
 
 from __future__ import annotations
 
-from nsightlab.analysis.gpus import lookup
-from nsightlab.analysis.roofline import DecodeFloor, decode_floor, find_gpu, plateau_source
-from nsightlab.analysis.sweep import SweepResult
-from nsightlab.config import load_session
+from nsightlab.analysis.decode_models import Bandwidth, device_name_of, peak_tflops, spec_bandwidth
+from nsightlab.analysis.roofline import DecodeFloor, decode_floor, find_gpu
+from nsightlab.analysis.sweep_result import SweepResult, plateau_source
 from nsightlab.errors import UsageError
 from nsightlab.runs import store
 from nsightlab.runs.sweeps import load_sweep_run
+from nsightlab.specs.gpus import lookup
+from nsightlab.userconfig import load_session
 
 
 def decode_floor_for(weights_gb: float, *, run: str | None = None, gpu: str | None = None) -> DecodeFloor:
@@ -69,3 +77,45 @@ def decode_floor_for(weights_gb: float, *, run: str | None = None, gpu: str | No
             hint="Sweep larger sizes, or give --gpu NAME for the spec floor.",
         )
     return floor
+
+
+def _same_device(a_name: str | None, a_type: str, b_name: str | None, b_type: str) -> bool:
+    if a_type != b_type or not a_name or not b_name:
+        return False
+    a, b = device_name_of(a_name), device_name_of(b_name)
+    if a == b:
+        return True
+    spec_a, spec_b = lookup(a), lookup(b)
+    return spec_a is not None and spec_a == spec_b
+
+
+def floor_bandwidth(device_name: str | None, device_type: str, dtype: str | None) -> tuple[Bandwidth | None, list[str]]:
+    """The bandwidth a decode step's floor divides by, and notes saying where it came from."""
+    spec = lookup(device_name_of(device_name)) if device_type != "cpu" else None
+    peak, peak_label = peak_tflops(spec, dtype)
+    what = device_name or device_type
+    for run in reversed(store.all_runs()):
+        try:
+            if not run.has_result() or run.meta().kind != "sweep":
+                continue
+            sweep = load_sweep_run(str(run.path))
+        except (UsageError, ValueError):
+            continue
+        s = sweep.summary
+        if s.dram_tbps is None or not _same_device(s.device_name, s.device_type, device_name, device_type):
+            continue
+        label = f"measured DRAM plateau of sweep run {sweep.run_id} ({sweep.dtype}) on {what}"
+        measured = Bandwidth(tbps=s.dram_tbps, basis="measured", label=label, peak_tflops=peak, peak_label=peak_label)
+        return measured, [f"the floor's bandwidth: the {label}"]
+    if device_type == "cpu":
+        return None, [
+            f"no floor: no stored sweep of this CPU ({what}) reached a DRAM plateau, and a CPU has no "
+            "spec here; `nsightlab sweep --local --device cpu` measures its memory bandwidth"
+        ]
+    spec_bw = spec_bandwidth(device_name, dtype)
+    if spec_bw is None:
+        return None, [f"no floor: {what} is not in the spec table and no stored sweep of it reached a DRAM plateau"]
+    return spec_bw, [
+        f"the floor's bandwidth: the {spec_bw.label} (no stored sweep of {what} reached a DRAM plateau; "
+        "`nsightlab sweep` measures what the GPU really delivers, typically 70-90% of the spec)"
+    ]

@@ -2,13 +2,13 @@
 
 What is in it: `steps.log` (the folder's mark: its first line is the script's header),
 `gpu-run.tar.gz` (facts, records, logs) and `traces.tar.gz`; or, the same unpacked, a
-folder holding `steps.log` and `records/`. Each record is analysed as `nsightlab analyze`
-analyses that file on its own (the caller passes that reader in: `runs.analyze` decides
-what a path holds), except two that need the run's own measurements: a decode record's
-floor and colocate's plateau take the DRAM plateau of the run's own torch sweep (else
-the GPU's spec), not whatever the local run store holds. torch and Triton runs of one op
-are compared side by side as `sweep --impl torch,triton` does. Then the sanity table
-(`analysis.sanity`).
+folder holding `steps.log` and `records/` (`runs.inputs.is_gpu_run` knows one). Each
+record is analysed as `nsightlab analyze` analyses that file on its own (the caller
+passes that reader in: `runs.inputs` decides what a path holds), except two that need
+the run's own measurements: a decode record's floor and colocate's plateau take the DRAM
+plateau of the run's own torch sweep (else the GPU's spec), not whatever the local run
+store holds. torch and Triton runs of one op are compared side by side as `sweep --impl
+torch,triton` does. Then the sanity table (`analysis.sanity`).
 
 The archive is read member by member into a private temporary folder: regular files
 only, with plain names under `gpu-run/`, size-capped; nothing is extracted with tarfile's
@@ -28,28 +28,27 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from nsightlab.analysis.bounds import ImplausibleMeasurement
-from nsightlab.analysis.colocate import ColocateResult, build_colocate, load_colocate_record
-from nsightlab.analysis.decode import Bandwidth, DecodeRecord, build_decode, load_decode_record, spec_bandwidth
-from nsightlab.analysis.gpurun import (
-    STEPS_HEADER,
-    GpuRunResult,
-    RecordResult,
-    RunFile,
-    RunRecord,
-    parse_steps_log,
-)
-from nsightlab.analysis.gpus import lookup
-from nsightlab.analysis.ncu import NcuResult
-from nsightlab.analysis.profile import ProfileResult
+from nsightlab.analysis.colocate_models import ColocateResult
+from nsightlab.analysis.colocate_result import build_colocate
+from nsightlab.analysis.decode_models import Bandwidth, spec_bandwidth
+from nsightlab.analysis.decode_result import build_decode
+from nsightlab.analysis.gpurun_result import GpuRunResult, RecordResult, RunFile, RunRecord
+from nsightlab.analysis.ncu_result import NcuResult
+from nsightlab.analysis.profile_models import ProfileResult
 from nsightlab.analysis.sanity import RunFigures, check_run
-from nsightlab.analysis.sweep import SweepResult, compare_impls
-from nsightlab.analysis.units import sig
+from nsightlab.analysis.sweep_impls import compare_impls
+from nsightlab.analysis.sweep_result import SweepResult
 from nsightlab.errors import ParseError, UsageError
 from nsightlab.models import loads
-from nsightlab.parse.ncu import detect_counter_permission_error
+from nsightlab.parse.ncu_csv import detect_counter_permission_error
+from nsightlab.parse.records.colocate_record import load_colocate_record
+from nsightlab.parse.records.decode_record import DecodeRecord, load_decode_record
+from nsightlab.parse.records.gpurun_steps import parse_steps_log
+from nsightlab.runs.inputs import STEPS_LOG
+from nsightlab.specs.bounds import ImplausibleMeasurement
+from nsightlab.specs.gpus import lookup
+from nsightlab.units import sig
 
-STEPS_LOG = "steps.log"
 ARCHIVE = "gpu-run.tar.gz"
 TRACES = ("traces.tar.gz",)
 TOP = "gpu-run"
@@ -69,18 +68,6 @@ IMPL_PAIRS = (
 )
 
 Reader = Callable[[Path], BaseModel]
-
-
-def is_gpu_run(path: Path) -> bool:
-    """A folder whose steps log begins with the script's header."""
-    log = path / STEPS_LOG
-    if not log.is_file():
-        return False
-    try:
-        with open(log, encoding="utf-8", errors="replace") as f:
-            return f.readline().startswith(STEPS_HEADER)
-    except OSError:
-        return False
 
 
 def analyze_gpu_run(path: Path, read: Reader) -> GpuRunResult:

@@ -21,15 +21,14 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from nsightlab.analysis.steps import TraceAnatomy, analyze_nsys_trace
 from nsightlab.errors import ParseError, UsageError
 from nsightlab.parse.nsys_sqlite import CUDA_TABLES, NVTX, RUNTIME
 from nsightlab.parse.nsys_sqlite_report import build_report
 from nsightlab.parse.nsys_sqlite_trace import SqliteTrace
-from nsightlab.runs.decode import TraceOptions, group_steps
+from nsightlab.runs.timeline import TraceOptions, attach_steps, sqlite_anatomy
 
 if TYPE_CHECKING:
-    from nsightlab.analysis.profile import ProfileResult
+    from nsightlab.analysis.profile_models import ProfileResult
 
 # How long a local `nsys export` may take (a large report takes minutes).
 EXPORT_TIMEOUT_S = 1800
@@ -75,20 +74,6 @@ def exported_sqlite(rep: Path) -> Iterator[Path]:
         yield out
 
 
-def sqlite_anatomy(trace: SqliteTrace, step_range: str | None) -> TraceAnatomy | None:
-    """The step anatomy of the export's timeline (windows tiled, as for the CSV exports);
-    None when it holds no GPU operation."""
-    if not len(trace.gpu_columns().start):
-        return None
-    return analyze_nsys_trace(trace, step_range, tile=True)
-
-
-def anatomy_of(path: Path, step_range: str | None = None) -> TraceAnatomy | None:
-    """The step anatomy of the SQLite export at `path` (see `sqlite_anatomy`)."""
-    with SqliteTrace.open(path) as trace:
-        return sqlite_anatomy(trace, step_range)
-
-
 def sqlite_result(
     path: Path,
     opts: TraceOptions,
@@ -104,7 +89,8 @@ def sqlite_result(
     export, or (unless `anywork`: a profile's own capture) one that holds neither CUDA nor
     NVTX data (a CPU-only capture). `source` is what a command the notes offer names (default:
     `path`; a run's folder for a run's own export, so the stored notes and `analyze RUN` agree)."""
-    from nsightlab.analysis.profile import build_profile, load_record
+    from nsightlab.analysis.profile_result import build_profile
+    from nsightlab.parse.records.lesson1_record import load_record
 
     with SqliteTrace.open(path) as trace:
         db = trace.db
@@ -155,13 +141,6 @@ def sqlite_result(
     return result
 
 
-def attach_steps(result: ProfileResult, anatomy: TraceAnatomy, opts: TraceOptions, source: Path | None = None) -> None:
-    """The step anatomy of the capture's trace, added to a profile's tables (its own keys
-    keep their values); `source` is the path a command offered in a note names."""
-    steps, _device, notes = group_steps(anatomy, opts, source)
-    result.steps, result.trace_summary, result.trace_notes = steps, anatomy.trace, notes
-
-
 def stale_notes(path: Path) -> list[str]:
     """A note when the report beside the export is newer than it: nsys stats reuses such
     an export without complaint only when it is fresh."""
@@ -177,7 +156,7 @@ def stale_notes(path: Path) -> list[str]:
 
 def _device(trace: SqliteTrace) -> str | None:
     """The name of the GPU the first GPU operation ran on (`NAME (ID)` without its ID)."""
-    from nsightlab.analysis.decode import device_name_of
+    from nsightlab.analysis.decode_models import device_name_of
 
     cols = trace.gpu_columns()
     if len(cols.stream):

@@ -37,9 +37,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, ValidationError
 from pydantic_core import from_json
 
-from nsightlab.config import atomic_write_json, home
 from nsightlab.errors import ParseError, UsageError
 from nsightlab.models import Model, NonFiniteError, loads
+from nsightlab.userconfig import atomic_write_json, home
 
 _SAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 # <UTC time>-<kind>-<name>-<id>, as new_run names a folder
@@ -53,13 +53,13 @@ RUNNING_GRACE = timedelta(hours=4)
 def result_models() -> dict[str, type[BaseModel]]:
     """The model of each kind of result.json (imported when a result is read)."""
     # the result models load only when a stored result is read, not for every store access
-    from nsightlab.analysis.colocate import ColocateResult
-    from nsightlab.analysis.decode import DecodeResult
-    from nsightlab.analysis.fleet import FleetResult
-    from nsightlab.analysis.ncu import NcuResult
-    from nsightlab.analysis.profile import ProfileResult
-    from nsightlab.analysis.sweep import SweepResult
-    from nsightlab.analysis.tokenize import TokenizerResult
+    from nsightlab.analysis.colocate_models import ColocateResult
+    from nsightlab.analysis.decode_models import DecodeResult
+    from nsightlab.analysis.fleet_models import FleetResult
+    from nsightlab.analysis.ncu_result import NcuResult
+    from nsightlab.analysis.profile_models import ProfileResult
+    from nsightlab.analysis.sweep_result import SweepResult
+    from nsightlab.analysis.tokenizer_result import TokenizerResult
 
     return {
         "profile": ProfileResult,
@@ -283,6 +283,16 @@ def inspect(run: Run, *, now: float | None = None) -> RunStatus:
     except UsageError as e:  # result.json went away meanwhile (`runs rm`)
         return RunStatus(run, "incomplete", meta, None, problem="did not finish", error=e)
     return RunStatus(run, "complete", meta, result, data)
+
+
+def stored_result(folder: Path) -> BaseModel:
+    """A run folder's result, validated; exit 2 naming the file when the run is damaged
+    or did not finish."""
+    status = inspect(Run(folder))
+    if status.result is None:
+        assert status.error is not None
+        raise status.error
+    return status.result
 
 
 def _hours(delta: timedelta) -> str:

@@ -5,16 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from nsightlab.analysis.rates import SweepRecord
-from nsightlab.analysis.sweep import (
-    SweepCompare,
-    SweepResult,
-    build_result,
-    compare_results,
-    record_from_json,
-)
+from nsightlab.analysis.sweep_result import SweepCompare, SweepResult, build_result, compare_results
 from nsightlab.errors import ParseError, UsageError
 from nsightlab.models import NonFiniteError, loads
+from nsightlab.parse.records.sweep_record import SweepRecord, record_from_json
 from nsightlab.runs import store
 
 

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from nsightlab.parse import ncu as ncu_parse
+from nsightlab.parse import ncu_csv as ncu_parse
 from nsightlab.parse import nsys
 
 TESTS = Path(__file__).resolve().parents[1]

@@ -1,0 +1,183 @@
+"""`analyze` decides what a path holds in one place (`nsightlab.runs.inputs.detect`), has
+one analysis per kind of input, one view per kind of result, and reads a trace once."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import shutil
+import subprocess
+import sys
+import typing
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+from clirun import run_cli
+from nsys_sqlite_build import from_csv_exports
+
+from nsightlab.parse.records.gpurun_steps import STEPS_HEADER
+from nsightlab.present.resultviews import RESULT_VIEWS
+from nsightlab.runs import inputs
+from nsightlab.runs.analyze import ANALYSES, analyze_input
+from nsightlab.runs.store import RunMeta, new_run
+from nsightlab.runs.timeline import TraceOptions
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT / "tests" / "data"
+TRACES = DATA / "traces"
+NSYS = ROOT / "tests" / "fixtures" / "nsys"
+NCU = ROOT / "tests" / "fixtures" / "ncu"
+THOR_GPU = TRACES / "vernier_nsys2025.3.2_thor_cuda_gpu_trace.csv"
+THOR_NVTX = TRACES / "vernier_nsys2025.3.2_thor_nvtx_pushpop_trace.csv"
+KINETO = TRACES / "hta_triton_example.json.gz"
+
+
+def _copy(folder: Path, *files: Path, names: tuple[str, ...] = ()) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    for i, f in enumerate(files):
+        shutil.copy(f, folder / (names[i] if i < len(names) else f.name))
+    return folder
+
+
+def _stored_run() -> Path:
+    """A sweep run made with the store's own API, as scripts outside the package make them."""
+    run, run_id = new_run("sweep", "float16")
+    shutil.copy(DATA / "sweep_cpu_float16_epyc-2c-l3-32mib.json", run.raw / "sweep.json")
+    run.write_result(analyze_input(inputs.detect(run.raw / "sweep.json"), TraceOptions()))
+    run.write_meta(
+        RunMeta(id=run_id, kind="sweep", name="float16", target="this machine", created=datetime.now(timezone.utc))
+    )
+    return run.path
+
+
+def _inputs(tmp: Path) -> dict[str, tuple[Path, type, str | None]]:
+    """Each kind of input, from the suite's real files: (path, its input type, what its
+    timeline is made of)."""
+    (tmp / "db").mkdir()
+    db = from_csv_exports({"cuda_gpu_trace": THOR_GPU, "nvtx_pushpop_trace": THOR_NVTX}, tmp / "db" / "capture.sqlite")
+    rep = tmp / "rep" / "capture.nsys-rep"
+    rep.parent.mkdir()
+    rep.write_bytes(b"not read by detect")
+    gpu_run = tmp / "gpu-run"
+    gpu_run.mkdir()
+    (gpu_run / "steps.log").write_text(STEPS_HEADER + "\n")
+    return {
+        "nsys console": (NSYS / "01_nsys2024.2.3_stats_console_babelstream_a100.txt", inputs.NsysText, None),
+        "nsys stats CSV": (NSYS / "03_nsys_cuda_gpu_kern_sum_pytorch_rtx5090.csv", inputs.NsysText, None),
+        "nsys CSVs and their trace": (
+            _copy(tmp / "csvs", NSYS / "03_nsys_cuda_gpu_kern_sum_pytorch_rtx5090.csv", THOR_GPU, THOR_NVTX),
+            inputs.NsysCsvs,
+            "nsys-csv",
+        ),
+        "ncu CSV": (NCU / "04_ncu_csv_section_SpeedOfLight_cutlass_gemm_rtx5090.csv", inputs.NcuExport, None),
+        "ncu CSVs": (_copy(tmp / "ncu", *sorted(NCU.glob("*.csv"))), inputs.NcuExport, None),
+        "cuda_gpu_trace CSV": (THOR_GPU, inputs.TraceFiles, "nsys-csv"),
+        "trace exports": (_copy(tmp / "traces", THOR_GPU, THOR_NVTX), inputs.TraceFiles, "nsys-csv"),
+        "Kineto trace": (KINETO, inputs.TraceFiles, "kineto"),
+        "SQLite export": (db, inputs.NsysSqlite, None),
+        "folder of an SQLite export": (db.parent, inputs.NsysSqlite, None),
+        ".nsys-rep": (rep, inputs.NsysRep, None),
+        "decode.py's JSON": (DATA / "decode_cpu_tiny_xeon-2c.json", inputs.ScriptJson, None),
+        "decode.py's JSON and its trace": (
+            _copy(
+                tmp / "decode", DATA / "decode_cpu_tiny_xeon-2c.json", DATA / "decode_cpu_tiny_xeon-2c.pt.trace.json.gz"
+            ),
+            inputs.DecodeCapture,
+            "kineto",
+        ),
+        "sweep JSON": (DATA / "sweep_cpu_float16_epyc-2c-l3-32mib.json", inputs.ScriptJson, None),
+        "lesson1 JSON": (DATA / "lesson1_cpu_float32_epyc-2c-l3-32mib.json", inputs.ScriptJson, None),
+        "torchprof JSON": (DATA / "torchprof_before_ranges_user_step_cpu.json", inputs.ScriptJson, None),
+        "gpu_run.sh folder": (gpu_run, inputs.GpuRunFolder, None),
+    }
+
+
+NAMES = [
+    "nsys console",
+    "nsys stats CSV",
+    "nsys CSVs and their trace",
+    "ncu CSV",
+    "ncu CSVs",
+    "cuda_gpu_trace CSV",
+    "trace exports",
+    "Kineto trace",
+    "SQLite export",
+    "folder of an SQLite export",
+    ".nsys-rep",
+    "decode.py's JSON",
+    "decode.py's JSON and its trace",
+    "sweep JSON",
+    "lesson1 JSON",
+    "torchprof JSON",
+    "gpu_run.sh folder",
+]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_each_input_is_detected_as_its_kind_and_its_result_has_a_view(
+    tmp_path: Path, nsl_home: Path, name: str
+) -> None:
+    path, kind, timeline = _inputs(tmp_path)[name]
+    found = inputs.detect(path)
+    assert type(found) is kind, found
+    assert getattr(getattr(found, "timeline", None), "format", None) == timeline
+    if kind is inputs.NsysRep:
+        return  # its analysis needs this machine's nsys (tests/test_nsys_sqlite.py runs it with a stand-in)
+    result = analyze_input(found, TraceOptions())
+    assert type(result) in RESULT_VIEWS, type(result)
+
+
+def test_a_stored_run_by_id_and_by_folder(nsl_home: Path) -> None:
+    folder = _stored_run()
+    by_id = inputs.detect(Path(folder.name.rsplit("-", 1)[-1]))
+    by_folder = inputs.detect(folder)
+    assert by_id == by_folder == inputs.StoredRun(folder, None)
+    assert type(analyze_input(by_id, TraceOptions())) in RESULT_VIEWS
+
+
+def test_every_kind_of_input_has_one_analysis() -> None:
+    assert set(ANALYSES) == set(typing.get_args(inputs.Input))
+
+
+def test_a_kineto_trace_in_a_folder_is_read_once(tmp_path: Path) -> None:
+    """An uncompressed trace beside nothing else: its first bytes tell what it is, then
+    the reader reads it; it is never also parsed whole to look for a script's `kind`.
+    Python's own audit events count the opens, in a child process."""
+    folder = tmp_path / "capture"
+    folder.mkdir()
+    trace = folder / "trace.json"
+    with gzip.open(KINETO) as src, open(trace, "wb") as dst:
+        shutil.copyfileobj(src, dst)
+    code = (
+        "import os, sys\n"
+        "target = os.path.realpath(sys.argv[1])\n"
+        "opens = []\n"
+        "def hook(event, args):\n"
+        "    if event == 'open' and isinstance(args[0], (str, bytes, os.PathLike)):\n"
+        "        if os.path.realpath(os.fsdecode(args[0])) == target:\n"
+        "            opens.append(args[0])\n"
+        "sys.addaudithook(hook)\n"
+        "from nsightlab.cli import main\n"
+        "try:\n"
+        "    main(['analyze', sys.argv[2], '--json'])\n"
+        "except SystemExit as e:\n"
+        "    assert not e.code, e.code\n"
+        "sys.stderr.write(f'opens={len(opens)}\\n')\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "NSIGHTLAB_HOME": str(tmp_path / "home")}
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(trace), str(folder)], capture_output=True, text=True, env=env, timeout=300
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["source"] == str(trace)
+    assert done.stderr.strip().splitlines()[-1] == "opens=2", done.stderr
+
+
+def test_a_folder_with_two_sqlite_exports_names_them(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    for name in ("a.sqlite", "b.sqlite"):
+        from_csv_exports({"cuda_gpu_trace": THOR_GPU}, tmp_path / name)
+    r = run_cli(capsys, "analyze", str(tmp_path))
+    assert r.code == 2 and "holds 2 nsys SQLite exports (a.sqlite, b.sqlite)" in r.err, r
+    assert f"nsightlab analyze {tmp_path / 'a.sqlite'}" in r.err
