@@ -52,7 +52,8 @@ _KINDS = (
 )
 
 
-def _kind(mode: int) -> str:
+def kind_words(mode: int) -> str:
+    """What a file of this mode is, in words (`a FIFO (named pipe)`, `a socket`)."""
     return next((words for test, words in _KINDS if test(mode)), "not a regular file")
 
 
@@ -78,7 +79,7 @@ def check_regular(path: Path, *, what: str, error: type[NsightlabError]) -> os.s
         raise error(f"{what} {path} is a folder, not a file", hint="Give the path of the file itself.")
     if not stat.S_ISREG(st.st_mode):
         raise error(
-            f"{what} {path} is {_kind(st.st_mode)}, not a regular file",
+            f"{what} {path} is {kind_words(st.st_mode)}, not a regular file",
             hint="Give a regular file: nsightlab does not read from pipes, devices or sockets.",
         )
     return st
@@ -96,7 +97,7 @@ def open_regular(path: Path, *, what: str, error: type[NsightlabError]) -> Binar
     try:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):
-            raise error(f"{what} {path} is {_kind(mode)}, not a regular file")
+            raise error(f"{what} {path} is {kind_words(mode)}, not a regular file")
         # O_NONBLOCK means nothing to a regular file; cleared so that nothing downstream sees it
         os.set_blocking(fd, True)
         return os.fdopen(fd, "rb")

@@ -18,8 +18,9 @@ if _TESTS not in sys.path:
 
 from kubesim import KubeSim, realistic_cluster  # noqa: E402
 
-# The lab-pod tests' `home` and `lab` fixtures (a module's own fixture of the same name wins).
-pytest_plugins = ["labenv"]
+# The lab-pod tests' `home` and `lab` fixtures (a module's own fixture of the same name wins), and
+# how the tests share the cores (tests/parallel.py).
+pytest_plugins = ["labenv", "parallel"]
 
 # Property tests (tests/test_properties.py): the same examples on every run (derandomize),
 # nothing written into the repository (no example database, and hypothesis' other caches

@@ -398,12 +398,15 @@ def hanging_python(tmp_path: Path) -> Path:
 def test_a_step_over_its_budget_is_stopped_and_the_run_goes_on(tmp_path: Path, hanging_python: Path) -> None:
     out = tmp_path / "out"
     t0 = time.monotonic()
-    done = gpu_run(out, tmp=tmp_path, GPU_RUN_BUDGET_S="20", GPU_RUN_PYTHON=str(hanging_python))
+    # 17 s: 10 kept back for packing, so facts gets what is left (7 s, or 6 if a second turned
+    # since the start), at least the 5 a step needs
+    done = gpu_run(out, tmp=tmp_path, GPU_RUN_BUDGET_S="17", GPU_RUN_PYTHON=str(hanging_python))
     assert done.returncode == 0, done.stderr
     assert time.monotonic() - t0 < 55  # not the 60 s the step would have taken
     steps = steps_of(out)
     status, _seconds, budget, code, detail = steps["facts"]
-    assert (status, budget, code) == ("timeout", "10", "124") and detail.startswith("over its 10s budget")
+    assert (status, code) == ("timeout", "124") and 5 <= int(budget) <= 7
+    assert detail.startswith(f"over its {budget}s budget")
     # no facts: nothing says a GPU is there; the budget went with the hanging step
     assert steps["gpu"][0] == "skipped" and "the facts step did not finish" in steps["gpu"][4]
     assert steps["lesson1"][0] == "skipped" and steps["lesson1"][4].startswith("budget gone: ")

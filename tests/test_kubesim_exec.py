@@ -333,9 +333,9 @@ def _chunks(data: bytes, size: int = 1 << 20) -> Iterator[bytes]:
         yield data[i : i + size]
 
 
-@pytest.mark.parametrize("mib", [pytest.param(48, id="48MiB"), pytest.param(300, id="300MiB", marks=pytest.mark.slow)])
-def test_large_binary_transfer_through_tar(sim: KubeSim, mib: int) -> None:
-    archive, digest = _tar_of("big.bin", mib << 20, os.urandom(1 << 20))
+def test_large_binary_transfer_through_tar(sim: KubeSim) -> None:
+    # 48 MiB: dozens of frames each way, through the backpressure of both directions
+    archive, digest = _tar_of("big.bin", 48 << 20, os.urandom(1 << 20))
     resp = _copy_in(sim, _chunks(archive), ["tar", "xf", "-", "-C", "/tmp"])
     assert resp.returncode == 0
     out, _, _ = run(sim, ["sha256sum", "/tmp/big.bin"])

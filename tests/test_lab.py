@@ -206,9 +206,9 @@ def test_server_going_away_is_a_clear_error(
     threading.Timer(1.0, server.stop).start()
     start = time.monotonic()
     # an outage is waited out until --timeout (tests/test_lab_outage.py); one that lasts is exit 4
-    r = nsl(capsys, "--config", str(cfg), "create", "--context", "stg", "--yes", "--timeout", "8")
+    r = nsl(capsys, "--config", str(cfg), "create", "--context", "stg", "--yes", "--timeout", "4")
     assert r.code == 4, r
-    assert "cannot reach the API server" in r.err and "did not come back within --timeout 8" in r.err
+    assert "cannot reach the API server" in r.err and "did not come back within --timeout 4" in r.err
     assert time.monotonic() - start < 30
 
 
@@ -338,9 +338,11 @@ def test_interactive_shell_under_a_pty(lab: dict[str, Any]) -> None:
         # a window change reaches the remote pty over the resize channel
         fcntl.ioctl(master, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
         os.kill(proc.pid, signal.SIGWINCH)
-        time.sleep(0.3)
-        os.write(master, b"stty size\n")
-        assert b"40 120" in _read_until(master, b"40 120", 30)
+        seen, deadline = b"", time.monotonic() + 30
+        while b"40 120" not in seen and time.monotonic() < deadline:  # asked until the change has arrived
+            os.write(master, b"stty size\n")
+            seen += _read_until(master, b"40 120", 1)
+        assert b"40 120" in seen, seen[-500:]
         # Ctrl-C reaches the remote process, not nsightlab
         os.write(master, b"sleep 30; echo not-$((1+1))-interrupted\n")
         time.sleep(0.5)
@@ -671,7 +673,7 @@ def test_doctor_facts_mean_what_they_say() -> None:
     blocked = checks["pod: GPU counters for ncu (RmProfilingAdminOnly)"]
     assert blocked.ok is False and "profiling-enabled node" in (blocked.fix or "")
     # the fix makes the pod anew (create alone would reuse it), context and namespace written out
-    assert f"`nsightlab cleanup {args} && nsightlab create {args} --profiling-caps`" in (blocked.fix or "")
+    assert f"`nsightlab create {args} --profiling-caps --recreate`" in (blocked.fix or "")
     with_cap = pod_checks({**facts, "capsys": "00000000a82425fb"}, cli_args=args)  # bit 21: CAP_SYS_ADMIN
     assert next(c for c in with_cap if c.name.startswith("pod: GPU counters")).ok is True
     open_node = pod_checks({**facts, "rm_admin_only": "0"}, cli_args=args)

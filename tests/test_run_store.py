@@ -251,3 +251,24 @@ def test_latest_is_the_last_run_made_even_within_one_second(tmp_path: Path, monk
         made.append(run.id)
     assert [r.id for r in store.all_runs()] == made
     assert store.resolve("latest").id == made[-1]
+
+
+@pytest.mark.parametrize("swap", ["fifo", "dev-zero"])
+def test_a_run_file_that_is_no_regular_file_is_damaged_not_read(
+    capsys: pytest.CaptureFixture[str], st: Store, swap: str
+) -> None:
+    """result.json swapped for a FIFO nobody writes (the read blocked forever) or a link to
+    /dev/zero (the read never ended): damaged, named, and nothing read from it."""
+    folder = st.folder("sweep")
+    result = folder / "result.json"
+    result.unlink()
+    if swap == "fifo":
+        os.mkfifo(result)
+    else:
+        result.symlink_to("/dev/zero")
+    what = "FIFO (named pipe), not a regular file" if swap == "fifo" else "character device, not a regular file"
+    run_id = st.ids["sweep"]
+    _one_line(run_cli(capsys, "runs", "show", run_id), str(result), what)
+    _one_line(run_cli(capsys, "analyze", str(folder)), str(result), what)
+    listed = {x["id"]: x for x in json.loads(run_cli(capsys, "runs", "--json").out)["runs"]}
+    assert listed[run_id]["damaged"] is True and what in listed[run_id]["problem"], listed[run_id]

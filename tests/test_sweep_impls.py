@@ -237,6 +237,18 @@ def test_which_one_falls_short_and_where() -> None:
     )
 
 
+def test_a_comparison_of_runs_never_stored_names_no_run(capsys: pytest.CaptureFixture[str]) -> None:
+    # two results built here (no run folder): the view says nothing of stored runs ("runs None" before)
+    t, k = _tutorial_as("torch", "scale", 1.0), _tutorial_as("triton", "scale", 1.0)
+    t.run_id = k.run_id = None
+    impls = sweep_impls.compare_impls(t, k)
+    assert [r.run_id for r in impls.runs] == [None, None]
+    capsys.readouterr()
+    sweepview.sweep_impls(Env.create(width=220, stdin_tty=False), impls)
+    out = capsys.readouterr().out
+    assert "What it means" in out and "stored as runs" not in out and "None" not in out
+
+
 def test_no_plateau_is_no_verdict() -> None:
     t, k = _tutorial_as("torch", "scale", 1.0), _tutorial_as("triton", "scale", 1.0)
     for r in (t, k):

@@ -93,7 +93,7 @@ def pod_checks(facts: dict[str, str], *, cli_args: str) -> list[Check]:
                 fix=(
                     "ncu will fail with ERR_NVGPUCTRPERM: ask the platform team for a profiling-enabled node "
                     "(NVreg_RestrictProfilingToAdminUsers=0), or, with their OK, make the pod anew with CAP_SYS_ADMIN: "
-                    f"`nsightlab cleanup {cli_args} && nsightlab create {cli_args} --profiling-caps`."
+                    f"`nsightlab create {cli_args} --profiling-caps --recreate`."
                 )
                 if blocked
                 else None,

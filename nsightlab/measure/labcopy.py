@@ -7,10 +7,12 @@ request, and its checksums are worked out while the client starts and connects.
 
 from __future__ import annotations
 
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from nsightlab import userfiles
 from nsightlab.cluster import transfer
 from nsightlab.cluster.connect import connect, lab_pod_name, note_session
 from nsightlab.cluster.safety import Intent
@@ -50,6 +52,11 @@ def copy(env: Env, request: CopyRequest) -> CopyResult:
         if remote_dst is not None:
             if not Path(src).exists() and not Path(src).is_symlink():
                 raise UsageError(f"local source {transfer.shown(src)} does not exist")  # before any request
+            mode = Path(src).stat().st_mode if Path(src).exists() else stat.S_IFLNK
+            if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode) or stat.S_ISLNK(mode)):
+                raise UsageError(
+                    f"local source {transfer.shown(src)} is {userfiles.kind_words(mode)}: copy sends files and folders"
+                )
             hashing.append(transfer.Hashing(Path(src)))
 
     with connect(

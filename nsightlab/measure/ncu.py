@@ -30,7 +30,7 @@ DEFAULT_KERNEL = "vectorized_elementwise"  # the scale kernel of lesson1
 
 def counters_hint(target: Target) -> str:
     """The two ways forward when ncu may not read the counters, as commands for this target
-    (the lab pod is made anew: `create` would reuse the one without the capability)."""
+    (the lab pod is made anew: `create --recreate` replaces the one without the capability)."""
     kube = getattr(target, "kube", None)
     if kube is None:
         doctor = "`grep RmProfilingAdminOnly /proc/driver/nvidia/params`"
@@ -38,9 +38,7 @@ def counters_hint(target: Target) -> str:
     else:
         args = kube.ctx.cli_args
         doctor = f"`nsightlab doctor {args}`"
-        recreate = (
-            f"recreate the lab pod with `nsightlab cleanup {args}` then `nsightlab create {args} --profiling-caps`"
-        )
+        recreate = f"make the lab pod anew with `nsightlab create {args} --profiling-caps --recreate`"
     return (
         "ncu needs the GPU's performance counters. Two ways forward: ask the platform team for a "
         f"profiling-enabled node (driver option NVreg_RestrictProfilingToAdminUsers=0; {doctor} "

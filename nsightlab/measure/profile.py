@@ -122,7 +122,8 @@ def resolve_script(script: str) -> tuple[Path, str]:
     path = Path(script).expanduser()
     if not path.is_file():
         known = ", ".join(BUILTIN)
-        raise UsageError(f"no script {script!r}: not a built-in ({known}) and no such file")
+        what = "not a regular file" if path.exists() else "no such file"
+        raise UsageError(f"no script {script!r}: not a built-in ({known}) and {what}")
     if path.suffix != ".py":
         raise UsageError(f"{script} is not a Python script (.py)")
     return path, path.stem

@@ -85,5 +85,7 @@ def sweep_impls(env: Env, impls: SweepImpls) -> None:
         blank(env)
         heading(env, "Notes")
         lines(env, list(dict.fromkeys(notes)))
-    blank(env)
-    lines(env, [f"stored as runs {', '.join(f'{r.run_id} ({r.impl})' for r in impls.runs)}"], bullet="")
+    stored = [f"{r.run_id} ({r.impl})" for r in impls.runs if r.run_id]
+    if stored:  # a comparison of runs read back is not stored again
+        blank(env)
+        lines(env, [f"stored as runs {', '.join(stored)}"], bullet="")

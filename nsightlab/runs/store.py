@@ -25,9 +25,11 @@ is damage, never a run in progress.
 from __future__ import annotations
 
 import json
+import os
 import re
 import secrets
 import shutil
+import stat
 import time
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
@@ -37,9 +39,11 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, ValidationError
 from pydantic_core import from_json
 
+from nsightlab import userfiles
 from nsightlab.errors import ParseError, UsageError
 from nsightlab.models import Model, NonFiniteError, loads
 from nsightlab.userconfig import atomic_write_json, home
+from nsightlab.userfiles import USER_TEXT_MAX_BYTES
 
 _SAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 # <UTC time>-<kind>-<name>-<id>, as new_run names a folder
@@ -103,11 +107,19 @@ def validation_summary(e: ValidationError) -> str:
 def _read_json(path: Path) -> Any:
     """A run file's JSON, or DamagedRunError naming the file (FileNotFoundError passes)."""
     try:
-        raw = path.read_bytes()
+        st = os.stat(path)
+        if not stat.S_ISREG(st.st_mode):  # a FIFO would block the read, a device never end it
+            raise DamagedRunError(path.parent, path.name, f"{userfiles.kind_words(st.st_mode)}, not a regular file")
+        if st.st_size > USER_TEXT_MAX_BYTES:
+            raise DamagedRunError(path.parent, path.name, f"larger than {userfiles.size_words(USER_TEXT_MAX_BYTES)}")
+        with userfiles.open_regular(path, what="run file", error=UsageError) as fh:
+            raw = fh.read(USER_TEXT_MAX_BYTES + 1)
     except FileNotFoundError:
         raise
     except OSError as e:
         raise DamagedRunError(path.parent, path.name, f"cannot be read ({e.strerror or e})") from None
+    except UsageError as e:  # swapped for something else since the stat
+        raise DamagedRunError(path.parent, path.name, e.message) from None
     try:
         return loads(raw.decode("utf-8"))
     except UnicodeDecodeError as e:
