@@ -1,6 +1,8 @@
 """Start-up: `nsightlab --help` against `python -c "import typer, rich"`, side by side.
 
     python bench/startup.py [--repeat 30] [--against REV ...]
+    python bench/startup.py --analyze TRACE [--against REV]   (analyze's fixed cost: a small trace's
+        `analyze --json`, and its tables, against `python -c "import typer, rich, pydantic"`)
 
 The nsightlab timed is this checkout's (its package first on sys.path, whatever is
 installed). `--against REV` (repeatable) adds `nsightlab --help` from a checkout of REV (a
@@ -41,7 +43,10 @@ def main() -> int:
         default=[],
         help="also time `nsightlab ARGS` (split as a shell does; repeatable), here and at each REV",
     )
+    parser.add_argument("--analyze", metavar="TRACE", help="time `analyze TRACE` against the bare imports instead")
     args = parser.parse_args()
+    if args.analyze:
+        return _analyze(args.analyze, args.repeat, args.against)
     commands = {
         "python -c 'import typer, rich'": [sys.executable, "-c", "import typer, rich"],
         "nsightlab --help": nsightlab_argv(ROOT, "--help"),
@@ -62,6 +67,25 @@ def main() -> int:
         print(compare(results, "nsightlab --help", f"--help at {rev}"))
         for also in args.also:
             print(compare(results, f"nsightlab {also}", f"{also} at {rev}"))
+    return 0
+
+
+def _analyze(trace: str, repeat: int, against: list[str]) -> int:
+    """analyze's fixed cost: `analyze` of a small trace against the bare imports it builds on."""
+    bare = "python -c 'import typer, rich, pydantic'"
+    commands = {
+        bare: [sys.executable, "-c", "import typer, rich, pydantic"],
+        "nsightlab analyze --json": nsightlab_argv(ROOT, "analyze", trace, "--json"),
+        "nsightlab analyze": nsightlab_argv(ROOT, "analyze", trace),
+    }
+    with tempfile.TemporaryDirectory(prefix="nsightlab-startup-") as home, checkouts(against) as trees:
+        for rev, tree in trees.items():
+            commands[f"analyze --json at {rev}"] = nsightlab_argv(tree, "analyze", trace, "--json")
+        results = side_by_side(commands, repeat=repeat, env={**os.environ, "NSIGHTLAB_HOME": home})
+    print(table(results, bare))
+    print(compare(results, "nsightlab analyze --json", bare))
+    for rev in trees:
+        print(compare(results, "nsightlab analyze --json", f"analyze --json at {rev}"))
     return 0
 
 

@@ -31,10 +31,12 @@ the first's start g0 to the last's end g1 (its GPU span):
 from __future__ import annotations
 
 import bisect
+import operator
 from array import array
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from itertools import compress, repeat
 from typing import Any, Literal
 
 from nsightlab.analysis.engine_ranges import HostRange
@@ -44,6 +46,8 @@ from nsightlab.parse.apicalls import is_graph_launch, is_sync_call
 from nsightlab.parse.names import puts_work_on_gpu
 
 Attribution = Literal["launch", "projection", "window", "cpu-range"]
+
+_LAUNCHES, _GRAPH, _SYNC = (operator.itemgetter(i) for i in range(3))
 # Step ranges tried, backwards from the latest one begun, for a launch inside overlapping
 # step ranges.
 _OVERLAP_LOOKBACK = 4
@@ -81,6 +85,31 @@ class HostCalls:
                 self.graph_launches[corr] = start
         if sync:
             self.syncs.append(HostCall(name, start, end, pid))
+
+    def extend(
+        self,
+        names: Sequence[str],
+        starts: Sequence[int],
+        ends: Sequence[int],
+        corrs: Sequence[int | None],
+        pids: Sequence[object],
+    ) -> None:
+        """`add` for many calls at once (columns of equal length), in loops that run in C."""
+        kinds = self._kinds
+        for name in [n for n in dict.fromkeys(names) if n not in kinds]:
+            kinds[name] = (puts_work_on_gpu(name), is_graph_launch(name), is_sync_call(name))
+        per_call = list(map(kinds.__getitem__, names))
+        launches = list(map(_LAUNCHES, per_call))
+        if None in corrs:
+            launches = list(map(operator.and_, launches, map(operator.is_not, corrs, repeat(None))))
+        self.launch_of.update(zip(compress(corrs, launches), compress(starts, launches), strict=True))  # type: ignore[arg-type]
+        graphs = list(map(operator.and_, launches, map(_GRAPH, per_call)))
+        if any(graphs):
+            self.graph_launches.update(zip(compress(corrs, graphs), compress(starts, graphs), strict=True))  # type: ignore[arg-type]
+        syncs = list(map(_SYNC, per_call))
+        if any(syncs):
+            for name, start, end, pid in compress(zip(names, starts, ends, pids, strict=True), syncs):
+                self.syncs.append(HostCall(name, start, end, pid))
 
 
 # ------------------------------------------------------------------ attribution
@@ -145,48 +174,54 @@ class StepAcc:
     memops_ns: int = 0
     first: int | None = None
     last_end: int | None = None
-    cur: list[int] = field(default_factory=lambda: [0, 0])  # the open segment of its operations' union
-    kcur: list[int] = field(default_factory=lambda: [0, 0])  # the same for its kernels
     busy: int = 0
     kernel_busy: int = 0
-    by_name: Counter[int] = field(default_factory=Counter)  # kernel time by name id
-    by_count: Counter[int] = field(default_factory=Counter)  # kernel calls by name id
     graphs: set[int] = field(default_factory=set)
     graph_ops: int = 0
+    ops: array[int] = field(default_factory=lambda: array("l"))  # its operations' rows, in start order
+
+    def kernel_time(self, table: OpTable) -> Counter[int]:
+        """Its kernels' time by name id (names in the order its kernels first ran)."""
+        by_name: Counter[int] = Counter()
+        start, end, kind, name = table.start, table.end, table.kind, table.name
+        for i in self.ops:
+            if kind[i] == KERNEL:
+                by_name[name[i]] += end[i] - start[i]
+        return by_name
 
 
-def accumulate(
-    ops: OpTable, accs: list[StepAcc], step_of: Sequence[int], graph_corrs: set[int], outside: StepAcc
-) -> None:
-    """Fill each step's figures from its operations (ops in start order): their count,
-    first start and last end, the running unions of all its operations and of its
-    kernels (inlined: a call per operation would double the time on a large trace); the
-    kernels of no step go to `outside`'s time and calls by name."""
-    start, end, kind, name, corr = ops.start, ops.end, ops.kind, ops.name, ops.corr
+def accumulate(ops: OpTable, accs: list[StepAcc], step_of: Sequence[int], graph_corrs: set[int]) -> None:
+    """Fill each step's figures from its operations (ops in start order): their rows,
+    count, first start and last end, the running unions of all its operations and of its
+    kernels (inlined: a call per operation would double the time on a large trace), its
+    memory operations and graph replays. (Its kernels' time by name is counted for the
+    steps that need it, `StepAcc.kernel_time`: per operation here it was half the time.)"""
+    start, end, kind, corr = ops.start, ops.end, ops.kind, ops.corr
+    rows: list[list[int]] = [[] for _ in accs]
+    cur: list[list[int]] = [[0, 0] for _ in accs]  # each step's open segment of its operations' union
+    kcur: list[list[int]] = [[0, 0] for _ in accs]  # the same for its kernels
     for i, s in enumerate(step_of):
         if s < 0:
-            if kind[i] == KERNEL:
-                outside.by_name[name[i]] += end[i] - start[i]
-                outside.by_count[name[i]] += 1
             continue
         acc = accs[s]
+        rows[s].append(i)
         a, b = start[i], end[i]
-        cur = acc.cur
+        c = cur[s]
         if acc.count == 0:
             acc.first, acc.last_end = a, b
-            cur[0], cur[1] = a, b
+            c[0], c[1] = a, b
         else:
             if b > acc.last_end:  # type: ignore[operator]
                 acc.last_end = b
-            if a <= cur[1]:
-                if b > cur[1]:
-                    cur[1] = b
+            if a <= c[1]:
+                if b > c[1]:
+                    c[1] = b
             else:
-                acc.busy += cur[1] - cur[0]
-                cur[0], cur[1] = a, b
+                acc.busy += c[1] - c[0]
+                c[0], c[1] = a, b
         acc.count += 1
         if kind[i] == KERNEL:
-            k = acc.kcur
+            k = kcur[s]
             if acc.kernels == 0:
                 k[0], k[1] = a, b
             elif a <= k[1]:
@@ -196,21 +231,18 @@ def accumulate(
                 acc.kernel_busy += k[1] - k[0]
                 k[0], k[1] = a, b
             acc.kernels += 1
-            acc.by_name[name[i]] += b - a
-            acc.by_count[name[i]] += 1
         else:
             acc.memops += 1
             acc.memops_ns += b - a
-        if graph_corrs:
-            c = corr[i]
-            if c in graph_corrs:
-                acc.graphs.add(c)
-                acc.graph_ops += 1
-    for acc in accs:
+        if graph_corrs and corr[i] in graph_corrs:
+            acc.graphs.add(corr[i])
+            acc.graph_ops += 1
+    for s, acc in enumerate(accs):
+        acc.ops = array("l", rows[s])
         if acc.count:
-            acc.busy += acc.cur[1] - acc.cur[0]
+            acc.busy += cur[s][1] - cur[s][0]
         if acc.kernels:
-            acc.kernel_busy += acc.kcur[1] - acc.kcur[0]
+            acc.kernel_busy += kcur[s][1] - kcur[s][0]
 
 
 # ------------------------------------------------------------------------ timing

@@ -37,14 +37,6 @@ TIMELINE_MAX_OPS = 4000
 
 
 @dataclass
-class KernelTally:
-    """The trace's kernels' time and calls by name, gathered while steps are built."""
-
-    time: Counter[int]
-    calls: Counter[int]
-
-
-@dataclass
 class Inferred:
     """What the kernel sequence said about inferred steps (periods in GPU operations)."""
 
@@ -159,16 +151,9 @@ def build_groups(
     syncs: SyncIndex | None = None,
     graph_corrs: set[int] | None = None,
     inferred: Inferred | None = None,
-    tally: KernelTally | None = None,
 ) -> list[StepGroup]:
-    """The step groups of steps whose operations `step_of` gives (accs in host order);
-    `tally`, when given, gets the time and calls of every kernel of the trace by name."""
-    outside = StepAcc(name="", cpu_start=None, cpu_end=None, group=None)
-    accumulate(ops, accs, step_of, graph_corrs or set(), outside)
-    if tally is not None:
-        for acc in [*accs, outside]:
-            tally.time.update(acc.by_name)
-            tally.calls.update(acc.by_count)
+    """The step groups of steps whose operations `step_of` gives (accs in host order)."""
+    accumulate(ops, accs, step_of, graph_corrs or set())
     timings: list[StepTiming] = []
     queued = 0
     last_end: int | None = None
@@ -218,7 +203,7 @@ def build_groups(
         members = [i for i, acc in enumerate(accs) if acc.count and (acc.group, acc.phase) == (label, phase)]
         rows = [timings[i] for i in members]
         pick = median_index(rows)
-        by_name = accs[members[pick]].by_name
+        by_name = accs[members[pick]].kernel_time(ops)
         anatomy, kinds = _anatomy(by_name, rows, pick, ops, source, step_range, phase, inferred, step_notes)
         group = StepGroup(
             group=label,

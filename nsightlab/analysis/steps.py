@@ -51,7 +51,7 @@ from nsightlab.analysis.engine_ranges import (
 from nsightlab.analysis.optable import OpTable, pct
 from nsightlab.analysis.period import find_steps
 from nsightlab.analysis.projection import Attribution, HostCalls, StepAcc, SyncIndex, attribute
-from nsightlab.analysis.stepgroups import TIMELINE_MAX_OPS, TOP_KERNELS, Inferred, KernelTally, build_groups
+from nsightlab.analysis.stepgroups import TIMELINE_MAX_OPS, TOP_KERNELS, Inferred, build_groups
 from nsightlab.analysis.stepmodels import (
     IdleMs,
     KindShare,
@@ -109,17 +109,14 @@ TRACE_TOP_KERNELS = 20
 # --------------------------------------------------------------- the whole trace
 
 
-def trace_kernels(ops: OpTable, tally: KernelTally | None = None, top: int = TRACE_TOP_KERNELS) -> list[TraceKernel]:
-    """The trace's kernels by their total time (memory operations are not kernels): from
-    `tally` when the steps' accumulation gathered it, else counted here."""
-    if tally is not None and tally.calls:
-        total, count = tally.time, tally.calls
-    else:
-        mask = ops.kind.tobytes().translate(bytes([1] + [0] * 255))
-        total = Counter()
-        count = Counter(itertools.compress(ops.name, mask))
-        for nid, d in itertools.compress(zip(ops.name, map(operator.sub, ops.end, ops.start), strict=True), mask):
-            total[nid] += d
+def trace_kernels(ops: OpTable, top: int = TRACE_TOP_KERNELS) -> list[TraceKernel]:
+    """The trace's kernels by their total time (memory operations are not kernels)."""
+    mask = ops.kind.tobytes().translate(bytes([1] + [0] * 255))
+    count = Counter(itertools.compress(ops.name, mask))
+    by_id = [0] * len(ops.names)
+    for nid, d in itertools.compress(zip(ops.name, map(operator.sub, ops.end, ops.start), strict=True), mask):
+        by_id[nid] += d
+    total = {nid: by_id[nid] for nid in count}
     all_ns = sum(total.values())
     out = []
     for nid, ns in sorted(total.items(), key=lambda kv: (-kv[1], ops.names[kv[0]]))[:top]:
@@ -153,7 +150,7 @@ def _gaps(ops: OpTable) -> array[int]:
     return gaps
 
 
-def _steps_from_sequence(ops: OpTable, notes: list[str], graph_corrs: set[int], tally: KernelTally) -> list[StepGroup]:
+def _steps_from_sequence(ops: OpTable, notes: list[str], graph_corrs: set[int]) -> list[StepGroup]:
     n = len(ops)
     found = find_steps(ops.name, _gaps(ops), ops.corr)
     kernels = ops.kernels
@@ -176,7 +173,6 @@ def _steps_from_sequence(ops: OpTable, notes: list[str], graph_corrs: set[int], 
             notes,
             graph_corrs=graph_corrs,
             inferred=inferred,
-            tally=tally,
         )
     period = found.period
     if period is None:
@@ -210,7 +206,7 @@ def _steps_from_sequence(ops: OpTable, notes: list[str], graph_corrs: set[int], 
     notes.extend(step_notes)
     inferred = Inferred(step_period=period.period, layer_period=found.layer)
     return build_groups(
-        ops, accs, step_of, "repeating-sequence", None, notes, graph_corrs=graph_corrs, inferred=inferred, tally=tally
+        ops, accs, step_of, "repeating-sequence", None, notes, graph_corrs=graph_corrs, inferred=inferred
     )
 
 
@@ -248,7 +244,6 @@ def analyze_timeline(
         unlaunched = ops.launch.count(-1) if len(ops.launch) else ops.set_launches(calls.launch_of)
     graph_corrs = set(calls.graph_launches)
     choice = choose_steps(ranges, step_range, default_source)
-    tally = KernelTally(Counter(), Counter())
     common = {
         "input": input,
         "trace": ops.summary(),
@@ -257,8 +252,8 @@ def analyze_timeline(
         "ranges": range_counts(ranges),
     }
     if choice.wanted is None or choice.source is None:
-        groups = _steps_from_sequence(ops, notes, graph_corrs, tally) if len(ops) else []
-        kernels = trace_kernels(ops, tally)
+        groups = _steps_from_sequence(ops, notes, graph_corrs) if len(ops) else []
+        kernels = trace_kernels(ops)
         return TraceAnatomy(groups=groups, notes=notes, attribution=None, kernels=kernels, **common)  # type: ignore[arg-type]
     steps = sorted(choice.steps, key=lambda r: (r.start, r.end))
     labels = group_labels(steps, ranges, choice.wanted if step_range is not None else None)
@@ -305,9 +300,8 @@ def analyze_timeline(
         tile=tile,
         syncs=SyncIndex(calls.syncs),
         graph_corrs=graph_corrs,
-        tally=tally,
     )
-    kernels = trace_kernels(ops, tally)
+    kernels = trace_kernels(ops)
     return TraceAnatomy(groups=groups, notes=notes, attribution=attribution, kernels=kernels, **common)  # type: ignore[arg-type]
 
 
@@ -458,17 +452,19 @@ def analyze_kineto(path: str | Path, step_range: str | None = None, *, tile: boo
     ops = OpTable()
     calls = HostCalls()
     ranges: list[HostRange] = []
-    for event in reader:
-        if type(event) is kineto.GpuEvent:
-            ops.add(
-                event.start_ns, event.end_ns, event.name, event.kind, (event.device, event.stream), event.correlation
-            )
-        elif type(event) is kineto.LaunchCall:
-            calls.add(event.name, event.start_ns, event.end_ns, event.correlation, event.pid)
-        elif type(event) is kineto.TraceRange and event.cat == "user_annotation":
-            ranges.append(HostRange(event.name, event.start_ns, event.end_ns, event.pid, event.tid))
+    for batch in reader.batches():
+        if batch.gpu_start:
+            ops.extend(batch.gpu_start, batch.gpu_end, batch.gpu_name, batch.gpu_kind, batch.gpu_stream, batch.gpu_corr)
+        if batch.call_start:
+            calls.extend(batch.call_name, batch.call_start, batch.call_end, batch.call_corr, batch.call_pid)
+        for name, start, end, cat, pid, tid in batch.ranges:
+            if cat == "user_annotation":
+                ranges.append(HostRange(name, start, end, pid, tid))
     ops.seal()
-    if not len(ops):
+    if len(ops):
+        ops.set_launches(calls.launch_of)
+        calls.launch_of.clear()  # joined: a million launches need not outlive the join
+    else:
         cpu = _kineto_cpu_ops(path, step_range)
         if cpu is None:
             raise UsageError(

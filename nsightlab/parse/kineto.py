@@ -41,7 +41,8 @@ holds 1.7e15 us to a quarter of a microsecond). A negative duration is read as z
 
 Any input that is not such a trace raises `ParseError` naming the file and the line.
 
-Kineto's own layout is read faster. libkineto writes each event on lines of its own:
+Two ways of reading. Iteration reads the events one by one with the standard library's
+decoder, except in Kineto's own layout. libkineto writes each event on lines of its own:
 
     [ ... ,
       {
@@ -57,14 +58,27 @@ Kineto's own layout is read faster. libkineto writes each event on lines of its 
 A JSON string cannot hold a newline, so `\n  },\n  {` is always structure: in this
 layout, the boundary between two events, and each event begins with its `ph` and `cat`.
 Over a buffer of events in that form, two regular-expression scans (in C) find the events
-to decode: the ones read here, and the X events the scan cannot judge by their first line
-(an unknown or escaped `cat`, a runtime call whose `name` does not follow its `cat`),
-which decoded are judged the general way. The events the reader would drop (flow arrows,
-`cpu_op`s, runtime calls that launch nothing: four in five of a typical trace's events)
-are passed over undecoded. An event whose first key is not `ph` ends the buffer's block,
-and a file not in that form (written on one line, say) is read the general way, event by
-event; the two ways yield the same events. The difference: an
-event passed over is not checked to be well-formed JSON (it is not used).
+to decode (the layout scan): the ones read here, and the X events the scan cannot judge by
+their first line (an unknown or escaped `cat`, a runtime call whose `name` does not
+follow its `cat`), which decoded are judged the general way. The events the reader would
+drop (flow arrows, `cpu_op`s, runtime calls that launch nothing: four in five of a typical
+trace's events) are passed over undecoded. An event whose first key is not `ph` ends the
+buffer's block, and a file not in that form (written on one line, say) is read the
+general way, event by event; the two ways yield the same events. The difference: an event
+passed over is not checked to be well-formed JSON (it is not used).
+
+`batches()`, what `analyze` reads, decodes a run of events at a time: from the current
+event to the last whole one in the buffer, cut at Kineto's boundary, or in any other
+layout (one line, as vLLM and SGLang write their traces; `json.dump`'s indentation) before
+an event whose first key is the one the first event began with (`}, {"ph"`, searched back
+from the buffer's end: if the run decodes, the cut was between two events, as JSON parses
+from the left). msgspec's C decoder builds only the keys read here
+(`kineto_batch.decode_events`) and the run is judged all at once into columns
+(`kineto_batch.EventBatch`), as iteration judges each event. A run that does not decode
+(an event that is not well-formed, a NaN, a lone surrogate) or holds an unusual value is
+read as iteration reads it (the layout scan, or the general way): batches hold what the
+records hold, or raise the same error. They count no lines; an error is found again by
+iteration, which names the line.
 """
 
 from __future__ import annotations
@@ -74,41 +88,37 @@ import gzip
 import json
 import math
 import re
+import sys
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from decimal import ROUND_HALF_EVEN, Decimal, InvalidOperation
 from pathlib import Path
-from typing import Any, BinaryIO, Literal
+from typing import Any, BinaryIO
 
 from nsightlab.errors import ParseError
 from nsightlab.parse.apicalls import SYNC_CALL_MARKS, is_sync_call
+from nsightlab.parse.kineto_batch import (
+    CPU_OP_CAT,
+    GPU_CATS,
+    LAUNCH_CATS,
+    LAUNCH_SPELLINGS,
+    NS_MAX,
+    RANGE_CATS,
+    US_MAX,
+    BlockError,
+    EventBatch,
+    GpuKind,
+    Judged,
+    RangeCat,
+    decode_events,
+    ident,
+)
 from nsightlab.parse.names import GPU_WORK_CALL_MARKS, puts_work_on_gpu
-
-GpuKind = Literal["kernel", "memcpy", "memset"]
-RangeCat = Literal["user_annotation", "gpu_user_annotation"]
 
 _CHUNK = 1 << 20
 # The largest single event we accept before calling the file malformed.
 _MAX_EVENT_CHARS = 64 << 20
-
-_GPU_CATS: dict[str, GpuKind] = {
-    "kernel": "kernel",
-    "gpu_memcpy": "memcpy",
-    "gpu_memset": "memset",
-    "memcpy": "memcpy",
-    "memset": "memset",
-}
-# Launch categories as Kineto spells them (the layout scan takes these exact spellings);
-# the general way compares them lower-cased.
-_LAUNCH_SPELLINGS = ("cuda_runtime", "cuda_driver", "runtime", "Runtime", "driver", "Driver")
-_LAUNCH_CATS = {s.lower() for s in _LAUNCH_SPELLINGS}
-_CPU_OP_CAT = "cpu_op"
-_RANGE_CATS: dict[str, RangeCat] = {
-    "user_annotation": "user_annotation",
-    "gpu_user_annotation": "gpu_user_annotation",
-}
-
 
 # Other categories libkineto writes, none of them read here.
 _OTHER_CATS = (
@@ -119,7 +129,7 @@ _OTHER_CATS = (
 # The spellings of the categories above as Kineto writes them (the general way compares
 # lower-cased; the layout scan takes these exact spellings and leaves others to it).
 _GPU_SPELLINGS = ("kernel", "Kernel", "gpu_memcpy", "gpu_memset", "memcpy", "Memcpy", "memset", "Memset")
-_RANGE_SPELLINGS = tuple(_RANGE_CATS)
+_RANGE_SPELLINGS = tuple(RANGE_CATS)
 
 _CLOSE = "\n  }"  # the line that closes an event
 _SEP = _CLOSE + ",\n  {"
@@ -138,17 +148,17 @@ def _layout_pattern(cpu_ops: bool, launches_only: bool) -> re.Pattern[str]:
     ones the scan cannot judge by their first line (decoded, they are judged as the
     general way judges them)."""
     head = r'\{\n    "ph": "X"'
-    known = _GPU_SPELLINGS + _LAUNCH_SPELLINGS + _RANGE_SPELLINGS + (_CPU_OP_CAT,) + _OTHER_CATS
-    taken = _GPU_SPELLINGS + _RANGE_SPELLINGS + ((_CPU_OP_CAT,) if cpu_ops else ())
+    known = _GPU_SPELLINGS + LAUNCH_SPELLINGS + _RANGE_SPELLINGS + (CPU_OP_CAT,) + _OTHER_CATS
+    taken = _GPU_SPELLINGS + _RANGE_SPELLINGS + ((CPU_OP_CAT,) if cpu_ops else ())
     odd = rf'(?!, "cat": "(?:{_alternatives(known)})")'
     if launches_only:
         # A call is judged by its name, which must follow `cat` as a plain string.
-        calls = rf', "cat": "(?:{_alternatives(_LAUNCH_SPELLINGS)})"'
+        calls = rf', "cat": "(?:{_alternatives(LAUNCH_SPELLINGS)})"'
         marks = _alternatives(GPU_WORK_CALL_MARKS + SYNC_CALL_MARKS)
         wanted = rf', "cat": "(?:{_alternatives(taken)})"|{calls}, "name": "[^"\\]*(?:{marks})'
         odd += rf'|{calls}(?!, "name": "[^"\\\n]*")'
     else:
-        wanted = rf', "cat": "(?:{_alternatives(taken + _LAUNCH_SPELLINGS)})"'
+        wanted = rf', "cat": "(?:{_alternatives(taken + LAUNCH_SPELLINGS)})"'
     # One literal head lets the scan jump from X event to X event.
     return re.compile(f"{head}(?:{wanted}|{odd})")
 
@@ -221,9 +231,6 @@ class KinetoMetadata:
 # ----------------------------------------------------------------- time conversion
 
 _WHITESPACE = re.compile(r"[ \t\r\n]*")
-# The widest time a trace holds: int64 nanoseconds (in microseconds for the fast path).
-NS_MAX = 2**63 - 1
-US_MAX = NS_MAX // 1000
 _PLAIN_DECIMAL = re.compile(r"\d+(?:\.\d{1,3})?")
 
 
@@ -247,10 +254,16 @@ def _us_to_ns(value: object) -> int:
             whole, _, frac = value.partition(".")
             return int(whole) * 1000 + (int(frac.ljust(3, "0")) if frac else 0)
         try:
-            scaled = Decimal(value) * 1000
-            return int(scaled.to_integral_value(rounding=ROUND_HALF_EVEN))
-        except (InvalidOperation, ValueError, OverflowError):
+            exact = Decimal(value)
+        except (InvalidOperation, ValueError):
             raise ValueError(f"not a number: {value!r}") from None
+        if not exact.is_finite():
+            raise ValueError(f"not a number: {value!r}")
+        # 1e19 us and more is past int64 ns: refused before the integer is built (1e99999
+        # would take a second, 1e999999 overflow the decimal context)
+        if exact.adjusted() > 18:
+            raise ValueError(f"out of range: {value!r}")
+        return int((exact * 1000).to_integral_value(rounding=ROUND_HALF_EVEN))
     if type(value) is float:  # only when a caller decoded floats itself
         if not math.isfinite(value):
             raise ValueError(f"not a finite number: {value!r}")
@@ -264,9 +277,10 @@ def _us_to_ns(value: object) -> int:
 class _JsonStream:
     """Values parsed one by one from a text stream through a sliding buffer."""
 
-    def __init__(self, read: Any, source: str) -> None:
+    def __init__(self, read: Any, source: str, *, count_lines: bool = True) -> None:
         self._read = read
         self.source = source
+        self.count_lines = count_lines  # off: every line number is 0
         self.buf = ""
         self.pos = 0
         self.base = 0  # characters of the text before `buf`
@@ -280,6 +294,8 @@ class _JsonStream:
 
     def line_at(self, pos: int) -> int:
         """The 1-based line of buffer position `pos`."""
+        if not self.count_lines:
+            return 0
         if pos >= self._mark:
             self._mark_line += self.buf.count("\n", self._mark, pos)
         else:
@@ -296,7 +312,8 @@ class _JsonStream:
             return False
         chunk = self._read(_CHUNK)
         if self.pos:
-            self.line_at(self.pos)
+            if self.count_lines:
+                self.line_at(self.pos)
             self.buf = self.buf[self.pos :]
             self.base += self.pos
             self._mark = 0
@@ -334,6 +351,10 @@ class _JsonStream:
                 raise self.fail(f"malformed JSON: {exc.msg}", where) from None
             except RecursionError:
                 raise self.fail("malformed JSON: nested too deeply") from None
+            except ValueError:  # an integer of more digits than int() takes
+                raise self.fail(
+                    f"malformed JSON: an integer of more than {sys.get_int_max_str_digits()} digits"
+                ) from None
             if end >= len(self.buf) and not self.eof and self.fill():
                 # A number cut at the chunk's end parses as a shorter number: re-read.
                 continue
@@ -361,13 +382,51 @@ class KinetoReader:
         self.source = str(path)
         self.cpu_ops = cpu_ops
         self.launches_only = launches_only
-        # Off only to compare the two ways of reading (see the module docstring).
+        # Off only to compare the ways of reading (see the module docstring).
         self.layout_scan = layout_scan
         self.metadata = KinetoMetadata()
-        self._scan = _layout_pattern(cpu_ops, launches_only)
-        self._general_until = 0  # where the stream may be read by the layout scan again
+        self._scan: re.Pattern[str] | None = None  # the older layout scan's pattern, made on first use
+        self._general_until = 0  # where the stream may be read a run at a time again
+        self._first_key: str | None = None  # the first key of the first event (`"ph"`), quoted
+        self._judged = Judged(launches_only)
 
     def __iter__(self) -> Iterator[KinetoEvent]:
+        for item in self._read(batching=False):
+            assert not isinstance(item, EventBatch)
+            yield item
+
+    def batches(self) -> Iterator[EventBatch]:
+        """The same events as iteration yields (without `cpu_ops`), as columns: many
+        events at a time, in file order, whatever the file's layout."""
+        if self.cpu_ops:
+            raise ValueError("cpu_op events are read by iterating the reader")
+        pending = EventBatch()
+        try:
+            for item in self._read(batching=True):
+                if isinstance(item, EventBatch):
+                    if len(pending):
+                        yield pending
+                        pending = EventBatch()
+                    yield item
+                else:
+                    _add_record(pending, item)
+        except ParseError as exc:
+            raise self._with_line(exc) from None
+        if len(pending):
+            yield pending
+
+    def _with_line(self, exc: ParseError) -> ParseError:
+        """`batches()` counts no lines (a tenth of a large trace's reading): the error
+        read again event by event, which names the line."""
+        try:
+            for _ in self._read(batching=False):
+                pass
+        except ParseError as named:
+            return named
+        return exc
+
+    def _read(self, *, batching: bool) -> Iterator[KinetoEvent | EventBatch]:
+        self._general_until, self._first_key = 0, None
         try:
             raw: BinaryIO = open(self.path, "rb")  # noqa: SIM115
         except OSError as exc:
@@ -387,29 +446,29 @@ class KinetoReader:
                     text = text.removeprefix("\ufeff")
                 return text
 
-            stream = _JsonStream(read, self.source)
+            stream = _JsonStream(read, self.source, count_lines=not batching)
             try:
-                yield from self._document(stream)
+                yield from self._document(stream, batching)
             except UnicodeDecodeError as exc:
                 raise stream.fail(f"not UTF-8 text ({exc.reason})", len(stream.buf)) from None
             except (OSError, EOFError, zlib.error) as exc:
                 raise stream.fail(f"cannot decompress: {exc}", len(stream.buf)) from None
 
-    def _document(self, stream: _JsonStream) -> Iterator[KinetoEvent]:
+    def _document(self, stream: _JsonStream, batching: bool) -> Iterator[KinetoEvent | EventBatch]:
         first = stream.skip_ws()
         if first == "[":
             stream.pos += 1
-            yield from self._events(stream, top_level=True)
+            yield from self._events(stream, batching, top_level=True)
         elif first == "{":
             stream.pos += 1
-            yield from self._object(stream)
+            yield from self._object(stream, batching)
         else:
             found = repr(first) if first else "an empty file"
             raise stream.fail(f"not a Chrome trace (JSON object or array expected, found {found})")
         if stream.skip_ws():
             raise stream.fail("malformed JSON: extra data after the trace")
 
-    def _object(self, stream: _JsonStream) -> Iterator[KinetoEvent]:
+    def _object(self, stream: _JsonStream, batching: bool) -> Iterator[KinetoEvent | EventBatch]:
         seen_events = False
         if stream.skip_ws() == "}":
             stream.pos += 1
@@ -425,7 +484,7 @@ class KinetoReader:
                         raise stream.fail("`traceEvents` is not an array")
                     stream.pos += 1
                     seen_events = True
-                    yield from self._events(stream, top_level=False)
+                    yield from self._events(stream, batching, top_level=False)
                 else:
                     self._metadata(key, stream.value())
                 sep = stream.skip_ws()
@@ -451,16 +510,15 @@ class KinetoReader:
             meta.rank = rank if type(rank) is int else None
             meta.world_size = world if type(world) is int else None
 
-    def _events(self, stream: _JsonStream, *, top_level: bool) -> Iterator[KinetoEvent]:
+    def _events(self, stream: _JsonStream, batching: bool, *, top_level: bool) -> Iterator[KinetoEvent | EventBatch]:
         if stream.skip_ws() == "]":
             stream.pos += 1
             return
-        scan = self.layout_scan
         while True:
             stream.skip_ws()
-            block = self._layout_block(stream) if scan else None
-            if block is not None:
-                yield from block
+            run = self._run(stream, batching)
+            if run is not None:
+                yield from run
             else:
                 start = stream.base + stream.pos  # reading the value may move the buffer
                 event = stream.value()
@@ -492,18 +550,66 @@ class KinetoReader:
         if type(cat) is not str:
             return None
         low = cat.lower()
-        if low in _GPU_CATS or low in _LAUNCH_CATS or low in _RANGE_CATS or (low == _CPU_OP_CAT and self.cpu_ops):
+        if low in GPU_CATS or low in LAUNCH_CATS or low in RANGE_CATS or (low == CPU_OP_CAT and self.cpu_ops):
             return self._event(event, low, stream, pos)
         return None
 
-    def _layout_block(self, stream: _JsonStream) -> list[KinetoEvent] | None:
-        """The records of the events from the current one to the last whole one in the
-        buffer, when they are all in Kineto's layout (module docstring); the stream is
-        then left after the last. None, with nothing consumed, when they are not: the
-        general way then reads them, and reports any error in them."""
-        buf, pos = stream.buf, stream.pos
-        if stream.base + pos < self._general_until or not _FIRST.match(buf, pos):
+    # ------------------------------------------------------------- runs of events
+
+    def _run(self, stream: _JsonStream, batching: bool) -> list[KinetoEvent] | list[EventBatch] | None:
+        """The events from the current one to the last whole one in the buffer: for
+        `batches()`, decoded in one call into one batch (module docstring); else, in
+        Kineto's layout, the layout scan's records. The stream is then left after the
+        last. None, with nothing consumed, where they are to be read the general way."""
+        if stream.base + stream.pos < self._general_until:
             return None
+        layout = self.layout_scan and _FIRST.match(stream.buf, stream.pos) is not None
+        if not batching:
+            return self._layout_block(stream) if layout else None
+        end = _layout_end(stream) if layout else self._cut(stream)
+        if end < 0:
+            return None
+        try:
+            batch = EventBatch.of(decode_events("".join(("[", stream.buf[stream.pos : end], "]"))), self._judged)
+        except BlockError:
+            batch = None
+        if batch is not None:
+            stream.pos = end
+            return [batch]
+        if layout:  # something unusual: the layout scan reads them, as iteration does
+            return self._layout_block(stream)
+        self._general_until = stream.base + end  # the general way, event by event
+        return None
+
+    def _cut(self, stream: _JsonStream) -> int:
+        """Where the last whole event in the buffer ends, if one begins with the key the
+        first event began with (`}, {"ph"`); -1 if none does."""
+        key = self._first_key
+        if key is None:
+            m = _FIRST_KEY.match(stream.buf, stream.pos)
+            if m is None:
+                return -1
+            key = self._first_key = m.group(1)
+        for _ in range(2):  # once more after reading another chunk
+            buf, pos = stream.buf, stream.pos
+            at = len(buf)
+            for _ in range(_CUT_TRIES):
+                at = buf.rfind(key, pos, at)
+                close = buf.rfind("}", pos, at) if at > pos else -1
+                if close < 0:
+                    break
+                if _BETWEEN.fullmatch(buf, close, at):
+                    return close + 1
+            if not stream.fill():
+                break
+        return -1
+
+    def _layout_block(self, stream: _JsonStream) -> list[KinetoEvent] | None:
+        """The layout scan (module docstring): the records of the events from the current
+        one to the last whole one in the buffer; the stream is then left after the last.
+        None, with nothing consumed, when they are not all in that layout: the general way
+        then reads them, and reports any error in them."""
+        buf, pos = stream.buf, stream.pos
         last = buf.rfind(_SEP, pos)
         if last < 0 and stream.fill():
             buf, pos = stream.buf, stream.pos
@@ -517,11 +623,13 @@ class KinetoReader:
         end = last + len(_CLOSE)
         out: list[KinetoEvent] = []
         decode = stream.decoder.raw_decode
+        if self._scan is None:
+            self._scan = _layout_pattern(self.cpu_ops, self.launches_only)
         for match in self._scan.finditer(buf, pos, end):
             at = match.start()
             try:
                 event, stop = decode(buf, at)
-            except (json.JSONDecodeError, RecursionError):
+            except (json.JSONDecodeError, RecursionError, ValueError):
                 event, stop = None, -1
             if buf[stop - len(_CLOSE) : stop] != _CLOSE:
                 # Not one whole event: leave the block to the general way.
@@ -548,6 +656,8 @@ class KinetoReader:
             except (KeyError, ValueError) as exc:
                 raise stream.fail(f"a {cat} event without a numeric ts/dur ({exc})", pos) from None
         end = start + dur if dur > 0 else start
+        if end > NS_MAX:
+            raise stream.fail(f"a {cat} event that ends past the int64 nanosecond range ({end} ns)", pos)
         name = get("name")
         if type(name) is not str:
             name = "" if name is None else str(name)
@@ -557,31 +667,61 @@ class KinetoReader:
         corr = args.get("correlation")
         if type(corr) is not int:
             corr = None
-        kind = _GPU_CATS.get(cat)
+        kind = GPU_CATS.get(cat)
         if kind is not None:
             device = args.get("device", get("pid"))
             stream_id = args.get("stream", get("tid"))
             line = stream.line_at(pos)
-            return GpuEvent(start, end, name, kind, _ident(device), _ident(stream_id), corr, line)
-        if cat in _LAUNCH_CATS and self.launches_only and not (puts_work_on_gpu(name) or is_sync_call(name)):
+            return GpuEvent(start, end, name, kind, ident(device), ident(stream_id), corr, line)
+        if cat in LAUNCH_CATS and self.launches_only and not (puts_work_on_gpu(name) or is_sync_call(name)):
             return None
         pid, tid = get("pid"), get("tid")
         if type(pid) is not int:
-            pid = _ident(pid)
+            pid = ident(pid)
         if type(tid) is not int:
-            tid = _ident(tid)
+            tid = ident(tid)
         line = stream.line_at(pos)
-        if cat in _LAUNCH_CATS:
+        if cat in LAUNCH_CATS:
             return LaunchCall(start, end, name, corr, pid, tid, line)
-        if cat == _CPU_OP_CAT:
+        if cat == CPU_OP_CAT:
             return CpuOp(start, end, name, pid, tid, line)
-        return TraceRange(start, end, name, _RANGE_CATS[cat], pid, tid, line)
+        return TraceRange(start, end, name, RANGE_CATS[cat], pid, tid, line)
 
 
-def _ident(value: object) -> int | str | None:
-    if type(value) is int or type(value) is str:
-        return value
-    return None if value is None else str(value)
+# Generic runs (`batches()`): the first key of an event, and what lies between the `}` of
+# one event and the first key of the next. The key searched for, back from the buffer's
+# end, may also be a value or sit in a nested object: a few candidates are tried.
+_FIRST_KEY = re.compile(r'\{[ \t\r\n]*("[A-Za-z_][A-Za-z0-9_]*")[ \t\r\n]*:')
+_BETWEEN = re.compile(r"\}[ \t\r\n]*,[ \t\r\n]*\{[ \t\r\n]*")
+_CUT_TRIES = 64
+
+
+def _layout_end(stream: _JsonStream) -> int:
+    """Where the last whole event of Kineto's layout in the buffer ends (after its `}`),
+    reading another chunk if none does; -1 if none."""
+    last = stream.buf.rfind(_SEP, stream.pos)
+    if last < 0 and stream.fill():
+        last = stream.buf.rfind(_SEP, stream.pos)
+    return last + len(_CLOSE) if last >= 0 else -1
+
+
+def _add_record(batch: EventBatch, event: KinetoEvent) -> None:
+    """One record as a row of `batch` (the general way's events, between runs)."""
+    if type(event) is GpuEvent:
+        batch.gpu_start.append(event.start_ns)
+        batch.gpu_end.append(event.end_ns)
+        batch.gpu_name.append(event.name)
+        batch.gpu_kind.append(event.kind)
+        batch.gpu_stream.append((event.device, event.stream))
+        batch.gpu_corr.append(-1 if event.correlation is None else event.correlation)
+    elif type(event) is LaunchCall:
+        batch.call_name.append(event.name)
+        batch.call_start.append(event.start_ns)
+        batch.call_end.append(event.end_ns)
+        batch.call_corr.append(event.correlation)
+        batch.call_pid.append(event.pid)
+    elif type(event) is TraceRange:
+        batch.ranges.append((event.name, event.start_ns, event.end_ns, event.cat, event.pid, event.tid))
 
 
 def read_kineto(path: str | Path) -> Iterator[KinetoEvent]:
