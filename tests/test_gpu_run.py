@@ -89,7 +89,10 @@ def unpacked(run: Path, into: Path) -> Path:
     """The run's folder as a person would unpack it: steps.log beside records/, facts.json."""
     into.mkdir()
     with tarfile.open(run / "gpu-run.tar.gz", "r:gz") as tar:
-        tar.extractall(into, filter="data")
+        if hasattr(tarfile, "data_filter"):  # Python 3.12, and 3.11 from 3.11.4
+            tar.extractall(into, filter="data")
+        else:  # our own archive, just written by the script
+            tar.extractall(into)
     folder = into / "gpu-run"
     shutil.copyfile(run / "steps.log", folder / "steps.log")
     return folder
