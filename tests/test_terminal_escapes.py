@@ -258,6 +258,7 @@ VIEWS: list[tuple[str, str | None, list[str]]] = [
     ("events", "lab", ["events"]),
     ("create (reused)", "lab", ["create", "--context", "stg", "--yes"]),
     ("fleet status", "fleet", ["fleet", "status", "--context", "stg"]),
+    ("pack", None, ["pack", "--context", "stg"]),
 ]
 
 
