@@ -305,7 +305,7 @@ def test_missing_matplotlib_is_a_clear_usage_error(tmp_path: Path) -> None:
         "from nsightlab.present import figures\n"
         "from nsightlab.errors import UsageError\n"
         "assert not figures.available()\n"
-        "try:\n    figures._figure(1, 1)\n"
+        "try:\n    figures.new_figure(1, 1)\n"
         "except UsageError as e:\n    print(e.exit_code.value, e.line())\n"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path)

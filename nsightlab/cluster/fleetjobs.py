@@ -276,7 +276,7 @@ class _ReadableDumper(yaml.SafeDumper):
 _NUMBER_TO_GO = re.compile(r"[-+]?(?:[0-9][0-9_]*)?(?:\.[0-9_]*)?(?:[eE][-+]?[0-9]+)?")
 
 
-def _text(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+def literal_text(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
     if "\n" in value:
         style: str | None = "|"
     elif any(c.isdigit() for c in value) and _NUMBER_TO_GO.fullmatch(value):
@@ -286,7 +286,7 @@ def _text(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
     return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
 
 
-_ReadableDumper.add_representer(str, _text)
+_ReadableDumper.add_representer(str, literal_text)
 
 
 def manifests_yaml(docs: Iterable[dict[str, Any]]) -> str:

@@ -40,7 +40,7 @@ class Spool:
         # collected, whatever ends the copy
         self._file: Any = tempfile.SpooledTemporaryFile(max_size=IN_MEMORY)  # noqa: SIM115
         self.size = 0
-        self._text: bytearray | None = None
+        self.literal_text: bytearray | None = None
 
     def write(self, data: bytes | memoryview) -> None:
         self._file.write(data)
@@ -53,21 +53,21 @@ class Spool:
         """Every record, in order (fields: the tag, then its own); a piece between NULs
         that is too long to be a record, or not shaped like one, counts as text (as
         podtar.read_records reads them). Reading them keeps the text's first bytes."""
-        self._text = bytearray()
+        self.literal_text = bytearray()
         for odd, piece, whole in self._pieces():
             if odd and whole and piece[1:2] == b"\t":
                 text = piece.decode("utf-8", "surrogateescape")
                 yield text.split("\t", 3 if piece[:1] == b"D" else 1)
-            elif len(self._text) < TEXT_KEPT:
-                self._text += piece[: TEXT_KEPT - len(self._text)]
+            elif len(self.literal_text) < TEXT_KEPT:
+                self.literal_text += piece[: TEXT_KEPT - len(self.literal_text)]
 
     def text(self) -> str:
         """What the other end printed besides its records, as one line: control
         characters escaped, cut when long."""
-        if self._text is None:
+        if self.literal_text is None:
             for _ in self.records():
                 pass
-        raw = bytes(self._text or b"").decode("utf-8", "replace").strip()
+        raw = bytes(self.literal_text or b"").decode("utf-8", "replace").strip()
         line = "".join(c if c.isprintable() else repr(c)[1:-1] for c in raw)
         return line if len(line) <= 500 else line[:500] + "..."
 

@@ -56,7 +56,7 @@ class Plot:
     figure: Figure
 
 
-def _figure(width: float, height: float) -> Figure:
+def new_figure(width: float, height: float) -> Figure:
     try:
         # matplotlib is optional ([report]) and slow to import: only figures load it
         import matplotlib
@@ -77,7 +77,7 @@ def available() -> bool:
     return True
 
 
-def _text(s: str) -> str:
+def literal_text(s: str) -> str:
     """Text as matplotlib shows it literally ($ would start mathtext), names from outside
     with their control characters shown as escapes (an SVG may not hold them)."""
     return terminal_safe(s).replace("$", r"\$")
@@ -96,7 +96,7 @@ def fleet_figure(fleet_id: str, curves: Sequence[tuple[str, SweepResult]]) -> Pl
     curve per node with --every-node), each type's DRAM spec as a dashed line of its colour."""
     if not curves:
         raise ValueError("no sweep to plot")
-    fig = _figure(10.0, 7.0)
+    fig = new_figure(10.0, 7.0)
     ax = fig.add_subplot()
     types = list(dict.fromkeys(label.split(" ", 1)[0] for label, _ in curves))
     colour = {t: SERIES[i % len(SERIES)] for i, t in enumerate(types)}
@@ -113,7 +113,7 @@ def fleet_figure(fleet_id: str, curves: Sequence[tuple[str, SweepResult]]) -> Pl
             marker="o",
             lw=1.8,
             color=colour[itype],
-            label=_text(f"{label}: {device_label(s)}"),
+            label=literal_text(f"{label}: {device_label(s)}"),
             gid=f"fleet-series-{i}",
             zorder=3,
         )
@@ -126,7 +126,7 @@ def fleet_figure(fleet_id: str, curves: Sequence[tuple[str, SweepResult]]) -> Pl
             color=colour[itype],
             ls="--",
             lw=1.2,
-            label=_text(f"DRAM spec of {itype}: {label}"),
+            label=literal_text(f"DRAM spec of {itype}: {label}"),
             gid=f"fleet-spec-{itype}",
         )
     positive = [v for v in values if v > 0]
@@ -141,7 +141,7 @@ def fleet_figure(fleet_id: str, curves: Sequence[tuple[str, SweepResult]]) -> Pl
     ax.set_xlabel("tensor size, log2(elements)")
     ax.grid(True, which="major", alpha=0.3)
     ax.set_title(
-        _text(f"Fleet {fleet_id}: the same sweep on {len(types)} instance type{'s' if len(types) != 1 else ''}"),
+        literal_text(f"Fleet {fleet_id}: the same sweep on {len(types)} instance type{'s' if len(types) != 1 else ''}"),
         loc="left",
     )
     fig.legend(loc="outside lower center", ncols=2, fontsize="small")
@@ -203,7 +203,7 @@ def roofline_figure(
     scale, unit = 1e12, "TFLOP/s"  # always, a CPU's rates too (0.174 TFLOP/s), as everywhere else
     xs = [lo * (hi / lo) ** (k / 200) for k in range(201)]
     entries = len(points) + len(mem_roof) + sum(len(v) for v in peaks.values()) + len(measured)
-    fig = _figure(10.0, 6.0 + 0.22 * entries)
+    fig = new_figure(10.0, 6.0 + 0.22 * entries)
     ax = fig.add_subplot()
     for k, d in enumerate(devices):
         color = ROOF_COLORS[k % len(ROOF_COLORS)]
@@ -213,7 +213,7 @@ def roofline_figure(
             ys = [bw * x / scale for x in xs]
             if top is not None:
                 ys = [min(y, top / scale) for y in ys]
-            ax.plot(xs, ys, color=color, lw=2, label=_text(f"memory roof: {label}"), gid="memory-roof")
+            ax.plot(xs, ys, color=color, lw=2, label=literal_text(f"memory roof: {label}"), gid="memory-roof")
         for n, (peak, label) in enumerate(sorted(peaks.get(d, {}).items(), reverse=True)):
             ridge = peak / mem_roof[d][0]
             ax.plot(
@@ -222,7 +222,7 @@ def roofline_figure(
                 color=color,
                 lw=2 if n == 0 else 1.5,
                 ls="-" if n == 0 else "-.",
-                label=_text(f"compute roof: {label}"),
+                label=literal_text(f"compute roof: {label}"),
                 gid="compute-roof",
             )
             ax.axvline(ridge, color=color, ls=":", lw=1)
@@ -242,7 +242,7 @@ def roofline_figure(
             color=color,
             ls=PLATEAU_DASHES[k % len(PLATEAU_DASHES)],
             lw=1.5,
-            label=_text(f"measured DRAM plateau: {label} ({d})"),
+            label=literal_text(f"measured DRAM plateau: {label} ({d})"),
             gid=f"measured-roof-{k}",
         )
     markers = ("o", "s", "^", "D", "v", "P")
@@ -259,11 +259,15 @@ def roofline_figure(
                 zorder=4,
                 marker=markers[k % len(markers)],
                 color=SERIES[j % len(SERIES)],
-                label=_text(f"{r.name} ({who}, {_device_of(p)})"),
+                label=literal_text(f"{r.name} ({who}, {_device_of(p)})"),
                 gid=f"point-{k}-{j}",
             )
             ax.annotate(
-                _text(r.name), (r.rates.intensity, y), textcoords="offset points", xytext=(6, 6), fontsize="small"
+                literal_text(r.name),
+                (r.rates.intensity, y),
+                textcoords="offset points",
+                xytext=(6, 6),
+                fontsize="small",
             )
     ax.set_xscale("log")
     ax.set_yscale("log")
@@ -286,7 +290,7 @@ def roofline_figure(
     )
     if above:
         ax.annotate(
-            _text("\n".join(above)),
+            literal_text("\n".join(above)),
             xy=(0, 1),
             xycoords="axes fraction",
             xytext=(0, 4),
@@ -315,10 +319,10 @@ def kernels_figure(profile: ProfileResult, *, top: int = TOP_KERNELS) -> Plot | 
     kernels = sorted(profile.kernels, key=lambda k: -k.total_ns)[:top]
     if not kernels:
         return None
-    fig = _figure(10.0, 1.2 + 0.45 * len(kernels))
+    fig = new_figure(10.0, 1.2 + 0.45 * len(kernels))
     ax = fig.add_subplot()
     unit = units.time_unit(k.total_ns * 1e-9 for k in kernels)
-    names = [_text(k.short_name if len(k.short_name) <= 60 else k.short_name[:57] + "...") for k in kernels]
+    names = [literal_text(k.short_name if len(k.short_name) <= 60 else k.short_name[:57] + "...") for k in kernels]
     values = [k.total_ns * 1e-9 / unit.size for k in kernels]
     ypos = list(range(len(kernels)))
     bars = ax.barh(ypos, values, color=SERIES[0], gid="kernel-bars")
@@ -339,7 +343,7 @@ def kernels_figure(profile: ProfileResult, *, top: int = TOP_KERNELS) -> Plot | 
     ax.set_xlabel(f"total time ({unit.name}), all instances")
     run = f", run {profile.run_id}" if profile.run_id else ""
     device = f" on {profile.device_name}" if profile.device_name else ""
-    ax.set_title(_text(f"Top {what} by total time: {profile.script}{device}{run}"), loc="left")
+    ax.set_title(literal_text(f"Top {what} by total time: {profile.script}{device}{run}"), loc="left")
     ax.grid(True, axis="x", alpha=0.3)
     key = f"kernels-{profile.run_id}" if profile.run_id else f"kernels-{profile.script}"
     caption = (
@@ -381,7 +385,7 @@ def decode_steps_figure(result: DecodeResult, data: DecodeTimelines, run_label: 
         return None
     cpu = shown[0].ops_are == "cpu"
     lanes = [max(t.timeline.streams, 1) for t in shown]
-    fig = _figure(11.0, 1.6 + sum(0.55 * n + 1.1 for n in lanes))
+    fig = new_figure(11.0, 1.6 + sum(0.55 * n + 1.1 for n in lanes))
     axes = fig.subplots(len(shown), 1, sharex=True, squeeze=False, height_ratios=[n + 1.2 for n in lanes])[:, 0]
     longest = max(t.timeline.window_ns for t in shown)
     scale, unit = _time_scale([longest])
@@ -430,13 +434,13 @@ def decode_steps_figure(result: DecodeResult, data: DecodeTimelines, run_label: 
                 f": median {mode.steps.step_ms.median:.3g} ms, {'CPU' if cpu else 'GPU'} busy "
                 f"{mode.steps.gpu_busy_pct:.0f}%, {len([o for o in tl.ops if o.own])} {'ops' if cpu else 'kernels'}"
             )
-        ax.set_title(_text(f"{mt.mode or 'steps'}, batch {mt.batch}{facts}"), loc="left", fontsize="medium")
+        ax.set_title(literal_text(f"{mt.mode or 'steps'}, batch {mt.batch}{facts}"), loc="left", fontsize="medium")
         ax.grid(True, axis="x", alpha=0.3)
     axes[-1].set_xlim(0, longest / scale * 1.02)
     axes[-1].set_xlabel(f"time from the step's start ({unit})")
     what = "CPU ops (no GPU: they stand in for kernels)" if cpu else "kernels"
     fig.suptitle(
-        _text(f"One decode step, {what}: {result.model.preset or 'model'} on {result.device}, {run_label}"),
+        literal_text(f"One decode step, {what}: {result.model.preset or 'model'} on {result.device}, {run_label}"),
         x=0.01,
         ha="left",
     )
@@ -460,7 +464,7 @@ def decode_batch_figure(result: DecodeResult, data: DecodeTimelines | None, run_
     batches = sorted({x.batch for x in result.modes})
     if len(batches) < 2:
         return None
-    fig = _figure(9.0, 6.0)
+    fig = new_figure(9.0, 6.0)
     ax = fig.add_subplot()
     for k, mode in enumerate(dict.fromkeys(x.mode for x in result.modes)):
         pts = sorted((x.batch, x.tokens_per_s) for x in result.modes if x.mode == mode)
@@ -470,7 +474,7 @@ def decode_batch_figure(result: DecodeResult, data: DecodeTimelines | None, run_
             marker="o",
             lw=2,
             color=SERIES[k % len(SERIES)],
-            label=_text(f"measured, {mode}"),
+            label=literal_text(f"measured, {mode}"),
             gid=f"measured-{mode}",
             zorder=3,
         )
@@ -483,7 +487,13 @@ def decode_batch_figure(result: DecodeResult, data: DecodeTimelines | None, run_
             else "memory floor (no compute peak known)"
         )
         ax.plot(
-            xs, ys, ls="--", color=SPEC_COLOR, lw=1.8, label=_text(f"{what}: {data.bandwidth_label}"), gid="roofline"
+            xs,
+            ys,
+            ls="--",
+            color=SPEC_COLOR,
+            lw=1.8,
+            label=literal_text(f"{what}: {data.bandwidth_label}"),
+            gid="roofline",
         )
         if data.crossover_batch is not None and data.crossover_batch <= xs[-1]:
             ax.axvline(
@@ -505,7 +515,8 @@ def decode_batch_figure(result: DecodeResult, data: DecodeTimelines | None, run_
     ax.set_ylabel("tokens/s, log scale")
     ax.grid(True, which="major", alpha=0.3)
     ax.set_title(
-        _text(f"Tokens/s against batch: {result.model.preset or 'model'} on {result.device}, {run_label}"), loc="left"
+        literal_text(f"Tokens/s against batch: {result.model.preset or 'model'} on {result.device}, {run_label}"),
+        loc="left",
     )
     fig.legend(loc="outside lower center", ncols=1, fontsize="small")
     caption = (

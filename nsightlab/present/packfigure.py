@@ -5,7 +5,7 @@ time against the number of copies at once, with the bandwidth ceiling."""
 from __future__ import annotations
 
 from nsightlab.analysis.colocate_models import ColocateResult
-from nsightlab.present.figures import SERIES, SPEC_COLOR, Plot, _figure, _text
+from nsightlab.present.figures import SERIES, SPEC_COLOR, Plot, literal_text, new_figure
 
 
 def colocate_figure(result: ColocateResult) -> Plot:
@@ -13,7 +13,7 @@ def colocate_figure(result: ColocateResult) -> Plot:
     allows (bytes per step at the plateau); right axis: the median step of a copy."""
     if not result.results:
         raise ValueError("no results to plot")
-    fig = _figure(9.5, 6.0)
+    fig = new_figure(9.5, 6.0)
     ax = fig.add_subplot()
     step_ax = ax.twinx()
     sharings = list(dict.fromkeys(x.sharing for x in result.results))
@@ -27,7 +27,7 @@ def colocate_figure(result: ColocateResult) -> Plot:
             marker="o",
             lw=2,
             color=colour,
-            label=_text(f"{sharing}: aggregate tokens/s"),
+            label=literal_text(f"{sharing}: aggregate tokens/s"),
             gid=f"pack-tokens-{sharing}",
         )
         step_ax.plot(
@@ -37,7 +37,7 @@ def colocate_figure(result: ColocateResult) -> Plot:
             ls="--",
             lw=1.4,
             color=colour,
-            label=_text(f"{sharing}: a copy's median step (ms)"),
+            label=literal_text(f"{sharing}: a copy's median step (ms)"),
             gid=f"pack-step-{sharing}",
         )
         if result.plateau_tbps:
@@ -51,7 +51,7 @@ def colocate_figure(result: ColocateResult) -> Plot:
                     color=SPEC_COLOR,
                     ls=":",
                     lw=1.4,
-                    label=_text(
+                    label=literal_text(
                         f"bandwidth ceiling: {ceiling:.3g} tokens/s at the {result.plateau_basis or ''} plateau "
                         f"{result.plateau_tbps:.3g} TB/s"
                     ),
@@ -67,7 +67,8 @@ def colocate_figure(result: ColocateResult) -> Plot:
     step_ax.set_ylim(0, max(x.step_ms.median for x in result.results) * 1.3)
     ax.grid(True, alpha=0.3)
     ax.set_title(
-        _text(f"{result.preset or 'decode'} x K copies on {result.device}, batch {result.batch} each"), loc="left"
+        literal_text(f"{result.preset or 'decode'} x K copies on {result.device}, batch {result.batch} each"),
+        loc="left",
     )
     fig.legend(loc="outside lower center", ncols=2, fontsize="small")
     caption = (

@@ -27,9 +27,9 @@ from nsightlab.present.figures import (
     SERIES,
     SPEC_COLOR,
     Plot,
-    _figure,
-    _text,
     device_label,
+    literal_text,
+    new_figure,
 )
 from nsightlab.present.text import series_name as run_name
 from nsightlab.present.text import sweep_caption, tbps_text, what_ran
@@ -131,7 +131,7 @@ def _panel_title(runs: Sequence[SweepResult], *, name_devices: bool) -> str:
     title = f"{s.dtype} {what_ran(s)}" + (f" on {devices}" if name_devices else "")
     if not is_bandwidth_test(s):
         title += f" (not a bandwidth test: {_why_not(s)})"
-    return _wrap(_text(title), TITLE_CHARS)
+    return _wrap(literal_text(title), TITLE_CHARS)
 
 
 def _shade(ax: Axes, run: SweepResult) -> None:
@@ -163,7 +163,7 @@ def _strip(strip: Axes, ax: Axes, runs: Sequence[SweepResult]) -> None:
                     (0, 0), 0, 0, color=REGIME_COLORS[regime], alpha=0.6, lw=0, label=name, gid=f"legend-{regime}"
                 )
             )
-    strip.set_yticks(range(len(runs)), [_text(f"{run_name(s)} {s.run_id or ''}".strip()) for s in runs])
+    strip.set_yticks(range(len(runs)), [literal_text(f"{run_name(s)} {s.run_id or ''}".strip()) for s in runs])
     strip.set_ylim(len(runs) - 0.5, -0.5)
     strip.set_title("regimes of each run (the panel's background would show only one)", loc="left", fontsize="small")
     strip.set_xlabel("tensor size, log2(elements)")
@@ -183,7 +183,7 @@ def _curves(ax: Axes, runs: Sequence[SweepResult], colors: dict[int, str]) -> li
             marker="o",
             lw=2,
             color=colors[id(s)],
-            label=_wrap(_text(series_label(s)), LABEL_CHARS),
+            label=_wrap(literal_text(series_label(s)), LABEL_CHARS),
             gid=f"series-{i}",
             zorder=3,
             ls="-" if is_bandwidth_test(s) else ":",
@@ -197,7 +197,7 @@ def _curves(ax: Axes, runs: Sequence[SweepResult], colors: dict[int, str]) -> li
             ls="--",
             marker="x",
             color=REFERENCE_COLOR,
-            label=_wrap(_text(f"tutorial's sweep: {ref.gpu}, {ref.dtype}"), LABEL_CHARS),
+            label=_wrap(literal_text(f"tutorial's sweep: {ref.gpu}, {ref.dtype}"), LABEL_CHARS),
             gid="reference",
             zorder=2,
         )
@@ -212,7 +212,7 @@ def _curves(ax: Axes, runs: Sequence[SweepResult], colors: dict[int, str]) -> li
             color=SPEC_COLOR,
             ls="-.",
             lw=1.5,
-            label=_wrap(_text(f"DRAM spec: {label}"), LABEL_CHARS),
+            label=_wrap(literal_text(f"DRAM spec: {label}"), LABEL_CHARS),
             gid="dram-spec",
             zorder=2,
         )
@@ -227,7 +227,7 @@ def _curves(ax: Axes, runs: Sequence[SweepResult], colors: dict[int, str]) -> li
                 color=color,
                 ls=":",
                 lw=1.2,
-                label=_wrap(_text(text), LABEL_CHARS),
+                label=_wrap(literal_text(text), LABEL_CHARS),
                 gid=f"plateau-{i}",
             )
         l2 = s.summary.l2_bytes
@@ -237,7 +237,13 @@ def _curves(ax: Axes, runs: Sequence[SweepResult], colors: dict[int, str]) -> li
             name = "L2" if s.summary.device_type == "cuda" else "last-level cache"
             text = f"{name} {units.size(l2)} = 2^{_exponent(x)} {s.dtype} elements"
             ax.axvline(
-                x, color=color, ls="--", lw=1.2, alpha=0.8, label=_wrap(_text(text), LABEL_CHARS), gid=f"cache-{i}"
+                x,
+                color=color,
+                ls="--",
+                lw=1.2,
+                alpha=0.8,
+                label=_wrap(literal_text(text), LABEL_CHARS),
+                gid=f"cache-{i}",
             )
     return values
 
@@ -287,10 +293,12 @@ def sweep_figure(sweeps: Sequence[SweepResult]) -> Plot:
     note = ""
     if left_out:
         names = "; ".join(f"{series_label(s)}: {_why_not(s)}" for s in left_out)
-        note = _wrap(_text(f"Not drawn (not bandwidth tests; their tables are in the report): {names}."), NOTE_CHARS)
-    fig = _figure(WIDTH, sum(heights) + 0.6 + (0.2 * (note.count("\n") + 1) if note else 0.0))
+        note = _wrap(
+            literal_text(f"Not drawn (not bandwidth tests; their tables are in the report): {names}."), NOTE_CHARS
+        )
+    fig = new_figure(WIDTH, sum(heights) + 0.6 + (0.2 * (note.count("\n") + 1) if note else 0.0))
     devices = ", ".join(dict.fromkeys(device_label(s) for g in groups for s in g))
-    fig.suptitle(_wrap(_text(f"Bandwidth sweep on {devices}"), TITLE_CHARS), x=0.01, ha="left", fontsize="large")
+    fig.suptitle(_wrap(literal_text(f"Bandwidth sweep on {devices}"), TITLE_CHARS), x=0.01, ha="left", fontsize="large")
     if note:
         fig.supxlabel(note, x=0.01, ha="left", fontsize="small")
     colors = {id(s): SERIES[i % len(SERIES)] for i, s in enumerate(itertools.chain(*groups))}
