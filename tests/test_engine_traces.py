@@ -38,6 +38,7 @@ def _folder() -> Path | None:
         Path(env) if env else None,
         ROOT / "tests" / "data" / "traces" / "engines",
         ROOT / "shared" / "traces" / "engines",
+        ROOT.parent / "shared" / "traces" / "engines",  # a shared/ beside the checkout
     ):
         if place is not None and (place / SGLANG_DECODE).is_file():
             return place
