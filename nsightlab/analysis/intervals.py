@@ -6,6 +6,8 @@ from __future__ import annotations
 import bisect
 from array import array
 from collections.abc import Iterable, Sequence
+from itertools import accumulate
+from operator import sub
 
 
 class IntervalUnion:
@@ -102,10 +104,7 @@ class IntervalUnion:
                     self.seg_start.append(s)
                     self.seg_end.append(e)
         prefix = array("q", [0])
-        total = 0
-        for s, e in zip(self.seg_start, self.seg_end, strict=True):
-            total += e - s
-            prefix.append(total)
+        prefix.extend(accumulate(map(sub, self.seg_end, self.seg_start)))
         self._prefix = prefix
         return self
 
