@@ -257,7 +257,7 @@ def load_config(path: Path | None = None) -> LoadedConfig:
         config = Config()
         return LoadedConfig(config=config, path=cfg_path, exists=False, sources=_sources(config, {}, cfg_path))
     text = userfiles.read_text(cfg_path, what="config file", error=ConfigError, limit=userfiles.CONFIG_MAX_BYTES)
-    userfiles.check_yaml_aliases(
+    check_yaml_aliases(
         text,
         path=cfg_path,
         what="config file",
@@ -270,6 +270,33 @@ def load_config(path: Path | None = None) -> LoadedConfig:
     except ValidationError as e:
         raise _config_error(e, cfg_path, lines) from None
     return LoadedConfig(config=config, path=cfg_path, exists=True, sources=_sources(config, lines, cfg_path))
+
+
+def check_yaml_aliases(
+    text: str, *, path: Path, what: str, error: type[NsightlabError], hint: str, limit: int = userfiles.MAX_YAML_ALIASES
+) -> None:
+    """`error` when the YAML in `text` holds more than `limit` aliases, counted on the
+    parser's events (an alias is one event, however much it would expand to), before any
+    loader sees the document. A document that does not parse is left to the loader, which
+    says where."""
+    if "&" not in text:
+        return  # no anchor, nothing an alias can name (an alias to none is the loader's error)
+    loader_class = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    loader = loader_class(text)
+    aliases = 0
+    try:
+        while loader.check_event():
+            if isinstance(loader.get_event(), yaml.AliasEvent):
+                aliases += 1
+                if aliases > limit:
+                    raise error(
+                        f"{what} {path} holds more than {limit} YAML aliases (`*name`), more than a {what} has",
+                        hint=hint,
+                    )
+    except yaml.YAMLError:
+        return
+    finally:
+        loader.dispose()
 
 
 def read_text_file(

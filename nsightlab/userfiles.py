@@ -5,9 +5,10 @@ inputs of `analyze` are read through here. A path is checked with `os.stat` befo
 opened: a folder, a FIFO, a device or a socket is refused (a FIFO with no writer would
 block the open forever, `/dev/zero` would never end). The open itself does not block
 (O_NONBLOCK), in case the path was swapped for a FIFO in between, and is checked again on
-the open file. Files read whole are capped (the limits below: these files are kilobytes);
-YAML documents are refused when they hold more aliases than any real one does, counted
-on the parser's events before any loader builds (and so could expand) anything.
+the open file. Files read whole are capped (the limits below: these files are kilobytes).
+A YAML document holding more aliases than `MAX_YAML_ALIASES` is refused by
+`userconfig.check_yaml_aliases`, which reads YAML (this module does not load PyYAML:
+`analyze` reads its inputs through here).
 
 Each reader passes the error class to raise, so the exit code is the reader's: exit 4
 for a kubeconfig, exit 2 for config.yaml and the other inputs.
@@ -19,8 +20,6 @@ import os
 import stat
 from pathlib import Path
 from typing import BinaryIO
-
-import yaml
 
 from nsightlab.errors import NsightlabError
 
@@ -137,30 +136,3 @@ def read_text(path: Path, *, what: str, error: type[NsightlabError], limit: int)
             f"{what} {path}:{line} is not UTF-8 text (byte 0x{raw[e.start]:02x} at offset {e.start})",
             hint="Save it as UTF-8.",
         ) from None
-
-
-def check_yaml_aliases(
-    text: str, *, path: Path, what: str, error: type[NsightlabError], hint: str, limit: int = MAX_YAML_ALIASES
-) -> None:
-    """`error` when the YAML in `text` holds more than `limit` aliases, counted on the
-    parser's events (an alias is one event, however much it would expand to), before any
-    loader sees the document. A document that does not parse is left to the loader, which
-    says where."""
-    if "&" not in text:
-        return  # no anchor, nothing an alias can name (an alias to none is the loader's error)
-    loader_class = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    loader = loader_class(text)
-    aliases = 0
-    try:
-        while loader.check_event():
-            if isinstance(loader.get_event(), yaml.AliasEvent):
-                aliases += 1
-                if aliases > limit:
-                    raise error(
-                        f"{what} {path} holds more than {limit} YAML aliases (`*name`), more than a {what} has",
-                        hint=hint,
-                    )
-    except yaml.YAMLError:
-        return
-    finally:
-        loader.dispose()

@@ -38,10 +38,9 @@ from nsightlab.analysis.decode_models import (
     DecodeResult,
     GroupSteps,
     device_name_of,
-    peak_tflops,
-    spec_bandwidth,
 )
 from nsightlab.analysis.decode_result import build_decode, crossover_batch, group_key, roofline_curve
+from nsightlab.analysis.peaks import peak_tflops, spec_bandwidth
 from nsightlab.analysis.steps import analyze_kineto
 from nsightlab.analysis.verdicts import LAUNCH_BOUND_IDLE_PCT, NEAR_FLOOR_RATIO
 from nsightlab.parse.records.decode_record import load_decode_record

@@ -1,7 +1,7 @@
 """The decode result models: the decode and trace results nsightlab builds from
 `lab_scripts/decode.py`'s record (`parse.records.decode_record`) and a trace's step
 anatomy (contracts: their shapes are documented in docs/decode.md), and the bandwidth a
-step's floor divides by. Pure.
+step's floor divides by (from the spec table: `nsightlab.analysis.peaks`). Pure.
 """
 
 from __future__ import annotations
@@ -24,7 +24,6 @@ from nsightlab.analysis.stepmodels import (
 )
 from nsightlab.analysis.verdicts import Floor, Verdict
 from nsightlab.models import Model
-from nsightlab.specs.gpus import GpuSpec, lookup
 
 Bound = Literal["memory", "compute"]
 
@@ -174,33 +173,6 @@ class Bandwidth(Model):
         if self.peak_tflops is None or self.tbps <= 0:
             return None
         return self.peak_tflops / self.tbps
-
-
-def peak_tflops(spec: GpuSpec | None, dtype: str | None) -> tuple[float | None, str | None]:
-    """The spec's dense matrix peak for a dtype: tensor cores for 16-bit types, the CUDA
-    cores for float32; None where the table has no figure."""
-    if spec is None:
-        return None, None
-    if dtype in ("bfloat16", "float16") and spec.fp16_tensor_tflops:
-        return spec.fp16_tensor_tflops, f"{spec.short} dense FP16/BF16 tensor peak ({spec.source})"
-    if dtype == "float32" and spec.fp32_tflops:
-        return spec.fp32_tflops, f"{spec.short} FP32 peak ({spec.source})"
-    return None, None
-
-
-def spec_bandwidth(device: str | None, dtype: str | None) -> Bandwidth | None:
-    """The spec's DRAM bandwidth for a GPU name, with its compute peak; None if unknown."""
-    spec = lookup(device_name_of(device))
-    if spec is None or spec.dram_bw_bytes_per_s is None:
-        return None
-    peak, peak_label = peak_tflops(spec, dtype)
-    return Bandwidth(
-        tbps=spec.dram_bw_bytes_per_s / 1e12,
-        basis="spec",
-        label=f"spec: {spec.source}",
-        peak_tflops=peak,
-        peak_label=peak_label,
-    )
 
 
 _DEVICE_INDEX = re.compile(r"\s*\(\d+\)$")

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from nsightlab import units
 from nsightlab.analysis.decode_models import (
@@ -60,7 +61,9 @@ from nsightlab.analysis.explain.decode_words import (
 from nsightlab.analysis.explain.step_words import attribution_lines
 from nsightlab.analysis.stepmodels import StepGroup, TraceAnatomy
 from nsightlab.models import Model
-from nsightlab.parse.records.decode_record import DecodeRecord, RecordEntry, RecordModel
+
+if TYPE_CHECKING:  # decode.py's record (and the bounds its loader checks): not loaded for a trace's steps
+    from nsightlab.parse.records.decode_record import DecodeRecord, RecordEntry, RecordModel
 
 # A note when the trace's step time and the script's own differ by more than this factor.
 TIMING_DISAGREES_RATIO = 1.2

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Literal, NamedTuple
 
 from nsightlab.analysis.colocate_models import ColocateResult
-from nsightlab.analysis.decode_models import peak_tflops
+from nsightlab.analysis.peaks import peak_tflops
 from nsightlab.analysis.profile_models import ProfileResult
 from nsightlab.analysis.sweep_result import SweepResult
 from nsightlab.models import Model

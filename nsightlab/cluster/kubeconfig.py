@@ -18,7 +18,7 @@ from typing import Any
 
 import yaml
 
-from nsightlab import userfiles
+from nsightlab import userconfig, userfiles
 from nsightlab.errors import ClusterError
 
 
@@ -101,7 +101,7 @@ def load_kubeconfig(explicit: str | os.PathLike[str] | None = None) -> Kubeconfi
         text = userfiles.read_text(path, what="kubeconfig", error=ClusterError, limit=userfiles.KUBECONFIG_MAX_BYTES)
         # before any loader (ours, or the kubernetes client's, which reads the files again)
         # builds anything an alias could multiply
-        userfiles.check_yaml_aliases(text, path=path, what="kubeconfig", error=ClusterError, hint=_FIX)
+        userconfig.check_yaml_aliases(text, path=path, what="kubeconfig", error=ClusterError, hint=_FIX)
         _merge(kc, path, _parse(text, path))
     return kc
 

@@ -20,7 +20,7 @@ from nsightlab import userfiles
 from nsightlab.errors import UsageError, validation_message
 from nsightlab.k8s import pods as r
 from nsightlab.models import Model
-from nsightlab.userconfig import Config
+from nsightlab.userconfig import Config, check_yaml_aliases
 
 MANAGED_BY = "app.kubernetes.io/managed-by"
 OWNER = "nsightlab/owner"
@@ -81,7 +81,7 @@ def load_manifest(path: Path, model: type[BaseModel], *, api_version: str, kind:
     apiVersion/kind; everything else is passed through as written. Every problem is one
     usage error naming the file (and the line, for YAML)."""
     text = userfiles.read_text(path, what=what, error=UsageError, limit=userfiles.MANIFEST_MAX_BYTES)
-    userfiles.check_yaml_aliases(text, path=path, what=what, error=UsageError, hint="Write the repeated values out.")
+    check_yaml_aliases(text, path=path, what=what, error=UsageError, hint="Write the repeated values out.")
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as e:

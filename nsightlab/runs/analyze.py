@@ -23,10 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
 
-from nsightlab.analysis.decode_models import DecodeResult
 from nsightlab.errors import ParseError, UsageError
-from nsightlab.parse.records.decode_record import load_decode_record
-from nsightlab.runs import store
 from nsightlab.runs.inputs import (
     DecodeCapture,
     GpuRunFolder,
@@ -44,15 +41,17 @@ from nsightlab.runs.inputs import (
     read_whole,
 )
 from nsightlab.runs.timeline import TraceOptions, attach_steps, trace_result
-from nsightlab.runs.trace_files import decode_build
 
 if TYPE_CHECKING:
+    from nsightlab.analysis.decode_models import DecodeResult
     from nsightlab.analysis.profile_models import ProfileResult
     from nsightlab.parse import nsys
 
 # The readers and result models of the inputs other than a trace (nsys and ncu tables,
-# profiles, sweeps, a device run's folder) are imported by the analyses that read them: a
-# trace's analysis, the common case, need not wait for them (bench/RESULTS.md, house-cli).
+# profiles, sweeps, decode.py's record and its result, the run store with the config and
+# PyYAML, a device run's folder) are imported by the analyses that read them: a trace's
+# analysis, the common case, need not wait for them (bench/RESULTS.md, "analyze's fixed
+# cost"; tests/test_analyze_imports.py checks what a Kineto trace's analysis loads).
 
 
 def analyze_path(
@@ -83,7 +82,9 @@ def analyze_input(found: Input, opts: TraceOptions) -> BaseModel:
 def _stored_run(found: StoredRun, opts: TraceOptions) -> BaseModel:
     """The stored result (whatever state the run is in), with the steps of its capture's
     timeline for a profile."""
+    from nsightlab.analysis.decode_models import DecodeResult
     from nsightlab.analysis.profile_models import ProfileResult
+    from nsightlab.runs import store
 
     stored = store.stored_result(found.folder)
     if isinstance(stored, DecodeResult) and opts.used:
@@ -130,6 +131,9 @@ def _sqlite(found: NsysSqlite, opts: TraceOptions) -> BaseModel:
 
 def _decode_capture(found: DecodeCapture, opts: TraceOptions) -> DecodeResult:
     """decode.py's JSON with its capture's timeline: the decode result, offline."""
+    from nsightlab.parse.records.decode_record import load_decode_record
+    from nsightlab.runs.trace_files import decode_build
+
     if opts.weights_gb is not None:
         raise UsageError(
             "decode.py's JSON gives the bytes each step reads: --weights-gb and --kv-gb are for traces without it"
@@ -213,6 +217,9 @@ def _script_json(found: ScriptJson, opts: TraceOptions) -> BaseModel:
 
 
 def _decode_record(found: ScriptJson) -> BaseModel:
+    from nsightlab.parse.records.decode_record import load_decode_record
+    from nsightlab.runs.trace_files import decode_build
+
     record = load_decode_record(found.path)
     assert record is not None
     reason = f"{found.path.name} alone: steps come from the script's own timing"
@@ -253,6 +260,8 @@ def _torchprof_record(found: ScriptJson) -> BaseModel:
 
 def _stored_result(found: ScriptJson) -> BaseModel:
     """A result.json given as a file."""
+    from nsightlab.runs import store
+
     kind, path = str(found.data.get("kind")), found.path
     models = store.result_models()
     if kind not in models:

@@ -11,7 +11,8 @@ the GPU's spec; a CPU has no spec here, so only a sweep of that CPU gives it a f
 
 from __future__ import annotations
 
-from nsightlab.analysis.decode_models import Bandwidth, device_name_of, peak_tflops, spec_bandwidth
+from nsightlab.analysis.decode_models import Bandwidth, device_name_of
+from nsightlab.analysis.peaks import peak_tflops, spec_bandwidth
 from nsightlab.analysis.roofline import DecodeFloor, decode_floor, find_gpu
 from nsightlab.analysis.sweep_result import SweepResult, plateau_source
 from nsightlab.errors import UsageError

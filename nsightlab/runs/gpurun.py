@@ -30,10 +30,11 @@ from pydantic import BaseModel
 
 from nsightlab.analysis.colocate_models import ColocateResult
 from nsightlab.analysis.colocate_result import build_colocate
-from nsightlab.analysis.decode_models import Bandwidth, spec_bandwidth
+from nsightlab.analysis.decode_models import Bandwidth
 from nsightlab.analysis.decode_result import build_decode
 from nsightlab.analysis.gpurun_result import GpuRunResult, RecordResult, RunFile, RunRecord
 from nsightlab.analysis.ncu_result import NcuResult
+from nsightlab.analysis.peaks import spec_bandwidth
 from nsightlab.analysis.profile_models import ProfileResult
 from nsightlab.analysis.sanity import RunFigures, check_run
 from nsightlab.analysis.sweep_impls import compare_impls

@@ -36,7 +36,6 @@ from nsightlab import userfiles
 from nsightlab.errors import ParseError, UsageError
 from nsightlab.models import NonFiniteError, loads
 from nsightlab.parse import gputrace
-from nsightlab.runs import store
 from nsightlab.runs.timeline import Timeline
 
 #: The trace reports a step anatomy reads from `nsys stats`, and older names for them.
@@ -162,6 +161,9 @@ def detect(path: Path) -> Input:
 
 
 def _stored_run_path(ref: str) -> Path:
+    # the run store (the config, PyYAML: 15 ms) loads only for a run id or a folder, not for a file
+    from nsightlab.runs import store
+
     if "/" in ref or "\\" in ref or "." in ref:
         raise UsageError(f"{ref} does not exist")
     try:
@@ -191,6 +193,8 @@ def _file(path: Path) -> Input:
 
 def detect_folder(path: Path) -> Input:
     """What a folder holds, its files checked regular by the caller."""
+    from nsightlab.runs import store  # (as in _stored_run_path)
+
     recorded = (path / "meta.json").exists() or (path / "result.json").exists()
     if recorded or (store.is_run_folder(path) and not any(path.glob("*.csv"))):
         return StoredRun(path, capture(path / "raw"))  # a run folder, whatever state it is in

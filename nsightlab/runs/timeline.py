@@ -23,7 +23,6 @@ from nsightlab.analysis.engine_ranges import RANGES_LISTED
 from nsightlab.analysis.explain.step_words import attribution_lines
 from nsightlab.analysis.steps import TraceAnatomy, analyze_gpu_trace, analyze_kineto, analyze_nsys_trace
 from nsightlab.errors import UsageError
-from nsightlab.runs.floor import floor_bandwidth
 
 if TYPE_CHECKING:
     from nsightlab.analysis.profile_models import ProfileResult
@@ -119,6 +118,10 @@ def group_steps(
         if anatomy.ops_are == "cpu":
             notes.append("no floor: a CPU trace does not name its CPU, so no sweep or spec can be matched to it")
         else:
+            # the floor reads the stored sweeps (the run store, PyYAML, the sweep models: 25 ms)
+            # only when --weights-gb asks for one
+            from nsightlab.runs.floor import floor_bandwidth
+
             bandwidth, more = floor_bandwidth(device, "cuda", None)
             notes.extend(more)
     elif anatomy.ops_are != "cpu":

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Sequence
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from nsightlab import units
 from nsightlab.analysis.decode_models import Bandwidth, BatchPoint, DecodeMode, DecodeSteps
@@ -27,7 +27,9 @@ from nsightlab.analysis.explain.step_words import (
 )
 from nsightlab.analysis.stepmodels import MsStats, StepGroup
 from nsightlab.analysis.verdicts import Floor, Verdict, decide, median_step, memory_floor, thresholds
-from nsightlab.parse.records.decode_record import DecodeRecord, RecordEntry
+
+if TYPE_CHECKING:  # decode.py's record (and the bounds its loader checks): not loaded for a trace's steps
+    from nsightlab.parse.records.decode_record import DecodeRecord, RecordEntry
 
 Command = Literal["profile decode", "analyze"]
 # tokens/s within this factor of the smaller batch's is "about the same".

@@ -1,0 +1,66 @@
+"""What `analyze` of a GPU trace file loads: the trace's reader, its step analysis and the
+result it prints, and not what other inputs need. A stored run, a script's JSON and a
+device run's folder load the run store (with the config and PyYAML), decode.py's record
+and the sweep models; `--weights-gb` loads the floor's sweep lookup. A trace alone needs
+none of them (bench/RESULTS.md, "analyze's fixed cost, second pass")."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+TRACES = ROOT / "tests" / "data" / "traces"
+
+#: Modules a trace's `analyze --json` must not import.
+NOT_FOR_A_TRACE = (
+    "yaml",
+    "nsightlab.userconfig",
+    "nsightlab.runs.store",
+    "nsightlab.runs.floor",
+    "nsightlab.runs.sweeps",
+    "nsightlab.runs.gpurun",
+    "nsightlab.runs.trace_files",
+    "nsightlab.analysis.sweep_models",
+    "nsightlab.analysis.sweep_result",
+    "nsightlab.parse.records.decode_record",
+    "nsightlab.parse.records.sweep_record",
+    "nsightlab.specs.gpus",
+    "nsightlab.present.resultviews",
+)
+
+_CODE = (
+    "import json, sys\n"
+    "from nsightlab.cli import main\n"
+    "try:\n    main(['analyze', sys.argv[1], '--json'])\nexcept SystemExit as e:\n    code = e.code\n"
+    "else:\n    code = 0\n"
+    "sys.stderr.write('\\n' + json.dumps({'code': code, 'modules': sorted(sys.modules)}) + '\\n')\n"
+)
+
+
+@pytest.mark.parametrize(
+    "trace",
+    ["hta_triton_example.json.gz", "vernier_nsys2026.3.1_rtx5000ada_cuda_gpu_trace.csv"],
+    ids=["kineto", "nsys-csv"],
+)
+def test_a_trace_loads_no_store_yaml_record_or_sweep_models(trace: str, tmp_path: Path) -> None:
+    env = {**os.environ, "NSIGHTLAB_HOME": str(tmp_path)}
+    proc = subprocess.run(
+        [sys.executable, "-c", _CODE, str(TRACES / trace)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=env,
+        timeout=300,
+    )
+    report = json.loads(proc.stderr.strip().splitlines()[-1])
+    assert report["code"] == 0, proc.stderr
+    assert json.loads(proc.stdout)["kind"] == "trace"
+    loaded = set(report["modules"])
+    assert "nsightlab.analysis.steps" in loaded  # the analysis did run in this process
+    assert sorted(loaded & set(NOT_FOR_A_TRACE)) == []
