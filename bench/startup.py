@@ -23,7 +23,7 @@ import shlex
 import sys
 import tempfile
 
-from _timing import ROOT, checkouts, compare, nsightlab_argv, side_by_side, table
+from _timing import ROOT, checkouts, compare, compile_package, nsightlab_argv, side_by_side, table
 
 
 def main() -> int:
@@ -45,6 +45,7 @@ def main() -> int:
     )
     parser.add_argument("--analyze", metavar="TRACE", help="time `analyze TRACE` against the bare imports instead")
     args = parser.parse_args()
+    compile_package()  # this tree byte-compiled as the revisions' trees are (PYTHONDONTWRITEBYTECODE may be set)
     if args.analyze:
         return _analyze(args.analyze, args.repeat, args.against)
     commands = {

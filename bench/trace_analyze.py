@@ -38,7 +38,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 # This checkout's nsightlab, not whichever one the interpreter has installed.
 sys.path[:0] = [str(ROOT), str(ROOT / "bench"), str(ROOT / "tests")]
-from _timing import checkouts, nsightlab_argv, side_by_side, table  # noqa: E402
+from _timing import checkouts, compile_package, nsightlab_argv, side_by_side, table  # noqa: E402
 from tracebuild import kineto_event  # noqa: E402
 
 _LAYER = [
@@ -296,6 +296,7 @@ def main(argv: list[str]) -> int:
     if args.what == "_kineto":
         _kineto(args.path)
         return 0
+    compile_package()  # this tree byte-compiled as the revisions' trees are (PYTHONDONTWRITEBYTECODE may be set)
     me = [sys.executable, str(Path(__file__).resolve())]
     with tempfile.TemporaryDirectory() as tmp:
         if args.what == "nsys":
