@@ -6,6 +6,7 @@ import json
 import math
 import subprocess
 import sys
+import warnings
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
@@ -378,6 +379,24 @@ def test_roofline_plateaus_have_their_own_colours_and_the_remark_is_off_the_line
     title = ax.title if ax.title.get_text() else ax._left_title
     assert box.y1 <= title.get_window_extent().y0  # and under the title, not over it
     png, _ = figures.save(plot, tmp_path)
+    _image_ok(png)
+
+
+def test_roofline_remarks_each_on_a_line_within_the_figure(rec: Recorded, tmp_path: Path) -> None:
+    """Both remarks at once (a CPU with no spec roofs, a GPU with no compute roof): one line
+    each, no line break shown as \\n, nothing wider than the figure, and both files saved
+    without the layout collapsing the axes (they were: one line ran past the figure's edge)."""
+    plot = figures.roofline_figure([_result(rec, rec.cpu_profile), _result(rec, rec.ref_profile)])
+    assert plot is not None
+    fig, ax = plot.figure, plot.figure.axes[0]
+    (remark,) = [t for t in ax.texts if "no spec roofs" in t.get_text()]
+    text = remark.get_text()
+    assert "\\n" not in text and "no compute roof" in text.splitlines()[-1], text
+    fig.canvas.draw()
+    assert remark.get_window_extent().x1 <= fig.bbox.x1
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        png, _svg = figures.save(plot, tmp_path)
     _image_ok(png)
 
 

@@ -15,6 +15,7 @@ in `sweepfigure.py`.
 from __future__ import annotations
 
 import math
+import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,6 +45,8 @@ LOG_Y_RATIO = 30.0
 #: Kernels shown in the kernels figure.
 TOP_KERNELS = 10
 DPI = 110
+# Characters of a remark line above a 10-inch plot in the small font, before it wraps.
+REMARK_WIDTH = 110
 
 
 @dataclass
@@ -284,13 +287,16 @@ def roofline_figure(
         above.append(f"no spec roofs for {', '.join(missing)} (a CPU, or a GPU not in the table)")
     if no_peak:
         above.append(f"no compute roof for {', '.join(no_peak)}: its peak TFLOP/s is not in the spec table")
-    # the gaps go above the plot, under the title, where no roof or point can run
+    # the gaps go above the plot, under the title, where no roof or point can run; each
+    # escaped on its own (a line break inside a name would be shown as \n) and wrapped to
+    # the figure's width, or the layout squeezes the axes to nothing
+    remarks = [line for note in above for line in textwrap.wrap(literal_text(note), REMARK_WIDTH)]
     ax.set_title(
-        "Roofline: each timed range by arithmetic intensity and achieved rate", loc="left", pad=6 + 13 * len(above)
+        "Roofline: each timed range by arithmetic intensity and achieved rate", loc="left", pad=6 + 13 * len(remarks)
     )
-    if above:
+    if remarks:
         ax.annotate(
-            literal_text("\n".join(above)),
+            "\n".join(remarks),
             xy=(0, 1),
             xycoords="axes fraction",
             xytext=(0, 4),
