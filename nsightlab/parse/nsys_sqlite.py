@@ -403,14 +403,26 @@ class NsysSqlite:
 
     # ------------------------------------------------------------------ CUDA API
 
-    def api_rows(self) -> Iterator[tuple[object, ...]]:
+    def api_rows(self, name_ids: Sequence[object] | None = None) -> Iterator[tuple[object, ...]]:
         """(start, end, nameId, correlationId, globalTid) of every CUDA runtime and driver
-        call, in start order."""
+        call (or only those of the functions `name_ids` names), in start order."""
         if not self.has(RUNTIME, "start", "end", "nameId"):
             return iter(())
         corr = "correlationId" if self.has(RUNTIME, "correlationId") else "NULL"
         gtid = "globalTid" if self.has(RUNTIME, "globalTid") else "NULL"
-        return self.query(f'SELECT start, "end", nameId, {corr}, {gtid} FROM {RUNTIME} ORDER BY start')
+        sql = f'SELECT start, "end", nameId, {corr}, {gtid} FROM {RUNTIME}'
+        if name_ids is None:
+            return self.query(f"{sql} ORDER BY start")
+        if not name_ids:
+            return iter(())
+        marks = ", ".join("?" * len(name_ids))
+        return self.query(f"{sql} WHERE nameId IN ({marks}) ORDER BY start", name_ids)
+
+    def api_name_ids(self) -> list[object]:
+        """The name ids of the CUDA API functions called (each once)."""
+        if not self.has(RUNTIME, "nameId"):
+            return []
+        return [row[0] for row in self.query(f"SELECT DISTINCT nameId FROM {RUNTIME}")]
 
     def api_summary(self) -> Iterator[tuple[object, ...]]:
         """(nameId, calls, total, min, max, sum of squares) per CUDA API function, by SQLite."""

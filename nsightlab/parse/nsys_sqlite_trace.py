@@ -30,6 +30,7 @@ from functools import partial
 from operator import itemgetter
 from pathlib import Path
 
+from nsightlab.parse.apicalls import is_graph_launch, is_sync_call
 from nsightlab.parse.gputrace import ApiCall, GpuTraceColumns, NvtxProjection, NvtxRange, TraceReport, range_text
 from nsightlab.parse.nsys_sqlite import (
     DOMAIN_CREATE,
@@ -120,9 +121,18 @@ class SqliteTrace:
         return iter(self.attributed().projections)
 
     def api_calls(self) -> Iterator[ApiCall]:
+        """The CUDA API calls a step's anatomy reads. Where the GPU operations came with their
+        launches joined (any export with the API table), only the graph launches and the
+        calls that block the host: every other call's part, its launch time, is in the
+        columns already, and a million of them need not be read again."""
         db = self.db
         names: dict[object, str] = {}
-        for n, (start, end, name_id, corr, gtid) in enumerate(db.api_rows(), start=1):
+        name_ids: list[object] | None = None
+        if self.gpu_columns().launch is not None:
+            for name_id in db.api_name_ids():
+                names[name_id] = api_name(db.string(name_id))
+            name_ids = [i for i, name in names.items() if is_graph_launch(name) or is_sync_call(name)]
+        for n, (start, end, name_id, corr, gtid) in enumerate(db.api_rows(name_ids), start=1):
             name = names.get(name_id)
             if name is None:
                 name = names[name_id] = api_name(db.string(name_id))
