@@ -290,13 +290,13 @@ def roofline_figure(
     # the gaps go above the plot, under the title, where no roof or point can run; each
     # escaped on its own (a line break inside a name would be shown as \n) and wrapped to
     # the figure's width, or the layout squeezes the axes to nothing
-    remarks = [line for note in above for line in textwrap.wrap(literal_text(note), REMARK_WIDTH)]
+    gaps = [line for note in above for line in textwrap.wrap(literal_text(note), REMARK_WIDTH)]
     ax.set_title(
-        "Roofline: each timed range by arithmetic intensity and achieved rate", loc="left", pad=6 + 13 * len(remarks)
+        "Roofline: each timed range by arithmetic intensity and achieved rate", loc="left", pad=6 + 13 * len(gaps)
     )
-    if remarks:
+    if gaps:
         ax.annotate(
-            "\n".join(remarks),
+            "\n".join(gaps),
             xy=(0, 1),
             xycoords="axes fraction",
             xytext=(0, 4),
