@@ -177,6 +177,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
             meta = json.loads(meta_path.read_text())
             meta.update(node=hostile.EVIL_NODE, gpu=hostile.TERMINAL["c1-csi"], headline=hostile.TERMINAL["hidden"])
             meta_path.write_text(json.dumps(meta))
+            pack_run = _store("pack", "evil", _hostile_colocate(), _now(), gpu=hostile.TERMINAL["osc52"])
         yield {
             "sim": sim,
             "env": env,
@@ -185,7 +186,39 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
             "trace": trace,
             "ncu": ncu,
             "run": run_id,
+            "pack_run": pack_run,
         }
+
+
+def _hostile_colocate() -> Any:
+    """A `pack colocate` result whose device name, notes and model come from a hostile pod
+    (colocate.py's JSON is what the pod wrote)."""
+    from nsightlab.analysis.colocate_result import build_colocate
+    from nsightlab.parse.records.colocate_record import ColocateRecord
+
+    copy = {"copy": 0, "median_step_s": 0.002, "p90_step_s": 0.002, "tokens_per_s": 500.0, "bytes_per_step": 1 << 20}
+    run = {
+        "sharing": "time-slicing",
+        "copies": 1,
+        "per_copy": [copy],
+        "median_step_s": 0.002,
+        "p90_step_s": 0.002,
+        "aggregate_tokens_per_s": 500.0,
+        "aggregate_bytes_per_s": 5.2e8,
+    }
+    record = ColocateRecord.model_validate(
+        {
+            "kind": "colocate",
+            "device": {"type": "cuda", "name": f"GPU {hostile.TERMINAL['title']}"},
+            "model": {"preset": f"evil {hostile.TERMINAL['osc52']}"},
+            "batch": 1,
+            "tokens": 8,
+            "prompt_len": 16,
+            "runs": [run],
+            "notes": [f"note {v}" for v in hostile.TERMINAL.values()],
+        }
+    )
+    return build_colocate(record, plateau_tbps=None, basis=None, label=None)
 
 
 def _now() -> Any:
@@ -259,6 +292,8 @@ VIEWS: list[tuple[str, str | None, list[str]]] = [
     ("create (reused)", "lab", ["create", "--context", "stg", "--yes"]),
     ("fleet status", "fleet", ["fleet", "status", "--context", "stg"]),
     ("pack", None, ["pack", "--context", "stg"]),
+    ("runs show (pack colocate)", None, ["runs", "show", "{pack_run}"]),
+    ("report --terminal (pack colocate)", None, ["report", "{pack_run}", "--terminal"]),
 ]
 
 
