@@ -178,6 +178,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
             meta.update(node=hostile.EVIL_NODE, gpu=hostile.TERMINAL["c1-csi"], headline=hostile.TERMINAL["hidden"])
             meta_path.write_text(json.dumps(meta))
             pack_run = _store("pack", "evil", _hostile_colocate(), _now(), gpu=hostile.TERMINAL["osc52"])
+            tokenizer_run = _store("tokenizer", "evil", _hostile_tokenizer(), _now(), gpu=None)
         yield {
             "sim": sim,
             "env": env,
@@ -187,6 +188,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
             "ncu": ncu,
             "run": run_id,
             "pack_run": pack_run,
+            "tokenizer_run": tokenizer_run,
         }
 
 
@@ -219,6 +221,30 @@ def _hostile_colocate() -> Any:
         }
     )
     return build_colocate(record, plateau_tbps=None, basis=None, label=None)
+
+
+def _hostile_tokenizer() -> Any:
+    """A `pack tokenizer` result whose tokenizer name, CPU and notes came from a hostile pod."""
+    from nsightlab.analysis.tokenizer_result import build_tokenizer
+    from nsightlab.parse.records.tokenizer_record import TokenizerRecord
+
+    record = TokenizerRecord.model_validate(
+        {
+            "kind": "tokenizer",
+            "tokenizer": f"/models/{hostile.TERMINAL['osc52']}/tokenizer.json",
+            "vocab_size": 1000,
+            "prompts": {"count": 10, "source": f"file {hostile.TERMINAL['title']}", "mean_tokens": 100.0},
+            "cpu_s": 0.1,
+            "wall_s": 0.1,
+            "tokens": 1000,
+            "ms_per_request": 10.0,
+            "requests_per_s_per_vcpu": 100.0,
+            "tokens_per_s_per_vcpu": 10000.0,
+            "device": {"type": "cpu", "name": f"CPU {hostile.TERMINAL['title']}"},
+            "notes": [f"note {v}" for v in hostile.TERMINAL.values()],
+        }
+    )
+    return build_tokenizer(record, pod_cpu=4.0)
 
 
 def _now() -> Any:
@@ -294,6 +320,8 @@ VIEWS: list[tuple[str, str | None, list[str]]] = [
     ("pack", None, ["pack", "--context", "stg"]),
     ("runs show (pack colocate)", None, ["runs", "show", "{pack_run}"]),
     ("report --terminal (pack colocate)", None, ["report", "{pack_run}", "--terminal"]),
+    ("runs show (pack tokenizer)", None, ["runs", "show", "{tokenizer_run}"]),
+    ("report --terminal (pack tokenizer)", None, ["report", "{tokenizer_run}", "--terminal"]),
 ]
 
 
