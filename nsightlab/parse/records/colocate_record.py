@@ -4,14 +4,14 @@ leniently; non-finite numbers and figures outside the physical bounds are refuse
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import ConfigDict, Field, ValidationError
+from pydantic import ConfigDict, Field
 
 from nsightlab.errors import ParseError
-from nsightlab.models import Model, loads
+from nsightlab.models import Model
+from nsightlab.parse.records.script_json import read_script_json, validate_record
 from nsightlab.specs import bounds
 
 
@@ -65,21 +65,10 @@ class ColocateRecord(_Lenient):
 
 def load_colocate_record(path: Path) -> ColocateRecord:
     """colocate.py's JSON, or ParseError naming the file."""
-    try:
-        data = loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as e:
-        raise ParseError(f"not valid JSON ({e.msg})", source=path, line=e.lineno) from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise ParseError(f"cannot read the file: {e}", source=path) from None
+    data = read_script_json(path)
     if not isinstance(data, dict) or data.get("kind") != "colocate":
         raise ParseError("not colocate.py's JSON (kind is not 'colocate')", source=path)
-    try:
-        record = ColocateRecord.model_validate(data)
-    except ValidationError as e:
-        err = e.errors()[0]
-        raise ParseError(
-            f"bad colocate JSON at {'.'.join(str(p) for p in err['loc'])}: {err['msg']}", source=path
-        ) from None
+    record = validate_record(ColocateRecord, data, what="colocate JSON", source=path)
     bounds.refuse(
         (
             bounds.check_call(

@@ -4,14 +4,13 @@ mode and batch its own step times and the bytes and FLOPs one step must move and
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import ConfigDict, Field, ValidationError
+from pydantic import ConfigDict, Field
 
-from nsightlab.errors import ParseError
-from nsightlab.models import Model, NonFiniteError, loads
+from nsightlab.models import Model
+from nsightlab.parse.records.script_json import read_script_json, validate_record
 from nsightlab.specs import bounds
 
 
@@ -78,23 +77,10 @@ def load_decode_record(path: Path) -> DecodeRecord | None:
     """decode.py's JSON, or None when `path` is no such file (another script's JSON)."""
     if not path.is_file():
         return None
-    try:
-        data = loads(path.read_text(encoding="utf-8"))
-    except NonFiniteError as e:
-        raise ParseError(e.msg, source=path, line=e.lineno) from None
-    except json.JSONDecodeError as e:
-        raise ParseError(f"not valid JSON ({e.msg})", source=path, line=e.lineno) from None
-    except OSError as e:
-        raise ParseError(f"cannot read the file: {e.strerror or e}", source=path) from None
+    data = read_script_json(path)
     if not isinstance(data, dict) or data.get("kind") != "decode":
         return None
-    try:
-        record = DecodeRecord.model_validate(data)
-    except ValidationError as e:
-        err = e.errors()[0]
-        raise ParseError(
-            f"bad decode JSON at {'.'.join(str(p) for p in err['loc'])}: {err['msg']}", source=path
-        ) from None
+    record = validate_record(DecodeRecord, data, what="decode JSON", source=path)
     bounds.refuse(
         (
             bounds.check_call(

@@ -3,15 +3,14 @@ FLOPs, its own time), read from the file a profile brought back."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Literal
 
-from pydantic import ConfigDict, Field, ValidationError
+from pydantic import ConfigDict, Field
 
-from nsightlab.errors import ParseError, validation_message
-from nsightlab.models import Model, NonFiniteError, loads
+from nsightlab.models import Model
 from nsightlab.parse.records.device_info import DeviceInfo
+from nsightlab.parse.records.script_json import read_script_json, validate_record
 from nsightlab.specs import bounds
 
 
@@ -52,21 +51,10 @@ def load_record(path: Path) -> Lesson1Record | None:
     """The script's work description (lesson1 JSON), or None for a script that wrote none."""
     if not path.is_file():
         return None
-    try:
-        data = loads(path.read_text(encoding="utf-8"))
-    except NonFiniteError as e:
-        raise ParseError(e.msg, source=path, line=e.lineno) from None
-    except json.JSONDecodeError as e:
-        raise ParseError(f"not valid JSON ({e.msg})", source=path, line=e.lineno) from None
+    data = read_script_json(path)
     if not isinstance(data, dict) or data.get("kind") != "lesson1":
         return None
-    try:
-        record = Lesson1Record.model_validate(data)
-    except ValidationError as e:
-        err = e.errors()[0]
-        raise ParseError(
-            f"bad work description at {'.'.join(str(p) for p in err['loc'])}: {validation_message(err)}", source=path
-        ) from None
+    record = validate_record(Lesson1Record, data, what="work description", source=path)
     bounds.refuse(
         (
             bounds.check_call(

@@ -7,10 +7,11 @@ import json
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import ConfigDict, Field, ValidationError
+from pydantic import ConfigDict, Field
 
 from nsightlab.errors import ParseError
-from nsightlab.models import Model, loads
+from nsightlab.models import Model
+from nsightlab.parse.records.script_json import read_script_json, validate_record
 
 
 class TokenizerRecord(Model):
@@ -33,21 +34,10 @@ class TokenizerRecord(Model):
 
 
 def load_tokenizer_record(path: Path) -> TokenizerRecord:
-    try:
-        data = loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as e:
-        raise ParseError(f"not valid JSON ({e.msg})", source=path, line=e.lineno) from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise ParseError(f"cannot read the file: {e}", source=path) from None
+    data = read_script_json(path)
     if not isinstance(data, dict) or data.get("kind") != "tokenizer":
         raise ParseError("not tokenizer_cpu.py's JSON (kind is not 'tokenizer')", source=path)
-    try:
-        return TokenizerRecord.model_validate(data)
-    except ValidationError as e:
-        err = e.errors()[0]
-        raise ParseError(
-            f"bad tokenizer JSON at {'.'.join(str(p) for p in err['loc'])}: {err['msg']}", source=path
-        ) from None
+    return validate_record(TokenizerRecord, data, what="tokenizer JSON", source=path)
 
 
 def check_prompts(text: str, *, source: str) -> int:
