@@ -61,7 +61,3 @@ class GpuRunResult(Model):
     records: list[RunRecord]
     sanity: list[SanityRow]
     notes: list[str]
-
-    @property
-    def findings(self) -> list[SanityRow]:
-        return [r for r in self.sanity if r.ok is False]
