@@ -2,7 +2,9 @@
 
     python bench/startup.py [--repeat 30] [--against REV ...]
     python bench/startup.py --analyze TRACE [--against REV]   (analyze's fixed cost: a small trace's
-        `analyze --json`, and its tables, against `python -c "import typer, rich, pydantic"`)
+        `analyze --json`, and its tables, against `python -c "import typer, rich, pydantic"`,
+        beside an empty interpreter and the floor of the stack itself: pydantic's models and
+        Typer's parameter adapters loaded, no nsightlab code)
 
 The nsightlab timed is this checkout's (its package first on sys.path, whatever is
 installed). `--against REV` (repeatable) adds `nsightlab --help` from a checkout of REV (a
@@ -71,11 +73,20 @@ def main() -> int:
     return 0
 
 
+FLOOR_CODE = "import typer, rich, pydantic; pydantic.BaseModel; import typer._adapters"
+FLOOR = "the stack's floor (typer, rich, pydantic's models, Typer's adapters)"
+
+
 def _analyze(trace: str, repeat: int, against: list[str]) -> int:
     """analyze's fixed cost: `analyze` of a small trace against the bare imports it builds on."""
     bare = "python -c 'import typer, rich, pydantic'"
     commands = {
+        "python -c pass": [sys.executable, "-c", "pass"],
         bare: [sys.executable, "-c", "import typer, rich, pydantic"],
+        # What any command of a Typer CLI that returns a pydantic model loads before its own
+        # code runs: pydantic's model machinery (`import pydantic` alone is lazy) and the
+        # parameter adapters Typer builds with pydantic to convert each option's value.
+        FLOOR: [sys.executable, "-c", FLOOR_CODE],
         "nsightlab analyze --json": nsightlab_argv(ROOT, "analyze", trace, "--json"),
         "nsightlab analyze": nsightlab_argv(ROOT, "analyze", trace),
     }
@@ -85,6 +96,7 @@ def _analyze(trace: str, repeat: int, against: list[str]) -> int:
         results = side_by_side(commands, repeat=repeat, env={**os.environ, "NSIGHTLAB_HOME": home})
     print(table(results, bare))
     print(compare(results, "nsightlab analyze --json", bare))
+    print(compare(results, FLOOR, bare))
     for rev in trees:
         print(compare(results, "nsightlab analyze --json", f"analyze --json at {rev}"))
     return 0
