@@ -106,12 +106,11 @@ from nsightlab.parse.kineto_batch import (
     NS_MAX,
     RANGE_CATS,
     US_MAX,
-    BlockError,
     EventBatch,
     GpuKind,
     Judged,
     RangeCat,
-    decode_events,
+    decode_batch,
     ident,
 )
 from nsightlab.parse.names import GPU_WORK_CALL_MARKS, puts_work_on_gpu
@@ -569,10 +568,7 @@ class KinetoReader:
         end = _layout_end(stream) if layout else self._cut(stream)
         if end < 0:
             return None
-        try:
-            batch = EventBatch.of(decode_events("".join(("[", stream.buf[stream.pos : end], "]"))), self._judged)
-        except BlockError:
-            batch = None
+        batch = decode_batch("".join(("[", stream.buf[stream.pos : end], "]")), self._judged)
         if batch is not None:
             stream.pos = end
             return [batch]
