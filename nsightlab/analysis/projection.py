@@ -36,7 +36,7 @@ from array import array
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from itertools import compress, repeat
+from itertools import compress, islice, pairwise, repeat
 from typing import Any, Literal
 
 from nsightlab.analysis.engine_ranges import HostRange
@@ -51,6 +51,8 @@ _LAUNCHES, _GRAPH, _SYNC = (operator.itemgetter(i) for i in range(3))
 # Step ranges tried, backwards from the latest one begun, for a launch inside overlapping
 # step ranges.
 _OVERLAP_LOOKBACK = 4
+# Runs of launch times in order shorter than this are attributed one operation at a time.
+_SHORT_RUN = 8
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,17 +122,7 @@ def attribute(ops: OpTable, steps: Sequence[HostRange], how: Attribution) -> arr
     step_of = array("l", [-1]) * len(ops)
     starts = [r.start for r in steps]
     if how in ("launch", "cpu-range"):
-        ends = [r.end for r in steps]
-        for i, t in enumerate(ops.launch):
-            if t < 0:
-                continue
-            s = bisect.bisect_right(starts, t) - 1
-            # The latest step begun before the launch, unless it ended before it; a few
-            # earlier ones are tried for overlapping step ranges.
-            for k in range(s, max(s - _OVERLAP_LOOKBACK, -1), -1):
-                if ends[k] >= t:
-                    step_of[i] = k
-                    break
+        _by_launch(ops.launch, starts, [r.end for r in steps], step_of)
     elif how == "projection":
         projected = sorted((r.proj_start, r.proj_end, k) for k, r in enumerate(steps) if r.proj_start is not None)
         pstarts = [p[0] for p in projected]
@@ -152,6 +144,40 @@ def attribute(ops: OpTable, steps: Sequence[HostRange], how: Attribution) -> arr
             if a < limit:
                 step_of[i] = s
     return step_of
+
+
+def _by_launch(launch: Sequence[int], starts: list[int], ends: list[int], step_of: array[int]) -> None:
+    """`step_of` by launch time: an operation is the latest step's begun at or before its
+    launch, unless that step ended before it; a few earlier ones are tried for overlapping
+    step ranges (a launch time below 0: no launch, no step).
+
+    Operations come in GPU start order, and their launches (almost) in the same order: in
+    each run of non-decreasing launch times, the operations launched between two steps'
+    starts are one slice, and those a step (or an earlier one) holds a prefix of it, each
+    found by a bisect, so the work is per slice, not per operation."""
+    n = len(launch)
+    descents = compress(range(1, n), map(operator.gt, launch, islice(launch, 1, None)))
+    for lo, hi in pairwise([0, *descents, n]):
+        if hi - lo < _SHORT_RUN:  # one by one
+            for i in range(lo, hi):
+                t = launch[i]
+                if t >= 0:
+                    s = bisect.bisect_right(starts, t) - 1
+                    for k in range(s, max(s - _OVERLAP_LOOKBACK, -1), -1):
+                        if ends[k] >= t:
+                            step_of[i] = k
+                            break
+            continue
+        p = bisect.bisect_left(launch, 0, lo, hi)
+        while p < hi:
+            s = bisect.bisect_right(starts, launch[p]) - 1
+            q = bisect.bisect_left(launch, starts[s + 1], p, hi) if s + 1 < len(starts) else hi
+            for k in range(s, max(s - _OVERLAP_LOOKBACK, -1), -1):
+                r = bisect.bisect_right(launch, ends[k], p, q)  # launched by the step's end
+                if r > p:
+                    step_of[p:r] = array("l", [k]) * (r - p)
+                    p = r
+            p = q
 
 
 # ------------------------------------------------------------------ accumulation
