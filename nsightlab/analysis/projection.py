@@ -51,6 +51,8 @@ _LAUNCHES, _GRAPH, _SYNC = (operator.itemgetter(i) for i in range(3))
 # Step ranges tried, backwards from the latest one begun, for a launch inside overlapping
 # step ranges.
 _OVERLAP_LOOKBACK = 4
+# Before any time (int64 ns): where a step's union begins, so its first interval opens it.
+_NONE = -(2**63)
 # Runs of launch times in order shorter than this are attributed one operation at a time.
 _SHORT_RUN = 8
 
@@ -219,56 +221,66 @@ class StepAcc:
 def accumulate(ops: OpTable, accs: list[StepAcc], step_of: Sequence[int], graph_corrs: set[int]) -> None:
     """Fill each step's figures from its operations (ops in start order): their rows,
     count, first start and last end, the running unions of all its operations and of its
-    kernels (inlined: a call per operation would double the time on a large trace), its
-    memory operations and graph replays. (Its kernels' time by name is counted for the
-    steps that need it, `StepAcc.kernel_time`: per operation here it was half the time.)"""
+    kernels, its memory operations and graph replays. (Its kernels' time by name is
+    counted for the steps that need it, `StepAcc.kernel_time`: per operation here it was
+    half the time.)
+
+    A step's operations come in runs of consecutive rows (its launches are together, and
+    the GPU runs them in that order): a run's rows, count and last end are taken at once,
+    and its unions in a loop whose state is local."""
     start, end, kind, corr = ops.start, ops.end, ops.kind, ops.corr
     rows: list[list[int]] = [[] for _ in accs]
-    cur: list[list[int]] = [[0, 0] for _ in accs]  # each step's open segment of its operations' union
-    kcur: list[list[int]] = [[0, 0] for _ in accs]  # the same for its kernels
-    for i, s in enumerate(step_of):
+    # each step's open segment of its operations' union, and of its kernels' (none yet:
+    # the first interval begins one)
+    cur = [(_NONE, _NONE, _NONE, _NONE)] * len(accs)
+    n = len(step_of)
+    cuts = compress(range(1, n), map(operator.ne, step_of, islice(step_of, 1, None)))
+    for lo, hi in pairwise([0, *cuts, n]):
+        s = step_of[lo]
         if s < 0:
             continue
         acc = accs[s]
-        rows[s].append(i)
-        a, b = start[i], end[i]
-        c = cur[s]
+        rows[s].extend(range(lo, hi))
+        last = max(end[lo:hi])
         if acc.count == 0:
-            acc.first, acc.last_end = a, b
-            c[0], c[1] = a, b
-        else:
-            if b > acc.last_end:  # type: ignore[operator]
-                acc.last_end = b
-            if a <= c[1]:
-                if b > c[1]:
-                    c[1] = b
+            acc.first, acc.last_end = start[lo], last
+        elif last > acc.last_end:  # type: ignore[operator]
+            acc.last_end = last
+        c0, c1, k0, k1 = cur[s]
+        busy = kernel_busy = memops = memops_ns = 0
+        for a, b, k in zip(start[lo:hi], end[lo:hi], kind[lo:hi], strict=True):
+            if a <= c1:
+                if b > c1:
+                    c1 = b
             else:
-                acc.busy += c[1] - c[0]
-                c[0], c[1] = a, b
-        acc.count += 1
-        if kind[i] == KERNEL:
-            k = kcur[s]
-            if acc.kernels == 0:
-                k[0], k[1] = a, b
-            elif a <= k[1]:
-                if b > k[1]:
-                    k[1] = b
+                busy += c1 - c0
+                c0, c1 = a, b
+            if k == KERNEL:
+                if a <= k1:
+                    if b > k1:
+                        k1 = b
+                else:
+                    kernel_busy += k1 - k0
+                    k0, k1 = a, b
             else:
-                acc.kernel_busy += k[1] - k[0]
-                k[0], k[1] = a, b
-            acc.kernels += 1
-        else:
-            acc.memops += 1
-            acc.memops_ns += b - a
-        if graph_corrs and corr[i] in graph_corrs:
-            acc.graphs.add(corr[i])
-            acc.graph_ops += 1
+                memops += 1
+                memops_ns += b - a
+        cur[s] = c0, c1, k0, k1
+        acc.busy += busy
+        acc.kernel_busy += kernel_busy
+        acc.count += hi - lo
+        acc.kernels += hi - lo - memops
+        acc.memops += memops
+        acc.memops_ns += memops_ns
+        if graph_corrs:
+            replays = [c for c in corr[lo:hi] if c in graph_corrs]
+            acc.graphs.update(replays)
+            acc.graph_ops += len(replays)
     for s, acc in enumerate(accs):
         acc.ops = array("l", rows[s])
-        if acc.count:
-            acc.busy += cur[s][1] - cur[s][0]
-        if acc.kernels:
-            acc.kernel_busy += kcur[s][1] - kcur[s][0]
+        c0, c1, k0, k1 = cur[s]
+        acc.busy += c1 - c0
+        acc.kernel_busy += k1 - k0
 
 
 # ------------------------------------------------------------------------ timing

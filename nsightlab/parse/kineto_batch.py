@@ -183,7 +183,7 @@ def _ns_of_floats(values: Sequence[float]) -> list[int] | None:
     double rounds to that ns (more decimals included). None otherwise: read the text."""
     if min(values) <= -_FLOAT_EXACT or max(values) >= _FLOAT_EXACT:
         return None
-    ns = list(map(round, map(mul, values, repeat(1000.0))))
+    ns = list(map(float.__round__, map(mul, values, repeat(1000.0))))  # round(), without its dispatch
     if list(map(truediv, ns, repeat(1000))) != values:
         return None
     return ns
