@@ -51,8 +51,8 @@ _LAUNCHES, _GRAPH, _SYNC = (operator.itemgetter(i) for i in range(3))
 # Step ranges tried, backwards from the latest one begun, for a launch inside overlapping
 # step ranges.
 _OVERLAP_LOOKBACK = 4
-# Before any time (int64 ns): where a step's union begins, so its first interval opens it.
-_NONE = -(2**63)
+# Before any time (below int64 ns): where a step's union begins, so its first interval opens it.
+_NONE = -(2**64)
 # Runs of launch times in order shorter than this are attributed one operation at a time.
 _SHORT_RUN = 8
 
