@@ -13,6 +13,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 from clirun import run_cli
 from hypothesis import HealthCheck, given, settings
@@ -179,6 +180,52 @@ def test_times_a_column_at_a_time_are_us_to_ns(values: list[Any], same: bool) ->
     assert got is None or got == expected
     if all(isinstance(v, int) and abs(v) <= kineto.US_MAX for v in values):
         assert got == expected
+
+
+# Times as msgspec decodes JSON numbers (`decode_events(numbers=True)`): doubles of every
+# magnitude around 2**41 us, where the column stops taking them, and texts of more
+# decimals than whole ns, which must come out as us_to_ns rounds their text.
+_NUMBER_TEXT = st.builds(
+    lambda sign, whole, frac, exp: f"{sign}{whole}{'.' + frac if frac else ''}{exp}",
+    st.sampled_from(["", "-"]),
+    st.one_of(st.integers(0, 10**7), st.integers(2**40, 2**43), st.integers(0, 10**16)).map(str),
+    st.text("0123456789", max_size=7) | st.sampled_from(["5", "0005", "9995", "4999999", "5000001"]),
+    st.sampled_from(["", "", "", "e0", "e-3", "e2"]),
+)
+
+
+@given(texts=st.lists(_NUMBER_TEXT, min_size=1, max_size=8))
+def test_times_decoded_as_numbers_are_us_to_ns_of_their_text(texts: list[str]) -> None:
+    """The column of doubles (and ints) msgspec decodes from JSON numbers gives exactly
+    `us_to_ns` of each number's text, or None (the text is then read); times of three
+    decimals or fewer below 2**40 us are taken."""
+    values = msgspec.json.decode(f"[{', '.join(texts)}]")
+    expected = [kineto.us_to_ns(t) for t in texts]
+    got = ns_column(values)
+    assert got is None or got == expected
+    plain = all("e" not in t and len(t.partition(".")[2]) <= 3 and abs(float(t)) < 2**40 for t in texts)
+    if plain:
+        assert got == expected
+
+
+def test_a_trace_whose_times_pass_float_precision_is_read_exactly(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Times of 2**41 us and more, with decimals a double does not hold (a Kineto clock
+    since boot, 25 days on), after runs of times it holds: every ns as the text says."""
+    monkeypatch.setattr(kineto, "_CHUNK", 4096)  # many runs
+    small = [launch("cudaLaunchKernel", 1.5, 1.25, 1), kernel("a", 10.125, 2.5, 1)] * 200
+    big = [launch("cudaLaunchKernel", 1.5, 1.25, 2), kernel("b", 6520618853487.683, 2.5, 2)] * 200
+    text = kineto_layout({"traceEvents": small + big})
+    text = text.replace('"ts": 10.125, "dur": 2.5', '"ts": 10.125, "dur": 2.5001', 1)
+    assert '"dur": 2.5001' in text
+    path = tmp_path / "trace.json"
+    path.write_text(text, encoding="utf-8")
+    got = _read(path, "batches")
+    assert got == _read(path, "records")
+    assert isinstance(got, dict)
+    assert {g[0] for g in got["gpu"]} == {10_125, 6_520_618_853_487_683}
+    assert {g[1] - g[0] for g in got["gpu"]} == {2_500}
 
 
 # ------------------------------------------------------------- refused, in one line

@@ -85,6 +85,32 @@ def test_attribution_by_launch_is_the_latest_step_begun_that_holds_the_launch(
     assert list(attribute(ops, ranges, "launch")) == expected
 
 
+@settings(max_examples=200, deadline=None)
+@given(spans=_SPANS, steps=_STEPS, cuts=st.lists(st.integers(0, 80), max_size=4), data=st.data())
+def test_attribution_of_launches_in_runs_of_order_is_the_same(
+    spans: list[tuple[int, int, int, int]], steps: list[tuple[int, int]], cuts: list[int], data: st.DataObject
+) -> None:
+    """Launches in runs of increasing time (as a trace's launches come in GPU order, long
+    runs and short), many at a step's start or end, each run attributed by slices: the
+    same step for every operation as the rule gives it one at a time."""
+    bounds_of_steps = [t + d for a, w in steps for t in (a, a + w) for d in (-1, 0, 1)]
+    any_time = st.integers(-3, 2300) | st.sampled_from(bounds_of_steps)
+    launches = data.draw(st.lists(any_time, min_size=80, max_size=80))
+    ops = _ops(spans)
+    bounds = sorted({0, len(ops), *(c for c in cuts if c < len(ops))})
+    ops.launch = array("q", [t for lo, hi in itertools.pairwise(bounds) for t in sorted(launches[lo:hi])])
+    ranges = sorted((HostRange(f"s{i}", a, a + d) for i, (a, d) in enumerate(steps)), key=lambda r: (r.start, r.end))
+    starts = [r.start for r in ranges]
+    expected = []
+    for t in ops.launch:  # the rule, written out
+        step = -1
+        if t >= 0:
+            s = bisect.bisect_right(starts, t) - 1
+            step = next((k for k in range(s, max(s - 4, -1), -1) if ranges[k].end >= t), -1)
+        expected.append(step)
+    assert list(attribute(ops, ranges, "launch")) == expected
+
+
 def _expected_figures(ops: OpTable, step_of: list[int], k: int, graphs: set[int]) -> tuple[Any, ...]:
     rows = [i for i, s in enumerate(step_of) if s == k]
     if not rows:

@@ -36,7 +36,7 @@ from array import array
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from itertools import compress, repeat
+from itertools import compress, islice, pairwise, repeat
 from typing import Any, Literal
 
 from nsightlab.analysis.engine_ranges import HostRange
@@ -51,6 +51,10 @@ _LAUNCHES, _GRAPH, _SYNC = (operator.itemgetter(i) for i in range(3))
 # Step ranges tried, backwards from the latest one begun, for a launch inside overlapping
 # step ranges.
 _OVERLAP_LOOKBACK = 4
+# Before any time (below int64 ns): where a step's union begins, so its first interval opens it.
+_NONE = -(2**64)
+# Runs of launch times in order shorter than this are attributed one operation at a time.
+_SHORT_RUN = 8
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,17 +124,7 @@ def attribute(ops: OpTable, steps: Sequence[HostRange], how: Attribution) -> arr
     step_of = array("l", [-1]) * len(ops)
     starts = [r.start for r in steps]
     if how in ("launch", "cpu-range"):
-        ends = [r.end for r in steps]
-        for i, t in enumerate(ops.launch):
-            if t < 0:
-                continue
-            s = bisect.bisect_right(starts, t) - 1
-            # The latest step begun before the launch, unless it ended before it; a few
-            # earlier ones are tried for overlapping step ranges.
-            for k in range(s, max(s - _OVERLAP_LOOKBACK, -1), -1):
-                if ends[k] >= t:
-                    step_of[i] = k
-                    break
+        _by_launch(ops.launch, starts, [r.end for r in steps], step_of)
     elif how == "projection":
         projected = sorted((r.proj_start, r.proj_end, k) for k, r in enumerate(steps) if r.proj_start is not None)
         pstarts = [p[0] for p in projected]
@@ -152,6 +146,40 @@ def attribute(ops: OpTable, steps: Sequence[HostRange], how: Attribution) -> arr
             if a < limit:
                 step_of[i] = s
     return step_of
+
+
+def _by_launch(launch: Sequence[int], starts: list[int], ends: list[int], step_of: array[int]) -> None:
+    """`step_of` by launch time: an operation is the latest step's begun at or before its
+    launch, unless that step ended before it; a few earlier ones are tried for overlapping
+    step ranges (a launch time below 0: no launch, no step).
+
+    Operations come in GPU start order, and their launches (almost) in the same order: in
+    each run of non-decreasing launch times, the operations launched between two steps'
+    starts are one slice, and those a step (or an earlier one) holds a prefix of it, each
+    found by a bisect, so the work is per slice, not per operation."""
+    n = len(launch)
+    descents = compress(range(1, n), map(operator.gt, launch, islice(launch, 1, None)))
+    for lo, hi in pairwise([0, *descents, n]):
+        if hi - lo < _SHORT_RUN:  # one by one
+            for i in range(lo, hi):
+                t = launch[i]
+                if t >= 0:
+                    s = bisect.bisect_right(starts, t) - 1
+                    for k in range(s, max(s - _OVERLAP_LOOKBACK, -1), -1):
+                        if ends[k] >= t:
+                            step_of[i] = k
+                            break
+            continue
+        p = bisect.bisect_left(launch, 0, lo, hi)
+        while p < hi:
+            s = bisect.bisect_right(starts, launch[p]) - 1
+            q = bisect.bisect_left(launch, starts[s + 1], p, hi) if s + 1 < len(starts) else hi
+            for k in range(s, max(s - _OVERLAP_LOOKBACK, -1), -1):
+                r = bisect.bisect_right(launch, ends[k], p, q)  # launched by the step's end
+                if r > p:
+                    step_of[p:r] = array("l", [k]) * (r - p)
+                    p = r
+            p = q
 
 
 # ------------------------------------------------------------------ accumulation
@@ -193,56 +221,66 @@ class StepAcc:
 def accumulate(ops: OpTable, accs: list[StepAcc], step_of: Sequence[int], graph_corrs: set[int]) -> None:
     """Fill each step's figures from its operations (ops in start order): their rows,
     count, first start and last end, the running unions of all its operations and of its
-    kernels (inlined: a call per operation would double the time on a large trace), its
-    memory operations and graph replays. (Its kernels' time by name is counted for the
-    steps that need it, `StepAcc.kernel_time`: per operation here it was half the time.)"""
+    kernels, its memory operations and graph replays. (Its kernels' time by name is
+    counted for the steps that need it, `StepAcc.kernel_time`: per operation here it was
+    half the time.)
+
+    A step's operations come in runs of consecutive rows (its launches are together, and
+    the GPU runs them in that order): a run's rows, count and last end are taken at once,
+    and its unions in a loop whose state is local."""
     start, end, kind, corr = ops.start, ops.end, ops.kind, ops.corr
     rows: list[list[int]] = [[] for _ in accs]
-    cur: list[list[int]] = [[0, 0] for _ in accs]  # each step's open segment of its operations' union
-    kcur: list[list[int]] = [[0, 0] for _ in accs]  # the same for its kernels
-    for i, s in enumerate(step_of):
+    # each step's open segment of its operations' union, and of its kernels' (none yet:
+    # the first interval begins one)
+    cur = [(_NONE, _NONE, _NONE, _NONE)] * len(accs)
+    n = len(step_of)
+    cuts = compress(range(1, n), map(operator.ne, step_of, islice(step_of, 1, None)))
+    for lo, hi in pairwise([0, *cuts, n]):
+        s = step_of[lo]
         if s < 0:
             continue
         acc = accs[s]
-        rows[s].append(i)
-        a, b = start[i], end[i]
-        c = cur[s]
+        rows[s].extend(range(lo, hi))
+        last = max(end[lo:hi])
         if acc.count == 0:
-            acc.first, acc.last_end = a, b
-            c[0], c[1] = a, b
-        else:
-            if b > acc.last_end:  # type: ignore[operator]
-                acc.last_end = b
-            if a <= c[1]:
-                if b > c[1]:
-                    c[1] = b
+            acc.first, acc.last_end = start[lo], last
+        elif last > acc.last_end:  # type: ignore[operator]
+            acc.last_end = last
+        c0, c1, k0, k1 = cur[s]
+        busy = kernel_busy = memops = memops_ns = 0
+        for a, b, k in zip(start[lo:hi], end[lo:hi], kind[lo:hi], strict=True):
+            if a <= c1:
+                if b > c1:
+                    c1 = b
             else:
-                acc.busy += c[1] - c[0]
-                c[0], c[1] = a, b
-        acc.count += 1
-        if kind[i] == KERNEL:
-            k = kcur[s]
-            if acc.kernels == 0:
-                k[0], k[1] = a, b
-            elif a <= k[1]:
-                if b > k[1]:
-                    k[1] = b
+                busy += c1 - c0
+                c0, c1 = a, b
+            if k == KERNEL:
+                if a <= k1:
+                    if b > k1:
+                        k1 = b
+                else:
+                    kernel_busy += k1 - k0
+                    k0, k1 = a, b
             else:
-                acc.kernel_busy += k[1] - k[0]
-                k[0], k[1] = a, b
-            acc.kernels += 1
-        else:
-            acc.memops += 1
-            acc.memops_ns += b - a
-        if graph_corrs and corr[i] in graph_corrs:
-            acc.graphs.add(corr[i])
-            acc.graph_ops += 1
+                memops += 1
+                memops_ns += b - a
+        cur[s] = c0, c1, k0, k1
+        acc.busy += busy
+        acc.kernel_busy += kernel_busy
+        acc.count += hi - lo
+        acc.kernels += hi - lo - memops
+        acc.memops += memops
+        acc.memops_ns += memops_ns
+        if graph_corrs:
+            replays = [c for c in corr[lo:hi] if c in graph_corrs]
+            acc.graphs.update(replays)
+            acc.graph_ops += len(replays)
     for s, acc in enumerate(accs):
         acc.ops = array("l", rows[s])
-        if acc.count:
-            acc.busy += cur[s][1] - cur[s][0]
-        if acc.kernels:
-            acc.kernel_busy += kcur[s][1] - kcur[s][0]
+        c0, c1, k0, k1 = cur[s]
+        acc.busy += c1 - c0
+        acc.kernel_busy += k1 - k0
 
 
 # ------------------------------------------------------------------------ timing

@@ -37,7 +37,9 @@ kept as their JSON text (the decoder's `parse_float=str`) and converted to integ
 nanoseconds by decimal arithmetic: exact for up to three decimals (all that Kineto
 writes), rounded half-to-even to the nanosecond beyond that. Converting through a
 binary float instead would be off by up to 125 ns at today's epoch values (a double
-holds 1.7e15 us to a quarter of a microsecond). A negative duration is read as zero.
+holds 1.7e15 us to a quarter of a microsecond). (`batches()` takes doubles only where
+that cannot happen: below 2**41 us, where each double reads back as its text's ns,
+`kineto_batch.ns_column`.) A negative duration is read as zero.
 
 Any input that is not such a trace raises `ParseError` naming the file and the line.
 
@@ -73,7 +75,7 @@ layout (one line, as vLLM and SGLang write their traces; `json.dump`'s indentati
 an event whose first key is the one the first event began with (`}, {"ph"`, searched back
 from the buffer's end: if the run decodes, the cut was between two events, as JSON parses
 from the left). msgspec's C decoder builds only the keys read here
-(`kineto_batch.decode_events`) and the run is judged all at once into columns
+(`kineto_batch.decode_batch`) and the run is judged all at once into columns
 (`kineto_batch.EventBatch`), as iteration judges each event. A run that does not decode
 (an event that is not well-formed, a NaN, a lone surrogate) or holds an unusual value is
 read as iteration reads it (the layout scan, or the general way): batches hold what the
@@ -106,12 +108,11 @@ from nsightlab.parse.kineto_batch import (
     NS_MAX,
     RANGE_CATS,
     US_MAX,
-    BlockError,
     EventBatch,
     GpuKind,
     Judged,
     RangeCat,
-    decode_events,
+    decode_batch,
     ident,
 )
 from nsightlab.parse.names import GPU_WORK_CALL_MARKS, puts_work_on_gpu
@@ -569,10 +570,7 @@ class KinetoReader:
         end = _layout_end(stream) if layout else self._cut(stream)
         if end < 0:
             return None
-        try:
-            batch = EventBatch.of(decode_events("".join(("[", stream.buf[stream.pos : end], "]"))), self._judged)
-        except BlockError:
-            batch = None
+        batch = decode_batch("".join(("[", stream.buf[stream.pos : end], "]")), self._judged)
         if batch is not None:
             stream.pos = end
             return [batch]

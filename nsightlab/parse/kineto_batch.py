@@ -4,9 +4,11 @@
 event boundaries of `traceEvents`) in one call of msgspec's C decoder. Only the keys the
 reader uses become Python objects (`RawEvent`: `ph`, `cat`, `name`, `pid`, `tid`, `ts`,
 `dur`, and `args`' `correlation`, `device`, `stream`); every other key is skipped as it is
-parsed. A key that is absent is `UNSET` where the reader tells absent from null, and
-floats stay their JSON text, as the stdlib decoder's `parse_float=str` gives them (the
-reader converts them to nanoseconds exactly). Anything msgspec refuses (a value that is
+parsed. A key that is absent is `UNSET` where the reader tells absent from null. Times
+are decoded as numbers (`numbers=True`: doubles, exact in ns while below 2**41 us,
+`ns_column`), or else as their JSON text, as the stdlib decoder's `parse_float=str` gives
+them (converted to nanoseconds exactly); `decode_batch` takes numbers until a run's times
+are not exact as doubles, and text from then on. Anything msgspec refuses (a value that is
 not an object, `args` that is not an object, NaN, a lone surrogate) raises
 `BlockError`: the reader then decodes those events one at a time, the general way.
 
@@ -23,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from itertools import compress, repeat
-from operator import add, attrgetter, eq, mul, sub
+from operator import add, attrgetter, eq, mul, sub, truediv
 from typing import Any, Literal, TypeVar
 
 import msgspec
@@ -85,16 +87,46 @@ class RawEvent(msgspec.Struct, gc=False):
     args: RawArgs = _NO_ARGS
 
 
+class NumberEvent(RawEvent, gc=False):
+    """A `RawEvent` whose times are decoded as numbers (floats by msgspec's own parser)."""
+
+    ts: int | float | UnsetType = UNSET
+    dur: int | float = 0
+
+
 # Floats as their JSON text, exactly as written (`us_to_ns` reads them).
-_DECODER = msgspec.json.Decoder(list[RawEvent], float_hook=str)
+_TEXT_DECODER = msgspec.json.Decoder(list[RawEvent], float_hook=str)
+# Floats as floats: exact when small enough (`ns_column`), and no string per time.
+_NUMBER_DECODER = msgspec.json.Decoder(list[NumberEvent])
 
 
-def decode_events(text: str) -> list[RawEvent]:
-    """The events of `text`, a JSON array of trace events, in one call (module docstring)."""
+def decode_events(text: str, *, numbers: bool = False) -> list[RawEvent]:
+    """The events of `text`, a JSON array of trace events, in one call (module docstring);
+    with `numbers`, times that are floats come as floats, not as their text."""
     try:
-        return _DECODER.decode(text)
+        events: list[Any] = (_NUMBER_DECODER if numbers else _TEXT_DECODER).decode(text)
+        return events
     except (msgspec.DecodeError, msgspec.ValidationError, RecursionError, UnicodeEncodeError) as exc:
         raise BlockError(str(exc)) from None
+
+
+def decode_batch(text: str, judged: Judged) -> EventBatch | None:
+    """The batch of the events of `text` (`EventBatch.of`), None where they need the
+    event-at-a-time path. Times are decoded as numbers first, while the reader's times
+    have all been exact as floats (`ns_column`); from the first run where one is not (a
+    trace whose times since its clock's origin pass 2**41 us, 25 days), as text."""
+    if judged.float_times:
+        try:
+            batch = EventBatch.of(decode_events(text, numbers=True), judged)
+        except BlockError:
+            batch = None
+        if batch is not None:
+            return batch
+        judged.float_times = False
+    try:
+        return EventBatch.of(decode_events(text), judged)
+    except BlockError:
+        return None
 
 
 # ------------------------------------------------------------------------ times
@@ -107,8 +139,9 @@ _NUMERIC = b"-0123456789."
 
 def ns_column(values: Sequence[Any]) -> list[int] | None:
     """Microseconds as the decoder gave them -> integer ns, all at once: whole numbers
-    within int64 ns, or float texts of one to three decimals (`-?digits.digits`). None
-    when any value is something else (the event-at-a-time path then reads it)."""
+    within int64 ns, doubles below 2**41 us (`_ns_of_floats`), or float texts of one to
+    three decimals (`-?digits.digits`). None when any value is something else (the text,
+    or the event-at-a-time path, then reads it)."""
     if not values:
         return []
     kinds = set(map(type, values))
@@ -116,6 +149,8 @@ def ns_column(values: Sequence[Any]) -> list[int] | None:
         if min(values) < -US_MAX or max(values) > US_MAX:
             return None
         return list(map(mul, values, repeat(1000)))
+    if float in kinds and kinds <= {int, float}:
+        return _ns_of_floats(values)
     if kinds != {str}:
         return None
     points = list(map(str.find, values, repeat(".")))
@@ -135,6 +170,25 @@ def ns_column(values: Sequence[Any]) -> list[int] | None:
     return ns
 
 
+# Below 2**41 us a double's spacing is at most 2**-12 us (0.24 ns): of the numbers of
+# whole ns, only the text's own is read as its double, and the nearest whole ns to the
+# double is it.
+_FLOAT_EXACT = 2**41
+
+
+def _ns_of_floats(values: Sequence[float]) -> list[int] | None:
+    """Microseconds decoded as doubles (and ints) -> integer ns, exactly `us_to_ns` of the
+    text each was decoded from: the nearest whole ns, kept only where that ns in us is
+    read as the same double and the times are below 2**41 us, where any text read as that
+    double rounds to that ns (more decimals included). None otherwise: read the text."""
+    if min(values) <= -_FLOAT_EXACT or max(values) >= _FLOAT_EXACT:
+        return None
+    ns = list(map(float.__round__, map(mul, values, repeat(1000.0))))  # round(), without its dispatch
+    if list(map(truediv, ns, repeat(1000))) != values:
+        return None
+    return ns
+
+
 def _ends(starts: list[int], durs: list[int]) -> list[int] | None:
     """start + dur (a negative duration reads as zero); None past int64 ns."""
     if not durs:
@@ -150,9 +204,10 @@ def _ends(starts: list[int], durs: list[int]) -> list[int] | None:
 _KERNEL, _MEMCPY, _MEMSET, _CALL, _USER, _GPU_USER, _SKIP = range(7)
 _KIND_OF = {"kernel": _KERNEL, "memcpy": _MEMCPY, "memset": _MEMSET}
 _KINDS: tuple[GpuKind, GpuKind, GpuKind] = ("kernel", "memcpy", "memset")
-_IS_GPU = (1, 1, 1, 0, 0, 0, 0)
-_IS_CALL = (0, 0, 0, 1, 0, 0, 0)
-_IS_RANGE = (0, 0, 0, 0, 1, 1, 0)
+# bytes.translate tables: a code -> 1 where an event of it is of the kind, else 0.
+_IS_GPU = bytes([1, 1, 1, 0, 0, 0, 0]).ljust(256, b"\0")
+_IS_CALL = bytes([0, 0, 0, 1, 0, 0, 0]).ljust(256, b"\0")
+_IS_RANGE = bytes([0, 0, 0, 0, 1, 1, 0]).ljust(256, b"\0")
 _RANGE_OF: dict[int, RangeCat] = {_USER: "user_annotation", _GPU_USER: "gpu_user_annotation"}
 
 _CAT = attrgetter("cat")
@@ -196,6 +251,7 @@ class Judged:
         self.launches_only = launches_only
         self.categories: dict[object, int] = {}
         self.kept: dict[str, bool] = {}
+        self.float_times = True  # times decoded as numbers until one is not exact so
 
 
 @dataclass
@@ -237,16 +293,16 @@ class EventBatch:
         if codes is None:  # an unhashable cat
             return None
         batch = cls()
-        mask = list(map(_IS_GPU.__getitem__, codes))
-        if any(mask) and not batch._gpu(*_x_events(events, codes, mask), judged):
+        code_bytes = bytes(codes)  # masks by bytes.translate, in one C pass each
+        mask = code_bytes.translate(_IS_GPU)
+        if 1 in mask and not batch._gpu(*_x_events(events, codes, mask), judged):
             return None
-        mask = list(map(_IS_CALL.__getitem__, codes))
-        if any(mask) and not batch._calls(_x_events(events, codes, mask)[0], judged):
+        mask = code_bytes.translate(_IS_CALL)
+        if 1 in mask and not batch._calls(_x_events(events, codes, mask)[0], judged):
             return None
-        if _USER in codes or _GPU_USER in codes:
-            mask = list(map(_IS_RANGE.__getitem__, codes))
-            if not batch._ranges(*_x_events(events, codes, mask), judged):
-                return None
+        mask = code_bytes.translate(_IS_RANGE)
+        if 1 in mask and not batch._ranges(*_x_events(events, codes, mask), judged):
+            return None
         return batch
 
     @staticmethod
@@ -326,7 +382,7 @@ def _lookup(known: dict[K, V], keys: list[K], judge: Callable[[K], V]) -> list[V
     return values  # type: ignore[return-value]
 
 
-def _x_events(events: list[RawEvent], codes: list[int], mask: list[int]) -> tuple[list[RawEvent], list[int]]:
+def _x_events(events: list[RawEvent], codes: list[int], mask: bytes) -> tuple[list[RawEvent], list[int]]:
     """The events (and their codes) where `mask` is set that are complete events (`ph`
     X): the others are not read."""
     chosen = list(compress(events, mask))
