@@ -213,29 +213,41 @@ class SqliteTrace:
         kinds = scan.name_kinds
         thread_of: dict[int | None, int] = {None: -1}
         start, end, code, skey, corr, launch, ltid = (itemgetter(k) for k in range(7))
+        db.prefetch()  # the CUDA API summary runs beside the operations' query
         try:
             for chunk in db.op_chunks(threads=scan.thread is not None):
-                for c in set(map(code, chunk)).difference(nid_of):
-                    nid_of[c] = len(cols.names)
-                    cols.names.append(self._op_name(c))
-                    kinds.append(0 if c >= 0 else 2 if c == MEMSET_CODE else 1)
-                for k in set(map(skey, chunk)).difference(sid_of):
-                    sid_of[k] = len(cols.streams)
-                    cols.streams.append(self._stream(gpus, k))
-                nids = array("l", map(nid_of.__getitem__, map(code, chunk)))
+                try:  # the names, streams and threads are nearly all known after the first chunk
+                    nids = array("l", map(nid_of.__getitem__, map(code, chunk)))
+                except KeyError:
+                    for c in set(map(code, chunk)).difference(nid_of):
+                        nid_of[c] = len(cols.names)
+                        cols.names.append(self._op_name(c))
+                        kinds.append(0 if c >= 0 else 2 if c == MEMSET_CODE else 1)
+                    nids = array("l", map(nid_of.__getitem__, map(code, chunk)))
+                try:
+                    cols.stream.extend(map(sid_of.__getitem__, map(skey, chunk)))
+                except KeyError:
+                    del cols.stream[len(cols.start) :]  # what the failed extend had appended
+                    for k in set(map(skey, chunk)).difference(sid_of):
+                        sid_of[k] = len(cols.streams)
+                        cols.streams.append(self._stream(gpus, k))
+                    cols.stream.extend(map(sid_of.__getitem__, map(skey, chunk)))
                 cols.start.extend(map(start, chunk))
                 cols.end.extend(map(end, chunk))
                 cols.name.extend(nids)
                 cols.kind.extend(map(kinds.__getitem__, nids))
-                cols.stream.extend(map(sid_of.__getitem__, map(skey, chunk)))
                 cols.corr.extend(map(corr, chunk))
                 assert cols.launch is not None
                 cols.launch.extend(map(launch, chunk))
                 if scan.thread is not None:
-                    for t in set(map(ltid, chunk)).difference(thread_of):
-                        thread_of[t] = len(scan.threads)
-                        scan.threads.append(t)
-                    scan.thread.extend(map(thread_of.__getitem__, map(ltid, chunk)))
+                    try:
+                        scan.thread.extend(map(thread_of.__getitem__, map(ltid, chunk)))
+                    except KeyError:
+                        del scan.thread[len(cols.start) - len(chunk) :]
+                        for t in set(map(ltid, chunk)).difference(thread_of):
+                            thread_of[t] = len(scan.threads)
+                            scan.threads.append(t)
+                        scan.thread.extend(map(thread_of.__getitem__, map(ltid, chunk)))
         except (TypeError, OverflowError):
             raise db.not_whole("a GPU operation's time or id") from None
         cols.kernels = cols.kind.count(0)
