@@ -11,11 +11,13 @@ from __future__ import annotations
 import math
 import random
 import statistics
+from array import array
 from pathlib import Path
 
 import pytest
 from nsys_sqlite_build import ExportWriter, api_name
 
+from nsightlab.parse import nsys_sqlite_groups as groups
 from nsightlab.parse.nsys_sqlite_report import build_report
 from nsightlab.parse.nsys_sqlite_trace import SqliteTrace
 
@@ -115,3 +117,30 @@ def test_each_kernel_goes_to_the_innermost_range_open_at_its_launch(tmp_path: Pa
         durations = [e - s for s, e, _, n in kernels if n == name]
         k = by_name[name]
         assert (k.instances, k.total_ns, k.med_ns) == (len(durations), sum(durations), statistics.median(durations))
+
+
+@pytest.mark.parametrize("remembered", [256, 2], ids=["sequences-remembered", "too-many-sequences"])
+def test_kernels_split_by_runs_are_grouped_as_one_at_a_time(monkeypatch: pytest.MonkeyPatch, remembered: int) -> None:
+    """Runs of repeating and of differing name sequences, operations outside every run,
+    memory operations among the kernels: the same groups, in the same order, with the same
+    durations in the same order, as appending each kernel's duration to its group."""
+    monkeypatch.setattr(groups, "MAX_SEQUENCES", remembered)
+    rng = random.Random(7)
+    kernel = [True, True, False, True, True, False]  # names 2 and 5: memory operations
+    steps = [[rng.randrange(6) for _ in range(rng.randint(1, 12))] for _ in range(4)]
+    name, runs, owner = array("l"), [], array("l")
+    for r in range(60):
+        if rng.random() < 0.3:  # launched in no range
+            gap = [rng.randrange(6) for _ in range(rng.randint(1, 5))]
+            name.extend(gap)
+            owner.extend([-1] * len(gap))
+        seq = rng.choice(steps) if rng.random() < 0.8 else [rng.randrange(6) for _ in range(rng.randint(1, 9))]
+        runs.append((r % 17, len(name), len(name) + len(seq)))
+        name.extend(seq)
+        owner.extend([r % 17] * len(seq))
+    start = array("q", sorted(rng.randrange(10**6) for _ in name))
+    end = array("q", (s + rng.randrange(1, 5000) for s in start))
+    split = groups.by_runs(runs, name, start, end, kernel)
+    one_by_one = groups.by_operation(owner, name, start, end, kernel)
+    assert list(split.items()) == list(one_by_one.items())
+    assert sum(map(len, split.values())) == sum(kernel[n] for n in name) and any(k < 0 for k in split)

@@ -28,10 +28,11 @@ from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import partial
-from itertools import islice, repeat
-from operator import add, itemgetter, le, mul, sub
+from itertools import islice
+from operator import itemgetter, le
 from pathlib import Path
 
+from nsightlab.parse import nsys_sqlite_groups as groups
 from nsightlab.parse.apicalls import is_graph_launch, is_sync_call
 from nsightlab.parse.gputrace import ApiCall, GpuTraceColumns, NvtxProjection, NvtxRange, TraceReport, range_text
 from nsightlab.parse.nsys_sqlite import (
@@ -270,22 +271,19 @@ class SqliteTrace:
         name: key `owner * len(names) + name id` (owner -1: launched in no range), in the
         order of each group's first kernel. Memory operations are left out."""
         cols = self.gpu_columns()
-        width = len(cols.names)
-        owner = self.attributed().owner
-        if owner is None:
-            raise RuntimeError("kernel_groups after release_operations")
-        keys = array("q", map(add, map(mul, owner, repeat(width)), cols.name))
+        attribution = self.attributed()
         kernel = [kind == 0 for kind in (self.scan or Scan()).name_kinds]
-        groups = {k: array("q") for k in dict.fromkeys(keys)}
-        appends = {k: d.append for k, d in groups.items()}
-        for k, d in zip(keys, map(sub, cols.end, cols.start), strict=True):
-            appends[k](d)
-        return {k: d for k, d in groups.items() if kernel[k % width]}
+        if attribution.runs is not None:
+            return groups.by_runs(attribution.runs, cols.name, cols.start, cols.end, kernel)
+        if attribution.owner is None:
+            raise RuntimeError("kernel_groups after release_operations")
+        return groups.by_operation(attribution.owner, cols.name, cols.start, cols.end, kernel)
 
     def release_operations(self) -> None:
         """Let go of what only the summaries read per operation (which range launched it,
         from which thread): 16 bytes an operation the step anatomy does not need."""
-        self.attributed().owner = None
+        attribution = self.attributed()
+        attribution.owner = attribution.runs = None
         if self.scan is not None:
             self.scan.thread = None
 
@@ -314,6 +312,7 @@ class Attribution:
 
     owner: array[int] | None
     projections: list[NvtxProjection]
+    runs: list[tuple[int, int, int]] | None = None  # (range, lo, hi), where found as runs
 
 
 def _innermost(j: int, at: int, ends: list[int], parents: list[int], indexes: list[int]) -> int:
@@ -357,12 +356,14 @@ def _attribute(cols: GpuTraceColumns, scan: Scan, ranges: Ranges) -> Attribution
     records = ranges.records
     k = len(records)
     first, last, count = [0] * k, [0] * k, [0] * k
+    runs: list[tuple[int, int, int]] | None = None
     lists = [ranges.by_thread.get(g) if g is not None else None for g in scan.threads]
     found = lists[0] if len(lists) == 1 else None
     if found is not None and _ascending(cols.launch):
         # one launching thread with ranges, launches in the operations' order (the usual
         # capture): each range's operations are runs of them, found by bisection
-        for r, lo, hi in _owner_runs(cols.launch, *found):
+        runs = list(_owner_runs(cols.launch, *found))
+        for r, lo, hi in runs:
             owner[lo:hi] = array("l", [r]) * (hi - lo)
             a, b = cols.start[lo], max(cols.end[lo:hi])  # start order: the run's first starts first
             if count[r] == 0:
@@ -427,4 +428,4 @@ def _attribute(cols: GpuTraceColumns, scan: Scan, ranges: Ranges) -> Attribution
         for i, rec in enumerate(records)
         if count[i]
     ]
-    return Attribution(owner, projections)
+    return Attribution(owner, projections, runs)
