@@ -43,7 +43,6 @@ from pathlib import Path
 from typing import Any
 
 from nsightlab.errors import ParseError
-from nsightlab.parse.nsys_sqlite_side import SideQueries
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 SUPPORTED_MAJOR = (2, 3)
@@ -107,9 +106,6 @@ class NsysSqlite:
         self.source = str(path)
         self.notes: list[str] = []
         wal = _check_file(self.path, self.source)
-        self._immutable = wal
-        self._lock_wait_s = lock_wait_s
-        self._side: SideQueries | None = None
         self.conn = self._connect(wal, lock_wait_s)
         try:
             self.tables = self._schema()
@@ -127,11 +123,7 @@ class NsysSqlite:
         self.close()
 
     def close(self) -> None:
-        try:
-            if self._side is not None:
-                self._side.close()
-        finally:
-            self.conn.close()
+        self.conn.close()
 
     # ------------------------------------------------------------------ opening
 
@@ -166,7 +158,6 @@ class NsysSqlite:
                     "(no write to it had begun)"
                 )
                 try:
-                    self._immutable = True
                     return self._open(True, lock_wait_s)
                 except sqlite3.Error as again:
                     raise self._db_error(again) from None
@@ -197,35 +188,6 @@ class NsysSqlite:
                 f"the database is damaged or cut short ({text})", source=self.source, hint=self.reexport_hint()
             )
         return self.fail(f"SQLite could not read it ({text})")
-
-    def prefetch(self) -> None:
-        """Start the queries whose rows are few and whose work is SQLite's (the CUDA API
-        summary, the CUDA functions called) on a second connection, opened as this one
-        was, in a thread (`nsightlab.parse.nsys_sqlite_side`): call it just before the
-        long query of the GPU operations, which they then run beside. Their rows wait
-        until asked for. Where a second connection cannot be opened, they run on this one
-        when asked for, as without it."""
-        if self._side is not None:
-            return
-        queries = {
-            key: sql
-            for key, sql in (("api_summary", self._api_summary_sql()), ("api_name_ids", self._api_name_ids_sql()))
-            if sql is not None
-        }
-        if not queries:
-            return
-        try:
-            conn = self._open(self._immutable, self._lock_wait_s)
-        except sqlite3.Error:
-            return
-        self._side = SideQueries(conn, queries)
-
-    def _rows(self, key: str, sql: str) -> Iterator[tuple[object, ...]]:
-        """The rows of one of this module's queries: from the side thread when it ran
-        there (`prefetch`), else read here as they come."""
-        if self._side is not None and self._side.has(key):
-            return iter(self._side.rows(key, self._db_error))
-        return self.query(sql)
 
     def query(self, sql: str, params: Sequence[object] = ()) -> Iterator[tuple[object, ...]]:
         """Rows of one of this module's own queries, as they come; SQLite's errors (a
@@ -389,9 +351,7 @@ class NsysSqlite:
             parts.append(self._op_select(table, code))
         if not parts:
             return
-        # LIMIT -1 (no limit) keeps SQLite from pushing the join into each arm of the union:
-        # each arm would build its own automatic index of the whole CUDA API table
-        ops = " UNION ALL ".join(parts) + " LIMIT -1"
+        ops = " UNION ALL ".join(parts)
         if self.has(RUNTIME, "start", "correlationId", "globalTid"):
             thread = "r.globalTid" if threads else "NULL"
             sql = (
@@ -460,21 +420,15 @@ class NsysSqlite:
 
     def api_name_ids(self) -> list[object]:
         """The name ids of the CUDA API functions called (each once)."""
-        sql = self._api_name_ids_sql()
-        return [] if sql is None else [row[0] for row in self._rows("api_name_ids", sql)]
-
-    def _api_name_ids_sql(self) -> str | None:
-        return f"SELECT DISTINCT nameId FROM {RUNTIME}" if self.has(RUNTIME, "nameId") else None
+        if not self.has(RUNTIME, "nameId"):
+            return []
+        return [row[0] for row in self.query(f"SELECT DISTINCT nameId FROM {RUNTIME}")]
 
     def api_summary(self) -> Iterator[tuple[object, ...]]:
         """(nameId, calls, total, min, max, sum of squares) per CUDA API function, by SQLite."""
-        sql = self._api_summary_sql()
-        return iter(()) if sql is None else self._rows("api_summary", sql)
-
-    def _api_summary_sql(self) -> str | None:
         if not self.has(RUNTIME, "start", "end", "nameId"):
-            return None
-        return (
+            return iter(())
+        return self.query(
             f'SELECT nameId, count(*), sum("end" - start), min("end" - start), max("end" - start), '
             f'total(("end" - start) * ("end" - start)) FROM {RUNTIME} GROUP BY nameId'
         )

@@ -23,7 +23,6 @@ from __future__ import annotations
 import math
 from array import array
 from collections.abc import Iterable, Sequence
-from operator import mul
 from typing import Any
 
 from nsightlab.parse.nsys_columns import _mem_kind
@@ -52,7 +51,7 @@ def stats(values: Sequence[int] | array[int]) -> Stats:
     avg = total / n
     stddev = 0.0
     if n > 1:
-        squares = sum(map(mul, ordered, ordered))
+        squares = sum((v * v for v in ordered), 0)
         stddev = math.sqrt(max(squares - total * total / n, 0.0) / (n - 1))
     return n, total, avg, med, ordered[0], ordered[-1], stddev
 
@@ -67,9 +66,8 @@ def build_report(trace: SqliteTrace) -> NsysReport:
     cols = trace.gpu_columns()
     report = NsysReport(nsys_version=db.product_version)
     source = db.source
-    groups = trace.kernel_groups()
     if db.has(KERNEL, "start"):
-        report.kernels = _kernel_sum(trace, groups)
+        report.kernels = _kernel_sum(trace)
         report.sources["cuda_gpu_kern_sum"] = source
     if db.has(RUNTIME, "start", "end", "nameId"):
         report.cuda_api = _api_sum(trace)
@@ -80,7 +78,7 @@ def build_report(trace: SqliteTrace) -> NsysReport:
     if db.has(NVTX, "start", "end", "eventType"):
         ranges = trace.ranges()
         report.nvtx = _nvtx_sum(trace)
-        report.nvtx_kernels = _nvtx_kern_sum(trace, groups) if db.has(KERNEL, "start") else []
+        report.nvtx_kernels = _nvtx_kern_sum(trace) if db.has(KERNEL, "start") else []
         report.nvtx_gpu_proj = _nvtx_proj_sum(trace) if len(cols.start) else []
         for rid in ("nvtx_sum", "nvtx_kern_sum", "nvtx_gpu_proj_sum"):
             report.sources[rid] = source
@@ -97,16 +95,12 @@ def build_report(trace: SqliteTrace) -> NsysReport:
             "damaged; they read `<string id N>`"
         )
     report.skipped[:0] = db.notes
-    trace.release_operations()
     return report
 
 
-def _kernel_sum(trace: SqliteTrace, groups: dict[int, array[int]]) -> list[KernelSummaryRow]:
+def _kernel_sum(trace: SqliteTrace) -> list[KernelSummaryRow]:
     cols = trace.gpu_columns()
-    durations = [array("q") for _ in cols.names]  # per name id
-    for k, d in groups.items():
-        durations[k % len(durations)].extend(d)
-    rows = [(cols.names[nid], stats(d)) for nid, d in enumerate(durations) if len(d)]
+    rows = [(cols.names[nid], stats(d)) for nid, d in enumerate(trace.kernel_durations()) if len(d)]
     whole = sum(s[1] for _, s in rows)
     out = [
         KernelSummaryRow(
@@ -253,13 +247,27 @@ def _chains(trace: SqliteTrace) -> list[list[int]]:
     return chains
 
 
-def _nvtx_kern_sum(trace: SqliteTrace, groups: dict[int, array[int]]) -> list[NvtxKernelRow]:
+def _nvtx_kern_sum(trace: SqliteTrace) -> list[NvtxKernelRow]:
     cols = trace.gpu_columns()
     records = trace.ranges().records
     chains = _chains(trace)
     # per (innermost range, kernel name): count, total, min, max, sum of squares
-    width = len(cols.names)
-    per = {divmod(k, width): (len(d), sum(d), min(d), max(d), sum(map(mul, d, d))) for k, d in groups.items() if k >= 0}
+    per: dict[tuple[int, int], list[int]] = {}
+    for r, kind, nid, a, b in zip(trace.attributed().owner, cols.kind, cols.name, cols.start, cols.end, strict=True):
+        if r < 0 or kind != 0:
+            continue
+        d = b - a
+        acc = per.get((r, nid))
+        if acc is None:
+            per[(r, nid)] = [1, d, d, d, d * d]
+        else:
+            acc[0] += 1
+            acc[1] += d
+            if d < acc[2]:
+                acc[2] = d
+            if d > acc[3]:
+                acc[3] = d
+            acc[4] += d * d
     # then to every range that encloses it, grouped by range name
     named: dict[tuple[str, int], list[int]] = {}
     instances: dict[tuple[str, int], set[int]] = {}

@@ -5,13 +5,12 @@ the records the CSV trace exports give, made from the database in one streamed p
 order, each joined by SQLite to the CUDA call that launched it, straight into
 `GpuTraceColumns` (with `launch`): the Name a GPU operation gets is the one
 `cuda_gpu_trace` prints (a kernel's demangled name, `[CUDA memcpy Host-to-Device]`,
-`[CUDA memset]`), its Device is `NAME (ID)` from the report's own GPU table, and, where
-the export has NVTX push/pop ranges, its launching thread. From these, once: which range
-each operation was launched in (its launching thread's innermost range at the launch's
-time; the enclosing ranges count it too; found as runs of operations by bisection when one
-thread launched them all in time order), and the kernels' durations grouped by (range,
-name) for the summaries (8 bytes a kernel, for exact medians). Memory: the columns (about
-50 bytes an operation), the ranges; never a row object per operation.
+`[CUDA memset]`), its Device is `NAME (ID)` from the report's own GPU table. As the rows go
+by, the same pass keeps what the summaries need and nothing else: each kernel name's
+durations (8 bytes a kernel, for exact medians) and, for the NVTX push/pop ranges, which
+range each operation was launched in (its launching thread's innermost range at the
+launch's time; the enclosing ranges count it too). Memory: the columns (about 50 bytes an
+operation), the durations, the ranges; never a row object per operation.
 
 `pushpop()` gives `nvtx_pushpop_trace`'s ranges (names `DOMAIN:TEXT`, the default domain
 empty: `:decode_step`; levels and parents per thread), `projections()` those of
@@ -28,11 +27,9 @@ from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import partial
-from itertools import islice
-from operator import itemgetter, le
+from operator import itemgetter
 from pathlib import Path
 
-from nsightlab.parse import nsys_sqlite_groups as groups
 from nsightlab.parse.apicalls import is_graph_launch, is_sync_call
 from nsightlab.parse.gputrace import ApiCall, GpuTraceColumns, NvtxProjection, NvtxRange, TraceReport, range_text
 from nsightlab.parse.nsys_sqlite import (
@@ -76,7 +73,6 @@ class Scan:
 
     thread: array[int] | None = None
     threads: list[int | None] = field(default_factory=list)
-    name_kinds: list[int] = field(default_factory=list)  # per name id: its kind (KIND_CODES)
 
 
 class SqliteTrace:
@@ -209,46 +205,34 @@ class SqliteTrace:
             array("q"), array("q"), array("l"), array("b"), array("l"), array("q"), [], [], 0, True, array("q")
         )
         nid_of: dict[int, int] = {}
+        kinds: list[int] = []
         sid_of: dict[int, int] = {}
         scan = Scan(thread=array("l") if ranges.by_thread else None)
-        kinds = scan.name_kinds
         thread_of: dict[int | None, int] = {None: -1}
         start, end, code, skey, corr, launch, ltid = (itemgetter(k) for k in range(7))
-        db.prefetch()  # the CUDA API summary runs beside the operations' query
         try:
             for chunk in db.op_chunks(threads=scan.thread is not None):
-                try:  # the names, streams and threads are nearly all known after the first chunk
-                    nids = array("l", map(nid_of.__getitem__, map(code, chunk)))
-                except KeyError:
-                    for c in set(map(code, chunk)).difference(nid_of):
-                        nid_of[c] = len(cols.names)
-                        cols.names.append(self._op_name(c))
-                        kinds.append(0 if c >= 0 else 2 if c == MEMSET_CODE else 1)
-                    nids = array("l", map(nid_of.__getitem__, map(code, chunk)))
-                try:
-                    cols.stream.extend(map(sid_of.__getitem__, map(skey, chunk)))
-                except KeyError:
-                    del cols.stream[len(cols.start) :]  # what the failed extend had appended
-                    for k in set(map(skey, chunk)).difference(sid_of):
-                        sid_of[k] = len(cols.streams)
-                        cols.streams.append(self._stream(gpus, k))
-                    cols.stream.extend(map(sid_of.__getitem__, map(skey, chunk)))
+                for c in set(map(code, chunk)).difference(nid_of):
+                    nid_of[c] = len(cols.names)
+                    cols.names.append(self._op_name(c))
+                    kinds.append(0 if c >= 0 else 2 if c == MEMSET_CODE else 1)
+                for k in set(map(skey, chunk)).difference(sid_of):
+                    sid_of[k] = len(cols.streams)
+                    cols.streams.append(self._stream(gpus, k))
+                nids = array("l", map(nid_of.__getitem__, map(code, chunk)))
                 cols.start.extend(map(start, chunk))
                 cols.end.extend(map(end, chunk))
                 cols.name.extend(nids)
                 cols.kind.extend(map(kinds.__getitem__, nids))
+                cols.stream.extend(map(sid_of.__getitem__, map(skey, chunk)))
                 cols.corr.extend(map(corr, chunk))
                 assert cols.launch is not None
                 cols.launch.extend(map(launch, chunk))
                 if scan.thread is not None:
-                    try:
-                        scan.thread.extend(map(thread_of.__getitem__, map(ltid, chunk)))
-                    except KeyError:
-                        del scan.thread[len(cols.start) - len(chunk) :]
-                        for t in set(map(ltid, chunk)).difference(thread_of):
-                            thread_of[t] = len(scan.threads)
-                            scan.threads.append(t)
-                        scan.thread.extend(map(thread_of.__getitem__, map(ltid, chunk)))
+                    for t in set(map(ltid, chunk)).difference(thread_of):
+                        thread_of[t] = len(scan.threads)
+                        scan.threads.append(t)
+                    scan.thread.extend(map(thread_of.__getitem__, map(ltid, chunk)))
         except (TypeError, OverflowError):
             raise db.not_whole("a GPU operation's time or id") from None
         cols.kernels = cols.kind.count(0)
@@ -266,26 +250,15 @@ class SqliteTrace:
             self._attribution = _attribute(self.gpu_columns(), self.scan or Scan(), self.ranges())
         return self._attribution
 
-    def kernel_groups(self) -> dict[int, array[int]]:
-        """The kernels' durations grouped by the NVTX range that launched them and their
-        name: key `owner * len(names) + name id` (owner -1: launched in no range), in the
-        order of each group's first kernel. Memory operations are left out."""
+    def kernel_durations(self) -> list[array[int]]:
+        """Per name id, the durations of that name's kernels (memory operations: empty)."""
         cols = self.gpu_columns()
-        attribution = self.attributed()
-        kernel = [kind == 0 for kind in (self.scan or Scan()).name_kinds]
-        if attribution.runs is not None:
-            return groups.by_runs(attribution.runs, cols.name, cols.start, cols.end, kernel)
-        if attribution.owner is None:
-            raise RuntimeError("kernel_groups after release_operations")
-        return groups.by_operation(attribution.owner, cols.name, cols.start, cols.end, kernel)
-
-    def release_operations(self) -> None:
-        """Let go of what only the summaries read per operation (which range launched it,
-        from which thread): 16 bytes an operation the step anatomy does not need."""
-        attribution = self.attributed()
-        attribution.owner = attribution.runs = None
-        if self.scan is not None:
-            self.scan.thread = None
+        out: list[array[int]] = [array("q") for _ in cols.names]
+        appends = [d.append for d in out]
+        for nid, kind, a, b in zip(cols.name, cols.kind, cols.start, cols.end, strict=True):
+            if kind == 0:
+                appends[nid](b - a)
+        return out
 
     def _op_name(self, code: int) -> str:
         """The Name cuda_gpu_trace prints for an operation's name code (see `op_chunks`)."""
@@ -307,12 +280,11 @@ class SqliteTrace:
 @dataclass
 class Attribution:
     """Operations given to the NVTX range that launched them: each operation's innermost
-    range (`owner`, -1: none; None once `SqliteTrace.release_operations` let it go), and
-    each range's GPU projection (ranges that launched nothing have none)."""
+    range (`owner`, -1: none), and each range's GPU projection (ranges that launched
+    nothing have none)."""
 
-    owner: array[int] | None
+    owner: array[int]
     projections: list[NvtxProjection]
-    runs: list[tuple[int, int, int]] | None = None  # (range, lo, hi), where found as runs
 
 
 def _innermost(j: int, at: int, ends: list[int], parents: list[int], indexes: list[int]) -> int:
@@ -323,82 +295,45 @@ def _innermost(j: int, at: int, ends: list[int], parents: list[int], indexes: li
     return indexes[j] if j >= 0 else -1
 
 
-def _ascending(values: array[int]) -> bool:
-    return all(map(le, values, islice(values, 1, None)))
-
-
-def _owner_runs(
-    launch: array[int], starts: list[int], ends: list[int], parents: list[int], indexes: list[int]
-) -> Iterator[tuple[int, int, int]]:
-    """(range, lo, hi): operations lo..hi-1 were launched in that range (innermost), for
-    launch times in ascending order and one thread's ranges (see `_innermost`): those
-    launched from a range's start to the next range's start belong to it up to its end,
-    then to the enclosing ranges still open."""
-    n = len(launch)
-    left, right = bisect.bisect_left, bisect.bisect_right
-    hi = left(launch, starts[0]) if starts else n
-    for j in range(len(starts)):
-        lo = hi
-        hi = left(launch, starts[j + 1], lo) if j + 1 < len(starts) else n
-        p = j
-        while p >= 0 and lo < hi:
-            cut = right(launch, ends[p], lo, hi)
-            if cut > lo:
-                yield indexes[p], lo, cut
-            lo, p = cut, parents[p]
-
-
 def _attribute(cols: GpuTraceColumns, scan: Scan, ranges: Ranges) -> Attribution:
     n = len(cols.start)
     owner = array("l", [-1]) * n
     if scan.thread is None or cols.launch is None or not ranges.records:
         return Attribution(owner, [])
+    lists = [ranges.by_thread.get(g) if g is not None else None for g in scan.threads]
+    with_ranges = [t for t, found in enumerate(lists) if found is not None]
+    if len(with_ranges) == 1 and len(lists) == 1:
+        # one launching thread, and it has ranges (the usual capture): bisect in C
+        found = lists[0]
+        assert found is not None
+        starts, ends, parents, indexes = found
+        after = map(partial(bisect.bisect_right, starts), cols.launch)
+        owner = array(
+            "l",
+            (
+                indexes[j - 1] if j and ends[j - 1] >= at else _innermost(j - 1, at, ends, parents, indexes)
+                for j, at in zip(after, cols.launch, strict=True)
+            ),
+        )
+    else:
+        right = bisect.bisect_right
+        for i, t, at in zip(range(n), scan.thread, cols.launch, strict=True):
+            found = lists[t] if t >= 0 else None
+            if found is not None:
+                starts, ends, parents, indexes = found
+                owner[i] = _innermost(right(starts, at) - 1, at, ends, parents, indexes)
+    # each range's projection: its own operations and those of the ranges inside it
     records = ranges.records
     k = len(records)
     first, last, count = [0] * k, [0] * k, [0] * k
-    runs: list[tuple[int, int, int]] | None = None
-    lists = [ranges.by_thread.get(g) if g is not None else None for g in scan.threads]
-    found = lists[0] if len(lists) == 1 else None
-    if found is not None and _ascending(cols.launch):
-        # one launching thread with ranges, launches in the operations' order (the usual
-        # capture): each range's operations are runs of them, found by bisection
-        runs = list(_owner_runs(cols.launch, *found))
-        for r, lo, hi in runs:
-            owner[lo:hi] = array("l", [r]) * (hi - lo)
-            a, b = cols.start[lo], max(cols.end[lo:hi])  # start order: the run's first starts first
-            if count[r] == 0:
-                first[r], last[r] = a, b
-            else:
-                first[r], last[r] = min(first[r], a), max(last[r], b)
-            count[r] += hi - lo
-    else:
-        if found is not None:
-            # one launching thread with ranges: bisect in C
-            starts, ends, parents, indexes = found
-            after = map(partial(bisect.bisect_right, starts), cols.launch)
-            owner = array(
-                "l",
-                (
-                    indexes[j - 1] if j and ends[j - 1] >= at else _innermost(j - 1, at, ends, parents, indexes)
-                    for j, at in zip(after, cols.launch, strict=True)
-                ),
-            )
-        else:
-            right = bisect.bisect_right
-            for i, t, at in zip(range(n), scan.thread, cols.launch, strict=True):
-                held = lists[t] if t >= 0 else None
-                if held is not None:
-                    starts, ends, parents, indexes = held
-                    owner[i] = _innermost(right(starts, at) - 1, at, ends, parents, indexes)
-        for r, a, b in zip(owner, cols.start, cols.end, strict=True):
-            if r < 0:
-                continue
-            if count[r] == 0:
-                first[r], last[r] = a, b
-            elif b > last[r]:
-                last[r] = b
-            count[r] += 1
-    # each range's projection: its own operations and those of the ranges inside it
+    for r, a, b in zip(owner, cols.start, cols.end, strict=True):
+        if r < 0:
+            continue
+        if count[r] == 0:
+            first[r], last[r] = a, b
+        elif b > last[r]:
+            last[r] = b
+        count[r] += 1
     index = {rec.range_id: i for i, rec in enumerate(records)}
     for i in range(k - 1, -1, -1):  # children come after their parents
         parent = index.get(records[i].parent_id, -1) if records[i].parent_id is not None else -1
@@ -428,4 +363,4 @@ def _attribute(cols: GpuTraceColumns, scan: Scan, ranges: Ranges) -> Attribution
         for i, rec in enumerate(records)
         if count[i]
     ]
-    return Attribution(owner, projections, runs)
+    return Attribution(owner, projections)
