@@ -351,7 +351,9 @@ class NsysSqlite:
             parts.append(self._op_select(table, code))
         if not parts:
             return
-        ops = " UNION ALL ".join(parts)
+        # LIMIT -1 (no limit) keeps SQLite from pushing the join into each arm of the union:
+        # each arm would build its own automatic index of the whole CUDA API table
+        ops = " UNION ALL ".join(parts) + " LIMIT -1"
         if self.has(RUNTIME, "start", "correlationId", "globalTid"):
             thread = "r.globalTid" if threads else "NULL"
             sql = (

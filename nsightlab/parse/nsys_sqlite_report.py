@@ -95,6 +95,7 @@ def build_report(trace: SqliteTrace) -> NsysReport:
             "damaged; they read `<string id N>`"
         )
     report.skipped[:0] = db.notes
+    trace.release_operations()
     return report
 
 
@@ -253,7 +254,10 @@ def _nvtx_kern_sum(trace: SqliteTrace) -> list[NvtxKernelRow]:
     chains = _chains(trace)
     # per (innermost range, kernel name): count, total, min, max, sum of squares
     per: dict[tuple[int, int], list[int]] = {}
-    for r, kind, nid, a, b in zip(trace.attributed().owner, cols.kind, cols.name, cols.start, cols.end, strict=True):
+    owner = trace.attributed().owner
+    if owner is None:
+        raise RuntimeError("nvtx_kern_sum after release_operations")
+    for r, kind, nid, a, b in zip(owner, cols.kind, cols.name, cols.start, cols.end, strict=True):
         if r < 0 or kind != 0:
             continue
         d = b - a

@@ -250,6 +250,14 @@ class SqliteTrace:
             self._attribution = _attribute(self.gpu_columns(), self.scan or Scan(), self.ranges())
         return self._attribution
 
+    def release_operations(self) -> None:
+        """Let go of what only the summaries read per operation (the range that launched
+        it, its launching thread): 16 bytes an operation that the step anatomy, which
+        comes after them, does not read."""
+        self.attributed().owner = None
+        if self.scan is not None:
+            self.scan.thread = None
+
     def kernel_durations(self) -> list[array[int]]:
         """Per name id, the durations of that name's kernels (memory operations: empty)."""
         cols = self.gpu_columns()
@@ -280,10 +288,10 @@ class SqliteTrace:
 @dataclass
 class Attribution:
     """Operations given to the NVTX range that launched them: each operation's innermost
-    range (`owner`, -1: none), and each range's GPU projection (ranges that launched
-    nothing have none)."""
+    range (`owner`, -1: none; None once `SqliteTrace.release_operations` let it go), and
+    each range's GPU projection (ranges that launched nothing have none)."""
 
-    owner: array[int]
+    owner: array[int] | None
     projections: list[NvtxProjection]
 
 
