@@ -34,10 +34,26 @@ NOT_FOR_A_TRACE = (
     "nsightlab.present.resultviews",
 )
 
+#: What a trace's `analyze` with its tables must not import: the report, the run store's
+#: lines and the other results' views (the table of views loads the one it draws).
+NOT_FOR_A_TRACE_TABLE = (
+    *(m for m in NOT_FOR_A_TRACE if m != "nsightlab.present.resultviews"),
+    "nsightlab.present.doc",
+    "nsightlab.present.report",
+    "nsightlab.runs.listing",
+    "nsightlab.present.profileview",
+    "nsightlab.present.sweepview",
+    "nsightlab.present.fleetview",
+    "nsightlab.present.gpurunview",
+    "nsightlab.present.packview",
+    "nsightlab.analysis.gpurun_result",
+    "nsightlab.analysis.pack_plan",
+)
+
 _CODE = (
     "import json, sys\n"
     "from nsightlab.cli import main\n"
-    "try:\n    main(['analyze', sys.argv[1], '--json'])\nexcept SystemExit as e:\n    code = e.code\n"
+    "try:\n    main(['analyze', *sys.argv[1:]])\nexcept SystemExit as e:\n    code = e.code\n"
     "else:\n    code = 0\n"
     "sys.stderr.write('\\n' + json.dumps({'code': code, 'modules': sorted(sys.modules)}) + '\\n')\n"
 )
@@ -51,7 +67,7 @@ _CODE = (
 def test_a_trace_loads_no_store_yaml_record_or_sweep_models(trace: str, tmp_path: Path) -> None:
     env = {**os.environ, "NSIGHTLAB_HOME": str(tmp_path)}
     proc = subprocess.run(
-        [sys.executable, "-c", _CODE, str(TRACES / trace)],
+        [sys.executable, "-c", _CODE, str(TRACES / trace), "--json"],
         capture_output=True,
         text=True,
         cwd=ROOT,
@@ -64,3 +80,26 @@ def test_a_trace_loads_no_store_yaml_record_or_sweep_models(trace: str, tmp_path
     loaded = set(report["modules"])
     assert "nsightlab.analysis.steps" in loaded  # the analysis did run in this process
     assert sorted(loaded & set(NOT_FOR_A_TRACE)) == []
+
+
+@pytest.mark.parametrize(
+    "trace",
+    ["hta_triton_example.json.gz", "vernier_nsys2026.3.1_rtx5000ada_cuda_gpu_trace.csv"],
+    ids=["kineto", "nsys-csv"],
+)
+def test_a_trace_drawn_as_tables_loads_its_view_alone(trace: str, tmp_path: Path) -> None:
+    env = {**os.environ, "NSIGHTLAB_HOME": str(tmp_path), "COLUMNS": "120"}
+    proc = subprocess.run(
+        [sys.executable, "-c", _CODE, str(TRACES / trace)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=env,
+        timeout=300,
+    )
+    report = json.loads(proc.stderr.strip().splitlines()[-1])
+    assert report["code"] == 0, proc.stderr
+    assert "step" in proc.stdout.lower()  # the tables were drawn
+    loaded = set(report["modules"])
+    assert "nsightlab.present.decodeview" in loaded  # the trace's own view did draw them
+    assert sorted(loaded & set(NOT_FOR_A_TRACE_TABLE)) == []

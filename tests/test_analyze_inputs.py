@@ -18,7 +18,7 @@ from clirun import run_cli
 from nsys_sqlite_build import from_csv_exports
 
 from nsightlab.parse.records.gpurun_steps import STEPS_HEADER
-from nsightlab.present.resultviews import RESULT_VIEWS
+from nsightlab.present.resultviews import view_of
 from nsightlab.runs import inputs
 from nsightlab.runs.analyze import ANALYSES, analyze_input
 from nsightlab.runs.store import RunMeta, new_run
@@ -126,7 +126,7 @@ def test_each_input_is_detected_as_its_kind_and_its_result_has_a_view(
     if kind is inputs.NsysRep:
         return  # its analysis needs this machine's nsys (tests/test_nsys_sqlite.py runs it with a stand-in)
     result = analyze_input(found, TraceOptions())
-    assert type(result) in RESULT_VIEWS, type(result)
+    assert view_of(type(result)) is not None, type(result)
 
 
 def test_a_stored_run_by_id_and_by_folder(nsl_home: Path) -> None:
@@ -134,7 +134,7 @@ def test_a_stored_run_by_id_and_by_folder(nsl_home: Path) -> None:
     by_id = inputs.detect(Path(folder.name.rsplit("-", 1)[-1]))
     by_folder = inputs.detect(folder)
     assert by_id == by_folder == inputs.StoredRun(folder, None)
-    assert type(analyze_input(by_id, TraceOptions())) in RESULT_VIEWS
+    assert view_of(type(analyze_input(by_id, TraceOptions()))) is not None
 
 
 def test_every_kind_of_input_has_one_analysis() -> None:

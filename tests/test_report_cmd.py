@@ -19,7 +19,7 @@ from reportstore import SESSION_UID, Recorded, copy_home, recorded
 pytest.importorskip("torch")
 pytest.importorskip("matplotlib")
 
-from nsightlab.present import doc as report_doc
+from nsightlab.present import docblocks as report_doc
 from nsightlab.present import report as rep
 from nsightlab.present import writers
 from nsightlab.userconfig import Session, save_session

@@ -10,7 +10,7 @@ from nsightlab import units
 from nsightlab.analysis.decode_models import BatchPoint, DecodeResult, DecodeSteps, GroupSteps
 from nsightlab.analysis.steps import TraceKernel, TraceSummary
 from nsightlab.parse.names import distinct_short_names
-from nsightlab.present.doc import Table
+from nsightlab.present.docblocks import Table
 
 SOURCE_WORDS = {
     "nvtx": "NVTX decode_step ranges (Nsight Systems)",

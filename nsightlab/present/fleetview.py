@@ -15,7 +15,7 @@ from nsightlab.analysis.fleet_models import FleetResult, JobRow
 from nsightlab.analysis.sweep_result import SweepResult
 from nsightlab.errors import UsageError
 from nsightlab.k8s.pods import human_duration
-from nsightlab.present.doc import Bullets, FigureRef, Para, Section, Table
+from nsightlab.present.docblocks import Bullets, FigureRef, Para, Section, Table
 from nsightlab.present.render import Column, blank, heading, lines, report_table, table
 from nsightlab.present.safe import rich_text
 from nsightlab.runs import store

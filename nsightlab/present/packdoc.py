@@ -12,7 +12,7 @@ from nsightlab.analysis.colocate_models import ColocateResult
 from nsightlab.analysis.pack_plan import PackReport, PackWorkload
 from nsightlab.analysis.sharing import USABLE_FRACTION
 from nsightlab.analysis.tokenizer_result import TokenizerResult
-from nsightlab.present.doc import Bullets, FigureRef, Para, Section, Table
+from nsightlab.present.docblocks import Bullets, FigureRef, Para, Section, Table
 from nsightlab.present.safe import terminal_safe as escape_controls
 from nsightlab.units import percent, sig, usd
 

@@ -14,7 +14,7 @@ from nsightlab.present.safe import rich_text, terminal_safe
 
 if TYPE_CHECKING:
     from nsightlab.present.console import Env
-    from nsightlab.present.doc import Table as ReportTable
+    from nsightlab.present.docblocks import Table as ReportTable
 
 
 class Column:

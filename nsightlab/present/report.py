@@ -38,7 +38,8 @@ from nsightlab.analysis.tokenizer_result import TokenizerResult
 from nsightlab.errors import Interrupted, UsageError
 from nsightlab.present import figures, packfigure, sweepfigure
 from nsightlab.present import figures as figs
-from nsightlab.present.doc import FigureFile, Para, ReportDoc, ReportFiles, Section
+from nsightlab.present.doc import FigureFile, ReportDoc, ReportFiles
+from nsightlab.present.docblocks import Para, Section
 from nsightlab.present.fleetview import member_sweeps, report_sections
 from nsightlab.present.packdoc import colocate_section, tokenizer_section
 from nsightlab.present.reportsections import (

@@ -21,7 +21,7 @@ from nsightlab.analysis.sweep_impls import SweepImpls, compare_impls
 from nsightlab.analysis.sweep_result import SweepResult, compare_results, plateau_source
 from nsightlab.parse.names import distinct_short_names
 from nsightlab.present import decodedoc as dd
-from nsightlab.present.doc import Bullets, FigureRef, Para, Section, Table
+from nsightlab.present.docblocks import Bullets, FigureRef, Para, Section, Table
 from nsightlab.present.figures import device_label
 from nsightlab.present.text import (
     SPREAD_NOTE,

@@ -14,7 +14,7 @@ from nsightlab.analysis.fleet_models import FleetResult
 from nsightlab.analysis.ncu_result import NcuResult
 from nsightlab.analysis.profile_models import ProfileResult
 from nsightlab.analysis.sweep_result import SweepResult
-from nsightlab.present.doc import Bullets, Para, Table
+from nsightlab.present.docblocks import Bullets, Para, Table
 from nsightlab.present.render import Column, blank, heading, lines, report_table, table
 from nsightlab.present.reportsections import floor_table
 from nsightlab.present.resultviews import draw_result

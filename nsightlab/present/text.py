@@ -17,7 +17,7 @@ from nsightlab.analysis.ncu_result import NcuResult
 from nsightlab.analysis.sweep_impls import SweepImpls
 from nsightlab.analysis.sweep_result import SweepCompare, SweepResult
 from nsightlab.parse.names import distinct_short_names
-from nsightlab.present.doc import Table
+from nsightlab.present.docblocks import Table
 
 if TYPE_CHECKING:
     from nsightlab.analysis.profile_models import ProfileResult

@@ -10,7 +10,8 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
-from nsightlab.present.doc import Bullets, FigureFile, Para, ReportDoc, Table
+from nsightlab.present.doc import FigureFile, ReportDoc
+from nsightlab.present.docblocks import Bullets, Para, Table
 from nsightlab.present.safe import terminal_safe
 from nsightlab.present.text import when_text
 
