@@ -2,7 +2,8 @@
 result it prints, and not what other inputs need. A stored run, a script's JSON and a
 device run's folder load the run store (with the config and PyYAML), decode.py's record
 and the sweep models; `--weights-gb` loads the floor's sweep lookup. A trace alone needs
-none of them (bench/RESULTS.md, "analyze's fixed cost, second pass")."""
+none of them (bench/RESULTS.md, "analyze's fixed cost, second pass"); drawn as tables, it
+loads its own view and not the report's. `runs` lists without the report's builder."""
 
 from __future__ import annotations
 
@@ -103,3 +104,23 @@ def test_a_trace_drawn_as_tables_loads_its_view_alone(trace: str, tmp_path: Path
     loaded = set(report["modules"])
     assert "nsightlab.present.decodeview" in loaded  # the trace's own view did draw them
     assert sorted(loaded & set(NOT_FOR_A_TRACE_TABLE)) == []
+
+
+def test_runs_lists_without_the_report_or_the_floor(tmp_path: Path) -> None:
+    """`runs` shares its CLI module with `report` and `roofline`: their builders load for them alone."""
+    code = (
+        "import json, sys\n"
+        "from nsightlab.cli import main\n"
+        "try:\n    main(['runs', '--json'])\nexcept SystemExit as e:\n    code = e.code\n"
+        "else:\n    code = 0\n"
+        "sys.stderr.write('\\n' + json.dumps({'code': code, 'modules': sorted(sys.modules)}) + '\\n')\n"
+    )
+    env = {**os.environ, "NSIGHTLAB_HOME": str(tmp_path)}
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, env=env, timeout=300)
+    report = json.loads(proc.stderr.strip().splitlines()[-1])
+    assert report["code"] == 0, proc.stderr
+    assert "runs" in json.loads(proc.stdout)  # the listing ran
+    loaded = set(report["modules"])
+    assert "nsightlab.runs.listing" in loaded
+    unwanted = ("nsightlab.present.report", "nsightlab.present.reportsections", "nsightlab.runs.floor")
+    assert sorted(loaded & set(unwanted)) == []

@@ -7,10 +7,8 @@ import typer
 
 from nsightlab.cli.common import JsonOpt, YesOpt, make_env, number, show
 from nsightlab.errors import Interrupted, OnInterrupt
-from nsightlab.present import report as rep
 from nsightlab.present import runsview
 from nsightlab.present.render import blank
-from nsightlab.runs.floor import decode_floor_for
 from nsightlab.runs.listing import line, list_runs, remove_runs, resolve_all, show_run
 
 commands = typer.Typer(rich_markup_mode=None)
@@ -167,6 +165,9 @@ def report(
     """
     env = make_env(json_out)
     writes = not (terminal and out is None and not open_html)
+    # the report's builder, writers and figures load for `report` alone (`runs` lists without them)
+    from nsightlab.present import report as rep
+
     out_dir = (out if out is not None else rep.default_out_dir()) if writes else None  # checked before any work
     selection = rep.select_runs(list(runs or []))
     bundle = rep.build_report(selection, weights_gb=weights_gb)
@@ -222,6 +223,9 @@ def roofline(
       nsightlab roofline --weights-gb 16 --run 3fa2
       nsightlab roofline --weights-gb 70 --gpu "NVIDIA H200"
     """
+    # the floor's sweep look-up and the spec table load for `roofline` alone
+    from nsightlab.runs.floor import decode_floor_for
+
     env = make_env(json_out)
     floor = decode_floor_for(weights_gb, run=run, gpu=gpu)
     show(env, floor, runsview.decode_floor)

@@ -16,7 +16,6 @@ from nsightlab.analysis.profile_models import ProfileResult
 from nsightlab.analysis.sweep_result import SweepResult
 from nsightlab.present.docblocks import Bullets, Para, Table
 from nsightlab.present.render import Column, blank, heading, lines, report_table, table
-from nsightlab.present.reportsections import floor_table
 from nsightlab.present.resultviews import draw_result
 
 if TYPE_CHECKING:
@@ -132,6 +131,10 @@ def runs_removed(env: Env, removed: RemovedRuns) -> None:
 
 def decode_floor(env: Env, floor: DecodeFloor) -> None:
     """The per-token floor, measured and spec side by side."""
+
+    # the report's sections (their models, the spec table, the figures' labels) load for the
+    # floor alone: `runs` and `runs show` list and draw without them
+    from nsightlab.present.reportsections import floor_table
 
     heading(env, f"Decode floor for {floor.weights_gb:g} GB of weights (one token, batch 1: weight bytes / bandwidth)")
     report_table(env, floor_table(floor))
