@@ -54,73 +54,49 @@ NOT_FOR_A_TRACE_TABLE = (
 _CODE = (
     "import json, sys\n"
     "from nsightlab.cli import main\n"
-    "try:\n    main(['analyze', *sys.argv[1:]])\nexcept SystemExit as e:\n    code = e.code\n"
+    "try:\n    main(sys.argv[1:])\nexcept SystemExit as e:\n    code = e.code\n"
     "else:\n    code = 0\n"
     "sys.stderr.write('\\n' + json.dumps({'code': code, 'modules': sorted(sys.modules)}) + '\\n')\n"
 )
 
-
-@pytest.mark.parametrize(
+TRACE_FILES = pytest.mark.parametrize(
     "trace",
     ["hta_triton_example.json.gz", "vernier_nsys2026.3.1_rtx5000ada_cuda_gpu_trace.csv"],
     ids=["kineto", "nsys-csv"],
 )
-def test_a_trace_loads_no_store_yaml_record_or_sweep_models(trace: str, tmp_path: Path) -> None:
-    env = {**os.environ, "NSIGHTLAB_HOME": str(tmp_path)}
+
+
+def _run(home: Path, *argv: str) -> tuple[str, set[str]]:
+    """`nsightlab ARGV` in a fresh interpreter: its stdout and the modules it had loaded."""
+    env = {**os.environ, "NSIGHTLAB_HOME": str(home), "COLUMNS": "120"}
     proc = subprocess.run(
-        [sys.executable, "-c", _CODE, str(TRACES / trace), "--json"],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env=env,
-        timeout=300,
+        [sys.executable, "-c", _CODE, *argv], capture_output=True, text=True, cwd=ROOT, env=env, timeout=300
     )
     report = json.loads(proc.stderr.strip().splitlines()[-1])
     assert report["code"] == 0, proc.stderr
-    assert json.loads(proc.stdout)["kind"] == "trace"
-    loaded = set(report["modules"])
+    return proc.stdout, set(report["modules"])
+
+
+@TRACE_FILES
+def test_a_trace_loads_no_store_yaml_record_or_sweep_models(trace: str, tmp_path: Path) -> None:
+    out, loaded = _run(tmp_path, "analyze", str(TRACES / trace), "--json")
+    assert json.loads(out)["kind"] == "trace"
     assert "nsightlab.analysis.steps" in loaded  # the analysis did run in this process
     assert sorted(loaded & set(NOT_FOR_A_TRACE)) == []
 
 
-@pytest.mark.parametrize(
-    "trace",
-    ["hta_triton_example.json.gz", "vernier_nsys2026.3.1_rtx5000ada_cuda_gpu_trace.csv"],
-    ids=["kineto", "nsys-csv"],
-)
+@TRACE_FILES
 def test_a_trace_drawn_as_tables_loads_its_view_alone(trace: str, tmp_path: Path) -> None:
-    env = {**os.environ, "NSIGHTLAB_HOME": str(tmp_path), "COLUMNS": "120"}
-    proc = subprocess.run(
-        [sys.executable, "-c", _CODE, str(TRACES / trace)],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env=env,
-        timeout=300,
-    )
-    report = json.loads(proc.stderr.strip().splitlines()[-1])
-    assert report["code"] == 0, proc.stderr
-    assert "step" in proc.stdout.lower()  # the tables were drawn
-    loaded = set(report["modules"])
+    out, loaded = _run(tmp_path, "analyze", str(TRACES / trace))
+    assert "step" in out.lower()  # the tables were drawn
     assert "nsightlab.present.decodeview" in loaded  # the trace's own view did draw them
     assert sorted(loaded & set(NOT_FOR_A_TRACE_TABLE)) == []
 
 
 def test_runs_lists_without_the_report_or_the_floor(tmp_path: Path) -> None:
     """`runs` shares its CLI module with `report` and `roofline`: their builders load for them alone."""
-    code = (
-        "import json, sys\n"
-        "from nsightlab.cli import main\n"
-        "try:\n    main(['runs', '--json'])\nexcept SystemExit as e:\n    code = e.code\n"
-        "else:\n    code = 0\n"
-        "sys.stderr.write('\\n' + json.dumps({'code': code, 'modules': sorted(sys.modules)}) + '\\n')\n"
-    )
-    env = {**os.environ, "NSIGHTLAB_HOME": str(tmp_path)}
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, env=env, timeout=300)
-    report = json.loads(proc.stderr.strip().splitlines()[-1])
-    assert report["code"] == 0, proc.stderr
-    assert "runs" in json.loads(proc.stdout)  # the listing ran
-    loaded = set(report["modules"])
+    out, loaded = _run(tmp_path, "runs", "--json")
+    assert "runs" in json.loads(out)  # the listing ran
     assert "nsightlab.runs.listing" in loaded
     unwanted = ("nsightlab.present.report", "nsightlab.present.reportsections", "nsightlab.runs.floor")
     assert sorted(loaded & set(unwanted)) == []

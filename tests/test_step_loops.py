@@ -9,6 +9,7 @@ from __future__ import annotations
 import bisect
 import itertools
 from array import array
+from collections.abc import Sequence
 from typing import Any
 
 from hypothesis import given, settings
@@ -63,6 +64,20 @@ _SPANS = st.lists(
 _STEPS = st.lists(st.tuples(st.integers(-100, 2200), st.integers(0, 700)), min_size=1, max_size=8)
 
 
+def _by_the_rule(launches: Sequence[int], ranges: list[HostRange]) -> list[int]:
+    """The step of each launch, the rule written out one operation at a time: the latest
+    step begun at or before it that has not ended before it, among the last four begun."""
+    starts = [r.start for r in ranges]
+    out = []
+    for t in launches:
+        step = -1
+        if t >= 0:
+            s = bisect.bisect_right(starts, t) - 1
+            step = next((k for k in range(s, max(s - 4, -1), -1) if ranges[k].end >= t), -1)
+        out.append(step)
+    return out
+
+
 @settings(max_examples=200, deadline=None)
 @given(spans=_SPANS, steps=_STEPS, launches=st.lists(st.integers(-3, 2300), min_size=80, max_size=80))
 def test_attribution_by_launch_is_the_latest_step_begun_that_holds_the_launch(
@@ -71,18 +86,7 @@ def test_attribution_by_launch_is_the_latest_step_begun_that_holds_the_launch(
     ops = _ops(spans)
     ops.launch = array("q", launches[: len(ops)])
     ranges = sorted((HostRange(f"s{i}", a, a + d) for i, (a, d) in enumerate(steps)), key=lambda r: (r.start, r.end))
-    starts = [r.start for r in ranges]
-    expected = []
-    for t in ops.launch:  # the rule, written out
-        step = -1
-        if t >= 0:
-            s = bisect.bisect_right(starts, t) - 1
-            for k in range(s, max(s - 4, -1), -1):
-                if ranges[k].end >= t:
-                    step = k
-                    break
-        expected.append(step)
-    assert list(attribute(ops, ranges, "launch")) == expected
+    assert list(attribute(ops, ranges, "launch")) == _by_the_rule(ops.launch, ranges)
 
 
 @settings(max_examples=200, deadline=None)
@@ -100,15 +104,7 @@ def test_attribution_of_launches_in_runs_of_order_is_the_same(
     bounds = sorted({0, len(ops), *(c for c in cuts if c < len(ops))})
     ops.launch = array("q", [t for lo, hi in itertools.pairwise(bounds) for t in sorted(launches[lo:hi])])
     ranges = sorted((HostRange(f"s{i}", a, a + d) for i, (a, d) in enumerate(steps)), key=lambda r: (r.start, r.end))
-    starts = [r.start for r in ranges]
-    expected = []
-    for t in ops.launch:  # the rule, written out
-        step = -1
-        if t >= 0:
-            s = bisect.bisect_right(starts, t) - 1
-            step = next((k for k in range(s, max(s - 4, -1), -1) if ranges[k].end >= t), -1)
-        expected.append(step)
-    assert list(attribute(ops, ranges, "launch")) == expected
+    assert list(attribute(ops, ranges, "launch")) == _by_the_rule(ops.launch, ranges)
 
 
 def _expected_figures(ops: OpTable, step_of: list[int], k: int, graphs: set[int]) -> tuple[Any, ...]:
