@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from nsightlab.present import decodedoc as dd
-from nsightlab.present.render import blank, heading, lines, report_table
+from nsightlab.present.render import blank, heading, lines, note_lines, report_table
 
 if TYPE_CHECKING:
     from nsightlab.analysis.decode_models import DecodeResult, GroupSteps, TraceResult
@@ -40,7 +40,7 @@ def decode(env: Env, result: DecodeResult) -> None:
         lines(env, result.lesson)
     if result.notes:
         blank(env)
-        lines(env, [f"note: {n}" for n in result.notes], bullet="")
+        note_lines(env, result.notes)
     if result.run_id:
         blank(env)
         lines(env, [f"run {result.run_id} stored"], bullet="")
@@ -94,4 +94,4 @@ def trace_result(env: Env, result: TraceResult) -> None:
         report_table(env, dd.trace_kernels_table(result.kernels, cpu=cpu))
     if result.notes:
         blank(env)
-        lines(env, [f"note: {n}" for n in result.notes], bullet="")
+        note_lines(env, result.notes)

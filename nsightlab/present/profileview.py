@@ -12,7 +12,7 @@ from nsightlab.analysis.explain.profile_words import ops_label
 from nsightlab.parse.names import distinct_short_names
 from nsightlab.present import decodedoc as dd
 from nsightlab.present.decodeview import step_groups
-from nsightlab.present.render import Column, blank, heading, lines, report_table, table
+from nsightlab.present.render import Column, blank, heading, lines, note_lines, report_table, table
 from nsightlab.present.text import ncu_table
 
 if TYPE_CHECKING:
@@ -210,14 +210,14 @@ def profile(env: Env, result: ProfileResult, *, top: int = 15) -> None:
         if result.trace_summary is not None:
             lines(env, [dd.trace_line(result.trace_summary, result.device_type == "cpu")], bullet="")
         step_groups(env, result.steps, cpu=result.device_type == "cpu", title="Steps (from the GPU trace)")
-        lines(env, [f"note: {n}" for n in result.trace_notes or []], bullet="")
+        note_lines(env, result.trace_notes or [])
         blank(env)
     if result.lesson:
         heading(env, "The lesson")
         lines(env, result.lesson)
     if result.notes:
         blank(env)
-        lines(env, [f"note: {n}" for n in result.notes], bullet="")
+        note_lines(env, result.notes)
     if result.trace:
         blank(env)
         where = f"{result.run_dir}/{result.trace}" if result.run_dir else result.trace
@@ -242,7 +242,7 @@ def ncu(env: Env, result: NcuResult) -> None:
     lines(env, [f"{name}: {k.verdict}" for name, k in named])
     if result.notes:
         blank(env)
-        lines(env, [f"note: {n}" for n in result.notes], bullet="")
+        note_lines(env, result.notes)
     if result.run_id:
         blank(env)
         lines(env, [f"run {result.run_id} stored"], bullet="")

@@ -87,6 +87,11 @@ def lines(env: Env, items: Sequence[str], *, bullet: str = "- ") -> None:
             env.write(bullet + terminal_safe(item) + "\n")
 
 
+def note_lines(env: Env, notes: Sequence[str]) -> None:
+    """Each note on its own line, `note: ...`, without a bullet."""
+    lines(env, [f"note: {n}" for n in notes], bullet="")
+
+
 def blank(env: Env) -> None:
     env.write("\n")
 

@@ -15,7 +15,7 @@ from nsightlab.analysis.ncu_result import NcuResult
 from nsightlab.analysis.profile_models import ProfileResult
 from nsightlab.analysis.sweep_result import SweepResult
 from nsightlab.present.docblocks import Bullets, Para, Table
-from nsightlab.present.render import Column, blank, heading, lines, report_table, table
+from nsightlab.present.render import Column, blank, heading, lines, note_lines, report_table, table
 from nsightlab.present.resultviews import draw_result
 
 if TYPE_CHECKING:
@@ -172,4 +172,4 @@ def report_files(env: Env, files: ReportFiles) -> None:
         out.append(f"figure: {f.png} (and .svg)")
     lines(env, out, bullet="")
     if files.notes:
-        lines(env, [f"note: {n}" for n in files.notes], bullet="")
+        note_lines(env, files.notes)
