@@ -2,10 +2,10 @@
 same figures as the CSV exports of the same capture, in every schema era, read-only, and
 bad input as one line.
 
-No real nsys SQLite export with a licence that allows keeping it was found in public
-repositories (tests/data/traces/SOURCES.md): the exports here are written by
-tests/nsys_sqlite_build.py in the exporter's own schema, from real CSV exports where there
-are some (the vernier captures) and from hand-built captures whose answer is known."""
+The exports here are written by tests/nsys_sqlite_build.py in the exporter's own schema,
+from real CSV exports where there are some (the vernier captures) and from hand-built
+captures whose answer is known. Two real exports (nsys 2022.2 and 2024.5) are read in
+tests/test_nsys_sqlite_real.py."""
 
 from __future__ import annotations
 

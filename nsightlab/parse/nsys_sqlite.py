@@ -70,6 +70,11 @@ META_TABLES = ("META_DATA_EXPORT", "EXPORT_META_DATA")
 PUSH_POP = (59, 70)  # NvtxPushPopRange, NvtxtPushPopRange
 START_END = (60, 71)  # NvtxStartEndRange, NvtxtStartEndRange
 DOMAIN_CREATE = 75
+# The event classes (ENUM_NSYS_EVENT_CLASS) of the backtraces nsys keeps in the CUDA API
+# table when it records them (`--cudabacktrace`): TRACE_PROCESS_EVENT_CUDABACKTRACE and its
+# _START and _FINISH. A backtrace row repeats a call, with the call's correlation id; it is
+# not a call, so it is left out of the counts and of the launch join.
+BACKTRACE_CLASSES = (67, 68, 69)
 
 # CUPTI's memcpy kinds, for exports without ENUM_CUDA_MEMCPY_OPER (before 2022), in the
 # spelling nsys printed then.
@@ -227,6 +232,21 @@ class NsysSqlite:
         cols = self.tables.get(table)
         return cols is not None and all(c in cols for c in columns)
 
+    def calls_only(self, alias: str = "") -> str:
+        """The SQL condition that keeps the CUDA API table's calls and drops the backtraces
+        recorded beside them (`BACKTRACE_CLASSES`, or the classes the export's own enum
+        names so); "1" where the table has no event classes."""
+        if not self.has(RUNTIME, "eventClass"):
+            return "1"
+        if not hasattr(self, "_backtrace_classes"):
+            classes: tuple[int, ...] = BACKTRACE_CLASSES
+            if self.has("ENUM_NSYS_EVENT_CLASS", "id", "name"):
+                sql = "SELECT id FROM ENUM_NSYS_EVENT_CLASS WHERE name LIKE '%CUDABACKTRACE%'"
+                named = tuple(i for (i,) in self.query(sql) if type(i) is int)
+                classes = named or classes
+            self._backtrace_classes = ", ".join(str(i) for i in classes)
+        return f"{alias}eventClass NOT IN ({self._backtrace_classes})"
+
     def _version(self) -> tuple[str | None, str | None]:
         meta = next((t for t in META_TABLES if self.has(t, "name", "value")), None)
         if meta is None:
@@ -360,7 +380,7 @@ class NsysSqlite:
                 f"SELECT o.start, o.e, o.name, o.skey, coalesce(o.corr, -1), coalesce(r.start, -1), {thread} "
                 f"FROM ({ops}) AS o LEFT JOIN {RUNTIME} AS r "
                 "ON r.correlationId = o.corr AND (o.gpid IS NULL OR r.globalTid >> 24 = o.gpid >> 24) "
-                "ORDER BY o.start"
+                f"AND {self.calls_only('r.')} ORDER BY o.start"
             )
         else:
             sql = (
@@ -407,24 +427,25 @@ class NsysSqlite:
 
     def api_rows(self, name_ids: Sequence[object] | None = None) -> Iterator[tuple[object, ...]]:
         """(start, end, nameId, correlationId, globalTid) of every CUDA runtime and driver
-        call (or only those of the functions `name_ids` names), in start order."""
+        call (or only those of the functions `name_ids` names), in start order; no
+        backtraces."""
         if not self.has(RUNTIME, "start", "end", "nameId"):
             return iter(())
         corr = "correlationId" if self.has(RUNTIME, "correlationId") else "NULL"
         gtid = "globalTid" if self.has(RUNTIME, "globalTid") else "NULL"
-        sql = f'SELECT start, "end", nameId, {corr}, {gtid} FROM {RUNTIME}'
+        sql = f'SELECT start, "end", nameId, {corr}, {gtid} FROM {RUNTIME} WHERE {self.calls_only()}'
         if name_ids is None:
             return self.query(f"{sql} ORDER BY start")
         if not name_ids:
             return iter(())
         marks = ", ".join("?" * len(name_ids))
-        return self.query(f"{sql} WHERE nameId IN ({marks}) ORDER BY start", name_ids)
+        return self.query(f"{sql} AND nameId IN ({marks}) ORDER BY start", name_ids)
 
     def api_name_ids(self) -> list[object]:
         """The name ids of the CUDA API functions called (each once)."""
         if not self.has(RUNTIME, "nameId"):
             return []
-        return [row[0] for row in self.query(f"SELECT DISTINCT nameId FROM {RUNTIME}")]
+        return [row[0] for row in self.query(f"SELECT DISTINCT nameId FROM {RUNTIME} WHERE {self.calls_only()}")]
 
     def api_summary(self) -> Iterator[tuple[object, ...]]:
         """(nameId, calls, total, min, max, sum of squares) per CUDA API function, by SQLite."""
@@ -432,7 +453,7 @@ class NsysSqlite:
             return iter(())
         return self.query(
             f'SELECT nameId, count(*), sum("end" - start), min("end" - start), max("end" - start), '
-            f'total(("end" - start) * ("end" - start)) FROM {RUNTIME} GROUP BY nameId'
+            f'total(("end" - start) * ("end" - start)) FROM {RUNTIME} WHERE {self.calls_only()} GROUP BY nameId'
         )
 
     # ------------------------------------------------------------------ memory operations
