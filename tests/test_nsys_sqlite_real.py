@@ -206,6 +206,12 @@ def test_the_tables_of_both_exports(capsys: pytest.CaptureFixture[str], exports:
     r = run_cli(capsys, "analyze", str(exports[CLOVERLEAF]))
     assert r.code == 0, r
     assert "NVIDIA A100-SXM4-80GB" in r.out and "1,312 kernels" in r.out
+    # the missing NVTX table is one note, with how to add ranges
+    assert [n for n in r.out.splitlines() if "NVTX" in n and n.startswith("note:")] == [
+        "note: no NVTX in this report (it has no NVTX_EVENTS table), so no per-range times or rates: wrap the code "
+        'to measure in an NVTX range, `with torch.cuda.nvtx.range("step"):` (or `torch.cuda.nvtx.range_push("step")` '
+        "... `torch.cuda.nvtx.range_pop()`), and trace it with `-t cuda,nvtx`"
+    ]
     r = run_cli(capsys, "analyze", str(exports[SAXPY]))
     assert r.code == 0, r
     assert "MPI:MPI_Send" in r.out and "5 kernels and 15 memory copies" in r.out

@@ -210,7 +210,10 @@ def build_profile(
                 )
             )
         if per_range:
-            notes.append("the script wrote no work description (bytes, FLOPs per call): ranges are shown without rates")
+            notes.append(
+                "no work description (the bytes and FLOPs of one call, which the lab scripts write beside their "
+                "profile) came with this profile: ranges are shown without rates"
+            )
         else:
             timing_source, why = no_rates(report, profiler)
             notes.append(why)

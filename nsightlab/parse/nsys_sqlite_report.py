@@ -60,6 +60,10 @@ def _pct(part: float, whole: float) -> float | None:
     return round(100.0 * part / whole, 1) if whole > 0 else None
 
 
+# The note for an export without NVTX_EVENTS.
+NO_NVTX = "no NVTX in this report (it has no NVTX_EVENTS table: trace with `-t cuda,nvtx`)"
+
+
 def build_report(trace: SqliteTrace) -> NsysReport:
     """Every summary report the export has data for; see the module docstring."""
     db = trace.db
@@ -85,7 +89,7 @@ def build_report(trace: SqliteTrace) -> NsysReport:
         if ranges.unclosed:
             report.skipped.append(f"{ranges.unclosed} NVTX range(s) never ended (no end time): left out")
     else:
-        report.skipped.append("no NVTX in this report (it has no NVTX_EVENTS table: trace with `-t cuda,nvtx`)")
+        report.skipped.append(NO_NVTX)
     if not db.has(RUNTIME, "start"):
         report.skipped.append("no CUDA API calls in this report (no CUPTI_ACTIVITY_KIND_RUNTIME table)")
     if db.dangling:

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Literal
 
 from nsightlab.errors import ParseError, UsageError
 from nsightlab.parse.nsys_sqlite import CUDA_TABLES, NVTX, RUNTIME
-from nsightlab.parse.nsys_sqlite_report import build_report
+from nsightlab.parse.nsys_sqlite_report import NO_NVTX, build_report
 from nsightlab.parse.nsys_sqlite_trace import SqliteTrace
 from nsightlab.runs.timeline import TraceOptions, attach_steps, sqlite_anatomy
 
@@ -127,6 +127,14 @@ def sqlite_result(
             f"no kernel was launched inside the NVTX ranges{why}, so no rates" if "nvtx_kern_sum" in n else n
             for n in result.notes
         ]
+    if NO_NVTX in report.skipped and result.timing_source == "none: no NVTX ranges":
+        # one note for the missing ranges: the report's (what the export lacks), with the how-to
+        from nsightlab.analysis.explain.profile_words import NVTX_HOWTO
+
+        result.notes = [n for n in result.notes if not n.startswith("no NVTX ranges in this profile")]
+        report.skipped[report.skipped.index(NO_NVTX)] = (
+            f"no NVTX in this report (it has no NVTX_EVENTS table), so no per-range times or rates: {NVTX_HOWTO}"
+        )
     result.notes.extend(report.skipped)
     result.notes.extend(stale_notes(path))
     result.kernel_grouping = GROUPING if report.kernels is not None else None
