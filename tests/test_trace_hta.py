@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pytest
 
+from nsightlab.analysis.explain.step_words import step_verdict
 from nsightlab.analysis.intervals import union_length
 from nsightlab.analysis.steps import analyze_kineto
 from nsightlab.parse import kineto
@@ -105,3 +106,15 @@ def test_triton_trace_hta_counts_a_cpu_op_with_a_stream() -> None:
     # (95.812 us, `stream: 0`) joined with it.
     assert (summary.span_ms, summary.gpu_busy_pct, summary.kernels) == (0.00176, 100.0, 1)
     assert hta["kernel_time(us)"] == 94.0 and hta["idle_time(us)"] == 0.0
+
+
+def test_a_step_that_compiles_after_its_one_kernel_is_the_hosts() -> None:
+    # ProfilerStep#1 holds Triton's first call: one 1.76 us kernel, then 13.3 s of the host in
+    # the step (compiling) with the GPU idle. That is the host's time, not launch overhead:
+    # a CUDA graph would not shorten it.
+    (group,) = analyze_kineto(DATA / "hta_triton_example.json.gz").groups
+    (step,) = group.steps
+    assert step.idle_after_last_ns > 13_000_000_000 and step.idle_between_kernels_ns == 0
+    verdict = step_verdict(group)
+    assert verdict.kind == "host-bound" and "after its last operation, the host still in the step" in verdict.text
+    assert "after its GPU work ends" in verdict.next_step and "CUDA graph" not in verdict.next_step

@@ -33,7 +33,7 @@ from nsightlab.analysis.explain.step_words import step_verdict
 from nsightlab.analysis.intervals import IntervalUnion, union_length
 from nsightlab.analysis.period import Period, find_period
 from nsightlab.analysis.steps import StepGroup, analyze_gpu_trace, analyze_kineto, range_matches
-from nsightlab.analysis.verdicts import LAUNCH_BOUND_IDLE_PCT, NEAR_FLOOR_RATIO, memory_floor
+from nsightlab.analysis.verdicts import HOST_BOUND_WAIT_PCT, LAUNCH_BOUND_IDLE_PCT, NEAR_FLOOR_RATIO, memory_floor
 from nsightlab.errors import UsageError
 
 DATA = Path(__file__).parent / "data" / "traces"
@@ -312,7 +312,9 @@ def test_nsys_steps_by_launch_grouped_by_mode(tmp_path: Path) -> None:
         "memops": 2,
     }
     _expect_modes(result)
-    assert step_verdict(result.groups[0]).kind == "launch-bound"
+    # the eager steps' ranges run on 1.2 us after their GPU work: with the 0.5 us before it,
+    # the GPU waits for the host 57% of the step
+    assert step_verdict(result.groups[0]).kind == "host-bound"
 
 
 def test_nsys_steps_from_projection_only(tmp_path: Path) -> None:
@@ -495,7 +497,19 @@ def test_floor() -> None:
 
 def test_verdicts_name_their_thresholds(tmp_path: Path) -> None:
     group = _group(tmp_path)
-    launch = step_verdict(group)
+    # each replay's range runs on 1 us after its 0.5 us of GPU work: the GPU waits for the host
+    host = step_verdict(group)
+    assert host.kind == "host-bound" and f">= {HOST_BOUND_WAIT_PCT:g}% waiting" in host.text
+    assert "waited 1.50 us for the host (75% of the step; 1.00 us of it after its last operation" in host.text
+    idle = group.model_copy(deep=True)
+    for t in idle.steps:  # the same idle time, between the kernels instead
+        t.idle_between_kernels_ns += t.idle_waiting_for_host_ns + t.idle_after_last_ns
+        t.idle_waiting_for_host_ns = t.idle_after_last_ns = 0
+    inferred = group.model_copy(deep=True)
+    for t in inferred.steps:  # no host range (steps inferred from the operations): the time after has no known cause
+        t.cpu_start_ns = t.cpu_end_ns = None
+    assert step_verdict(inferred).kind == "launch-bound"
+    launch = step_verdict(idle)
     assert launch.kind == "launch-bound"
     assert "idle 75%" in launch.text and f">= {LAUNCH_BOUND_IDLE_PCT:g}% idle" in launch.text
     # the steps are graph replays: never told to capture a graph

@@ -72,9 +72,25 @@ def test_launch_bound_advice_follows_the_step_and_the_command(tmp_path: Path) ->
     graph = _verdict(_group(tmp_path, gap=20, graph=True))
     assert graph.kind == "launch-bound" and CAPTURE not in graph.next_step
     assert "graph replay already" in graph.next_step and f">= {LAUNCH_BOUND_IDLE_PCT:g}% idle" in graph.text
-    # idle after the last kernel, not between kernels: the split says which, largest first
+    # the idle time split by cause, largest first
+    split = _verdict(_group(tmp_path, gap=20, graph=False, tail=100))
+    assert split.kind == "launch-bound" and "(180 us between kernels, 100 us after the last)" in split.text
+
+
+def test_the_host_busy_after_the_steps_gpu_work_is_the_host_not_launches(tmp_path: Path) -> None:
+    # idle after the last kernel while the step's host range is still open: the GPU waits for
+    # the host to finish the step, and a graph would not help
     tail = _verdict(_group(tmp_path, gap=0, graph=False, tail=300))
-    assert tail.kind == "launch-bound" and "(300 us after the last" in tail.text
+    assert (
+        tail.kind == "host-bound"
+        and "waited 300 us for the host (75% of the step; 300 us of it after its last operation" in tail.text
+    )
+    assert "after its GPU work ends" in tail.next_step and CAPTURE not in tail.next_step
+    generic = step_verdict(_group(tmp_path, gap=0, graph=False, tail=300))
+    assert generic.kind == "host-bound" and "; 300 us of it after its last operation" in generic.text
+    # before the work and after it, together
+    both = _verdict(_group(tmp_path, gap=0, graph=False, host_wait=40, tail=60))
+    assert both.kind == "host-bound" and "waited 100 us for the host (50% of the step; 60.0 us of it after" in both.text
 
 
 def test_the_floor_words_follow_the_ratio_and_the_cache(tmp_path: Path) -> None:

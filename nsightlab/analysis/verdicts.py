@@ -24,7 +24,9 @@ class _Model(Model):
 
 
 # A step is host-bound when the GPU waits for the host at least this share of it (and
-# longer than it idles between kernels).
+# longer than it idles between kernels): before the step's GPU work while its host range
+# is open, in its synchronisations, and after its last GPU operation while the host is
+# still in the step.
 HOST_BOUND_WAIT_PCT = 30.0
 # A step is launch-bound when the GPU sits idle for at least this share of it.
 LAUNCH_BOUND_IDLE_PCT = 30.0
@@ -108,6 +110,16 @@ def median_step(group: StepGroup) -> StepTiming:
     return group.steps[group.median_step]
 
 
+def host_wait_ns(m: StepTiming) -> int:
+    """The time the GPU waits for the host in a step: before its GPU work and in its
+    synchronisations (`idle_waiting_for_host_ns`), and after its last GPU operation while
+    its host range is still open (`idle_after_last_ns` of a step with a host range: the
+    host is busy at the step's end). A step inferred from the operations alone has no host
+    range: its idle time after the last operation has no known cause, and stays idle."""
+    after = m.idle_after_last_ns if m.cpu_end_ns is not None else 0
+    return m.idle_waiting_for_host_ns + after
+
+
 def decide(
     group: StepGroup,
     *,
@@ -125,7 +137,8 @@ def decide(
     m = median_step(group)
     window = m.window_ns
     idle_pct = 100.0 * m.idle_ns / window if window else 0.0
-    wait_pct = 100.0 * m.idle_waiting_for_host_ns / window if window else 0.0
+    host_ns = host_wait_ns(m)
+    wait_pct = 100.0 * host_ns / window if window else 0.0
     ratio = None
     if floor is not None:
         ratio = group.anatomy.step_ms.median / floor.floor_ms if floor.floor_ms > 0 else math.inf
@@ -134,7 +147,7 @@ def decide(
         intensity = flop_per_step / floor.bytes_per_step
     cached = floor is not None and cache_bytes is not None and floor.bytes_per_step <= cache_bytes
     kind: VerdictKind
-    if wait_pct >= HOST_BOUND_WAIT_PCT and m.idle_waiting_for_host_ns >= m.idle_between_kernels_ns:
+    if wait_pct >= HOST_BOUND_WAIT_PCT and host_ns >= m.idle_between_kernels_ns:
         kind = "host-bound"
     elif idle_pct >= LAUNCH_BOUND_IDLE_PCT:
         kind = "launch-bound"

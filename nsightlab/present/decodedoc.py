@@ -197,11 +197,14 @@ def batch_sweep_table(sweep: Sequence[BatchPoint], title: str | None = None) -> 
 def trace_line(t: TraceSummary, cpu: bool) -> str:
     """The whole timeline in one sentence, each figure saying what it measures."""
     unit = "CPU" if cpu else "GPU"
-    what, lanes = ("ops", "thread") if cpu else ("kernels", "stream")
+    what, lanes = ("op", "thread") if cpu else ("kernel", "stream")
+    what += "s" if t.kernels != 1 else ""
     busy = f"{unit} busy {units.percent(t.gpu_busy_pct)}"
     if not cpu and t.kernel_busy_pct is not None and t.memops:
         busy += f" ({units.percent(t.kernel_busy_pct)} kernels alone)"
-    memops = f" and {t.memops:,} memory copies and sets" if not cpu and t.memops else ""
+    memops = ""
+    if not cpu and t.memops:
+        memops = f" and {t.memops:,} memory {'copy or set' if t.memops == 1 else 'copies and sets'}"
     return (
         f"whole trace: its {unit} work spans {units.duration(t.span_ms / 1e3)} (first to last operation), {busy}, "
         f"{t.kernels:,} {what}{memops} on {t.streams} {lanes}{'s' if t.streams != 1 else ''}"

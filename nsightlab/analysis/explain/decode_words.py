@@ -21,6 +21,7 @@ from nsightlab.analysis.explain.step_words import (
     RULE,
     graph_words,
     host_next_step,
+    host_wait_words,
     host_words,
     idle_parts,
     launch_next_step,
@@ -124,8 +125,8 @@ def verdict(
         return Verdict(
             kind="host-bound",
             text=(
-                f"{head}; the {unit} waited {_ms_text(anatomy.idle_ms_per_step.waiting_for_host)} for the host "
-                f"({units.percent(d.wait_pct)} of the step){'; ' + blocked if blocked else ''}; its own work took "
+                f"{head}; the {unit} waited {host_wait_words(m, units.percent(d.wait_pct))}"
+                f"{'; ' + blocked if blocked else ''}; its own work took "
                 f"{_ms_text((m.gpu_end_ns or 0) / 1e6 - (m.gpu_start_ns or 0) / 1e6)}: host-bound {RULE}"
             ),
             next_step=host_next_step(m),

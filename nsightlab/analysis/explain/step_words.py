@@ -16,6 +16,7 @@ from nsightlab.analysis.verdicts import (
     Floor,
     Verdict,
     decide,
+    host_wait_ns,
     thresholds,
 )
 
@@ -66,11 +67,23 @@ def host_words(m: StepTiming) -> str:
 def host_next_step(m: StepTiming) -> str:
     """Where to look when the GPU waits for the host."""
     first = f"start with the {m.longest_sync} that blocked the host {_ms(m.longest_sync_ns)}; then " if m.syncs else ""
-    return (
-        f"{first}look at what the host does in the step before its GPU work begins (scheduling, input "
-        "preparation, sampling, Python): the step's CPU ops in the trace (Perfetto), or py-spy on the "
-        "process; a faster GPU step will not help until the host keeps the GPU fed"
+    where = (
+        "after its GPU work ends (sampling, output processing, compiling, Python)"
+        if host_wait_ns(m) > 2 * m.idle_waiting_for_host_ns
+        else "before its GPU work begins (scheduling, input preparation, sampling, Python)"
     )
+    return (
+        f"{first}look at what the host does in the step {where}: the step's CPU ops in the trace (Perfetto), "
+        "or py-spy on the process; a faster GPU step will not help until the host keeps the GPU fed"
+    )
+
+
+def host_wait_words(m: StepTiming, pct: str) -> str:
+    """'5 ms for the host (40% of the step)' and, when some of it came after the step's GPU
+    work, how much."""
+    after = host_wait_ns(m) - m.idle_waiting_for_host_ns
+    tail = f"; {_ms(after)} of it after its last operation, the host still in the step" if after else ""
+    return f"{_ms(host_wait_ns(m))} for the host ({pct} of the step{tail})"
 
 
 def launch_next_step(m: StepTiming, graph_advice: str) -> str:
@@ -124,8 +137,8 @@ def step_verdict(
         blocked = host_words(m)
         return Verdict(
             kind="host-bound",
-            text=f"{head}; the GPU waited {_ms(m.idle_waiting_for_host_ns)} for the host "
-            f"({units.percent(d.wait_pct)} of the step){'; ' + blocked if blocked else ''}: host-bound {RULE}",
+            text=f"{head}; the GPU waited {host_wait_words(m, units.percent(d.wait_pct))}"
+            f"{'; ' + blocked if blocked else ''}: host-bound {RULE}",
             next_step=host_next_step(m),
             thresholds=thresholds(),
         )
