@@ -4,7 +4,8 @@
     python bench/startup.py --analyze TRACE [--against REV]   (analyze's fixed cost: a small trace's
         `analyze --json`, and its tables, against `python -c "import typer, rich, pydantic"`,
         beside an empty interpreter and the floor of the stack itself: pydantic's models and
-        Typer's parameter adapters loaded, no nsightlab code)
+        Typer's parameter adapters loaded, and a minimal Typer command printing a pydantic
+        model, no nsightlab code)
 
 The nsightlab timed is this checkout's (its package first on sys.path, whatever is
 installed). `--against REV` (repeatable) adds `nsightlab --help` from a checkout of REV (a
@@ -75,6 +76,29 @@ def main() -> int:
 
 FLOOR_CODE = "import typer, rich, pydantic; pydantic.BaseModel; import typer._adapters"
 FLOOR = "the stack's floor (typer, rich, pydantic's models, Typer's adapters)"
+# The same floor in use: a Typer command with analyze's five parameters that prints a
+# pydantic model as JSON. Building the adapters and the model loads what the imports alone
+# do not (pydantic's plugin look-up, with importlib.metadata), as every such command does.
+MINIMAL_APP = """
+from pathlib import Path
+from typing import Annotated, Optional
+import pydantic, typer
+class Result(pydantic.BaseModel):
+    path: str
+    kernels: int
+app = typer.Typer()
+@app.command()
+def analyze(
+    path: Annotated[Path, typer.Argument()],
+    step_range: Annotated[Optional[str], typer.Option("--step-range")] = None,
+    weights_gb: Annotated[Optional[float], typer.Option("--weights-gb")] = None,
+    kv_gb: Annotated[Optional[float], typer.Option("--kv-gb")] = None,
+    json_out: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    print(Result(path=str(path), kernels=0).model_dump_json())
+app()
+"""
+MINIMAL = "a Typer command with analyze's 5 parameters printing a pydantic model"
 
 
 def _analyze(trace: str, repeat: int, against: list[str]) -> int:
@@ -87,6 +111,7 @@ def _analyze(trace: str, repeat: int, against: list[str]) -> int:
         # code runs: pydantic's model machinery (`import pydantic` alone is lazy) and the
         # parameter adapters Typer builds with pydantic to convert each option's value.
         FLOOR: [sys.executable, "-c", FLOOR_CODE],
+        MINIMAL: [sys.executable, "-c", MINIMAL_APP, trace, "--json"],
         "nsightlab analyze --json": nsightlab_argv(ROOT, "analyze", trace, "--json"),
         "nsightlab analyze": nsightlab_argv(ROOT, "analyze", trace),
     }
@@ -97,6 +122,8 @@ def _analyze(trace: str, repeat: int, against: list[str]) -> int:
     print(table(results, bare))
     print(compare(results, "nsightlab analyze --json", bare))
     print(compare(results, FLOOR, bare))
+    print(compare(results, MINIMAL, bare))
+    print(compare(results, "nsightlab analyze --json", MINIMAL))
     for rev in trees:
         print(compare(results, "nsightlab analyze --json", f"analyze --json at {rev}"))
     return 0
