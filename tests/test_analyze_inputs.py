@@ -181,3 +181,49 @@ def test_a_folder_with_two_sqlite_exports_names_them(capsys: pytest.CaptureFixtu
     r = run_cli(capsys, "analyze", str(tmp_path))
     assert r.code == 2 and "holds 2 nsys SQLite exports (a.sqlite, b.sqlite)" in r.err, r
     assert f"nsightlab analyze {tmp_path / 'a.sqlite'}" in r.err
+
+
+def _pty_read(fd: int) -> bytes:
+    os.set_blocking(fd, False)
+    data = b""
+    while True:
+        try:
+            chunk = os.read(fd, 65536)
+        except (BlockingIOError, OSError):
+            return data
+        if not chunk:
+            return data
+        data += chunk
+
+
+def test_a_large_input_is_read_under_a_spinner_on_a_terminal_only(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import io
+
+    from nsightlab.cli import main, offline
+
+    trace = Path(__file__).parent / "data" / "traces" / "hta_triton_example.json.gz"
+    monkeypatch.setattr(offline, "SLOW_BYTES", 1)  # every file counts as large
+    # stderr no terminal: no spinner, and the JSON alone on stdout
+    r = run_cli(capsys, "analyze", str(trace), "--json")
+    assert r.code == 0 and "analysing" not in r.err and json.loads(r.out)["kind"]
+    # stderr a terminal: the spinner names the file and its size, and stdout is the JSON alone
+    master, slave = os.openpty()
+    err = os.fdopen(slave, "w", buffering=1)
+    out = io.StringIO()
+    with capsys.disabled():
+        monkeypatch.setattr(sys, "stderr", err)
+        monkeypatch.setattr(sys, "stdout", out)
+        try:
+            main(["analyze", str(trace), "--json"])
+        except SystemExit as e:
+            assert e.code in (0, None)
+        finally:
+            err.flush()
+            monkeypatch.undo()
+    shown = _pty_read(master).decode()
+    err.close()
+    os.close(master)
+    assert "analysing hta_triton_example.json.gz (" in shown and "KiB)" in shown
+    assert json.loads(out.getvalue())["kind"]

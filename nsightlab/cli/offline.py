@@ -1,14 +1,21 @@
 """`analyze`: the live commands' tables from files you already have, offline."""
 
+import contextlib
+import os
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from pydantic import BaseModel
 
+from nsightlab import units
 from nsightlab.cli.common import JsonOpt, make_env, show
 from nsightlab.present.console import Env
 from nsightlab.runs.analyze import analyze_path
+
+# An input this large takes seconds to read (a million kernels: about 5 s): a spinner on
+# the terminal says what is being read meanwhile.
+SLOW_BYTES = 32 << 20
 
 commands = typer.Typer(rich_markup_mode=None)
 
@@ -67,8 +74,24 @@ def analyze(
       nsightlab analyze ./gpu-run-h200/
     """
     env = make_env(json_out)
-    result = analyze_path(path, step_range=step_range, weights_gb=weights_gb, kv_gb=kv_gb)
+    with _reading(env, path):
+        result = analyze_path(path, step_range=step_range, weights_gb=weights_gb, kv_gb=kv_gb)
     show(env, result, _draw)
+
+
+def _reading(env: Env, path: Path) -> contextlib.AbstractContextManager[Any]:
+    """A spinner on stderr (a terminal's only) while a large file or folder is read."""
+    try:
+        if path.is_dir():
+            with os.scandir(path) as entries:
+                size = sum(e.stat().st_size for e in entries if e.is_file())
+        else:
+            size = path.stat().st_size
+    except OSError:  # analyze_path says what is wrong with it
+        return contextlib.nullcontext()
+    if size < SLOW_BYTES or not env.err_tty:
+        return contextlib.nullcontext()
+    return env.status(f"analysing {path.name or path} ({units.size(size)})")
 
 
 def _draw(env: Env, result: BaseModel) -> None:
