@@ -27,8 +27,7 @@ def analyze(
         typer.Argument(
             help="a stored run (id, prefix, 'latest') or its folder, nsys CSV exports (folder), a cuda_gpu_trace CSV, "
             "a Kineto trace (.json, .json.gz), an nsys SQLite export (.sqlite), a .nsys-rep, nsys console output, an "
-            "ncu CSV, a "
-            "lesson1/torchprof/sweep/decode JSON, or the folder bench/gpu_run.sh wrote."
+            "ncu CSV, a lesson1/torchprof/sweep/decode JSON, or the folder bench/gpu_run.sh wrote."
         ),
     ],
     step_range: Annotated[
@@ -59,9 +58,10 @@ def analyze(
 
     From nsys output: the kernels, the NVTX ranges, the CUDA API calls and the memory
     operations, and why there are no rates when nothing says what one call did. With a
-    GPU timeline (a cuda_gpu_trace export, a Kineto trace, a .sqlite export, a .nsys-rep) it adds the step
-    anatomy: step time, GPU idle between kernels, the top kernels, a verdict. The folder
-    bench/gpu_run.sh wrote: every record, and its figures against physical bounds.
+    GPU timeline (a cuda_gpu_trace export, a Kineto trace, a .sqlite export, a .nsys-rep)
+    it adds the step anatomy: step time, GPU idle between kernels, the top kernels, a
+    verdict. The folder bench/gpu_run.sh wrote: every record, and its figures against
+    physical bounds.
 
     \b
     Example:

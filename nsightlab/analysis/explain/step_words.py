@@ -67,9 +67,10 @@ def host_words(m: StepTiming) -> str:
 def host_next_step(m: StepTiming) -> str:
     """Where to look when the GPU waits for the host."""
     first = f"start with the {m.longest_sync} that blocked the host {_ms(m.longest_sync_ns)}; then " if m.syncs else ""
+    after = host_wait_ns(m) - m.idle_waiting_for_host_ns
     where = (
         "after its GPU work ends (sampling, output processing, compiling, Python)"
-        if host_wait_ns(m) > 2 * m.idle_waiting_for_host_ns
+        if after > m.idle_waiting_for_host_ns
         else "before its GPU work begins (scheduling, input preparation, sampling, Python)"
     )
     return (
