@@ -200,6 +200,11 @@ def test_an_nsys_2022_export_counts_each_launch_once_beside_its_backtrace(
     assert expected["MPI:MPI_Send"] == 10 and expected["saxpy"] == 5
     # each saxpy range launches one kernel: the projection counts five, not ten
     assert ranges["saxpy"]["kernel_instances"] == 5 and ranges["saxpy"]["gpu_ns"] == 88_573_480
+    # no step ranges: steps from the repeating sequence, each followed by ~177 ms with nothing
+    # queued while the host does MPI; that is the host's time, not the launches'
+    (group,) = data["steps"]
+    assert (group["source"], group["count"], group["verdict"]["kind"]) == ("repeating-sequence", 5, "host-bound")
+    assert "between steps" in group["verdict"]["next_step"] and "CUDA graph" not in group["verdict"]["next_step"]
 
 
 def test_the_tables_of_both_exports(capsys: pytest.CaptureFixture[str], exports: dict[str, Path]) -> None:

@@ -506,9 +506,11 @@ def test_verdicts_name_their_thresholds(tmp_path: Path) -> None:
         t.idle_between_kernels_ns += t.idle_waiting_for_host_ns + t.idle_after_last_ns
         t.idle_waiting_for_host_ns = t.idle_after_last_ns = 0
     inferred = group.model_copy(deep=True)
-    for t in inferred.steps:  # no host range (steps inferred from the operations): the time after has no known cause
+    for t in inferred.steps:  # no host range (steps inferred from the operations): nothing queued after the work
         t.cpu_start_ns = t.cpu_end_ns = None
-    assert step_verdict(inferred).kind == "launch-bound"
+    unseen = step_verdict(inferred)
+    assert unseen.kind == "host-bound" and "nothing queued until the next step's first" in unseen.text
+    assert "between steps (the trace has no host ranges" in unseen.next_step
     launch = step_verdict(idle)
     assert launch.kind == "launch-bound"
     assert "idle 75%" in launch.text and f">= {LAUNCH_BOUND_IDLE_PCT:g}% idle" in launch.text

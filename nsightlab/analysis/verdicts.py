@@ -111,13 +111,12 @@ def median_step(group: StepGroup) -> StepTiming:
 
 
 def host_wait_ns(m: StepTiming) -> int:
-    """The time the GPU waits for the host in a step: before its GPU work and in its
-    synchronisations (`idle_waiting_for_host_ns`), and after its last GPU operation while
-    its host range is still open (`idle_after_last_ns` of a step with a host range: the
-    host is busy at the step's end). A step inferred from the operations alone has no host
-    range: its idle time after the last operation has no known cause, and stays idle."""
-    after = m.idle_after_last_ns if m.cpu_end_ns is not None else 0
-    return m.idle_waiting_for_host_ns + after
+    """The time the GPU waits for the host in a step, with nothing queued: before its GPU
+    work and in its synchronisations (`idle_waiting_for_host_ns`), and after its last GPU
+    operation (`idle_after_last_ns`): while its host range is still open, or, for a step
+    inferred from the operations alone, until the next step's first operation. Idle time
+    between the step's own kernels is not in it: that is the launches' (`decide`)."""
+    return m.idle_waiting_for_host_ns + m.idle_after_last_ns
 
 
 def decide(

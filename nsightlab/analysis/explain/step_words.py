@@ -67,10 +67,16 @@ def host_words(m: StepTiming) -> str:
 def host_next_step(m: StepTiming) -> str:
     """Where to look when the GPU waits for the host."""
     first = f"start with the {m.longest_sync} that blocked the host {_ms(m.longest_sync_ns)}; then " if m.syncs else ""
-    after = host_wait_ns(m) - m.idle_waiting_for_host_ns
+    if m.cpu_end_ns is None:  # steps inferred from the operations: the trace shows no host
+        return (
+            f"{first}look at what the host does between steps (the trace has no host ranges: mark the step with an "
+            'NVTX range, `with torch.cuda.nvtx.range("step"):`, and profile again, or give a range the trace has '
+            "with --step-range), or py-spy on the process; a faster GPU step will not help until the host keeps "
+            "the GPU fed"
+        )
     where = (
         "after its GPU work ends (sampling, output processing, compiling, Python)"
-        if after > m.idle_waiting_for_host_ns
+        if m.idle_after_last_ns > m.idle_waiting_for_host_ns
         else "before its GPU work begins (scheduling, input preparation, sampling, Python)"
     )
     return (
@@ -82,8 +88,13 @@ def host_next_step(m: StepTiming) -> str:
 def host_wait_words(m: StepTiming, pct: str) -> str:
     """'5 ms for the host (40% of the step)' and, when some of it came after the step's GPU
     work, how much."""
-    after = host_wait_ns(m) - m.idle_waiting_for_host_ns
-    tail = f"; {_ms(after)} of it after its last operation, the host still in the step" if after else ""
+    after = m.idle_after_last_ns
+    if not after:
+        tail = ""
+    elif m.cpu_end_ns is None:
+        tail = f"; {_ms(after)} of it after its last operation, nothing queued until the next step's first"
+    else:
+        tail = f"; {_ms(after)} of it after its last operation, the host still in the step"
     return f"{_ms(host_wait_ns(m))} for the host ({pct} of the step{tail})"
 
 
