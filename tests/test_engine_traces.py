@@ -2,15 +2,13 @@
 tests/data/traces/SOURCES.md): the figures the issue reported as wrong, against the
 traces' own events and HolisticTraceAnalysis's breakdown, and traces derived from them
 whose answer is known (ranges stripped, steps concatenated, a host gap, a prefill among
-decodes). The files are found in tests/data/traces/engines/, shared/traces/engines/ or
-$NSIGHTLAB_ENGINE_TRACES; without them these tests are skipped, saying where to put them."""
+decodes). The files are in tests/data/traces/engines/."""
 
 from __future__ import annotations
 
 import functools
 import json
 import math
-import os
 from pathlib import Path
 from typing import Any
 
@@ -32,28 +30,10 @@ VLLM_B200 = "tracelens_vllm_eager_prefill_b200.json.gz"
 GPU_CATS = ("kernel", "gpu_memcpy", "gpu_memset")
 
 
-def _folder() -> Path | None:
-    env = os.environ.get("NSIGHTLAB_ENGINE_TRACES")
-    for place in (
-        Path(env) if env else None,
-        ROOT / "tests" / "data" / "traces" / "engines",
-        ROOT / "shared" / "traces" / "engines",
-        ROOT.parent / "shared" / "traces" / "engines",  # a shared/ beside the checkout
-    ):
-        if place is not None and (place / SGLANG_DECODE).is_file():
-            return place
-    return None
-
-
-FOLDER = _folder()
-pytestmark = pytest.mark.skipif(
-    FOLDER is None,
-    reason="the serving-engine traces are not here: put the files SOURCES.md lists in tests/data/traces/engines/",
-)
+FOLDER = ROOT / "tests" / "data" / "traces" / "engines"
 
 
 def _path(name: str) -> Path:
-    assert FOLDER is not None
     return FOLDER / name
 
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -26,8 +25,7 @@ from nsightlab.parse.kineto_batch import ns_column
 
 HERE = Path(__file__).resolve().parent
 TRACES = HERE / "data" / "traces"
-_ENGINES = os.environ.get("NSIGHTLAB_ENGINE_TRACES")
-REAL = sorted(TRACES.glob("hta_*.json.gz")) + (sorted(Path(_ENGINES).glob("*.json.gz")) if _ENGINES else [])
+REAL = sorted(TRACES.glob("hta_*.json.gz")) + sorted((TRACES / "engines").glob("*.json.gz"))
 
 Rows = dict[str, list[Any]]
 
