@@ -73,6 +73,7 @@ CONTRACT_STEPS = {
     "graph_replays_per_step",
     "syncs_per_step",
     "syncs_ms_per_step",
+    "other_busy_ms_per_step",
     "layer_period",
     "step_period",
 }

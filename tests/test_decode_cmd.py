@@ -66,6 +66,7 @@ STEPS = {
     "graph_replays_per_step",
     "syncs_per_step",
     "syncs_ms_per_step",
+    "other_busy_ms_per_step",
     "layer_period",
     "step_period",
 }

@@ -71,6 +71,7 @@ class DecodeSteps(Model):
     graph_replays_per_step: int | None = None
     syncs_per_step: int | None = None
     syncs_ms_per_step: float | None = None
+    other_busy_ms_per_step: float | None = None
     layer_period: int | None = None
     step_period: int | None = None
 

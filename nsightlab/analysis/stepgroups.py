@@ -129,6 +129,7 @@ def _anatomy(
         graph_replays_per_step=m.graph_replays,
         syncs_per_step=m.syncs,
         syncs_ms_per_step=ms(m.sync_ns),
+        other_busy_ms_per_step=ms(m.other_busy_ns),
         layer_period=inferred.layer_period if inferred else None,
         step_period=inferred.step_period if inferred else None,
     )

@@ -124,6 +124,9 @@ class StepAnatomy(_Model):
     graph_replays_per_step: int = 0
     syncs_per_step: int = 0
     syncs_ms_per_step: float = 0.0
+    # the median step's time in which only other work ran on the GPU (another step's, or
+    # work launched before the profile began): with the busy and idle parts, its window
+    other_busy_ms_per_step: float = 0.0
     layer_period: int | None = None  # inferred steps: the repeating layer, in GPU operations
     step_period: int | None = None  # inferred steps: the step, in GPU operations
 

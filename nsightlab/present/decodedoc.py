@@ -116,6 +116,12 @@ def step_lines(label: str, s: DecodeSteps, *, cpu: bool) -> list[str]:
             f"synchronisations: {s.syncs_per_step} per step, the host blocked "
             f"{units.duration((s.syncs_ms_per_step or 0) / 1e3)}"
         )
+    if s.other_busy_ms_per_step:
+        other = units.duration(s.other_busy_ms_per_step / 1e3)
+        parts.append(
+            f"other work: for {other} of the step the {'CPU' if cpu else 'GPU'} ran only operations not its own "
+            "(another step's, or launched before the profile began)"
+        )
     if s.step_period is not None and s.layer_period is not None:
         parts.append(f"a step is {s.step_period} GPU operations, a layer {s.layer_period}")
     return [f"{label}: " + "; ".join(parts)] if parts else []

@@ -280,6 +280,7 @@ def steps_from_group(
         graph_replays_per_step=a.graph_replays_per_step,
         syncs_per_step=a.syncs_per_step,
         syncs_ms_per_step=a.syncs_ms_per_step,
+        other_busy_ms_per_step=a.other_busy_ms_per_step,
         layer_period=a.layer_period,
         step_period=a.step_period,
     )
