@@ -235,3 +235,17 @@ def test_a_prefill_among_decodes_is_summarised_apart(tmp_path: Path) -> None:
     assert [(g.anatomy.phase, g.anatomy.count) for g in a.groups] == [("decode", 2), ("prefill", 1)]
     decode_group = a.groups[0]
     assert {t.phase for t in decode_group.steps} == {"decode"} and decode_group.anatomy.kernels_per_step == 550
+
+
+def test_the_steps_line_says_the_other_work_when_it_is_a_share_of_the_step(capsys: pytest.CaptureFixture[str]) -> None:
+    from clirun import run_cli
+
+    r = run_cli(capsys, "analyze", str(_path(HF_H100)))
+    assert r.code == 0, r
+    assert "; other work: for 13.5 ms of the step the GPU ran only operations not its own" in r.out
+    # 12 us of another step's work in a 474 ms step: in the JSON, not in the line
+    r = run_cli(capsys, "analyze", str(_path(SGLANG_DECODE)))
+    assert r.code == 0 and "other work" not in r.out
+    r = run_cli(capsys, "analyze", str(_path(SGLANG_DECODE)), "--json")
+    (g,) = json.loads(r.out)["steps"]
+    assert g["other_busy_ms_per_step"] == pytest.approx(0.0122, abs=1e-4)

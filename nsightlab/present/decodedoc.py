@@ -95,6 +95,10 @@ def steps_table(
     return Table(title=title, columns=columns, right=right, rows=rows)
 
 
+# The share of a step that other work must take to be said in its line (JSON always has it).
+OTHER_WORK_SHOWN = 0.01
+
+
 def step_lines(label: str, s: DecodeSteps, *, cpu: bool) -> list[str]:
     """What the table's row does not hold: the host range and GPU span beside the step
     time, graph replays, memory operations, synchronisations, the inferred periods."""
@@ -116,7 +120,7 @@ def step_lines(label: str, s: DecodeSteps, *, cpu: bool) -> list[str]:
             f"synchronisations: {s.syncs_per_step} per step, the host blocked "
             f"{units.duration((s.syncs_ms_per_step or 0) / 1e3)}"
         )
-    if s.other_busy_ms_per_step:
+    if s.other_busy_ms_per_step and s.other_busy_ms_per_step >= OTHER_WORK_SHOWN * s.step_ms.median:
         other = units.duration(s.other_busy_ms_per_step / 1e3)
         parts.append(
             f"other work: for {other} of the step the {'CPU' if cpu else 'GPU'} ran only operations not its own "
