@@ -249,3 +249,18 @@ def test_the_steps_line_says_the_other_work_when_it_is_a_share_of_the_step(capsy
     r = run_cli(capsys, "analyze", str(_path(SGLANG_DECODE)), "--json")
     (g,) = json.loads(r.out)["steps"]
     assert g["other_busy_ms_per_step"] == pytest.approx(0.0122, abs=1e-4)
+
+
+def test_a_memory_bound_step_is_sent_to_its_vendors_kernel_profiler(capsys: pytest.CaptureFixture[str]) -> None:
+    from clirun import run_cli
+
+    # with 1 GB to read per step, each forward pass is far from its floor: look into its kernels
+    advice = {}
+    for name in (HF_H100, HF_MI300):
+        r = run_cli(capsys, "analyze", str(_path(name)), "--weights-gb", "1", "--json")
+        assert r.code == 0, r
+        (g,) = json.loads(r.out)["steps"]
+        assert g["verdict"]["kind"] == "memory-bound"
+        advice[name] = g["verdict"]["next_step"]
+    assert "with ncu" in advice[HF_H100] and "rocprof" not in advice[HF_H100]
+    assert "with rocprof-compute, ROCm's kernel profiler" in advice[HF_MI300] and "ncu" not in advice[HF_MI300]

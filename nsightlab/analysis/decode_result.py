@@ -386,6 +386,7 @@ def steps_report(
 ) -> list[GroupSteps]:
     """A decode step object for each group of steps of a trace (`analyze`)."""
     cpu = anatomy.ops_are == "cpu"
+    amd = any(name.startswith("AMD ") for name in anatomy.device_names)
     out = []
     for g in anatomy.groups:
         mode, batch = group_key(g.group)
@@ -399,6 +400,7 @@ def steps_report(
             batch=batch,
             command="analyze",
             script=False,
+            amd=amd,
         )
         out.append(GroupSteps(group=g.group, **steps.model_dump()))
     return out

@@ -85,9 +85,11 @@ def verdict(
     cache_bytes: int | None = None,
     command: Command = "profile decode",
     script: bool = True,
+    amd: bool = False,
 ) -> Verdict:
     """The verdict in words with the next thing to try, printed with its thresholds.
-    `command` is the command that was run, `script` whether the steps are decode.py's.
+    `command` is the command that was run, `script` whether the steps are decode.py's,
+    `amd` whether the GPU is AMD's (whose kernels ROCm's profiler looks into, not ncu).
 
     Without a trace (`group` None) only the floor ratio is known: kind `no-trace`.
     """
@@ -180,7 +182,12 @@ def verdict(
             )
         else:
             why = f"its {ops} move their bytes slowly"
-            nxt = "look at the largest kernels with ncu (DRAM throughput, achieved occupancy)"
+            nxt = (
+                "look at the largest kernels with rocprof-compute, ROCm's kernel profiler (memory throughput, "
+                "occupancy)"
+                if amd
+                else "look at the largest kernels with ncu (DRAM throughput, achieved occupancy)"
+            )
         return Verdict(
             kind="memory-bound",
             text=(
@@ -240,6 +247,7 @@ def steps_from_group(
     cache_bytes: int | None = None,
     command: Command = "profile decode",
     script: bool = True,
+    amd: bool = False,
 ) -> DecodeSteps:
     """A decode step object from a group of steps. A prefill or mixed step is not
     compared with the decode floor (its matrix work covers many tokens per weight read)."""
@@ -269,6 +277,7 @@ def steps_from_group(
             cache_bytes=cache_bytes,
             command=command,
             script=script,
+            amd=amd,
         ),
         phase=a.phase,
         host_ms=a.host_ms,
