@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 from enginebuild import load_events, relocate, repeat, shift, strip_ranges
-from tracebuild import write_kineto
+from tracebuild import analyze_verdict, write_kineto
 
 from nsightlab.analysis.intervals import union_length
 from nsightlab.analysis.steps import TraceAnatomy, analyze_kineto
@@ -218,9 +218,7 @@ def test_a_graph_replay_after_a_long_host_gap_is_host_bound(tmp_path: Path) -> N
     late = shift(events, 50_000, cats=GPU_CATS)
     a = analyze_kineto(_write(tmp_path, "late.json", late))
     (g,) = a.groups
-    from nsightlab.analysis.explain.step_words import step_verdict
-
-    v = step_verdict(g)
+    v = analyze_verdict(g)
     assert v.kind == "host-bound" and "capture the step in a CUDA graph" not in v.next_step
     assert g.anatomy.idle_ms_per_step.waiting_for_host > 50
 

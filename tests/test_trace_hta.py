@@ -22,8 +22,8 @@ import math
 from pathlib import Path
 
 import pytest
+from tracebuild import analyze_verdict
 
-from nsightlab.analysis.explain.step_words import step_verdict
 from nsightlab.analysis.intervals import union_length
 from nsightlab.analysis.steps import analyze_kineto
 from nsightlab.parse import kineto
@@ -115,6 +115,6 @@ def test_a_step_that_compiles_after_its_one_kernel_is_the_hosts() -> None:
     (group,) = analyze_kineto(DATA / "hta_triton_example.json.gz").groups
     (step,) = group.steps
     assert step.idle_after_last_ns > 13_000_000_000 and step.idle_between_kernels_ns == 0
-    verdict = step_verdict(group)
+    verdict = analyze_verdict(group)
     assert verdict.kind == "host-bound" and "after its last operation, the host still in the step" in verdict.text
     assert "after its GPU work ends" in verdict.next_step and "CUDA graph" not in verdict.next_step

@@ -16,6 +16,7 @@ from tracebuild import (
     GPU_TRACE_HEADER,
     PROJ_HEADER,
     PUSHPOP_HEADER,
+    analyze_verdict,
     annotation,
     api_row,
     kernel,
@@ -29,7 +30,7 @@ from tracebuild import (
 )
 
 from nsightlab.analysis import steps
-from nsightlab.analysis.explain.step_words import step_verdict
+from nsightlab.analysis.decode_models import Bandwidth
 from nsightlab.analysis.intervals import IntervalUnion, union_length
 from nsightlab.analysis.period import Period, find_period
 from nsightlab.analysis.steps import StepGroup, analyze_gpu_trace, analyze_kineto, range_matches
@@ -314,7 +315,7 @@ def test_nsys_steps_by_launch_grouped_by_mode(tmp_path: Path) -> None:
     _expect_modes(result)
     # the eager steps' ranges run on 1.2 us after their GPU work: with the 0.5 us before it,
     # the GPU waits for the host 57% of the step
-    assert step_verdict(result.groups[0]).kind == "host-bound"
+    assert analyze_verdict(result.groups[0]).kind == "host-bound"
 
 
 def test_nsys_steps_from_projection_only(tmp_path: Path) -> None:
@@ -498,7 +499,7 @@ def test_floor() -> None:
 def test_verdicts_name_their_thresholds(tmp_path: Path) -> None:
     group = _group(tmp_path)
     # each replay's range runs on 1 us after its 0.5 us of GPU work: the GPU waits for the host
-    host = step_verdict(group)
+    host = analyze_verdict(group)
     assert host.kind == "host-bound" and f">= {HOST_BOUND_WAIT_PCT:g}% waiting" in host.text
     assert "waited 1.50 us for the host (75% of the step; 1.00 us of it after its last operation" in host.text
     idle = group.model_copy(deep=True)
@@ -508,10 +509,10 @@ def test_verdicts_name_their_thresholds(tmp_path: Path) -> None:
     inferred = group.model_copy(deep=True)
     for t in inferred.steps:  # no host range (steps inferred from the operations): nothing queued after the work
         t.cpu_start_ns = t.cpu_end_ns = None
-    unseen = step_verdict(inferred)
+    unseen = analyze_verdict(inferred)
     assert unseen.kind == "host-bound" and "nothing queued until the next step's first" in unseen.text
     assert "between steps (the trace has no host ranges" in unseen.next_step
-    launch = step_verdict(idle)
+    launch = analyze_verdict(idle)
     assert launch.kind == "launch-bound"
     assert "idle 75%" in launch.text and f">= {LAUNCH_BOUND_IDLE_PCT:g}% idle" in launch.text
     # the steps are graph replays: never told to capture a graph
@@ -526,20 +527,17 @@ def test_verdicts_name_their_thresholds(tmp_path: Path) -> None:
     for t in busy.steps:  # the same steps with no idle time: the GPU is the limit
         t.busy_ns, t.idle_before_first_ns, t.idle_between_kernels_ns, t.idle_after_last_ns = t.window_ns, 0, 0, 0
         t.idle_waiting_for_host_ns = 0
-    near = step_verdict(busy, floor=memory_floor(6_000_000, 3.35, "measured"))  # 1.79 us floor, step 2 us
+    near = analyze_verdict(busy, floor=memory_floor(6_000_000, 3.35, "measured"))  # 1.79 us floor, step 2 us
     assert near.kind == "near-memory-floor" and "1.12x the floor" in near.text
-    assert step_verdict(busy, floor=memory_floor(5_000_000, 3.35, "measured")).kind == "memory-bound"  # 1.34x
-    far = step_verdict(busy, floor=memory_floor(1_000_000, 3.35, "spec"))
+    assert analyze_verdict(busy, floor=memory_floor(5_000_000, 3.35, "measured")).kind == "memory-bound"  # 1.34x
+    far = analyze_verdict(busy, floor=memory_floor(1_000_000, 3.35, "spec"))
     assert far.kind == "memory-bound" and "largest kernels: gemv_kernel<float, 128>" in far.text
-    rated = step_verdict(
-        busy, floor=memory_floor(1_000_000, 3.35, "spec"), kernel_bytes={GEMV: 400_000, "rms_norm_kernel": 10_000}
+    ridge = Bandwidth(tbps=3.35, basis="spec", label="spec", peak_tflops=3.35 * 295)  # 295 FLOP per byte
+    compute = analyze_verdict(busy, floor=memory_floor(1_000_000, 3.35, "spec"), flop_per_step=1e9, bandwidth=ridge)
+    assert (
+        compute.kind == "compute-bound" and "1000 FLOP per byte is above the GPU's ridge point of 295" in compute.text
     )
-    assert "lowest achieved bandwidth: rms_norm_kernel (0.1 TB/s), gemv_kernel<float, 128> (1 TB/s)" in rated.text
-    compute = step_verdict(
-        busy, floor=memory_floor(1_000_000, 3.35, "spec"), flop_per_step=1e9, ridge_flop_per_byte=295
-    )
-    assert compute.kind == "compute-bound" and "1000 FLOP per byte" in compute.text
-    assert step_verdict(busy).kind == "busy"
+    assert analyze_verdict(busy).kind == "busy"
 
 
 def test_records_with_launch_times_joined_give_the_same_steps(tmp_path: Path) -> None:

@@ -391,3 +391,12 @@ def _close(ranges: list[tuple[str, int, int, int, int | None, int]], rid: int, e
         if r[3] == rid:
             ranges[k] = (r[0], r[1], end, r[3], r[4], r[5])
             return
+
+
+def analyze_verdict(group: Any, **kw: Any) -> Any:
+    """The verdict `analyze` gives a group of steps (`decode_words.verdict`, as
+    `decode_result.steps_report` calls it), with the floor and bandwidth given."""
+    from nsightlab.analysis.explain.decode_words import verdict
+
+    kw.setdefault("floor", None)
+    return verdict(group.anatomy.step_ms, group, command="analyze", script=False, **kw)

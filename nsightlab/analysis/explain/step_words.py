@@ -1,23 +1,17 @@
-"""A step's verdict in words, for any trace: the sentence around `verdicts.decide`'s
-decision, built from the measured values (the idle time by cause, a graph replay, the
-host's synchronisations), so that no sentence says what the numbers do not; what to try
-next; and how a trace's operations were given to steps."""
+"""The parts of a step's verdict in words that `decode_words.verdict` builds it from, for
+any trace: the idle time by cause, a graph replay, the host's wait and synchronisations,
+each from the measured values so that no sentence says what the numbers do not; what to
+try next; and how a trace's operations were given to steps."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 from nsightlab import units
-from nsightlab.analysis.stepmodels import StepGroup, StepTiming, TraceAnatomy
+from nsightlab.analysis.stepmodels import StepTiming, TraceAnatomy
 from nsightlab.analysis.verdicts import (
     HOST_BOUND_WAIT_PCT,
     LAUNCH_BOUND_IDLE_PCT,
     NEAR_FLOOR_RATIO,
-    Floor,
-    Verdict,
-    decide,
     host_wait_ns,
-    thresholds,
 )
 
 RULE = (
@@ -109,111 +103,6 @@ def launch_next_step(m: StepTiming, graph_advice: str) -> str:
             "capture more of the step in the graph, overlap the host's work with the replay, or fuse kernels"
         )
     return graph_advice
-
-
-def step_verdict(
-    group: StepGroup,
-    *,
-    floor: Floor | None = None,
-    flop_per_step: float | None = None,
-    ridge_flop_per_byte: float | None = None,
-    kernel_bytes: Mapping[str, int] | None = None,
-    cache_bytes: int | None = None,
-) -> Verdict:
-    """The verdict on one group of steps (decided by `decide`), in words for any trace.
-
-    Memory-bound far from the floor names the kernels with the lowest achieved bandwidth
-    when `kernel_bytes` (bytes per step, by full kernel name) is given, else the largest.
-    """
-    d = decide(
-        group,
-        floor=floor,
-        flop_per_step=flop_per_step,
-        ridge_flop_per_byte=ridge_flop_per_byte,
-        cache_bytes=cache_bytes,
-    )
-    m = d.step
-    step_ms = group.anatomy.step_ms.median
-    floor_text = ""
-    if floor is not None:
-        floor_text = (
-            f", the memory floor is {units.duration(floor.floor_ms / 1e3)} ({floor.basis} "
-            f"{units.tbps_value(floor.bandwidth_tbps)} TB/s)"
-        )
-    head = f"the step takes {units.duration(step_ms / 1e3)}{floor_text}"
-    graph = graph_words(m)
-    if graph:
-        head += f"; it is {graph}"
-    advice = "capture the step in a CUDA graph, or launch fewer, fused kernels (torch.compile)"
-    if d.kind == "host-bound":
-        blocked = host_words(m)
-        return Verdict(
-            kind="host-bound",
-            text=f"{head}; the GPU waited {host_wait_words(m, units.percent(d.wait_pct))}"
-            f"{'; ' + blocked if blocked else ''}: host-bound {RULE}",
-            next_step=host_next_step(m),
-            thresholds=thresholds(),
-        )
-    if d.kind == "launch-bound":
-        return Verdict(
-            kind="launch-bound",
-            text=f"{head}; the GPU sits idle {units.percent(d.idle_pct)} of the step ({idle_parts(m)}): "
-            f"launch-bound {RULE}",
-            next_step=launch_next_step(m, advice),
-            thresholds=thresholds(),
-        )
-    if d.kind == "compute-bound" and d.intensity is not None and ridge_flop_per_byte is not None:
-        return Verdict(
-            kind="compute-bound",
-            text=f"{head}; {units.sig(d.intensity)} FLOP per byte is above the GPU's ridge point of "
-            f"{units.sig(ridge_flop_per_byte)}: compute-bound at this batch {RULE}",
-            next_step="lower precision matrix math (FP8), or a smaller batch per GPU",
-            thresholds=thresholds(),
-        )
-    busy = units.percent(100.0 * m.busy_ns / m.window_ns) if m.window_ns else "0%"
-    if d.kind == "busy":
-        why = (
-            "the bytes a step reads fit in the cache, so the DRAM floor does not bound it"
-            if d.cached
-            else "no floor to compare with"
-        )
-        return Verdict(
-            kind="busy",
-            text=f"{head}; the GPU is busy {busy} of the step; {why} {RULE}",
-            next_step="give the bytes moved per step (weights + KV cache) to compare with the memory floor"
-            if not d.cached
-            else "measure the step against a model too large for the cache, or look at its kernels with ncu",
-            thresholds=thresholds(),
-        )
-    assert d.ratio is not None
-    if d.kind == "near-memory-floor":
-        return Verdict(
-            kind="near-memory-floor",
-            text=f"{head}; the step is {units.ratio(d.ratio)} the floor: the GPU's memory is the limit {RULE}",
-            next_step="faster memory (another GPU), or a smaller / quantized model",
-            thresholds=thresholds(),
-        )
-    if kernel_bytes:
-        rates = []
-        for k in group.anatomy.top_kernels:
-            moved = kernel_bytes.get(k.name)
-            if moved and k.ms_per_step > 0:
-                rates.append((moved / (k.ms_per_step * 1e-3) / 1e12, k.short_name))
-        rates.sort()
-        named = ", ".join(f"{name} ({tbps:.2g} TB/s)" for tbps, name in rates[:3])
-        which = f"lowest achieved bandwidth: {named}"
-    else:
-        named = ", ".join(
-            f"{k.short_name} ({units.duration(k.ms_per_step / 1e3)})" for k in group.anatomy.top_kernels[:3]
-        )
-        which = f"largest kernels: {named}"
-    return Verdict(
-        kind="memory-bound",
-        text=f"{head}; the GPU is busy {busy} of the step but the step is {units.ratio(d.ratio)} the floor: "
-        f"memory-bound, far from the floor {RULE}; {which}",
-        next_step="look at those kernels with ncu (memory throughput, achieved occupancy)",
-        thresholds=thresholds(),
-    )
 
 
 def attribution_lines(anatomy: TraceAnatomy) -> list[str]:
