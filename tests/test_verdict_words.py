@@ -149,3 +149,15 @@ def test_the_story_never_calls_a_busy_step_idle(tmp_path: Path) -> None:
     assert "never sits idle" in line and "between launches" not in line
     idle = _group(tmp_path, gap=30, graph=False)
     assert "sits idle" in words.story(_mode("eager", idle.anatomy.step_ms.median, idle), idle, cpu=False)
+
+
+def test_an_idle_time_far_below_its_columns_unit_is_not_a_string_of_zeros() -> None:
+    from nsightlab import units
+    from nsightlab.present.decodedoc import _gap_cell
+
+    ms = units.time_unit([0.0327])  # a column of milliseconds (32.7 ms its largest)
+    assert ms.name == "ms"
+    assert _gap_cell(ms, 0.000001) == "<0.001"  # one nanosecond
+    assert _gap_cell(ms, 0.0) == "0.00"
+    assert _gap_cell(ms, 0.972) == "0.972" and _gap_cell(ms, 32.7) == "32.7"
+    assert _gap_cell(ms, 0.001) == "0.00100"  # a microsecond still reads as one

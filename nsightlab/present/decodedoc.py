@@ -80,11 +80,11 @@ def steps_table(
                 "" if s.gpu_busy_pct is None else units.percent(s.gpu_busy_pct),
             ]
             if waited:
-                row.append("" if i is None else gap.value(i.waiting_for_host / 1e3))
+                row.append("" if i is None else _gap_cell(gap, i.waiting_for_host))
             row += [
-                "" if i is None else gap.value(i.between_kernels / 1e3),
-                "" if i is None else gap.value(i.before_first / 1e3),
-                "" if i is None else gap.value(i.after_last / 1e3),
+                "" if i is None else _gap_cell(gap, i.between_kernels),
+                "" if i is None else _gap_cell(gap, i.before_first),
+                "" if i is None else _gap_cell(gap, i.after_last),
             ]
         if floored:
             ratio = units.ratio(s.step_ms.median / s.floor.floor_ms) if s.floor and s.floor.floor_ms > 0 else ""
@@ -97,6 +97,14 @@ def steps_table(
 
 # The share of a step that other work must take to be said in its line (JSON always has it).
 OTHER_WORK_SHOWN = 0.01
+
+
+def _gap_cell(gap: units.Unit, ms: float) -> str:
+    """An idle time in its column's unit; under a thousandth of that unit (a nanosecond
+    in a column of milliseconds), `<0.001` rather than a string of zeros."""
+    if 0 < ms / 1e3 < gap.size / 1000:
+        return "<0.001"
+    return gap.value(ms / 1e3)
 
 
 def step_lines(label: str, s: DecodeSteps, *, cpu: bool) -> list[str]:
