@@ -59,6 +59,12 @@ def test_host_bound_says_the_wait_and_never_asks_for_a_graph(tmp_path: Path) -> 
     assert CAPTURE not in v.next_step and "graph replay (1 launch, 10 GPU operations)" in v.text
     quiet = _verdict(_group(tmp_path, gap=0, graph=False, host_wait=400))  # no sync to blame
     assert quiet.kind == "host-bound" and "blocked" not in quiet.text and "start with" not in quiet.next_step
+    # a blocking call that holds a sliver of the wait is said, but the advice does not start with it
+    brief = g.model_copy(deep=True)
+    for t in brief.steps:
+        t.sync_ns = t.longest_sync_ns = 16_000
+    v = _verdict(brief)
+    assert v.kind == "host-bound" and "the host blocked 16.0 us" in v.text and "start with" not in v.next_step
 
 
 def test_launch_bound_advice_follows_the_step_and_the_command(tmp_path: Path) -> None:
