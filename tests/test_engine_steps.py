@@ -354,3 +354,32 @@ def test_other_ranges_are_no_engine_steps(name: str) -> None:
     from nsightlab.analysis.engine_ranges import engine_rule
 
     assert engine_rule(name) is None
+
+
+def _compiled_graph_calls(tmp_path: Path, *, capture: bool) -> Path:
+    """Six repeats of three kernels, each repeat inside torch.compile's range around a call
+    of its compiled graph (and, with `capture`, all of them inside one `capture_8` range)."""
+    events: list[dict[str, Any]] = []
+    corr, t = 0, 0
+    for _ in range(6):
+        events.append(annotation("## Call CompiledFxGraph fabc123 ##", t, 60))
+        for i, name in enumerate(("gemv_kernel", "rms_norm_kernel", "add_kernel")):
+            corr += 1
+            events.append(launch("cudaLaunchKernel", t + 1 + i, 1, corr))
+            events.append(kernel(name, t + 5 + 15 * i, 10, corr))
+        t += 100
+    if capture:
+        events.append(annotation("capture_8", 0, t))
+    return write_kineto(tmp_path / f"compiled{capture}.json", events)
+
+
+def test_torch_compiles_own_ranges_are_listed_but_not_offered_as_steps(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = _analyze(capsys, _compiled_graph_calls(tmp_path, capture=True))
+    (offer,) = [n for n in data["notes"] if n.startswith("the trace has named ranges")]
+    assert "## Call CompiledFxGraph fabc123 ## (6), capture_8 (1)" in offer
+    assert offer.endswith("--step-range capture_8`")
+    data = _analyze(capsys, _compiled_graph_calls(tmp_path, capture=False))
+    (offer,) = [n for n in data["notes"] if n.startswith("the trace has named ranges")]
+    assert "--step-range" not in offer and offer.endswith("torch.compile's calls of its compiled graphs, not steps")

@@ -143,12 +143,17 @@ def range_offer(anatomy: TraceAnatomy, source: Path | None) -> list[str]:
         return []
     listed = ", ".join(f"{r.name} ({r.count})" for r in anatomy.ranges[:RANGES_LISTED])
     more = f", and {len(anatomy.ranges) - RANGES_LISTED} more" if len(anatomy.ranges) > RANGES_LISTED else ""
-    name = anatomy.ranges[0].name.removesuffix("#N")
-    command = shlex.join(["nsightlab", "analyze", str(source) if source is not None else "PATH", "--step-range", name])
-    return [
+    head = (
         f"the trace has named ranges, none of them a step range nsightlab knows (an engine's, decode_step, "
-        f"ProfilerStep): {listed}{more}; to time one of them as the step: `{command}`"
-    ]
+        f"ProfilerStep): {listed}{more}"
+    )
+    # torch.compile's own ranges around each call of a compiled graph are no steps to offer
+    offered = [r for r in anatomy.ranges if not (r.name.startswith("## ") and r.name.endswith(" ##"))]
+    if not offered:
+        return [f"{head}; they are torch.compile's calls of its compiled graphs, not steps"]
+    name = offered[0].name.removesuffix("#N")
+    command = shlex.join(["nsightlab", "analyze", str(source) if source is not None else "PATH", "--step-range", name])
+    return [f"{head}; to time one of them as the step: `{command}`"]
 
 
 def _group_notes(anatomy: TraceAnatomy, g: GroupSteps) -> list[str]:
