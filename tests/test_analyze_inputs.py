@@ -227,3 +227,17 @@ def test_a_large_input_is_read_under_a_spinner_on_a_terminal_only(
     os.close(master)
     assert "analysing hta_triton_example.json.gz (" in shown and "KiB)" in shown
     assert json.loads(out.getvalue())["kind"]
+
+
+def test_a_rocprofv3_json_is_named_as_such(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    # rocprofv3's JSON output (rocprofiler-sdk): one top-level key, ids past int64
+    doc = '{"rocprofiler-sdk-tool": [{"metadata": {"pid": 1}, "agents": [{"id": {"handle": 17332996360099338395}}]}]}'
+    plain = tmp_path / "results.json"
+    plain.write_text(doc)
+    packed = tmp_path / "results.json.gz"
+    packed.write_bytes(gzip.compress(doc.encode()))
+    for path in (plain, packed):
+        r = run_cli(capsys, "analyze", str(path))
+        assert r.code == 2 and r.out == ""
+        assert f"{path}: a rocprofv3 (ROCm rocprofiler-sdk) JSON, not a Chrome trace" in r.err
+        assert "profile the run with torch.profiler" in r.err and len(r.err.strip().splitlines()) == 1

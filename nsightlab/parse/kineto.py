@@ -219,6 +219,10 @@ class CpuOp:
 KinetoEvent = GpuEvent | LaunchCall | TraceRange | CpuOp
 
 
+# The first key of other profilers' JSON, and what the file is.
+_OTHER_PROFILERS = {"rocprofiler-sdk-tool": "a rocprofv3 (ROCm rocprofiler-sdk) JSON"}
+
+
 @dataclass
 class KinetoMetadata:
     """What the trace says about where it ran."""
@@ -471,6 +475,7 @@ class KinetoReader:
 
     def _object(self, stream: _JsonStream, batching: bool) -> Iterator[KinetoEvent | EventBatch]:
         seen_events = False
+        keys: list[str] = []
         if stream.skip_ws() == "}":
             stream.pos += 1
         else:
@@ -480,6 +485,14 @@ class KinetoReader:
                 key = stream.value()
                 stream.expect(":", "after a key")
                 stream.skip_ws()
+                if key in _OTHER_PROFILERS and not keys:
+                    raise ParseError(
+                        f"{_OTHER_PROFILERS[key]}, not a Chrome trace",
+                        source=stream.source,
+                        hint="nsightlab reads torch.profiler's traces: profile the run with torch.profiler "
+                        "(ProfilerActivity.CUDA records HIP kernels too on ROCm) and give its .json",
+                    )
+                keys.append(str(key))
                 if key == "traceEvents":
                     if stream.skip_ws() != "[":
                         raise stream.fail("`traceEvents` is not an array")

@@ -352,7 +352,8 @@ def is_gpu_run(path: Path) -> bool:
 
 def is_kineto_file(path: Path) -> bool:
     """A Chrome trace (torch.profiler, vLLM): `.json.gz`, `.pt.trace.json[.gz]`, or a
-    `.json` whose beginning holds `traceEvents` (nsightlab's own JSON never does)."""
+    `.json` whose beginning holds `traceEvents` (nsightlab's own JSON never does); or
+    another profiler's trace JSON (rocprofv3's), which the trace reader names in its error."""
     name = path.name.lower()
     if not path.is_file():
         return False
@@ -367,6 +368,8 @@ def is_kineto_file(path: Path) -> bool:
         return False
     if head[:2] == b"\x1f\x8b":
         return True  # gzipped: a trace (nsightlab's own JSON is never compressed)
+    if b'"rocprofiler-sdk-tool"' in head:
+        return True
     return b'"traceEvents"' in head or (head.lstrip()[:1] == b"[" and b'"ph"' in head)
 
 
