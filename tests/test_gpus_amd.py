@@ -138,3 +138,55 @@ def test_a_trace_whose_device_has_no_name_says_unknown_device_and_analyses(
     assert data["device"] is None and data["steps"][0]["count"] == 4
     r = run_cli(capsys, "analyze", str(trace))
     assert r.code == 0 and "(Kineto): unknown device" in r.out.splitlines()[0], r
+
+
+def _unnamed_hip_trace(path: Path, devices: list[dict[str, object]], *, hip: bool = True) -> Path:
+    """`_amd_trace`'s steps, its deviceProperties replaced by `devices` (each `"name": ""`,
+    as vLLM's MI300X traces carry), with the HIP runtime's version keys or none."""
+    plain = _amd_trace(path.with_suffix(".plain.json"), "")
+    doc = json.loads(plain.read_text(encoding="utf-8"))
+    doc["deviceProperties"] = [{"id": i, "name": "", **d} for i, d in enumerate(devices)]
+    if hip:
+        doc.update({"roctracer_version": 4.1, "hip_runtime_version": 70051831, "hip_driver_version": 70051831})
+    path.write_text(json.dumps(doc, indent=1), encoding="utf-8")
+    return path
+
+
+MI300X_FIGURES = {"totalGlobalMem": 206141652992, "numSms": 304, "computeMajor": 9, "computeMinor": 4}
+
+
+def test_a_hip_trace_whose_gpu_has_no_name_is_named_from_its_properties(
+    capsys: pytest.CaptureFixture[str], nsl_home: Path, tmp_path: Path
+) -> None:
+    trace = _unnamed_hip_trace(tmp_path / "vllm.json", [MI300X_FIGURES] * 8)
+    data = json.loads(run_cli(capsys, "analyze", str(trace), "--json", "--weights-gb", "16").out)
+    assert data["device"] == "AMD Instinct MI300X"
+    assert (
+        "the trace names no GPU: from its properties (HIP, compute capability 9.4, 304 compute units, 192 GiB) "
+        "it is an AMD Instinct MI300X" in data["notes"]
+    )
+    floor = data["steps"][0]["floor"]
+    assert (floor["basis"], floor["bandwidth_tbps"]) == ("spec", 5.3)  # the MI300X's spec, as if named
+    r = run_cli(capsys, "analyze", str(trace))
+    assert r.code == 0 and "(Kineto): AMD Instinct MI300X" in r.out.splitlines()[0], r
+    # the same target with 256 GiB is an MI325X
+    bigger = _unnamed_hip_trace(tmp_path / "mi325.json", [{**MI300X_FIGURES, "totalGlobalMem": 256 * GiB}])
+    assert json.loads(run_cli(capsys, "analyze", str(bigger), "--json").out)["device"] == "AMD Instinct MI325X"
+
+
+@pytest.mark.parametrize(
+    ("devices", "hip"),
+    [
+        ([MI300X_FIGURES], False),  # no HIP runtime recorded: not said to be AMD's
+        ([{**MI300X_FIGURES, "computeMajor": 9, "computeMinor": 0}], True),  # 9.0: gfx908 or gfx90a
+        ([{**MI300X_FIGURES, "numSms": 228}], True),  # 192 GiB with 228 CUs is no product
+        ([MI300X_FIGURES, {**MI300X_FIGURES, "totalGlobalMem": 128 * GiB}], True),  # two GPUs, one unknown
+        ([{k: v for k, v in MI300X_FIGURES.items() if k != "totalGlobalMem"}], True),  # no memory
+    ],
+)
+def test_an_unnamed_gpu_is_named_only_where_its_properties_single_out_one(
+    devices: list[dict[str, object]], hip: bool, capsys: pytest.CaptureFixture[str], nsl_home: Path, tmp_path: Path
+) -> None:
+    trace = _unnamed_hip_trace(tmp_path / "x.json", devices, hip=hip)
+    data = json.loads(run_cli(capsys, "analyze", str(trace), "--json").out)
+    assert data["device"] is None and not any("names no GPU" in n for n in data["notes"])

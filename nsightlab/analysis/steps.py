@@ -461,6 +461,7 @@ def analyze_kineto(path: str | Path, step_range: str | None = None, *, tile: boo
             if cat == "user_annotation":
                 ranges.append(HostRange(name, start, end, pid, tid))
     ops.seal()
+    names, notes = kineto_devices(reader.metadata)
     if len(ops):
         ops.set_launches(calls.launch_of)
         calls.launch_of.clear()  # joined: a million launches need not outlive the join
@@ -480,8 +481,39 @@ def analyze_kineto(path: str | Path, step_range: str | None = None, *, tile: boo
         default_source="record_function",
         step_range=step_range,
         tile=tile,
-        device_names=sorted(set(reader.metadata.device_names)),
+        device_names=names,
+        notes=notes,
     )
+
+
+# The LLVM target of an AMD GPU from the compute capability ROCm reports, where one
+# target stands for it (9.4: the MI300 series' gfx942; 9.5: gfx950).
+_AMD_TARGETS = {(9, 4): "gfx942", (9, 5): "gfx950"}
+
+
+def kineto_devices(meta: kineto.KinetoMetadata) -> tuple[list[str], list[str]]:
+    """The GPU names a trace gives, and notes. A HIP trace whose deviceProperties have no
+    name is named from its figures (compute capability, memory, compute units) where they
+    single out one AMD product, with a note saying so; else as the trace has them."""
+    given = sorted(set(meta.device_names))
+    if any(given) or meta.runtime != "hip" or not meta.device_figures:
+        return given, []
+    from nsightlab.specs.gpus import GiB, lookup_arch
+
+    found: set[tuple[str, int, int | None, int, int]] = set()
+    for memory, units_, major, minor in meta.device_figures:
+        target = _AMD_TARGETS.get((major, minor)) if major is not None and minor is not None else None
+        spec = lookup_arch(target, memory, units_)
+        if spec is None or memory is None or major is None or minor is None:
+            return given, []  # one GPU not singled out: none is named
+        found.add((spec.name, memory, units_, major, minor))
+    if len(found) != 1:
+        return given, []
+    ((name, memory, units_, major, minor),) = found
+    return [name], [
+        f"the trace names no GPU: from its properties (HIP, compute capability {major}.{minor}, {units_} compute "
+        f"units, {memory / GiB:.0f} GiB) it is an {name}"
+    ]
 
 
 CPU_OPS_NOTE = (

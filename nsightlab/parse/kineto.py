@@ -219,6 +219,10 @@ class CpuOp:
 KinetoEvent = GpuEvent | LaunchCall | TraceRange | CpuOp
 
 
+# The trace's runtime, from the version keys torch.profiler writes beside deviceProperties.
+_HIP_KEYS = frozenset(("hip_runtime_version", "hip_driver_version", "roctracer_version"))
+_CUDA_KEYS = frozenset(("cuda_runtime_version", "cuda_driver_version", "cupti_version"))
+
 # The first key of other profilers' JSON, and what the file is.
 _OTHER_PROFILERS = {"rocprofiler-sdk-tool": "a rocprofv3 (ROCm rocprofiler-sdk) JSON"}
 
@@ -228,6 +232,11 @@ class KinetoMetadata:
     """What the trace says about where it ran."""
 
     device_names: list[str] = field(default_factory=list)
+    # each deviceProperties entry's figures that can name an unnamed GPU: (memory bytes,
+    # compute units, compute capability major, minor), None where the trace lacks one
+    device_figures: list[tuple[int | None, int | None, int | None, int | None]] = field(default_factory=list)
+    # "hip" or "cuda": the runtime whose version the trace records
+    runtime: str | None = None
     schema_version: int | str | None = None
     rank: int | None = None
     world_size: int | None = None
@@ -517,6 +526,18 @@ class KinetoReader:
         meta = self.metadata
         if key == "deviceProperties" and isinstance(value, list):
             meta.device_names = [str(d["name"]) for d in value if isinstance(d, dict) and "name" in d]
+            meta.device_figures = [
+                tuple(  # type: ignore[misc]
+                    v if type(v) is int else None
+                    for v in (d.get("totalGlobalMem"), d.get("numSms"), d.get("computeMajor"), d.get("computeMinor"))
+                )
+                for d in value
+                if isinstance(d, dict)
+            ]
+        elif key in _HIP_KEYS:
+            meta.runtime = "hip"
+        elif key in _CUDA_KEYS and meta.runtime is None:
+            meta.runtime = "cuda"
         elif key == "schemaVersion" and isinstance(value, int | str):
             meta.schema_version = value
         elif key == "distributedInfo" and isinstance(value, dict):
