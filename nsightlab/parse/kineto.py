@@ -484,7 +484,7 @@ class KinetoReader:
 
     def _object(self, stream: _JsonStream, batching: bool) -> Iterator[KinetoEvent | EventBatch]:
         seen_events = False
-        keys: list[str] = []
+        first_key = True
         if stream.skip_ws() == "}":
             stream.pos += 1
         else:
@@ -494,14 +494,14 @@ class KinetoReader:
                 key = stream.value()
                 stream.expect(":", "after a key")
                 stream.skip_ws()
-                if key in _OTHER_PROFILERS and not keys:
+                if first_key and key in _OTHER_PROFILERS:
                     raise ParseError(
                         f"{_OTHER_PROFILERS[key]}, not a Chrome trace",
                         source=stream.source,
                         hint="nsightlab reads torch.profiler's traces: profile the run with torch.profiler "
                         "(ProfilerActivity.CUDA records HIP kernels too on ROCm) and give its .json",
                     )
-                keys.append(str(key))
+                first_key = False
                 if key == "traceEvents":
                     if stream.skip_ws() != "[":
                         raise stream.fail("`traceEvents` is not an array")
