@@ -272,7 +272,8 @@ def test_steps_and_projections_match_the_four_trace_exports(capsys: pytest.Captu
     # the launches are joined to their operations already: of the calls, only the graph
     # launches are read again (no cudaLaunchKernel: a million of them cost 2 s and 100 MiB)
     assert launch is not None and -1 not in launch
-    assert {c.name for c in calls} == {"cudaGraphLaunch"}
+    # named as nsys's reports name it: the five-digit version stays (`cudaGraphLaunch_v10000`)
+    assert {c.name for c in calls} == {"cudaGraphLaunch_v10000"}
 
 
 def test_a_decode_runs_json_beside_an_export_makes_a_decode_result(
@@ -570,6 +571,40 @@ def test_bad_input_is_one_line_and_nothing_is_written_beside_it(
     assert r.err.count("\n") == 1 and message in r.err and str(path) in r.err, r.err
     assert "Traceback" not in r.err and r.out == ""
     assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
+def test_api_names_are_those_nsys_prints(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """nsys's `cuda_api_sum` drops a last `_v` and four digits (the CUDA version a runtime
+    call came with) and nothing else: a driver call's own `_v2` names another function
+    (`cuGetProcAddress_v2` beside `cuGetProcAddress`, as in real CUDA 12 captures), and a
+    five-digit version stays, as nsys prints `cudaLaunchKernelExC_v11060`."""
+    stored = [
+        ("cudaLaunchKernel_v7000", 3),
+        ("cudaLaunchKernelExC_v11060", 2),
+        ("cudaGetDeviceProperties_v2_v12000", 1),
+        ("cuGetProcAddress", 4),
+        ("cuGetProcAddress_v2", 5),
+        ("cuMemAlloc_v2", 1),
+    ]
+    rows: list[tuple[object, ...]] = []
+    t = 1_000
+    for name, calls in stored:
+        for _ in range(calls):
+            rows.append((t, t + 100, name, len(rows) + 1))
+            t += 1_000
+    with ExportWriter(tmp_path / "api.sqlite") as w:
+        w.gpu(0, H100)
+        w.kernels([(500, 900, KERNELS[0], 0, 7, 10_000)])
+        w.api(rows)
+    data = analyze(capsys, str(tmp_path / "api.sqlite"))
+    assert {a["name"]: a["calls"] for a in data["cuda_api"]} == {
+        "cudaLaunchKernel": 3,
+        "cudaLaunchKernelExC_v11060": 2,
+        "cudaGetDeviceProperties_v2_v12000": 1,
+        "cuGetProcAddress": 4,
+        "cuGetProcAddress_v2": 5,
+        "cuMemAlloc_v2": 1,
+    }
 
 
 def test_dangling_string_ids_are_named_and_said(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

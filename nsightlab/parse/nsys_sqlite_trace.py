@@ -43,12 +43,16 @@ from nsightlab.parse.nsys_sqlite import (
     split_global_tid,
 )
 
-_VERSION_SUFFIX = re.compile(r"_v\d+$")
+# nsys stores a runtime call with the CUDA version that brought it in (`cudaLaunchKernel_v7000`)
+# and its reports drop a last `_v` and four characters, no more: `cudaLaunchKernelExC_v11060`
+# and `cudaGraphLaunch_v10000` keep theirs, and a driver call's own `_v2` (`cuMemAlloc_v2`,
+# `cuGetProcAddress_v2`, a function apart from `cuGetProcAddress`) is its name.
+_VERSION_SUFFIX = re.compile(r"_v\d{4}$")
 MEMSET_NAME = "[CUDA memset]"
 
 
 def api_name(stored: str) -> str:
-    """A CUDA API name as nsys's reports print it: without the version suffix nsys stores."""
+    """A CUDA API name as nsys's `cuda_api_sum` prints it: without a four-digit version suffix."""
     return _VERSION_SUFFIX.sub("", stored)
 
 
