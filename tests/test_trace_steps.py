@@ -521,6 +521,7 @@ def test_verdicts_name_their_thresholds(tmp_path: Path) -> None:
     assert launch.thresholds == {
         "host_bound_wait_pct": 30.0,
         "launch_bound_idle_pct": 30.0,
+        "host_gap_ms": 1.0,
         "near_floor_ratio": NEAR_FLOOR_RATIO,
     }
     busy = group.model_copy(deep=True)

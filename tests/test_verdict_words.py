@@ -62,7 +62,7 @@ def test_host_bound_says_the_wait_and_never_asks_for_a_graph(tmp_path: Path) -> 
     # a blocking call that holds a sliver of the wait is said, but the advice does not start with it
     brief = g.model_copy(deep=True)
     for t in brief.steps:
-        t.sync_ns = t.longest_sync_ns = 16_000
+        t.sync_ns = t.longest_sync_ns = t.sync_idle_ns = 16_000
     v = _verdict(brief)
     assert v.kind == "host-bound" and "the host blocked 16.0 us" in v.text and "start with" not in v.next_step
 

@@ -401,6 +401,7 @@ def steps_report(
             command="analyze",
             script=False,
             amd=amd,
+            kineto=anatomy.input == "kineto",
         )
         out.append(GroupSteps(group=g.group, **steps.model_dump()))
     return out

@@ -6,8 +6,8 @@ from __future__ import annotations
 import bisect
 from array import array
 from collections.abc import Iterable, Sequence
-from itertools import accumulate
-from operator import sub
+from itertools import accumulate, compress, islice, repeat
+from operator import ge, sub
 
 
 class IntervalUnion:
@@ -28,6 +28,7 @@ class IntervalUnion:
         self.last_end: int | None = None
         self.in_order = True
         self._prefix: array[int] | None = None
+        self._long_gaps: dict[int, tuple[array[int], array[int]]] = {}  # by least length
 
     def add(self, start: int, end: int) -> None:
         if end < start:
@@ -106,6 +107,7 @@ class IntervalUnion:
         prefix = array("q", [0])
         prefix.extend(accumulate(map(sub, self.seg_end, self.seg_start)))
         self._prefix = prefix
+        self._long_gaps = {}
         return self
 
     @property
@@ -136,6 +138,26 @@ class IntervalUnion:
         if ends[hi - 1] > b:
             total -= ends[hi - 1] - b
         return total
+
+    def gaps_within(self, a: int, b: int, at_least: int) -> list[tuple[int, int]]:
+        """The gaps between the union's segments at least `at_least` long, the parts of
+        them inside [a, b) (after `finish()`). The gaps of each length asked for are
+        found once, in one pass over the segments."""
+        assert self._prefix is not None, "call finish() first"
+        found = self._long_gaps.get(at_least)
+        if found is None:
+            starts, ends = self.seg_start, self.seg_end
+            lengths = map(sub, islice(starts, 1, None), ends)  # gap i: from ends[i] to starts[i + 1]
+            index = list(compress(range(len(starts)), map(ge, lengths, repeat(at_least))))
+            found = (array("q", [ends[i] for i in index]), array("q", [starts[i + 1] for i in index]))
+            self._long_gaps[at_least] = found
+        gap_starts, gap_ends = found
+        out = []
+        for k in range(bisect.bisect_right(gap_ends, a), bisect.bisect_left(gap_starts, b)):
+            g0, g1 = max(gap_starts[k], a), min(gap_ends[k], b)
+            if g1 > g0:
+                out.append((g0, g1))
+        return out
 
 
 def union_length(intervals: Iterable[tuple[int, int]]) -> int:

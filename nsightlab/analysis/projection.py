@@ -19,8 +19,10 @@ the first's start g0 to the last's end g1 (its GPU span):
   queued behind the previous step), and the window starts at g0.
 - idle (no GPU work of any step) inside the window, by cause: `waiting_for_host` while
   the host range was open before g0, and inside the span while the host was blocked in
-  one of the step's synchronisations; `between_kernels` the rest inside the span (launch
-  gaps); `before_first` the rest before g0; `after_last` after g1.
+  one of the step's synchronisations or the GPU ran nothing for `verdicts.HOST_GAP_MS`
+  or more (`host_gaps`: no launch takes that long; both together `span_wait`);
+  `between_kernels` the rest inside the span (launch gaps); `before_first` the rest
+  before g0; `after_last` after g1.
 - busy: the union of its own operations (kernels and memory operations), and of its
   kernels alone; `other_busy` the time only other work ran. So busy + other_busy + the
   four idle parts = the window, per step, in integer nanoseconds.
@@ -42,6 +44,7 @@ from typing import Any, Literal
 from nsightlab.analysis.engine_ranges import HostRange
 from nsightlab.analysis.optable import KERNEL, OpTable
 from nsightlab.analysis.stepmodels import Phase, StepTiming
+from nsightlab.analysis.verdicts import HOST_GAP_MS
 from nsightlab.parse.apicalls import is_graph_launch, is_sync_call
 from nsightlab.parse.names import puts_work_on_gpu
 
@@ -55,6 +58,7 @@ _OVERLAP_LOOKBACK = 4
 _NONE = -(2**64)
 # Runs of launch times in order shorter than this are attributed one operation at a time.
 _SHORT_RUN = 8
+_HOST_GAP_NS = round(HOST_GAP_MS * 1e6)
 
 
 @dataclass(frozen=True, slots=True)
@@ -363,12 +367,21 @@ def timing(index: int, acc: StepAcc, ops: OpTable, after: int | None, syncs: Seq
             waiting = (b - a) - union.busy_within(a, b)
     before = idle_before - waiting
     between = (last - first) - union.busy_within(first, last)
-    for s0, s1 in _merged([(c.start, c.end) for c in syncs]):
+    blocking = _merged([(c.start, c.end) for c in syncs])
+    sync_idle = in_span = 0
+    for s0, s1 in blocking:
+        a, b = max(s0, w0), min(s1, w1)
+        if b > a:
+            sync_idle += (b - a) - union.busy_within(a, b)
         a, b = max(s0, first), min(s1, last)
         if b > a:
-            blocked = (b - a) - union.busy_within(a, b)
-            between -= blocked
-            waiting += blocked
+            in_span += (b - a) - union.busy_within(a, b)
+    host_gaps = 0
+    for g0, g1 in union.gaps_within(first, last, _HOST_GAP_NS):
+        host_gaps += (g1 - g0) - sum(max(0, min(g1, s1) - max(g0, s0)) for s0, s1 in blocking)
+    in_span += host_gaps
+    between -= in_span
+    waiting += in_span
     after_last = (w1 - last) - union.busy_within(last, w1)
     other = (w1 - w0) - before - between - after_last - waiting - acc.busy
     return StepTiming(
@@ -384,6 +397,9 @@ def timing(index: int, acc: StepAcc, ops: OpTable, after: int | None, syncs: Seq
         idle_between_kernels_ns=between,
         idle_after_last_ns=after_last,
         idle_waiting_for_host_ns=waiting,
+        sync_idle_ns=sync_idle,
+        span_wait_ns=in_span,
+        host_gaps_ns=host_gaps,
         memops=acc.memops,
         memops_ns=acc.memops_ns,
         kernel_busy_ns=acc.kernel_busy,

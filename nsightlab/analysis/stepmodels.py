@@ -56,8 +56,9 @@ class MsStats(_Model):
 class IdleMs(_Model):
     """Where the median step's GPU sat idle (no GPU work of any step), in ms:
     `between_kernels` inside its GPU span (launch gaps), `waiting_for_host` while its
-    host range was open and its GPU work had not begun (or the host was blocked in a
-    synchronisation), `before_first` the rest before its first operation (queued behind
+    host range was open and its GPU work had not begun, the host was blocked in a
+    synchronisation, or the GPU ran nothing for 1 ms or more between the step's
+    operations (the host doing other work), `before_first` the rest before its first operation (queued behind
     the previous step), `after_last` after its last operation."""
 
     between_kernels: float
@@ -160,6 +161,12 @@ class StepTiming(_Model):
     idle_between_kernels_ns: int
     idle_after_last_ns: int
     idle_waiting_for_host_ns: int = 0
+    # the GPU idle while the host was blocked in the step's synchronisations, in its window
+    sync_idle_ns: int = 0
+    # of idle_waiting_for_host_ns, the part inside the GPU span: in the synchronisations,
+    # and in gaps of verdicts.HOST_GAP_MS or more outside them (`host_gaps_ns`)
+    span_wait_ns: int = 0
+    host_gaps_ns: int = 0
     phase: Phase = "unknown"
     memops: int = 0
     memops_ns: int = 0

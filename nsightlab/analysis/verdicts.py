@@ -30,6 +30,11 @@ class _Model(Model):
 HOST_BOUND_WAIT_PCT = 30.0
 # A step is launch-bound when the GPU sits idle for at least this share of it.
 LAUNCH_BOUND_IDLE_PCT = 30.0
+# A gap at least this long between a step's own GPU operations, with the GPU running
+# nothing, is the host's: a launch takes microseconds (tens, through PyTorch's dispatch),
+# so in a millisecond of nothing the host was doing other work (loading the next batch,
+# CPU compute, Python). Such gaps wait for the host; the shorter ones are launch gaps.
+HOST_GAP_MS = 1.0
 # A step within this factor of the memory floor is at the floor: the GPU is the limit.
 NEAR_FLOOR_RATIO = 1.3
 
@@ -86,6 +91,7 @@ def thresholds() -> dict[str, float]:
     return {
         "host_bound_wait_pct": HOST_BOUND_WAIT_PCT,
         "launch_bound_idle_pct": LAUNCH_BOUND_IDLE_PCT,
+        "host_gap_ms": HOST_GAP_MS,
         "near_floor_ratio": NEAR_FLOOR_RATIO,
     }
 
@@ -112,10 +118,11 @@ def median_step(group: StepGroup) -> StepTiming:
 
 def host_wait_ns(m: StepTiming) -> int:
     """The time the GPU waits for the host in a step, with nothing queued: before its GPU
-    work and in its synchronisations (`idle_waiting_for_host_ns`), and after its last GPU
-    operation (`idle_after_last_ns`): while its host range is still open, or, for a step
-    inferred from the operations alone, until the next step's first operation. Idle time
-    between the step's own kernels is not in it: that is the launches' (`decide`)."""
+    work, in its synchronisations and in gaps of HOST_GAP_MS or more between its
+    operations (`idle_waiting_for_host_ns`), and after its last GPU operation
+    (`idle_after_last_ns`): while its host range is still open, or, for a step inferred
+    from the operations alone, until the next step's first operation. The shorter gaps
+    between the step's own kernels are not in it: they are the launches' (`decide`)."""
     return m.idle_waiting_for_host_ns + m.idle_after_last_ns
 
 

@@ -86,10 +86,12 @@ def verdict(
     command: Command = "profile decode",
     script: bool = True,
     amd: bool = False,
+    kineto: bool = False,
 ) -> Verdict:
     """The verdict in words with the next thing to try, printed with its thresholds.
     `command` is the command that was run, `script` whether the steps are decode.py's,
-    `amd` whether the GPU is AMD's (whose kernels ROCm's profiler looks into, not ncu).
+    `amd` whether the GPU is AMD's (whose kernels ROCm's profiler looks into, not ncu),
+    `kineto` whether the trace is torch.profiler's (whose ranges are `record_function`'s).
 
     Without a trace (`group` None) only the floor ratio is known: kind `no-trace`.
     """
@@ -124,14 +126,15 @@ def verdict(
     anatomy = group.anatomy
     if d.kind == "host-bound":
         blocked = host_words(m)
+        # its GPU span, less the host's waits inside it (blocking calls, long gaps)
+        own_ns = (m.gpu_end_ns or 0) - (m.gpu_start_ns or 0) - m.span_wait_ns
         return Verdict(
             kind="host-bound",
             text=(
                 f"{head}; the {unit} waited {host_wait_words(m, units.percent(d.wait_pct))}"
-                f"{'; ' + blocked if blocked else ''}; its own work took "
-                f"{_ms_text((m.gpu_end_ns or 0) / 1e6 - (m.gpu_start_ns or 0) / 1e6)}: host-bound {RULE}"
+                f"{'; ' + blocked if blocked else ''}; its own work took {_ms_text(own_ns / 1e6)}: host-bound {RULE}"
             ),
-            next_step=host_next_step(m),
+            next_step=host_next_step(m, kineto=kineto),
             thresholds=thresholds(),
         )
     if d.kind == "launch-bound":
@@ -248,6 +251,7 @@ def steps_from_group(
     command: Command = "profile decode",
     script: bool = True,
     amd: bool = False,
+    kineto: bool = False,
 ) -> DecodeSteps:
     """A decode step object from a group of steps. A prefill or mixed step is not
     compared with the decode floor (its matrix work covers many tokens per weight read)."""
@@ -278,6 +282,7 @@ def steps_from_group(
             command=command,
             script=script,
             amd=amd,
+            kineto=kineto,
         ),
         phase=a.phase,
         host_ms=a.host_ms,

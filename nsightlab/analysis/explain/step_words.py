@@ -9,6 +9,7 @@ from nsightlab import units
 from nsightlab.analysis.stepmodels import StepTiming, TraceAnatomy
 from nsightlab.analysis.verdicts import (
     HOST_BOUND_WAIT_PCT,
+    HOST_GAP_MS,
     LAUNCH_BOUND_IDLE_PCT,
     NEAR_FLOOR_RATIO,
     host_wait_ns,
@@ -58,27 +59,40 @@ def host_words(m: StepTiming) -> str:
     )
 
 
-# A blocking call leads the advice when it holds at least this share of the host's wait.
+# A blocking call leads the advice when the GPU sat idle in the step's blocking calls at
+# least this share of the host's wait: a call that waited for the GPU's own queued work
+# blocked the host, but removing it would not shorten the step.
 SYNC_LEADS = 0.1
 
 
-def host_next_step(m: StepTiming) -> str:
+def host_next_step(m: StepTiming, *, kineto: bool = False) -> str:
     """Where to look when the GPU waits for the host: the longest blocking call first
-    when the calls hold a good part of the wait (not 16 us of a 218 ms wait)."""
-    leads = m.syncs and m.sync_ns >= SYNC_LEADS * host_wait_ns(m)
+    when the GPU sat idle in the calls a good part of the wait (not 16 us of a 218 ms
+    wait, nor a copy that waited 94 ms for the GPU's kernels); then the part of the step
+    where the host kept it waiting longest. `kineto`: the trace is torch.profiler's, whose
+    step ranges are `record_function` ranges (it records no NVTX)."""
+    leads = m.syncs and m.sync_idle_ns >= SYNC_LEADS * host_wait_ns(m)
     first = f"start with the {m.longest_sync} that blocked the host {_ms(m.longest_sync_ns)}; then " if leads else ""
+    gaps_lead = m.host_gaps_ns > max(m.idle_after_last_ns, m.idle_waiting_for_host_ns - m.host_gaps_ns)
+    between = f"between its GPU operations (gaps of {HOST_GAP_MS:g} ms or more: input loading, CPU work, Python)"
     if m.cpu_end_ns is None:  # steps inferred from the operations: the trace shows no host
-        return (
-            f"{first}look at what the host does between steps (the trace has no host ranges: mark the step with an "
-            'NVTX range, `with torch.cuda.nvtx.range("step"):`, and profile again, or give a range the trace has '
-            "with --step-range), or py-spy on the process; a faster GPU step will not help until the host keeps "
-            "the GPU fed"
+        mark = (
+            '`with torch.profiler.record_function("step"):`'
+            if kineto
+            else 'an NVTX range, `with torch.cuda.nvtx.range("step"):`'
         )
-    where = (
-        "after its GPU work ends (sampling, output processing, compiling, Python)"
-        if m.idle_after_last_ns > m.idle_waiting_for_host_ns
-        else "before its GPU work begins (scheduling, input preparation, sampling, Python)"
-    )
+        where = f"in the step {between}" if gaps_lead else "between steps"
+        return (
+            f"{first}look at what the host does {where} (the trace has no host ranges: mark the step with "
+            f"{mark}, and profile again, or give a range the trace has with --step-range), or py-spy on the "
+            "process; a faster GPU step will not help until the host keeps the GPU fed"
+        )
+    if gaps_lead:
+        where = between
+    elif m.idle_after_last_ns > m.idle_waiting_for_host_ns:
+        where = "after its GPU work ends (sampling, output processing, compiling, Python)"
+    else:
+        where = "before its GPU work begins (scheduling, input preparation, sampling, Python)"
     return (
         f"{first}look at what the host does in the step {where}: the step's CPU ops in the trace (Perfetto), "
         "or py-spy on the process; a faster GPU step will not help until the host keeps the GPU fed"
