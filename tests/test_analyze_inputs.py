@@ -183,6 +183,29 @@ def test_a_folder_with_two_sqlite_exports_names_them(capsys: pytest.CaptureFixtu
     assert f"nsightlab analyze {tmp_path / 'a.sqlite'}" in r.err
 
 
+def test_a_folder_of_several_kineto_traces_names_them(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """One rank's trace each (or runs apart): not one timeline, and never the first alone."""
+    for name in ("rank0.pt.trace.json.gz", "rank1.pt.trace.json.gz"):
+        shutil.copyfile(KINETO, tmp_path / name)
+    r = run_cli(capsys, "analyze", str(tmp_path))
+    assert r.code == 2 and "holds 2 torch.profiler traces (rank0.pt.trace.json.gz, rank1.pt.trace.json.gz)" in r.err
+    assert f"nsightlab analyze {tmp_path / 'rank0.pt.trace.json.gz'}" in r.err and r.out == ""
+
+
+@pytest.mark.parametrize("name", ["report.sqlite", "trace.pt.trace.json.gz", "folder/report.sqlite", "run.csv"])
+def test_a_git_lfs_pointer_is_named_as_one(capsys: pytest.CaptureFixture[str], tmp_path: Path, name: str) -> None:
+    """A clone without `git lfs pull` holds, in place of each file, a pointer to it."""
+    path = tmp_path / name
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(
+        "version https://git-lfs.github.com/spec/v1\n"
+        "oid sha256:4d7a214614ab2935c943f9e0ff69d22eadbb8f32b1258daaa5e2ca24d17e2393\nsize 1200128\n"
+    )
+    r = run_cli(capsys, "analyze", str(path.parent if name.startswith("folder/") else path))
+    assert r.code == 2 and r.out == "", r
+    assert f"{path}: a Git LFS pointer, not the file it stands for" in r.err and "git lfs pull" in r.err
+
+
 def _pty_read(fd: int) -> bytes:
     os.set_blocking(fd, False)
     data = b""

@@ -607,6 +607,75 @@ def test_api_names_are_those_nsys_prints(capsys: pytest.CaptureFixture[str], tmp
     }
 
 
+def test_launches_without_kernel_records_are_said_and_the_gpu_is_named(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """As real WSL 2 captures come: kernel launches in the CUDA API table, no kernel table;
+    the GPU is named from the report's own GPU table, and no empty kernel table is drawn."""
+    path = tmp_path / "no-kernels.sqlite"
+    with ExportWriter(path) as w:
+        w.gpu(0, "NVIDIA GeForce RTX 3060 Laptop GPU")
+        w.api([(1_000 * i, 1_000 * i + 300, api_name("cudaLaunchKernel"), i) for i in range(1, 193)])
+    data = analyze(capsys, str(path))
+    assert data["kernels"] == [] and data["device_name"] == "NVIDIA GeForce RTX 3060 Laptop GPU"
+    (said,) = [n for n in data["notes"] if "kernel launches" in n]
+    assert said.startswith("the CUDA API table holds 192 kernel launches (cudaLaunchKernel)")
+    assert "no kernel records" in said
+    r = run_cli(capsys, "analyze", str(path))
+    assert r.code == 0 and "GPU kernels: none in this profile" in r.out and "Total (ns)" not in r.out
+    assert "RTX 3060 Laptop GPU" in r.out.splitlines()[0]
+
+
+def test_the_range_table_names_its_top_kernel_beside_all_its_launches(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Each decode_step launches three kernels: the row names the longest-running one, and
+    its launches and kernel time are all three kernels' (18 launches in 6 steps)."""
+    r = run_cli(capsys, "analyze", str(capture(tmp_path / "report.sqlite")))
+    assert r.code == 0
+    header = next(line for line in r.out.splitlines() if line.startswith("Range"))
+    assert header.split()[4:7] == ["Top", "kernel", "Launches"]
+    row = next(line for line in r.out.splitlines() if line.startswith("decode_step"))
+    assert row.split() == ["decode_step", "6", "198", "gemv<float>", "18", "84.0"]
+
+
+def test_a_memset_alone_names_its_gpu(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    path = tmp_path / "memset.sqlite"
+    with ExportWriter(path) as w:
+        w.gpu(0, "NVIDIA GeForce RTX 4060")
+        w.gpu(1, H100)
+        w.memsets([(2_000, 3_000, 1 << 20, 0, 7, 1)])
+    data = analyze(capsys, str(path))
+    assert data["kernels"] == [] and data["device_name"] == "NVIDIA GeForce RTX 4060"
+
+
+def test_an_export_of_cpu_activity_alone_is_said_to_be_one(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """A real nsys 2021.3 export of a capture without CUDA or NVTX has its strings and the
+    target's tables, and no export meta-data: it is an export, of CPU activity only."""
+    path = tmp_path / "cpu.sqlite"
+    with sqlite3.connect(path) as conn:
+        conn.execute("CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT NOT NULL)")
+        conn.execute("CREATE TABLE TARGET_INFO_GPU (id INTEGER, name TEXT)")
+        conn.execute("CREATE TABLE TARGET_INFO_SYSTEM_ENV (name TEXT, value TEXT)")
+    conn.close()
+    r = run_cli(capsys, "analyze", str(path))
+    assert r.code == 2 and "holds no CUDA and no NVTX data: a capture of CPU activity only" in r.err, r.err
+    with sqlite3.connect(path) as conn:
+        conn.execute("DROP TABLE TARGET_INFO_GPU")
+        conn.execute("DROP TABLE TARGET_INFO_SYSTEM_ENV")
+    conn.close()
+    r = run_cli(capsys, "analyze", str(path))
+    assert r.code == 2 and "not an Nsight Systems export (a StringIds table but no CUDA" in r.err, r.err
+
+
+def test_a_report_without_cuda_says_so_once(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    path = tmp_path / "nvtx-only.sqlite"
+    with ExportWriter(path) as w:
+        w.nvtx([(1_000, 5_000, "load", 4242)])
+    notes = analyze(capsys, str(path))["notes"]
+    assert sum("CUDA" in n for n in notes) == 1, notes
+
+
 def test_dangling_string_ids_are_named_and_said(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     db = capture(tmp_path / "report.sqlite")
     with sqlite3.connect(db) as conn:

@@ -126,7 +126,8 @@ def build_profile(
 
     Where the work ran comes from the run itself: the script's JSON, torch.profiler's
     events (`torch`), or the GPU trace of nsys; `device_name` is a last resort for a
-    GPU that nsys's kernels ran on but which no table names.
+    GPU that nsys's kernels ran on but which no table names, or the GPU a report without
+    kernels names (its memory operations', or its only GPU).
     """
     report, moved = without_ranges(report, set(torch.ranges_among_kernels) if torch else None)
     kernels = kernel_lines(report, torch.self_ns if torch else None)
@@ -145,7 +146,7 @@ def build_profile(
     device_type: str | None = None
     if torch is not None and torch.device_type:
         device_type, device_name = torch.device_type, torch.device_name
-    elif profiler == "nsys" and report.kernels:
+    elif profiler == "nsys" and (report.kernels or device_name):
         device_type, device_name = "cuda", nsys_device(report) or device_name
     else:
         device_name = None

@@ -220,9 +220,14 @@ class NsysSqlite:
                 col, kind, hidden = row
                 if isinstance(col, str) and hidden == 0:
                     tables[name][col] = str(kind or "").upper()
-        if STRINGS not in tables or not any(t in tables for t in (*CUDA_TABLES, NVTX, *META_TABLES)):
+        # an export of a capture without CUDA or NVTX still has its strings and the target's tables
+        nsys_tables = any(t in tables for t in (*CUDA_TABLES, NVTX, *META_TABLES, "ThreadNames")) or any(
+            t.startswith("TARGET_INFO_") for t in tables
+        )
+        if STRINGS not in tables or not nsys_tables:
+            found = "a StringIds table but no" if STRINGS in tables else "no StringIds table and no"
             raise self.fail(
-                "an SQLite database, but not an Nsight Systems export (no StringIds and no CUDA, NVTX or "
+                f"an SQLite database, but not an Nsight Systems export ({found} CUDA, NVTX, TARGET_INFO or "
                 "export meta-data tables)",
                 hint="Give the .sqlite file nsys export --type sqlite writes of a report",
             )

@@ -99,8 +99,10 @@ def profile(env: Env, result: ProfileResult, *, top: int = 15) -> None:
     what = ops_label(result)
     grouped = {"demangled": " (a row per demangled name, as cuda_gpu_kern_sum)", "base": " (a row per base name)"}
     title = f"{what}{grouped.get(result.kernel_grouping or '', '')}, by total time"
-    if result.kernels or result.profiler != "none":
+    if result.kernels:
         kernel_table(env, result.kernels, top=top, title=title, what=what)
+    elif result.profiler != "none":
+        lines(env, [f"{what}: none in this profile"], bullet="")
     blank(env)
     cpu = result.device_type == "cpu"
     timed = [r for r in result.ranges if r.rates is not None]
@@ -144,8 +146,9 @@ def profile(env: Env, result: ProfileResult, *, top: int = 15) -> None:
         # the kernels inside each range, where the profile has them
         with_kernels = any(r.gpu_ns is not None for r in result.ranges)
         if with_kernels:
+            # the range's longest-running kernel is named; its launches and time are all kernels'
             cols += [
-                Column("Op" if cpu else "Kernel"),
+                Column("Top op" if cpu else "Top kernel"),
                 Column("Launches" if not cpu else "Ops", justify="right"),
                 Column(f"{inner} ({inside.name})", justify="right"),
             ]

@@ -17,6 +17,7 @@ trace file). The keys the other inputs give keep their values.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -39,6 +40,7 @@ from nsightlab.runs.inputs import (
     detect,
     detect_folder,
     read_whole,
+    refuse_lfs_pointer,
 )
 from nsightlab.runs.timeline import TraceOptions, attach_steps, trace_result
 
@@ -61,7 +63,12 @@ def analyze_path(
     is read as a file or folder; anything else is looked up as a stored run. `step_range`,
     `weights_gb` and `kv_gb` apply to a GPU timeline (exit 2 for an input without one)."""
     opts = TraceOptions(step_range, weights_gb, kv_gb)
-    result = analyze_input(detect(path), opts)
+    try:
+        result = analyze_input(detect(path), opts)
+    except ParseError as e:
+        if e.source is not None and os.path.isfile(e.source):
+            refuse_lfs_pointer(Path(e.source))  # a clone without the file: say that instead
+        raise
     if opts.used and getattr(result, "steps", None) is None and getattr(result, "modes", None) is None:
         raise UsageError(
             f"--step-range and --weights-gb need a GPU timeline, and {path} holds none",

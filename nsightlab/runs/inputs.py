@@ -175,6 +175,26 @@ def _stored_run_path(ref: str) -> Path:
         ) from None
 
 
+# What Git keeps in place of a file stored with Git LFS, until `git lfs pull` fetches it.
+_LFS_POINTER = b"version https://git-lfs.github.com/spec/"
+
+
+def refuse_lfs_pointer(path: Path) -> None:
+    """Exit 2 for a Git LFS pointer: a clone without the file it stands for. Asked only
+    when a reader has failed on the file (what it says then is about the wrong file)."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(len(_LFS_POINTER))
+    except OSError:
+        return  # the reader says what is wrong with the file
+    if head == _LFS_POINTER:
+        raise ParseError(
+            "a Git LFS pointer, not the file it stands for (the clone has not fetched it)",
+            source=str(path),
+            hint="Fetch it with `git lfs pull` (or download the file itself), then give it again.",
+        )
+
+
 def _file(path: Path) -> Input:
     if path.suffix == ".nsys-rep":
         return NsysRep(path, scripts_beside(path.parent))
@@ -215,6 +235,13 @@ def detect_folder(path: Path) -> Input:
     if not files.csvs and timeline is not None:
         return TraceFiles(path, timeline)
     if not files.csvs and kineto is not None:
+        if len(files.kineto) > 1:  # one rank's trace each, or runs apart: not one timeline
+            traces = files.kineto
+            raise UsageError(
+                f"{path} holds {len(traces)} torch.profiler traces ({', '.join(p.name for p in traces[:4])}"
+                f"{', ...' if len(traces) > 4 else ''}): each is its own timeline",
+                hint=f"Give one of them: `{shlex.join(['nsightlab', 'analyze', str(traces[0])])}`.",
+            )
         return TraceFiles(kineto.files[0], kineto)
     if not files.csvs:
         raise UsageError(f"{path} holds no CSV exports and is not a run folder")

@@ -12,6 +12,7 @@ beside it.
 
 from __future__ import annotations
 
+import re
 import shlex
 import shutil
 import subprocess
@@ -33,6 +34,11 @@ if TYPE_CHECKING:
 # How long a local `nsys export` may take (a large report takes minutes).
 EXPORT_TIMEOUT_S = 1800
 GROUPING: Literal["demangled"] = "demangled"  # cuda_gpu_kern_sum's default: a kernel per demangled name
+
+
+# a call that launches kernels: cudaLaunchKernel(ExC), cuLaunchKernel(Ex), the cooperative
+# launches, graph launches
+_KERNEL_LAUNCH = re.compile(r"Launch(Cooperative)?Kernel|GraphLaunch|cuLaunchGrid")
 
 
 def export_command(rep: Path, out: Path, nsys_bin: str = "nsys") -> list[str]:
@@ -107,6 +113,16 @@ def sqlite_result(
         report.skipped.insert(
             0, "no CUDA in this report (no kernel, memory or CUDA API table): traced without `-t cuda`"
         )
+    launched = [a for a in report.cuda_api or [] if _KERNEL_LAUNCH.search(a.name)]
+    if launched and not report.kernels:
+        calls = sum(a.num_calls for a in launched)
+        report.skipped.insert(
+            0,
+            f"the CUDA API table holds {calls} kernel launch{'es' if calls != 1 else ''} "
+            f"({', '.join(a.name for a in launched[:3])}) but the report has no kernel records: nsys recorded the "
+            "calls, not the GPU's work (as where it cannot trace GPU activity, such as some WSL 2 set-ups, or when "
+            "the process ended before its activity was flushed), so nothing here times a kernel",
+        )
     record = load_record(record_path) if record_path else None
     result = build_profile(
         report,
@@ -123,9 +139,11 @@ def sqlite_result(
             if db.has(RUNTIME, "start")
             else " (the report has no CUDA API calls to tell where kernels were launched)"
         )
+        cuda = any(db.has(t, "start") for t in CUDA_TABLES)  # without it, one note says no CUDA
         result.notes = [
             f"no kernel was launched inside the NVTX ranges{why}, so no rates" if "nvtx_kern_sum" in n else n
             for n in result.notes
+            if cuda or "nvtx_kern_sum" not in n
         ]
     if NO_NVTX in report.skipped and result.timing_source == "none: no NVTX ranges":
         # one note for the missing ranges: the report's (what the export lacks), with the how-to
@@ -163,10 +181,12 @@ def stale_notes(path: Path) -> list[str]:
 
 
 def _device(trace: SqliteTrace) -> str | None:
-    """The name of the GPU the first GPU operation ran on (`NAME (ID)` without its ID)."""
+    """The name of the GPU the first GPU operation ran on (`NAME (ID)` without its ID);
+    without GPU operations, the report's one GPU where its GPU table names one product."""
     from nsightlab.analysis.decode_models import device_name_of
 
     cols = trace.gpu_columns()
     if len(cols.stream):
         return device_name_of(cols.streams[cols.stream[0]][0])
-    return None
+    names = set(trace.db.gpu_names().values())
+    return names.pop() if len(names) == 1 else None
