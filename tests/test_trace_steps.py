@@ -33,6 +33,7 @@ from nsightlab.analysis import steps
 from nsightlab.analysis.decode_models import Bandwidth
 from nsightlab.analysis.intervals import IntervalUnion, union_length
 from nsightlab.analysis.period import Period, find_period
+from nsightlab.analysis.stepmodels import KindShare
 from nsightlab.analysis.steps import StepGroup, analyze_gpu_trace, analyze_kineto, range_matches
 from nsightlab.analysis.verdicts import HOST_BOUND_WAIT_PCT, LAUNCH_BOUND_IDLE_PCT, NEAR_FLOOR_RATIO, memory_floor
 from nsightlab.errors import UsageError
@@ -522,12 +523,31 @@ def test_verdicts_name_their_thresholds(tmp_path: Path) -> None:
         "host_bound_wait_pct": 30.0,
         "launch_bound_idle_pct": 30.0,
         "host_gap_ms": 1.0,
+        "alone_bound_pct": 50.0,
         "near_floor_ratio": NEAR_FLOOR_RATIO,
     }
     busy = group.model_copy(deep=True)
     for t in busy.steps:  # the same steps with no idle time: the GPU is the limit
         t.busy_ns, t.idle_before_first_ns, t.idle_between_kernels_ns, t.idle_after_last_ns = t.window_ns, 0, 0, 0
         t.idle_waiting_for_host_ns = 0
+        t.kernel_busy_ns = t.window_ns
+    copies = busy.model_copy(deep=True)
+    for t in copies.steps:  # busy, but copying memory alone 60% of the step
+        t.kernel_busy_ns = t.window_ns * 2 // 5
+    copy = analyze_verdict(copies, floor=memory_floor(1_000_000, 3.35, "spec"))
+    assert copy.kind == "copy-bound" and "run 60% of the step, its kernels 40%" in copy.text
+    assert ">= 50% alone" in copy.text and "pin_memory=True" in copy.next_step
+    step_ms = busy.anatomy.step_ms.median
+    comm = busy.model_copy(deep=True)  # an all-reduce 1.6 us of the 2 us step, 0.6 us of other kernels
+    comm.kinds = [
+        KindShare(kind="communication", ms_per_step=step_ms * 0.8, pct=80.0),
+        KindShare(kind="gemm", ms_per_step=step_ms * 0.3, pct=30.0),
+    ]
+    collective = analyze_verdict(comm, floor=memory_floor(1_000_000, 3.35, "spec"))
+    assert collective.kind == "communication-bound" and "at least 70% of the step" in collective.text
+    assert "compare the ranks' traces" in collective.next_step
+    comm.kinds[1] = KindShare(kind="gemm", ms_per_step=step_ms * 0.6, pct=60.0)  # alone at least 40%: not bound
+    assert analyze_verdict(comm, floor=memory_floor(1_000_000, 3.35, "spec")).kind == "memory-bound"
     near = analyze_verdict(busy, floor=memory_floor(6_000_000, 3.35, "measured"))  # 1.79 us floor, step 2 us
     assert near.kind == "near-memory-floor" and "1.12x the floor" in near.text
     assert analyze_verdict(busy, floor=memory_floor(5_000_000, 3.35, "measured")).kind == "memory-bound"  # 1.34x

@@ -37,6 +37,12 @@ LAUNCH_BOUND_IDLE_PCT = 30.0
 HOST_GAP_MS = 1.0
 # A step within this factor of the memory floor is at the floor: the GPU is the limit.
 NEAR_FLOOR_RATIO = 1.3
+# A busy step is bound by its memory copies and sets when they run with no kernel at
+# least this share of it (host<->device copies go at the link's speed, far below DRAM's),
+# and by communication when its communication kernels (NCCL, RCCL) run with no other
+# kernel at least this share (at least: the kernels' union less the other kernels' summed
+# time, so other kernels overlapping each other never make it larger than it is).
+ALONE_BOUND_PCT = 50.0
 
 
 class Floor(_Model):
@@ -74,7 +80,15 @@ def memory_floor(
 
 
 VerdictKind = Literal[
-    "host-bound", "launch-bound", "compute-bound", "near-memory-floor", "memory-bound", "busy", "no-trace"
+    "host-bound",
+    "launch-bound",
+    "copy-bound",
+    "communication-bound",
+    "compute-bound",
+    "near-memory-floor",
+    "memory-bound",
+    "busy",
+    "no-trace",
 ]
 
 
@@ -92,6 +106,7 @@ def thresholds() -> dict[str, float]:
         "host_bound_wait_pct": HOST_BOUND_WAIT_PCT,
         "launch_bound_idle_pct": LAUNCH_BOUND_IDLE_PCT,
         "host_gap_ms": HOST_GAP_MS,
+        "alone_bound_pct": ALONE_BOUND_PCT,
         "near_floor_ratio": NEAR_FLOOR_RATIO,
     }
 
@@ -110,6 +125,8 @@ class Decision:
     ratio: float | None  # step / floor
     intensity: float | None  # FLOP per byte
     cached: bool  # the bytes a step reads fit in the last-level cache: no DRAM floor
+    copies_pct: float = 0.0  # the share of the step when only memory copies and sets ran
+    comm_pct: float = 0.0  # the share when only communication kernels ran (at least)
 
 
 def median_step(group: StepGroup) -> StepTiming:
@@ -136,7 +153,9 @@ def decide(
 ) -> Decision:
     """The kind, in this order: host-bound when the GPU waits for the host at least
     HOST_BOUND_WAIT_PCT of the step and longer than it idles between kernels;
-    launch-bound when it idles at least LAUNCH_BOUND_IDLE_PCT; compute-bound when FLOP
+    launch-bound when it idles at least LAUNCH_BOUND_IDLE_PCT; copy-bound when memory
+    copies and sets run with no kernel at least ALONE_BOUND_PCT of it, and
+    communication-bound when communication kernels run alone that long; compute-bound when FLOP
     per byte passes the ridge point; when the bytes a step reads fit in the cache, busy
     (the DRAM floor does not bound it); at the memory floor within NEAR_FLOOR_RATIO;
     memory-bound beyond it; without a floor, busy."""
@@ -152,11 +171,20 @@ def decide(
     if flop_per_step is not None and floor is not None and floor.bytes_per_step > 0:
         intensity = flop_per_step / floor.bytes_per_step
     cached = floor is not None and cache_bytes is not None and floor.bytes_per_step <= cache_bytes
+    copies_pct = 100.0 * max(0, m.busy_ns - m.kernel_busy_ns) / window if window else 0.0
+    comm_ms = sum(k.ms_per_step for k in group.kinds if k.kind == "communication")
+    other_ms = sum(k.ms_per_step for k in group.kinds if k.kind != "communication")
+    alone_ms = min(comm_ms, m.kernel_busy_ns / 1e6 - other_ms) if comm_ms else 0.0
+    comm_pct = max(0.0, 100.0 * alone_ms * 1e6 / window) if window else 0.0
     kind: VerdictKind
     if wait_pct >= HOST_BOUND_WAIT_PCT and host_ns >= m.idle_between_kernels_ns:
         kind = "host-bound"
     elif idle_pct >= LAUNCH_BOUND_IDLE_PCT:
         kind = "launch-bound"
+    elif copies_pct >= ALONE_BOUND_PCT:
+        kind = "copy-bound"
+    elif comm_pct >= ALONE_BOUND_PCT:
+        kind = "communication-bound"
     elif intensity is not None and ridge_flop_per_byte is not None and intensity > ridge_flop_per_byte:
         kind = "compute-bound"
     elif floor is None or cached:
@@ -165,4 +193,4 @@ def decide(
         kind = "near-memory-floor"
     else:
         kind = "memory-bound"
-    return Decision(kind, m, idle_pct, wait_pct, ratio, intensity, cached)
+    return Decision(kind, m, idle_pct, wait_pct, ratio, intensity, cached, copies_pct, comm_pct)

@@ -119,9 +119,12 @@ def step_lines(label: str, s: DecodeSteps, *, cpu: bool) -> list[str]:
     if s.graph_replays_per_step:
         parts.append(f"graph replays: {s.graph_replays_per_step} per step")
     if s.memops_per_step:
+        copying = s.memops_ms_per_step or 0
+        # their durations added up: on several streams at once they can outlast the step
+        overlap = "; their durations added up, on several streams at once" if copying > s.step_ms.median else ""
         parts.append(
-            f"memory copies and sets: {s.memops_per_step} per step, "
-            f"{units.duration((s.memops_ms_per_step or 0) / 1e3)} (not kernels)"
+            f"memory copies and sets: {s.memops_per_step} per step, {units.duration(copying / 1e3)} "
+            f"(not kernels{overlap})"
         )
     if s.syncs_per_step:
         parts.append(

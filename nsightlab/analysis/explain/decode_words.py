@@ -27,7 +27,15 @@ from nsightlab.analysis.explain.step_words import (
     launch_next_step,
 )
 from nsightlab.analysis.stepmodels import MsStats, StepGroup
-from nsightlab.analysis.verdicts import Floor, Verdict, decide, median_step, memory_floor, thresholds
+from nsightlab.analysis.verdicts import (
+    ALONE_BOUND_PCT,
+    Floor,
+    Verdict,
+    decide,
+    median_step,
+    memory_floor,
+    thresholds,
+)
 
 if TYPE_CHECKING:  # decode.py's record (and the bounds its loader checks): not loaded for a trace's steps
     from nsightlab.parse.records.decode_record import DecodeRecord, RecordEntry
@@ -149,6 +157,38 @@ def verdict(
             text = f"{head}; the GPU sits idle {units.percent(d.idle_pct)} of the step ({split}): launch-bound {RULE}"
             nxt = launch_next_step(m, _graph_advice(command, script))
         return Verdict(kind="launch-bound", text=text, next_step=nxt, thresholds=thresholds())
+    if d.kind == "copy-bound":
+        return Verdict(
+            kind="copy-bound",
+            text=(
+                f"{head}; only its memory copies and sets ({m.memops} a step) run {units.percent(d.copies_pct)} of "
+                f"the step, its kernels {units.percent(100.0 * m.kernel_busy_ns / m.window_ns)}: bound by its "
+                f"memory copies (>= {ALONE_BOUND_PCT:g}% alone) {RULE}"
+            ),
+            next_step=(
+                "keep the data on the GPU across steps, or overlap the copies with the kernels: pinned host memory "
+                "(pin_memory=True) and non_blocking copies on a side stream; a host-device copy runs at the link's "
+                "speed (PCIe, NVLink-C2C), far below the GPU's memory bandwidth"
+            ),
+            thresholds=thresholds(),
+        )
+    if d.kind == "communication-bound":
+        comm = [k for k in group.kinds if k.kind == "communication"]
+        top_comm = next((k.short_name for k in anatomy.top_kernels if k.kind == "communication"), "")
+        return Verdict(
+            kind="communication-bound",
+            text=(
+                f"{head}; communication kernels ({top_comm or 'collectives'}, "
+                f"{_ms_text(sum(k.ms_per_step for k in comm))} a step) run with no other kernel at least "
+                f"{units.percent(d.comm_pct)} of the step: communication-bound (>= {ALONE_BOUND_PCT:g}% alone) {RULE}"
+            ),
+            next_step=(
+                "overlap the collectives with compute (DDP's gradient buckets, FSDP's prefetch), or make fewer, "
+                "larger ones; one rank's trace cannot tell a slow collective from waiting for a slower rank: "
+                "compare the ranks' traces of the same step"
+            ),
+            thresholds=thresholds(),
+        )
     if d.kind == "compute-bound" and d.intensity is not None and ridge is not None:
         at = f" at batch {batch}" if batch is not None else ""
         return Verdict(
@@ -332,6 +372,8 @@ def steps_from_script(
 
 _KIND_WORDS = {
     "host-bound": "host-bound: the GPU waits for the host",
+    "copy-bound": "bound by its memory copies",
+    "communication-bound": "communication-bound",
     "near-memory-floor": "at the memory floor",
     "memory-bound": "memory-bound, far from the floor",
     "compute-bound": "compute-bound",
