@@ -383,3 +383,19 @@ def test_torch_compiles_own_ranges_are_listed_but_not_offered_as_steps(
     data = _analyze(capsys, _compiled_graph_calls(tmp_path, capture=False))
     (offer,) = [n for n in data["notes"] if n.startswith("the trace has named ranges")]
     assert "--step-range" not in offer and offer.endswith("torch.compile's calls of its compiled graphs, not steps")
+
+
+def test_a_trace_of_graphs_being_captured_has_no_steps(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """As vLLM's and SGLang's capture traces come: hundreds of launches inside a
+    ProfilerStep, of which two ran (the fills before the capture); the others were
+    recorded into the graph. Those two operations are not a step's work."""
+    events = [annotation("ProfilerStep#134", 0, 40_000)]
+    for i in range(1, 547):
+        events.append(launch("hipLaunchKernel", 10 + 60 * i, 5, i))
+    events.append(kernel("fill_kernel", 100, 5, 1))
+    events.append(kernel("fill_kernel", 200, 6, 2))
+    data = _analyze(capsys, write_kineto(tmp_path / "capture.json", events, device="AMD Instinct MI300X"))
+    assert data["steps"] == []
+    (said,) = data["notes"]  # the one note: no range offered as a step, no floor asked for
+    assert said.startswith("at least 544 of the trace's 546 launch calls") and "graphs being captured" in said
+    assert data["trace"]["kernels"] == 2

@@ -78,6 +78,7 @@ class HostCalls:
     that block the host. Feed `add` every call (any order)."""
 
     launch_of: dict[int, int] = field(default_factory=dict)
+    launches: int = 0  # how many launch calls `launch_of` held when it was let go after the join
     graph_launches: dict[int, int] = field(default_factory=dict)
     syncs: list[HostCall] = field(default_factory=list)
     _kinds: dict[str, tuple[bool, bool, bool]] = field(default_factory=dict, repr=False)

@@ -253,3 +253,4 @@ class TraceAnatomy(_Model):
     attribution: Literal["launch", "projection", "window", "cpu-range"] | None = None
     kernels: list[TraceKernel] = Field(default_factory=list)  # the trace's top kernels
     ranges: list[RangeCount] = Field(default_factory=list)  # its named ranges, most frequent first
+    captured: bool = False  # a trace of graphs being captured: its launches ran nothing, so no steps

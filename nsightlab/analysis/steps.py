@@ -109,6 +109,11 @@ TRACE_TOP_KERNELS = 20
 # --------------------------------------------------------------- the whole trace
 
 
+# A trace where at least this many launch calls (and half of them) ran nothing on the GPU
+# is a capture of graphs, not steps.
+CAPTURE_LAUNCHES = 100
+
+
 def trace_kernels(ops: OpTable, top: int = TRACE_TOP_KERNELS) -> list[TraceKernel]:
     """The trace's kernels by their total time (memory operations are not kernels)."""
     mask = ops.kind.tobytes().translate(bytes([1] + [0] * 255))
@@ -251,6 +256,20 @@ def analyze_timeline(
         "ops_are": ops_are,
         "ranges": range_counts(ranges),
     }
+    # launch calls that ran nothing: at least as many as the calls beyond the operations
+    # that ran (several operations can share one call, a graph's; none runs two calls)
+    launches = max(calls.launches, len(calls.launch_of))
+    idle = launches - (len(ops) - unlaunched) if attribution == "launch" else 0
+    if idle >= CAPTURE_LAUNCHES and idle >= launches / 2:
+        notes.append(
+            f"at least {idle} of the trace's {launches} launch calls put no work on the GPU: a "
+            "trace of CUDA/HIP graphs being captured (a launch during a capture records its kernel into the "
+            f"graph, which runs when replayed), so no steps: the {len(ops)} operation(s) that ran are not a "
+            "step's work; profile the graphs' replays (the engine serving requests) instead"
+        )
+        return TraceAnatomy(
+            groups=[], notes=notes, attribution=None, kernels=trace_kernels(ops), captured=True, **common
+        )  # type: ignore[arg-type]
     if choice.wanted is None or choice.source is None:
         groups = _steps_from_sequence(ops, notes, graph_corrs) if len(ops) else []
         kernels = trace_kernels(ops)
@@ -464,6 +483,7 @@ def analyze_kineto(path: str | Path, step_range: str | None = None, *, tile: boo
     names, notes = kineto_devices(reader.metadata)
     if len(ops):
         ops.set_launches(calls.launch_of)
+        calls.launches = len(calls.launch_of)
         calls.launch_of.clear()  # joined: a million launches need not outlive the join
     else:
         cpu = _kineto_cpu_ops(path, step_range)

@@ -114,6 +114,8 @@ def group_steps(
     device = trace_device(anatomy)
     notes = [*attribution_lines(anatomy), *anatomy.notes, *range_offer(anatomy, source)]
     bandwidth = None
+    if anatomy.captured:  # no steps to time, offer or compare with a floor
+        return [], device, list(dict.fromkeys(anatomy.notes))
     if opts.floor_bytes is not None:
         if anatomy.ops_are == "cpu":
             notes.append("no floor: a CPU trace does not name its CPU, so no sweep or spec can be matched to it")
