@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from clirun import run_cli
+from tracebuild import kernel, launch, write_kineto
 
 from nsightlab import units
 from nsightlab.parse import nsys
@@ -110,3 +111,31 @@ def test_analyze_writes_kernels_per_step_as_a_count(capsys: pytest.CaptureFixtur
     cell = row[header.index("STEP (ms)") + len("STEP (ms)") :].split()[1]  # STEP, P90, then KERNELS/STEP
     assert cell == units.count(per_step) and "." not in cell
     assert "Device)" not in r.out
+
+
+# Two Tensile GEMMs of a real torch.compile trace on an MI300X (AMD-AGI/TraceLens's
+# tests/traces/torch_compile_triton): the same 478-character name but for one flag at
+# character 411, `ULSGRO1` against `ULSGRO0`.
+_TENSILE = (
+    "Cijk_Alik_Bljk_BBS_BH_Bias_HA_S_SAV_UserArgs_MT256x192x64_MI16x16x1_SN_LDSB1_AFC1_AFEM1_AFEM1_ASEM1_CLR1_"
+    "CADS0_EPS0_GRVWA8_GRVWB2_GSUAMB_IU1_K1_LBSPPA512_LBSPPB128_LBSPPM0_LPA16_LPB8_LPM0_LRVW16_LWPMn1_MIAV1_"
+    "MIWT8_6_MO40_NTn1_NTA0_NTB0_NTC0_NTD4_NTM0_NEPBS16_NLCA1_NLCB1_ONLL1_PGR2_PLR1_PKA1_SIA3_SS1_SPO0_SRVW0_"
+    "SSO0_SVW1_SK0_SKXCCM0_TLDS1_ULSGRO{}_USL1_UIOFGRO0_USFGROn1_VSn1_VWA8_VWB2_WSGRA0_WSGRB0_WS64_WG32_8_1"
+)
+
+
+def test_the_whole_traces_kernel_table_never_shows_two_kernels_alike(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    a, b = _TENSILE.format(1), _TENSILE.format(0)
+    assert short_kernel_name(a) == short_kernel_name(b)  # what the table used to show for both
+    events = [
+        launch("hipLaunchKernel", 0, 5, 1),
+        kernel(a, 10, 3_000, 1),
+        launch("hipLaunchKernel", 20, 5, 2),
+        kernel(b, 3_100, 2_000, 2),
+    ]
+    r = run_cli(capsys, "analyze", str(write_kineto(tmp_path / "t.json", events, device="AMD Instinct MI300X")))
+    assert r.code == 0
+    rows = [line for line in r.out.splitlines() if line.rstrip().endswith("_VW…")]
+    assert len(rows) == 2 and "ULSGRO1" in rows[0] and "ULSGRO0" in rows[1], r.out

@@ -182,8 +182,8 @@ def trace_kernels_table(kernels: Sequence[TraceKernel], *, cpu: bool, top: int =
     unit_name, totals = _time_cells([k.total_ns / 1e6 for k in shown])
     avg_name, avgs = _time_cells([k.avg_ns / 1e6 for k in shown])
     rows = [
-        [t, units.percent(k.time_pct), str(k.instances), a, k.kind, k.short_name]
-        for k, t, a in zip(shown, totals, avgs, strict=True)
+        [t, units.percent(k.time_pct), str(k.instances), a, k.kind, name]
+        for k, t, a, name in zip(shown, totals, avgs, distinct_short_names([k.name for k in shown]), strict=True)
     ]
     return Table(
         title=f"Top {'CPU ops' if cpu else 'kernels'} of the whole trace (memory operations are not kernels)",

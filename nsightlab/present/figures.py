@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 
 from nsightlab import units
 from nsightlab.errors import UsageError
+from nsightlab.parse.names import distinct_short_names
 from nsightlab.present.safe import terminal_safe
 from nsightlab.units import time_unit
 
@@ -328,7 +329,7 @@ def kernels_figure(profile: ProfileResult, *, top: int = TOP_KERNELS) -> Plot | 
     fig = new_figure(10.0, 1.2 + 0.45 * len(kernels))
     ax = fig.add_subplot()
     unit = units.time_unit(k.total_ns * 1e-9 for k in kernels)
-    names = [literal_text(k.short_name if len(k.short_name) <= 60 else k.short_name[:57] + "...") for k in kernels]
+    names = [literal_text(name) for name in distinct_short_names([k.name for k in kernels])]  # two never alike
     values = [k.total_ns * 1e-9 / unit.size for k in kernels]
     ypos = list(range(len(kernels)))
     bars = ax.barh(ypos, values, color=SERIES[0], gid="kernel-bars")
