@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from nsightlab.errors import ParseError, UsageError
-from nsightlab.parse.nsys_sqlite import CUDA_TABLES, NVTX, RUNTIME
+from nsightlab.parse.nsys_sqlite import CUDA_TABLES, MEMCPY, MEMSET, NVTX, RUNTIME, NsysSqlite
 from nsightlab.parse.nsys_sqlite_report import NO_NVTX, build_report
 from nsightlab.parse.nsys_sqlite_trace import SqliteTrace
 from nsightlab.runs.timeline import TraceOptions, attach_steps, sqlite_anatomy
@@ -109,10 +109,13 @@ def sqlite_result(
         report = build_report(trace)
         anatomy = sqlite_anatomy(trace, opts.step_range)
         device = _device(trace)
+        impossible = _impossible_memops(db)
     if not any(db.has(t, "start") for t in CUDA_TABLES):
         report.skipped.insert(
             0, "no CUDA in this report (no kernel, memory or CUDA API table): traced without `-t cuda`"
         )
+    if impossible:
+        report.skipped.append(impossible)
     launched = [a for a in report.cuda_api or [] if _KERNEL_LAUNCH.search(a.name)]
     if launched and not report.kernels:
         calls = sum(a.num_calls for a in launched)
@@ -178,6 +181,31 @@ def stale_notes(path: Path) -> list[str]:
     except OSError:
         pass
     return []
+
+
+def _impossible_memops(db: NsysSqlite) -> str | None:
+    """A note for memory copies and sets whose bytes no memory moves in their recorded
+    time (over `bounds.MAX_BYTES_PER_S`): the export's figures, shown as recorded."""
+    from nsightlab import units
+    from nsightlab.specs.bounds import MAX_BYTES_PER_S
+
+    per_ns = MAX_BYTES_PER_S / 1e9
+    found: list[tuple[float, int, int, str]] = []  # (bytes per ns, bytes, ns, what)
+    for table, what in ((MEMCPY, "copy"), (MEMSET, "set")):
+        if not db.has(table, "start", "end", "bytes"):
+            continue
+        sql = f'SELECT bytes, "end" - start FROM {table} WHERE "end" > start AND bytes > ? * ("end" - start)'
+        for size, ns in db.query(sql, (per_ns,)):
+            if isinstance(size, int) and isinstance(ns, int) and ns > 0:
+                found.append((size / ns, size, ns, what))
+    if not found:
+        return None
+    rate, size, ns, what = max(found)
+    return (
+        f"{len(found)} memory operation(s) record more bytes than any memory moves in their time (the fastest, a "
+        f"{what}: {units.size(size)} in {units.duration(ns / 1e9)}, {rate / 1e3:,.0f} TB/s, where no memory is "
+        f"faster than {units.tbps(MAX_BYTES_PER_S)}): the export's own figures, shown as recorded, not a measurement"
+    )
 
 
 def _device(trace: SqliteTrace) -> str | None:
