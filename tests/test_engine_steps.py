@@ -399,3 +399,49 @@ def test_a_trace_of_graphs_being_captured_has_no_steps(capsys: pytest.CaptureFix
     (said,) = data["notes"]  # the one note: no range offered as a step, no floor asked for
     assert said.startswith("at least 544 of the trace's 546 launch calls") and "graphs being captured" in said
     assert data["trace"]["kernels"] == 2
+
+
+def _diffusion(tmp_path: Path, *, other_graph: bool = False) -> Path:
+    """One ProfilerStep around a whole generation that calls one compiled graph 4 times
+    (a denoising step each: 3 of Inductor's triton_ kernels, launched 400 us apart), as
+    xDiT's SD 3.5 trace does; `other_graph` adds a call of a second compiled graph."""
+    graph = "## Call CompiledFxGraph fp5r5pk7bndvtfxhvsvzndl5pa42kyv4kgpya5imdcl36x5bf6lh ##"
+    events = []
+    t, corr = 100, 0
+    for _ in range(4):
+        events.append(annotation(graph, t, 1_500))
+        for k in ("triton_poi_fused_add_0", "triton_red_fused_mean_1", "triton_poi_fused_mul_2"):
+            corr += 1
+            events.append(launch("cudaLaunchKernel", t + 10, 5, corr))
+            events.append(kernel(k, t + 20, 100, corr))
+            t += 400
+        t += 300
+    if other_graph:
+        events.append(annotation("## Call CompiledFxGraph vae0decoder ##", t, 500))
+    events.append(annotation("ProfilerStep#3", 0, t + 600))
+    return write_kineto(tmp_path / "diffusion.json", events)
+
+
+def test_a_compiled_graph_called_again_and_again_in_one_step_is_offered_as_the_step(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    path = _diffusion(tmp_path)
+    data = _analyze(capsys, path)
+    (offer,) = [n for n in data["notes"] if "calls one compiled graph" in n]
+    assert "4 times" in offer
+    command = offer.split("`")[1]
+    assert command.startswith(f"nsightlab analyze {path} --step-range '## Call CompiledFxGraph fp5r5pk")
+    # the command offered runs; the start of the name does too
+    for wanted in (shlex.split(command)[-1], "## Call CompiledFxGraph"):
+        (group,) = _analyze(capsys, path, "--step-range", wanted)["steps"]
+        assert group["count"] == 4 and group["kernels_per_step"] == 3
+    # a compiled model is not told to compile itself
+    (step,) = data["steps"]
+    assert step["verdict"]["kind"] == "launch-bound" and "compiled already" in step["verdict"]["next_step"]
+
+
+def test_the_start_of_several_ranges_names_is_refused_with_them(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    r = run_cli(capsys, "analyze", str(_diffusion(tmp_path, other_graph=True)), "--step-range", "## Call Compiled")
+    assert r.code == 2 and "2 ranges' names start with '## Call Compiled'" in r.err and "vae0decoder" in r.err

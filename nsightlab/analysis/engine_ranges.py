@@ -231,6 +231,18 @@ def choose_steps(ranges: Sequence[HostRange], step_range: str | None, default_so
     """
     if step_range is not None:
         steps = [r for r in ranges if range_matches(r.name, step_range)]
+        notes = []
+        if not steps and step_range.strip():  # the start of a name (a torch.compile range's hash is long)
+            starting = [r for r in ranges if r.name.startswith(step_range)]
+            names = range_counts(starting)
+            if len(names) > 1:
+                raise UsageError(
+                    f"{len(names)} ranges' names start with {step_range!r}: {listed(names)}",
+                    hint="Give one of them whole (quoted) with --step-range",
+                )
+            if names:
+                steps = starting
+                notes.append(f"--step-range {step_range!r}: the ranges named {names[0].name!r}, the only name so begun")
         if not steps:
             raise UsageError(
                 f"no range named {step_range!r} in this trace",
@@ -238,7 +250,7 @@ def choose_steps(ranges: Sequence[HostRange], step_range: str | None, default_so
             )
         for r in steps:
             r.phase = phase_of(r.name)
-        return StepChoice(step_range, "step-range", steps)
+        return StepChoice(step_range, "step-range", steps, notes)
     candidates: list[HostRange] = []
     rules: Counter[str] = Counter()
     for r in ranges:

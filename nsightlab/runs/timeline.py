@@ -141,8 +141,10 @@ def range_offer(anatomy: TraceAnatomy, source: Path | None) -> list[str]:
     """When no range of the trace is a step (none, or steps inferred from the kernel
     sequence) but it has named ranges: a note listing them, with the command that times
     the most frequent one as the step."""
-    if not anatomy.ranges or any(g.anatomy.source != "repeating-sequence" for g in anatomy.groups):
+    if not anatomy.ranges:
         return []
+    if any(g.anatomy.source != "repeating-sequence" for g in anatomy.groups):
+        return _compiled_offer(anatomy, source)
     listed = ", ".join(f"{r.name} ({r.count})" for r in anatomy.ranges[:RANGES_LISTED])
     more = f", and {len(anatomy.ranges) - RANGES_LISTED} more" if len(anatomy.ranges) > RANGES_LISTED else ""
     head = (
@@ -156,6 +158,28 @@ def range_offer(anatomy: TraceAnatomy, source: Path | None) -> list[str]:
     name = offered[0].name.removesuffix("#N")
     command = shlex.join(["nsightlab", "analyze", str(source) if source is not None else "PATH", "--step-range", name])
     return [f"{head}; to time one of them as the step: `{command}`"]
+
+
+def _compiled_offer(anatomy: TraceAnatomy, source: Path | None) -> list[str]:
+    """A lone step (a ProfilerStep around a whole generation) that calls one compiled graph
+    again and again (a diffusion model's denoising steps): the command that times each call."""
+    if (
+        len(anatomy.groups) != 1
+        or anatomy.groups[0].anatomy.count != 1
+        or anatomy.groups[0].anatomy.source == "step-range"
+    ):
+        return []
+    calls = [r for r in anatomy.ranges if r.name.startswith("## Call CompiledFxGraph") and r.count >= 2]
+    if not calls:
+        return []
+    top = calls[0]
+    command = shlex.join(
+        ["nsightlab", "analyze", str(source) if source is not None else "PATH", "--step-range", top.name]
+    )
+    return [
+        f"the one step calls one compiled graph {top.count} times (torch.compile's range {top.name}): to time "
+        f"each call as a step (a diffusion model's denoising step, say): `{command}`"
+    ]
 
 
 def _group_notes(anatomy: TraceAnatomy, g: GroupSteps) -> list[str]:

@@ -65,8 +65,15 @@ def _quantile(values: Sequence[float], q: float) -> float:
     return ordered[lo] + (h - lo) * (ordered[hi] - ordered[lo])
 
 
-def _graph_advice(command: Command, script: bool) -> str:
-    """A graph for an eager step, named as the command that was run can do it."""
+def _graph_advice(command: Command, script: bool, compiled: bool = False) -> str:
+    """A graph for an eager step, named as the command that was run can do it; for a model
+    torch.compile compiled already (Inductor's `triton_` kernels), its graph mode."""
+    if compiled and command == "analyze":
+        return (
+            "capture the step in a CUDA graph: the model is compiled already (its triton_ kernels are "
+            'torch.compile\'s), and torch.compile(mode="reduce-overhead") also replays it as a graph (or use '
+            "the engine's graph mode)"
+        )
     if command == "profile decode":
         return "capture the step in a CUDA graph (`--modes graphs`), or launch fewer, fused kernels (torch.compile)"
     if script:
@@ -155,7 +162,8 @@ def verdict(
             nxt = "fewer, larger ops (torch.compile fuses them); on a GPU, capture the step in a CUDA graph"
         else:
             text = f"{head}; the GPU sits idle {units.percent(d.idle_pct)} of the step ({split}): launch-bound {RULE}"
-            nxt = launch_next_step(m, _graph_advice(command, script))
+            compiled = any(k.name.startswith("triton_") for k in anatomy.top_kernels)
+            nxt = launch_next_step(m, _graph_advice(command, script, compiled))
         return Verdict(kind="launch-bound", text=text, next_step=nxt, thresholds=thresholds())
     if d.kind == "copy-bound":
         return Verdict(
