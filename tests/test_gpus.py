@@ -175,10 +175,18 @@ def test_merge_without_a_spec() -> None:
     merged = merge_device(cpu)
     assert merged.spec_key is None and merged.dram_bw_bytes_per_s is None
     assert merged.l2_bytes == 32 * MiB and merged.l2_source == "sysfs L3 (last-level cache)"
-    unknown = merge_device({"type": "cuda", "name": "NVIDIA B200", "l2_bytes": 126 * MiB})
+    unknown = merge_device({"type": "cuda", "name": "NVIDIA B300", "l2_bytes": 126 * MiB})
     assert unknown.spec_key is None and unknown.l2_bytes == 126 * MiB
     assert unknown.fp16_tensor_tflops is None
     off = merge_device({"type": "cuda", "name": "NVIDIA L4"}, use_table=False)
     assert off.spec_key is None and off.l2_bytes is None
     forced = merge_device({"type": "cuda", "name": "something"}, BY_KEY["t4"])
     assert forced.spec_key == "t4" and forced.dram_bw_bytes_per_s == 320e9
+
+
+def test_the_b200_is_its_datasheet_and_what_torch_reports() -> None:
+    b200 = lookup("NVIDIA B200")
+    assert b200 is not None and b200.key == "b200"
+    assert (b200.dram_bw_bytes_per_s, b200.fp16_tensor_tflops, b200.sm_count) == (8.0e12, 2250.0, 148)
+    assert b200.memory_bytes == 191_503_138_816  # totalGlobalMem in a real vLLM trace's deviceProperties
+    assert b200.l2_bytes is None  # not verified: no floor of the cache is claimed

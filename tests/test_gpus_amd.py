@@ -29,6 +29,7 @@ MI210 = ("AMD Instinct MI210", 68702699520, 104)
         ("AMD Instinct MI355X", "mi355x"),
         ("AMD Instinct MI250X", "mi250x"),
         ("AMD Instinct MI250X/MI250", "mi250x"),
+        ("AMD Instinct MI210", "mi210"),
     ],
 )
 def test_amd_names_as_rocm_reports_them(reported: str, key: str) -> None:
@@ -38,7 +39,7 @@ def test_amd_names_as_rocm_reports_them(reported: str, key: str) -> None:
 
 @pytest.mark.parametrize(
     "reported",
-    ["AMD Instinct MI300A", "AMD Instinct MI350X", "AMD Instinct MI210", "AMD Radeon Graphics", "gfx942", ""],
+    ["AMD Instinct MI300A", "AMD Instinct MI350X", "AMD Instinct MI100", "AMD Radeon Graphics", "gfx942", ""],
 )
 def test_other_amd_parts_and_generic_names_are_not_guessed(reported: str) -> None:
     assert lookup(reported) is None
@@ -50,6 +51,7 @@ def test_the_amd_figures_are_the_data_sheets() -> None:
         "mi325x": (256, 6.0, 32, 256, 304, 1307.4, "gfx942"),
         "mi355x": (288, 8.0, 32, 256, 256, 2516.6, "gfx950"),
         "mi250x": (64, 1.6384, 8, None, 110, 191.5, "gfx90a"),  # one GCD, as ROCm shows it
+        "mi210": (64, 1.6384, 8, None, 104, 181.0, "gfx90a"),
     }
     for key, (gib, tbps, l2, llc, cus, fp16, arch) in expected.items():
         s = BY_KEY[key]

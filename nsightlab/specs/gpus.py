@@ -123,6 +123,22 @@ SPECS: tuple[GpuSpec, ...] = (
         notes="FP16 tensor 1,979 TFLOPS with sparsity, ~989 dense",
     ),
     _spec(
+        key="b200",
+        name="NVIDIA B200",
+        memory_bytes=191_503_138_816,
+        dram_bw_bytes_per_s=8.0e12,
+        l2_bytes=None,
+        sm_count=148,
+        fp16_tensor_tflops=2250.0,
+        fp32_tflops=80.0,
+        source="NVIDIA HGX B200 datasheet, per GPU at 1,000 W",
+        notes=(
+            "HBM3e at 8 TB/s (64 TB/s for the 8 GPUs of a DGX B200); FP16/BF16 tensor 4.5 PFLOPS with "
+            "sparsity, 2,250 TFLOPS dense. Memory and SMs as torch's deviceProperties report them "
+            "(178.4 GiB, 148 SMs: a vLLM trace on B200s, tests/data/traces/SOURCES.md); L2 not verified."
+        ),
+    ),
+    _spec(
         key="h200",
         name="NVIDIA H200",
         memory_bytes=141 * GiB,
@@ -279,6 +295,19 @@ SPECS: tuple[GpuSpec, ...] = (
             "256 CUs x 4,096 FLOP per clock x 2.4 GHz = 2,516.6 TFLOPS. The MI350X shares its "
             "LLVM target, memory and CUs at a lower clock: told apart only by name."
         ),
+    ),
+    _spec(
+        key="mi210",
+        name="AMD Instinct MI210",
+        memory_bytes=64 * GiB,
+        dram_bw_bytes_per_s=1.6384e12,
+        l2_bytes=8 * MiB,
+        sm_count=104,
+        fp16_tensor_tflops=181.0,
+        fp32_tflops=22.6,
+        arch="gfx90a",
+        source="AMD Instinct MI210 data sheet",
+        notes="CDNA 2, one die of the MI250's kind (104 CUs): 64 GB HBM2e at 1.6 TB/s, FP16 matrix 181 TFLOPS",
     ),
     _spec(
         key="mi250x",
