@@ -215,7 +215,8 @@ def test_the_tables_of_both_exports(capsys: pytest.CaptureFixture[str], exports:
     assert [n for n in r.out.splitlines() if "NVTX" in n and n.startswith("note:")] == [
         "note: no NVTX in this report (it has no NVTX_EVENTS table), so no per-range times or rates: wrap the code "
         'to measure in an NVTX range, `with torch.cuda.nvtx.range("step"):` (or `torch.cuda.nvtx.range_push("step")` '
-        "... `torch.cuda.nvtx.range_pop()`), and trace it with `-t cuda,nvtx`"
+        '... `torch.cuda.nvtx.range_pop()`; from C or C++, `nvtxRangePushA("step")` ... `nvtxRangePop()`), and trace '
+        "it with `-t cuda,nvtx`"
     ]
     r = run_cli(capsys, "analyze", str(exports[SAXPY]))
     assert r.code == 0, r

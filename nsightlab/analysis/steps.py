@@ -267,9 +267,8 @@ def analyze_timeline(
             f"graph, which runs when replayed), so no steps: the {len(ops)} operation(s) that ran are not a "
             "step's work; profile the graphs' replays (the engine serving requests) instead"
         )
-        return TraceAnatomy(
-            groups=[], notes=notes, attribution=None, kernels=trace_kernels(ops), captured=True, **common
-        )  # type: ignore[arg-type]
+        kernels = trace_kernels(ops)
+        return TraceAnatomy(groups=[], notes=notes, attribution=None, kernels=kernels, captured=True, **common)  # type: ignore[arg-type]
     if choice.wanted is None or choice.source is None:
         groups = _steps_from_sequence(ops, notes, graph_corrs) if len(ops) else []
         kernels = trace_kernels(ops)

@@ -42,7 +42,8 @@ def memory_note(memory_ops: list[MemOpLine], kernels: list[KernelLine]) -> str |
 
 NVTX_HOWTO = (
     'wrap the code to measure in an NVTX range, `with torch.cuda.nvtx.range("step"):` '
-    '(or `torch.cuda.nvtx.range_push("step")` ... `torch.cuda.nvtx.range_pop()`), and trace it with `-t cuda,nvtx`'
+    '(or `torch.cuda.nvtx.range_push("step")` ... `torch.cuda.nvtx.range_pop()`; from C or C++, '
+    '`nvtxRangePushA("step")` ... `nvtxRangePop()`), and trace it with `-t cuda,nvtx`'
 )
 TORCH_RANGE_HOWTO = 'wrap the code to measure in `with torch.profiler.record_function("step"):`'
 
