@@ -24,7 +24,14 @@ pytestmark = pytest.mark.usefixtures("nsl_home")
 GEMM = "ampere_bf16_s16816gemm_bf16_128x64_ldg8_f2f_stages_64x4_tn"
 
 
-def _step(tmp_path: Path, gaps_us: list[int], *, sync: tuple[int, str] | None = None, name: str = "t") -> Path:
+def _step(
+    tmp_path: Path,
+    gaps_us: list[int],
+    *,
+    sync: tuple[int, str] | None = None,
+    name: str = "t",
+    device: str = "NVIDIA H100 80GB HBM3",
+) -> Path:
     """One ProfilerStep#1: a kernel (50 us) per entry of `gaps_us` and one more, each
     launched 5 us before it runs; `gaps_us[i]` the GPU's idle time after kernel i. With
     `sync` (position, "busy" or "idle"): a cudaStreamSynchronize the host blocks in after
@@ -41,7 +48,7 @@ def _step(tmp_path: Path, gaps_us: list[int], *, sync: tuple[int, str] | None = 
             events.append(launch("cudaStreamSynchronize", start, end - start, 10_000 + i))
         t += 50 + gap
     events.append(annotation("ProfilerStep#1", 0, t + 10))
-    return write_kineto(tmp_path / f"{name}.json", events)
+    return write_kineto(tmp_path / f"{name}.json", events, device=device)
 
 
 def _steps(capsys: pytest.CaptureFixture[str], path: Path) -> dict[str, Any]:
@@ -75,7 +82,9 @@ def test_gaps_under_a_millisecond_stay_launch_gaps(capsys: pytest.CaptureFixture
     g = _steps(capsys, _step(tmp_path, [900] * 19))  # 0.9 ms between every two kernels: launches
     assert g["idle_ms_per_step"]["between_kernels"] == pytest.approx(19 * 0.9)
     assert g["idle_ms_per_step"]["waiting_for_host"] == pytest.approx(0.100)
-    assert g["verdict"]["kind"] == "launch-bound"
+    assert g["verdict"]["kind"] == "launch-bound" and "capture the step in a CUDA graph" in g["verdict"]["next_step"]
+    amd = _steps(capsys, _step(tmp_path, [900] * 19, name="amd", device="AMD Instinct MI300X"))["verdict"]
+    assert amd["kind"] == "launch-bound" and "capture the step in a HIP graph (torch.cuda.graph" in amd["next_step"]
 
 
 def test_a_sync_leads_the_advice_only_when_the_gpu_sat_idle_in_it(

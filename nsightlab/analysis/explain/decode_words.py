@@ -65,12 +65,14 @@ def _quantile(values: Sequence[float], q: float) -> float:
     return ordered[lo] + (h - lo) * (ordered[hi] - ordered[lo])
 
 
-def _graph_advice(command: Command, script: bool, compiled: bool = False) -> str:
+def _graph_advice(command: Command, script: bool, compiled: bool = False, amd: bool = False) -> str:
     """A graph for an eager step, named as the command that was run can do it; for a model
-    torch.compile compiled already (Inductor's `triton_` kernels), its graph mode."""
+    torch.compile compiled already (Inductor's `triton_` kernels), its graph mode; on an
+    AMD GPU a HIP graph (what torch.cuda.graph makes under ROCm)."""
+    graph = "a HIP graph" if amd else "a CUDA graph"
     if compiled and command == "analyze":
         return (
-            "capture the step in a CUDA graph: the model is compiled already (its triton_ kernels are "
+            f"capture the step in {graph}: the model is compiled already (its triton_ kernels are "
             'torch.compile\'s), and torch.compile(mode="reduce-overhead") also replays it as a graph (or use '
             "the engine's graph mode)"
         )
@@ -82,7 +84,7 @@ def _graph_advice(command: Command, script: bool, compiled: bool = False) -> str
             "`--modes graphs`), or launch fewer, fused kernels (torch.compile)"
         )
     return (
-        "capture the step in a CUDA graph (torch.cuda.graph, or the engine's graph mode), or launch fewer, "
+        f"capture the step in {graph} (torch.cuda.graph, or the engine's graph mode), or launch fewer, "
         "fused kernels (torch.compile)"
     )
 
@@ -163,7 +165,7 @@ def verdict(
         else:
             text = f"{head}; the GPU sits idle {units.percent(d.idle_pct)} of the step ({split}): launch-bound {RULE}"
             compiled = any(k.name.startswith("triton_") for k in anatomy.top_kernels)
-            nxt = launch_next_step(m, _graph_advice(command, script, compiled))
+            nxt = launch_next_step(m, _graph_advice(command, script, compiled, amd))
         return Verdict(kind="launch-bound", text=text, next_step=nxt, thresholds=thresholds())
     if d.kind == "copy-bound":
         return Verdict(
