@@ -110,10 +110,14 @@ def sqlite_result(
         anatomy = sqlite_anatomy(trace, opts.step_range)
         device = _device(trace)
         impossible = _impossible_memops(db)
+        cuda_asked = _cuda_was_traced(db)
     if not any(db.has(t, "start") for t in CUDA_TABLES):
-        report.skipped.insert(
-            0, "no CUDA in this report (no kernel, memory or CUDA API table): traced without `-t cuda`"
+        why = (
+            "CUDA was traced, and nsys collected no CUDA event (the process made no CUDA call nsys saw)"
+            if cuda_asked
+            else "traced without `-t cuda`"
         )
+        report.skipped.insert(0, f"no CUDA in this report (no kernel, memory or CUDA API table): {why}")
     if impossible:
         report.skipped.append(impossible)
     launched = [a for a in report.cuda_api or [] if _KERNEL_LAUNCH.search(a.name)]
@@ -181,6 +185,15 @@ def stale_notes(path: Path) -> list[str]:
     except OSError:
         pass
     return []
+
+
+def _cuda_was_traced(db: NsysSqlite) -> bool:
+    """Whether the capture asked for CUDA (`CAPTURE_EVENT_TYPE` `Cuda` in META_DATA_CAPTURE,
+    nsys 2023 and later); False where the export does not say."""
+    if not db.has("META_DATA_CAPTURE", "name", "value"):
+        return False
+    sql = "SELECT 1 FROM META_DATA_CAPTURE WHERE name = 'CAPTURE_EVENT_TYPE' AND value = 'Cuda' LIMIT 1"
+    return any(True for _ in db.query(sql))
 
 
 def _impossible_memops(db: NsysSqlite) -> str | None:

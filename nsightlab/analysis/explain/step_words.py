@@ -79,7 +79,8 @@ def host_next_step(m: StepTiming, *, kineto: bool = False) -> str:
         mark = (
             '`with torch.profiler.record_function("step"):`'
             if kineto
-            else 'an NVTX range, `with torch.cuda.nvtx.range("step"):`'
+            else 'an NVTX range, `with torch.cuda.nvtx.range("step"):` (from C or C++, `nvtxRangePushA("step")` ... '
+            "`nvtxRangePop()`)"
         )
         where = f"in the step {between}" if gaps_lead else "between steps"
         return (
