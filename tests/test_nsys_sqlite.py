@@ -658,6 +658,25 @@ def test_a_memory_operation_faster_than_any_memory_is_said(capsys: pytest.Captur
     assert not any("more bytes" in n for n in analyze(capsys, str(plain))["notes"])
 
 
+def test_an_export_without_meta_data_has_the_version_of_the_nsys_that_captured_it(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Exports before 2023 record no export meta-data; the nsys that captured them is named
+    by its install folder (TARGET_INFO_SYSTEM_ENV's TargetInstallDir, as a CUDA 11.8 install
+    names it)."""
+    path = capture(tmp_path / "report.sqlite", "2021.1")
+    with sqlite3.connect(path) as conn:
+        conn.execute(
+            "CREATE TABLE TARGET_INFO_SYSTEM_ENV (globalVid INTEGER, devStateName TEXT, name TEXT, value TEXT)"
+        )
+        conn.execute(
+            "INSERT INTO TARGET_INFO_SYSTEM_ENV VALUES "
+            "(0, 'host', 'TargetInstallDir', '/usr/local/cuda-11.8/nsight-systems-2022.4.2/target-linux-x64')"
+        )
+    conn.close()
+    assert analyze(capsys, str(path))["versions"] == {"nsys": "2022.4.2"}
+
+
 def test_a_memset_alone_names_its_gpu(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     path = tmp_path / "memset.sqlite"
     with ExportWriter(path) as w:

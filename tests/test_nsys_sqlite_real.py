@@ -361,7 +361,8 @@ def assert_figures_match_sql(path: Path, data: dict[str, Any]) -> None:
 def test_an_nsys_2021_export_without_meta_data(capsys: pytest.CaptureFixture[str], exports: dict[str, Path]) -> None:
     """Mordred's hash-join query on a Quadro RTX 6000, exported by nsys 2021.2.1: no export
     meta-data table, copy kinds only as CUPTI's numbers, no NVTX. Every figure as SQL has it;
-    the GPU from TARGET_INFO_GPU; no nsys version, as the export records none in a table."""
+    the GPU from TARGET_INFO_GPU; the nsys version from the path of the nsys that captured it,
+    as no table records one."""
     path = exports[MORDRED]
     tables = {t for (t,) in sql(path, "SELECT name FROM sqlite_master WHERE type = 'table'")}
     assert not tables & {"META_DATA_EXPORT", "EXPORT_META_DATA", "NVTX_EVENTS", "ENUM_CUDA_MEMCPY_OPER"}
@@ -372,7 +373,9 @@ def test_an_nsys_2021_export_without_meta_data(capsys: pytest.CaptureFixture[str
         == sql(path, f"SELECT DISTINCT g.name FROM {KERNEL} k JOIN TARGET_INFO_GPU g ON g.id = k.deviceId")[0][0]
         == "Quadro RTX 6000"
     )
-    assert data["versions"] == {"nsys": None}  # only the injection library's path says 2021.2.1
+    # only the injection library's path says which nsys it was
+    paths = sql(path, "SELECT value FROM StringIds WHERE value LIKE '%/nsight-systems/2021.2.1/%'")
+    assert paths and data["versions"] == {"nsys": "2021.2.1"}
     assert [(k["instances"], k["short_name"]) for k in data["kernels"]] == [
         (3, "probe_GPU2<128, 4>"),
         (9, "build_GPU2<128, 4>"),

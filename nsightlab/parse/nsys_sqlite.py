@@ -34,6 +34,7 @@ unknown schema: a one-line error naming it.
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import sqlite3
 import stat
@@ -64,6 +65,8 @@ RUNTIME = "CUPTI_ACTIVITY_KIND_RUNTIME"
 NVTX = "NVTX_EVENTS"
 STRINGS = "StringIds"
 CUDA_TABLES = (KERNEL, MEMCPY, MEMSET, RUNTIME)
+# The version in an nsys install folder's name: `nsight-systems/2021.2.1/`, `nsight-systems-2022.4.2/`.
+_INSTALLED = re.compile(r"nsight-systems[/-](20\d\d\.\d+\.\d+(?:\.\d+)?)/")
 META_TABLES = ("META_DATA_EXPORT", "EXPORT_META_DATA")
 
 # NVTX event types (ENUM_NSYS_EVENT_TYPE): ranges and domain names.
@@ -254,8 +257,8 @@ class NsysSqlite:
 
     def _version(self) -> tuple[str | None, str | None]:
         meta = next((t for t in META_TABLES if self.has(t, "name", "value")), None)
-        if meta is None:
-            return None, None
+        if meta is None:  # before 2023: the version is in the paths of the nsys that captured it
+            return None, self._installed_version()
         values: dict[str, str] = {}
         sql = f"SELECT name, value FROM {meta} WHERE name IN ('EXPORT_SCHEMA_VERSION', 'EXPORT_PRODUCT_VERSION')"
         for name, value in self.query(sql):
@@ -271,6 +274,25 @@ class NsysSqlite:
                     hint="Export it with an nsys of those years, or give `nsys stats --format csv` exports",
                 )
         return schema, values.get("EXPORT_PRODUCT_VERSION")
+
+    def _installed_version(self) -> str | None:
+        """The version of the nsys that made an export without export meta-data: from its
+        install folder (`/opt/nvidia/nsight-systems/2021.2.1/...`, `.../nsight-systems-2022.4.2/...`)
+        as `TARGET_INFO_SYSTEM_ENV`'s `TargetInstallDir` or a string of the capture holds it."""
+        found: list[object] = []
+        if self.has("TARGET_INFO_SYSTEM_ENV", "name", "value"):
+            found += [
+                v for (v,) in self.query("SELECT value FROM TARGET_INFO_SYSTEM_ENV WHERE name = 'TargetInstallDir'")
+            ]
+        if not found and self.has(STRINGS, "value"):
+            found += [
+                v for (v,) in self.query(f"SELECT value FROM {STRINGS} WHERE value LIKE '%nsight-systems%' LIMIT 1")
+            ]
+        for value in found:
+            match = _INSTALLED.search(value) if isinstance(value, str) else None
+            if match:
+                return match.group(1)
+        return None
 
     # ------------------------------------------------------------------ checks
 
