@@ -144,3 +144,24 @@ def test_gaps_within_a_window_are_those_a_plain_scan_finds() -> None:
             if s - e >= 1_000 and min(s, b) > max(e, a):
                 expected.append((max(e, a), min(s, b)))
         assert union.gaps_within(a, b, 1_000) == expected
+
+
+def test_a_step_whose_gpu_waited_for_its_host_is_not_said_to_be_queued(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """As a real T4 trace has it: each ProfilerStep spends 10 ms on the CPU making its input
+    before launching a 6 ms kernel, and the next step's range opens while that kernel still
+    runs. The next step's window begins where the previous one's ended, but its GPU then
+    sits 5 ms idle: it waited for its host, it was not queued behind the previous step."""
+    events: list[dict[str, Any]] = []
+    for k in range(4):
+        t = 11_000 * k
+        events.append(annotation(f"ProfilerStep#{k}", t, 11_000))
+        events.append(launch("cudaLaunchKernel", t + 10_000, 5, k + 1))
+        events.append(kernel(GEMM, t + 10_100, 6_000, k + 1))
+    r = run_cli(capsys, "analyze", str(write_kineto(tmp_path / "input.json", events)), "--json")
+    assert r.code == 0, r
+    data = json.loads(r.out)
+    (group,) = data["steps"]
+    assert group["verdict"]["kind"] == "host-bound"
+    assert not any("queued behind the previous step" in n for n in data["notes"]), data["notes"]

@@ -140,6 +140,19 @@ def _anatomy(
     return anatomy, shares
 
 
+def _queued(t: StepTiming) -> bool:
+    """Whether a step whose window was moved to where the previous one's ended had its
+    work queued behind it: its host range had closed by then (all launched), or the GPU ran
+    other work most of the time before the step's first operation. Not when the host was
+    still in the step and the GPU idle: then the step waited for its host."""
+    assert t.gpu_start_ns is not None
+    if t.cpu_end_ns is not None and t.cpu_end_ns <= t.window_start_ns:
+        return True
+    before = t.gpu_start_ns - t.window_start_ns
+    idle = t.idle_before_first_ns + (t.idle_waiting_for_host_ns - t.span_wait_ns)
+    return idle * 2 < before
+
+
 def build_groups(
     ops: OpTable,
     accs: list[StepAcc],
@@ -170,6 +183,7 @@ def build_groups(
             acc.cpu_start is not None
             and t.gpu_start_ns is not None
             and acc.cpu_start < t.window_start_ns < t.gpu_start_ns
+            and _queued(t)
         ):
             queued += 1
         timings.append(t)

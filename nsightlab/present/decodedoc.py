@@ -63,7 +63,7 @@ def steps_table(
         columns += ["OPS/STEP" if cpu else "KERNELS/STEP", "CPU BUSY" if cpu else "GPU BUSY"]
         if waited:
             columns.append(f"WAITING FOR HOST ({gap.name})")
-        columns += [f"IDLE BETWEEN ({gap.name})", f"BEFORE FIRST ({gap.name})", f"AFTER LAST ({gap.name})"]
+        columns += [f"IDLE BETWEEN ({gap.name})", f"QUEUED BEFORE FIRST ({gap.name})", f"AFTER LAST ({gap.name})"]
     if floored:
         columns += [f"FLOOR ({floor_u})", "x FLOOR"]
     columns.append("VERDICT")
