@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 from clirun import run_cli
-from nsys_sqlite_build import ERAS, ExportWriter, api_name, from_csv_exports
+from nsys_sqlite_build import ERAS, TID, ExportWriter, api_name, from_csv_exports
 from test_decode_analysis import _two_modes
 from tracebuild import decode_exports
 
@@ -675,6 +675,20 @@ def test_an_export_without_meta_data_has_the_version_of_the_nsys_that_captured_i
         )
     conn.close()
     assert analyze(capsys, str(path))["versions"] == {"nsys": "2022.4.2"}
+
+
+def test_an_export_of_graphs_being_captured_has_no_steps(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """The same capture of graphs as a Kineto trace shows it (test_engine_steps.py), as nsys
+    records it: 546 kernel launches, of which 2 ran (the others went into the graph)."""
+    path = tmp_path / "capture.sqlite"
+    with ExportWriter(path) as w:
+        w.gpu(0, H100)
+        w.api([(10 + 60 * i, 15 + 60 * i, api_name("cudaLaunchKernel"), i) for i in range(1, 547)])
+        w.kernels([(100, 105, "fill_kernel", 0, 7, 1), (200, 206, "fill_kernel", 0, 7, 2)])
+        w.nvtx([(0, 40_000, "capture_32_DECODE", TID)])
+    data = analyze(capsys, str(path))
+    assert data["steps"] == []
+    assert any(n.startswith("at least 544 of the trace's 546 launch calls put no work") for n in data["trace_notes"])
 
 
 def test_a_memset_alone_names_its_gpu(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

@@ -369,6 +369,7 @@ def analyze_nsys_trace(trace: NsysTrace, step_range: str | None = None, *, tile:
         label=trace.label,
         step_range=step_range,
         tile=tile,
+        launch_calls=getattr(trace, "launch_calls", 0),
     )
 
 
@@ -381,12 +382,15 @@ def analyze_nsys_records(
     label: str,
     step_range: str | None = None,
     tile: bool = False,
+    launch_calls: int = 0,
 ) -> TraceAnatomy:
     """The step anatomy of one nsys capture from its records, whichever export they came
     from: the GPU operations (with their launch times already joined, as an SQLite export
     gives them, in `cols.launch` when the columns have it), the NVTX push/pop ranges and
     their GPU projections, the CUDA API calls (launches, graph launches, syncs); None for
-    a report the capture lacks. `label` names the capture in notes and errors."""
+    a report the capture lacks. `label` names the capture in notes and errors;
+    `launch_calls` how many kernel launches the capture made, where the launches were
+    joined before (an SQLite export's summary counts them)."""
     notes: list[str] = []
     ops = OpTable.from_columns(cols)
     devices = list(dict.fromkeys(str(device) for device, _ in ops.device_streams() if device is not None))
@@ -395,7 +399,7 @@ def analyze_nsys_records(
     if not len(ops):
         raise UsageError(f"{label} holds no GPU operations", hint="was CUDA traced (`nsys profile -t cuda`)?")
     ranges = _nsys_ranges(pushpop, projections)
-    calls = HostCalls()
+    calls = HostCalls(launches=launch_calls)
     attribution: Attribution = "window"
     if api_calls is not None:
         for c in api_calls:

@@ -17,6 +17,7 @@ Pure string functions.
 from __future__ import annotations
 
 import functools
+import re
 
 # A call that blocks the host until the GPU reaches a point has this in its name.
 SYNC_CALL_MARKS = ("Synchronize",)
@@ -36,6 +37,17 @@ def is_sync_call(name: str) -> bool:
     """A call that holds the host until the GPU has caught up: a `*Synchronize` call, or a
     blocking copy."""
     return any(mark in name for mark in SYNC_CALL_MARKS) or is_blocking_copy(name)
+
+
+# A call that launches kernels: cudaLaunchKernel(ExC), cuLaunchKernel(Ex), the cooperative
+# launches, graph launches (and their hip* twins).
+_KERNEL_LAUNCH = re.compile(r"Launch(Cooperative)?Kernel|GraphLaunch|cuLaunchGrid")
+
+
+@functools.lru_cache(maxsize=1024)
+def is_kernel_launch(name: str) -> bool:
+    """A call that launches kernels or a graph (not a copy, a set or a host function)."""
+    return _KERNEL_LAUNCH.search(name) is not None
 
 
 @functools.lru_cache(maxsize=1024)

@@ -25,6 +25,7 @@ from array import array
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from nsightlab.parse.apicalls import is_kernel_launch
 from nsightlab.parse.nsys_columns import _mem_kind
 from nsightlab.parse.nsys_report import (
     ApiCallRow,
@@ -143,6 +144,7 @@ def _api_sum(trace: SqliteTrace) -> list[ApiCallRow]:
             acc[3] = max(acc[3], high)
             acc[4] += float(squares)
     whole = sum(a[1] for a in merged.values())
+    trace.launch_calls = sum(int(a[0]) for name, a in merged.items() if is_kernel_launch(name))
     out = []
     for name, (calls, total, low, high, squares) in merged.items():
         n = int(calls)

@@ -90,6 +90,7 @@ class SqliteTrace:
         self._ranges: Ranges | None = None
         self._attribution: Attribution | None = None
         self.scan: Scan | None = None
+        self.launch_calls = 0  # the kernel and graph launch calls, once the API summary has counted them
 
     @classmethod
     def open(cls, path: str | Path) -> SqliteTrace:

@@ -12,7 +12,6 @@ beside it.
 
 from __future__ import annotations
 
-import re
 import shlex
 import shutil
 import subprocess
@@ -23,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from nsightlab.errors import ParseError, UsageError
+from nsightlab.parse.apicalls import is_kernel_launch
 from nsightlab.parse.nsys_sqlite import CUDA_TABLES, MEMCPY, MEMSET, NVTX, RUNTIME, NsysSqlite
 from nsightlab.parse.nsys_sqlite_report import NO_NVTX, build_report
 from nsightlab.parse.nsys_sqlite_trace import SqliteTrace
@@ -34,11 +34,6 @@ if TYPE_CHECKING:
 # How long a local `nsys export` may take (a large report takes minutes).
 EXPORT_TIMEOUT_S = 1800
 GROUPING: Literal["demangled"] = "demangled"  # cuda_gpu_kern_sum's default: a kernel per demangled name
-
-
-# a call that launches kernels: cudaLaunchKernel(ExC), cuLaunchKernel(Ex), the cooperative
-# launches, graph launches
-_KERNEL_LAUNCH = re.compile(r"Launch(Cooperative)?Kernel|GraphLaunch|cuLaunchGrid")
 
 
 def export_command(rep: Path, out: Path, nsys_bin: str = "nsys") -> list[str]:
@@ -120,7 +115,7 @@ def sqlite_result(
         report.skipped.insert(0, f"no CUDA in this report (no kernel, memory or CUDA API table): {why}")
     if impossible:
         report.skipped.append(impossible)
-    launched = [a for a in report.cuda_api or [] if _KERNEL_LAUNCH.search(a.name)]
+    launched = [a for a in report.cuda_api or [] if is_kernel_launch(a.name)]
     if launched and not report.kernels:
         calls = sum(a.num_calls for a in launched)
         report.skipped.insert(
