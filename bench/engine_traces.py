@@ -7,8 +7,8 @@ tests use; every file checked for credentials (tokens, keys, environment dumps) 
     python bench/engine_traces.py /tmp/TraceLens tests/data/traces/engines
 
 A file whose SHA-256 differs from the one recorded here, or that holds anything that
-looks like a credential, is not copied (exit 1, naming it). Two traces of a Hugging Face
-model record the process's environment in `metadata.system.env`, an access token among
+looks like a credential, is not copied (exit 1, naming it). The traces of Hugging Face
+models record the process's environment in `metadata.system.env`, an access token among
 it: that
 object's text is replaced by `"[environment removed]"` (every other byte as published, the
 events untouched, checked by parsing both), the result checked as any file is, and gzipped
@@ -53,12 +53,25 @@ FILES = {
         "tests/traces/mi300/Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz",
         "1bfbe813843070fc",
     ),
+    "tracelens_hf_owlv2-large_forward_h100.json.gz": (
+        "tests/traces/h100/google_owlv2-large-patch14-ensemble__1016001.json.gz",
+        "959efc7b235d78c5",
+    ),
+    "tracelens_resnet_ddp_act_checkpoint_mi300x.json.gz": (
+        "tests/traces/mi300/resnet_act_checkpoint.json.gz",
+        "0a6a7dfe1f0bf16c",
+    ),
+    "tracelens_sglang_decode_graph_capture_bs32_mi300x.json.gz": (
+        "tests/traces/inference/sglang_decode/capture_traces/bs_32_rank0.json.gz",
+        "e1c0549a6a9e4eeb",
+    ),
 }
 # The files whose `metadata.system.env` is removed, and the SHA-256 prefix of the copy's
 # text (before gzip, whose bytes may differ between zlib versions).
 WITHOUT_ENV = {
     "tracelens_hf_qwen1.5-0.5b_forward_h100.json.gz": "ea72101f5c24f8e0",
     "tracelens_hf_qwen1.5-0.5b_forward_mi300x.json.gz": "e9b12aaccc959866",
+    "tracelens_hf_owlv2-large_forward_h100.json.gz": "d62d053179047dbd",
 }
 REMOVED = b'"[environment removed]"'
 # What a credential in a trace looks like: a Hugging Face token, an Authorization

@@ -120,9 +120,12 @@ def tflops(flops_per_s: float) -> str:
 
 
 def percent(pct: float) -> str:
-    """A percentage: whole from 10% up (92%), one decimal below (5.2%)."""
+    """A percentage: whole from 10% up (92%), one decimal below (5.2%); just under 100, one
+    decimal rounded down (99.5%), so that less than all never reads as 100%."""
     if not math.isfinite(pct):
         return f"{pct}%"
+    if 99.5 <= pct < 100:
+        return f"{math.floor(pct * 10) / 10:.1f}%"
     return f"{pct:.0f}%" if abs(pct) >= 10 else f"{pct:.1f}%"
 
 

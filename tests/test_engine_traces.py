@@ -1,5 +1,6 @@
-"""Real serving-engine traces (SGLang and vLLM, AMD MI300X and NVIDIA B200) and a Hugging
-Face model's forward pass (H100 and MI300X); provenance in tests/data/traces/SOURCES.md.
+"""Real serving-engine traces (SGLang and vLLM, AMD MI300X and NVIDIA B200), Hugging Face
+models' forward passes (H100 and MI300X), a DDP training step (MI300X) and SGLang capturing
+its graphs; provenance in tests/data/traces/SOURCES.md.
 The figures the issue reported as wrong, against the traces' own events and
 HolisticTraceAnalysis's breakdown, and traces derived from them whose answer is known
 (ranges stripped, steps concatenated, a host gap, a prefill among decodes). The files are
@@ -30,7 +31,11 @@ VLLM_MIXED = "tracelens_vllm_mixed_piecewise_mi300x.json.gz"
 VLLM_B200 = "tracelens_vllm_eager_prefill_b200.json.gz"
 HF_H100 = "tracelens_hf_qwen1.5-0.5b_forward_h100.json.gz"
 HF_MI300 = "tracelens_hf_qwen1.5-0.5b_forward_mi300x.json.gz"
+HF_OWLV2 = "tracelens_hf_owlv2-large_forward_h100.json.gz"
+RESNET_DDP = "tracelens_resnet_ddp_act_checkpoint_mi300x.json.gz"
+SGLANG_CAPTURE = "tracelens_sglang_decode_graph_capture_bs32_mi300x.json.gz"
 GPU_CATS = ("kernel", "gpu_memcpy", "gpu_memset")
+CALL_CATS = ("cuda_runtime", "cuda_driver")
 
 
 FOLDER = ROOT / "tests" / "data" / "traces" / "engines"
@@ -172,6 +177,137 @@ def test_a_hugging_face_forward_pass_is_one_profiler_step_on_either_gpu() -> Non
     assert t.span_ms == pytest.approx((reach - spans[0][0]) / 1e3, abs=1e-5)
     assert t.gpu_busy_pct == pytest.approx(100 * busy / (reach - spans[0][0]), abs=2e-3)
     assert (t.kernels, t.memops) == (1465, 242)
+
+
+def _spans_ns(events: list[dict[str, Any]]) -> list[tuple[int, int]]:
+    """The events' intervals in integer nanoseconds (Kineto writes microseconds)."""
+    return [(round(float(e["ts"]) * 1000), round((float(e["ts"]) + float(e["dur"])) * 1000)) for e in events]
+
+
+def _idle_gaps(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The times no interval covers, between the first one's start and the last end."""
+    gaps, reach = [], None
+    for start, end in sorted(spans):
+        if reach is not None and start > reach:
+            gaps.append((reach, start))
+        reach = end if reach is None else max(reach, end)
+    return gaps
+
+
+def _overlap(span: tuple[int, int], others: list[tuple[int, int]]) -> int:
+    return sum(max(0, min(span[1], b) - max(span[0], a)) for a, b in others)
+
+
+def _launched_in(raw: list[dict[str, Any]], step: dict[str, Any]) -> list[dict[str, Any]]:
+    """The GPU operations whose launch call (by correlation id) began inside the step's range."""
+    s0, s1 = float(step["ts"]), float(step["ts"]) + float(step["dur"])
+    launched = {(e.get("args") or {}).get("correlation"): float(e["ts"]) for e in raw if e.get("cat") in CALL_CATS}
+    return [e for e in raw if e.get("cat") in GPU_CATS and s0 <= launched.get(e["args"].get("correlation"), -1.0) <= s1]
+
+
+def test_owlv2_waits_for_its_data_loader_between_its_gpu_operations() -> None:
+    """Hugging Face OWLv2 on an H100: one ProfilerStep of 1.21 s in which the GPU sits idle
+    four times for 122-126 ms while the host is in the DataLoader (`enumerate(DataLoader)`
+    ranges): gaps of 1 ms or more between the step's own operations are the host's, and the
+    step is host-bound for them, not launch-bound."""
+    raw = load_events(_path(HF_OWLV2))
+    (step,) = [e for e in raw if e.get("cat") == "user_annotation" and e["name"].startswith("ProfilerStep")]
+    s0 = round(float(step["ts"]) * 1000)
+    s1 = s0 + round(float(step["dur"]) * 1000)
+    own = _spans_ns(_launched_in(raw, step))
+    assert len(own) == sum(e.get("cat") in GPU_CATS for e in raw) == 5165  # every operation is the step's
+    first = min(a for a, _ in own)
+    idle = _idle_gaps(own)
+    gaps = [(a, b) for a, b in idle if b - a >= 1_000_000]
+    assert [round((b - a) / 1e6) for a, b in gaps] == [122, 122, 123, 126]
+    # each gap is the host in the DataLoader: one of its ranges covers nearly all of it
+    loader = _spans_ns(
+        [e for e in raw if e.get("cat") == "user_annotation" and e["name"].startswith("enumerate(DataLoader)")]
+    )
+    assert all(max(_overlap(gap, [r]) for r in loader) > 0.99 * (gap[1] - gap[0]) for gap in gaps)
+    # the rest of the wait: the GPU idle in the shorter gaps while the host blocked in a
+    # synchronisation (a blocking call inside a long gap counts once)
+    syncs = _spans_ns(
+        [
+            e
+            for e in raw
+            if e.get("cat") in CALL_CATS and "Synchronize" in e["name"] and s0 <= float(e["ts"]) * 1000 < s1
+        ]
+    )
+    blocked = sum(_overlap(gap, syncs) for gap in idle if gap[1] - gap[0] < 1_000_000)
+    a = _anatomy(HF_OWLV2)
+    (g,) = a.groups
+    m = g.steps[0]
+    assert m.window_start_ns == pytest.approx(s0, abs=2) and m.gpu_start_ns == pytest.approx(first, abs=2)
+    assert m.syncs == len(syncs) == 81
+    gap_ns = sum(end - start for start, end in gaps)
+    assert m.host_gaps_ns == pytest.approx(gap_ns - sum(_overlap(gap, syncs) for gap in gaps), abs=1_000)
+    # waiting for the host: before the first operation (the host in the DataLoader), the
+    # long gaps, and the idle in the blocking calls (5.2 ms)
+    assert 5_000_000 < blocked < 5_500_000
+    assert m.idle_waiting_for_host_ns == pytest.approx((first - s0) + gap_ns + blocked, abs=1_000)
+    assert g.anatomy.idle_ms_per_step.waiting_for_host == pytest.approx(626.47, abs=0.01)
+    v = analyze_verdict(g)
+    assert v.kind == "host-bound"
+    assert "between its GPU operations (gaps of 1 ms or more" in v.next_step
+    assert "CUDA graph" not in v.next_step and "CUDA graph" not in v.text
+
+
+def test_resnet_ddp_steps_are_communication_bound() -> None:
+    """ResNet trained with DDP on an MI300X: in each of its 3 steps of ~19 ms, RCCL's
+    ncclDevKernel_Generic runs ~15.9 ms, most of it with no other kernel: at least the
+    kernels' union less the other kernels' summed time, over half of each step."""
+    raw = load_events(_path(RESNET_DDP))
+    ranges = sorted(
+        (e for e in raw if e.get("cat") == "user_annotation" and e["name"].startswith("ProfilerStep")),
+        key=lambda e: float(e["ts"]),
+    )
+    a = _anatomy(RESNET_DDP)
+    assert a.device_names == ["AMD Instinct MI300X"]
+    (g,) = a.groups
+    assert [m.name for m in g.steps] == [e["name"] for e in ranges] == [f"ProfilerStep#{i}" for i in (15, 16, 17)]
+    shares = []
+    for step, m in zip(ranges, g.steps, strict=True):
+        own = _launched_in(raw, step)
+        kernels = [e for e in own if e["cat"] == "kernel"]
+        comm = [e for e in kernels if e["name"].startswith("nccl")]
+        other = [e for e in kernels if not e["name"].startswith("nccl")]
+        assert {e["name"] for e in comm} == {"ncclDevKernel_Generic(ncclDevKernelArgsStorage<4096ul>)"}
+        assert (m.kernels, m.memops) == (len(kernels), len(own) - len(kernels)) == (746, 149)
+        spans = _spans_ns(own)
+        span = max(b for _, b in spans) - min(a for a, _ in spans)
+        assert m.window_ns == pytest.approx(span, abs=2)  # the host ran ahead: the step is its GPU span
+        alone_at_least = union_length(_spans_ns(kernels)) - sum(b - a for a, b in _spans_ns(other))
+        alone = union_length(_spans_ns(kernels)) - union_length(_spans_ns(other))  # exactly
+        assert alone >= alone_at_least >= 0.5 * span
+        assert 15_000_000 < union_length(_spans_ns(comm)) < 16_000_000 and alone > 11_000_000
+        shares.append(100 * alone_at_least / span)
+    v = analyze_verdict(g)
+    assert v.kind == "communication-bound" and g.anatomy.step_ms.median == pytest.approx(18.98, abs=0.01)
+    assert "communication kernels (ncclDevKernel_Generic, 15.9 ms a step)" in v.text
+    assert f"run with no other kernel at least {shares[g.median_step]:.0f}% of the step" in v.text
+
+
+def test_a_capture_of_sglang_decode_graphs_has_no_steps() -> None:
+    """SGLang capturing its decode graphs (batch 32) on an MI300X: between
+    hipStreamBeginCapture and hipStreamEndCapture 544 launches recorded their kernels into
+    the graph and ran nothing; the 2 kernels that ran were launched before the capture. Its
+    ProfilerStep range is no step."""
+    raw = load_events(_path(SGLANG_CAPTURE))
+    calls = [e for e in raw if e.get("cat") in CALL_CATS]
+    launches = [e for e in calls if "LaunchKernel" in e["name"]]
+    ran = [e for e in raw if e.get("cat") in GPU_CATS]
+    (begin,) = [e for e in calls if e["name"] == "hipStreamBeginCapture"]
+    (end,) = [e for e in calls if e["name"] == "hipStreamEndCapture"]
+    captured = [e for e in launches if float(begin["ts"]) <= float(e["ts"]) <= float(end["ts"])]
+    ran_corr = {e["args"]["correlation"] for e in ran}
+    assert not ran_corr & {e["args"]["correlation"] for e in captured}
+    assert (len(launches), len(ran), len(captured)) == (546, 2, 544)
+    assert any(e.get("cat") == "user_annotation" and e["name"].startswith("ProfilerStep") for e in raw)
+    a = _anatomy(SGLANG_CAPTURE)
+    assert a.groups == [] and a.captured and (a.trace.kernels, a.trace.memops) == (len(ran), 0)
+    note = f"at least {len(launches) - len(ran)} of the trace's {len(launches)} launch calls put no work on the GPU"
+    assert any(n.startswith(note) for n in a.notes)
 
 
 # --------------------------------------------------------------- derived traces

@@ -54,4 +54,6 @@ def test_rates_have_one_unit_each() -> None:
     assert units.tflops(173.9e9) == "0.174 TFLOP/s"
     assert units.duration(5.9e-6) == "5.90 us"
     assert units.percent(92.4) == "92%" and units.percent(5.21) == "5.2%"
+    # less than all never reads as all: 99.5 up to 100 keeps a decimal, rounded down
+    assert units.percent(99.512) == "99.5%" and units.percent(99.96) == "99.9%" and units.percent(100.0) == "100%"
     assert units.ratio(2.1) == "2.10x"
