@@ -35,8 +35,8 @@ def analyze(
         typer.Option(
             "--step-range",
             metavar="NAME",
-            help="the ranges that are steps (default: decode_step, else ProfilerStep, else inferred from a repeating "
-            "kernel sequence).",
+            help="the ranges that are steps: a name, or the start of one name (default: a serving engine's step "
+            "ranges or decode_step, else ProfilerStep, else inferred from a repeating kernel sequence).",
             show_default=False,
         ),
     ] = None,
