@@ -58,8 +58,8 @@ class IdleMs(_Model):
     `between_kernels` inside its GPU span (launch gaps), `waiting_for_host` while its
     host range was open and its GPU work had not begun, the host was blocked in a
     synchronisation, or the GPU ran nothing for 1 ms or more between the step's
-    operations (the host doing other work), `before_first` the rest before its first operation (queued behind
-    the previous step), `after_last` after its last operation."""
+    operations (the host doing other work), `before_first` the rest before its first
+    operation (queued behind the previous step), `after_last` after its last operation."""
 
     between_kernels: float
     before_first: float

@@ -127,6 +127,7 @@ class Decision:
     cached: bool  # the bytes a step reads fit in the last-level cache: no DRAM floor
     copies_pct: float = 0.0  # the share of the step when only memory copies and sets ran
     comm_pct: float = 0.0  # the share when only communication kernels ran (at least)
+    comm_ms: float = 0.0  # the communication kernels' time in the step, summed
 
 
 def median_step(group: StepGroup) -> StepTiming:
@@ -193,4 +194,4 @@ def decide(
         kind = "near-memory-floor"
     else:
         kind = "memory-bound"
-    return Decision(kind, m, idle_pct, wait_pct, ratio, intensity, cached, copies_pct, comm_pct)
+    return Decision(kind, m, idle_pct, wait_pct, ratio, intensity, cached, copies_pct, comm_pct, comm_ms)

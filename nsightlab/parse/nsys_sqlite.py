@@ -279,19 +279,16 @@ class NsysSqlite:
         """The version of the nsys that made an export without export meta-data: from its
         install folder (`/opt/nvidia/nsight-systems/2021.2.1/...`, `.../nsight-systems-2022.4.2/...`)
         as `TARGET_INFO_SYSTEM_ENV`'s `TargetInstallDir` or a string of the capture holds it."""
-        found: list[object] = []
+        queries = []
         if self.has("TARGET_INFO_SYSTEM_ENV", "name", "value"):
-            found += [
-                v for (v,) in self.query("SELECT value FROM TARGET_INFO_SYSTEM_ENV WHERE name = 'TargetInstallDir'")
-            ]
-        if not found and self.has(STRINGS, "value"):
-            found += [
-                v for (v,) in self.query(f"SELECT value FROM {STRINGS} WHERE value LIKE '%nsight-systems%' LIMIT 1")
-            ]
-        for value in found:
-            match = _INSTALLED.search(value) if isinstance(value, str) else None
-            if match:
-                return match.group(1)
+            queries.append("SELECT value FROM TARGET_INFO_SYSTEM_ENV WHERE name = 'TargetInstallDir'")
+        if self.has(STRINGS, "value"):
+            queries.append(f"SELECT value FROM {STRINGS} WHERE value LIKE '%nsight-systems%' LIMIT 1")
+        for sql in queries:
+            for (value,) in self.query(sql):
+                match = _INSTALLED.search(value) if isinstance(value, str) else None
+                if match:
+                    return match.group(1)
         return None
 
     # ------------------------------------------------------------------ checks

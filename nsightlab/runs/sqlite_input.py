@@ -106,7 +106,8 @@ def sqlite_result(
         device = _device(trace)
         impossible = _impossible_memops(db)
         cuda_asked = _cuda_was_traced(db)
-    if not any(db.has(t, "start") for t in CUDA_TABLES):
+    cuda = any(db.has(t, "start") for t in CUDA_TABLES)
+    if not cuda:
         why = (
             "CUDA was traced, and nsys collected no CUDA event (the process made no CUDA call nsys saw)"
             if cuda_asked
@@ -141,7 +142,7 @@ def sqlite_result(
             if db.has(RUNTIME, "start")
             else " (the report has no CUDA API calls to tell where kernels were launched)"
         )
-        cuda = any(db.has(t, "start") for t in CUDA_TABLES)  # without it, one note says no CUDA
+        # without CUDA, one note says so already
         result.notes = [
             f"no kernel was launched inside the NVTX ranges{why}, so no rates" if "nvtx_kern_sum" in n else n
             for n in result.notes

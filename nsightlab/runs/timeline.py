@@ -112,10 +112,10 @@ def group_steps(
     """The step objects of a trace, its device, and notes (attribution, the floor's source,
     and, for a trace whose named ranges are no steps, the command that times one)."""
     device = trace_device(anatomy)
-    notes = [*attribution_lines(anatomy), *anatomy.notes, *range_offer(anatomy, source)]
-    bandwidth = None
     if anatomy.captured:  # no steps to time, offer or compare with a floor
         return [], device, list(dict.fromkeys(anatomy.notes))
+    notes = [*attribution_lines(anatomy), *anatomy.notes, *range_offer(anatomy, source)]
+    bandwidth = None
     if opts.floor_bytes is not None:
         if anatomy.ops_are == "cpu":
             notes.append("no floor: a CPU trace does not name its CPU, so no sweep or spec can be matched to it")
@@ -155,9 +155,13 @@ def range_offer(anatomy: TraceAnatomy, source: Path | None) -> list[str]:
     offered = [r for r in anatomy.ranges if not (r.name.startswith("## ") and r.name.endswith(" ##"))]
     if not offered:
         return [f"{head}; they are torch.compile's calls of its compiled graphs, not steps"]
-    name = offered[0].name.removesuffix("#N")
-    command = shlex.join(["nsightlab", "analyze", str(source) if source is not None else "PATH", "--step-range", name])
+    command = _step_range_command(source, offered[0].name.removesuffix("#N"))
     return [f"{head}; to time one of them as the step: `{command}`"]
+
+
+def _step_range_command(source: Path | None, name: str) -> str:
+    """The `analyze` command that times the ranges called `name` as the steps."""
+    return shlex.join(["nsightlab", "analyze", str(source) if source is not None else "PATH", "--step-range", name])
 
 
 def _compiled_offer(anatomy: TraceAnatomy, source: Path | None) -> list[str]:
@@ -173,9 +177,7 @@ def _compiled_offer(anatomy: TraceAnatomy, source: Path | None) -> list[str]:
     if not calls:
         return []
     top = calls[0]
-    command = shlex.join(
-        ["nsightlab", "analyze", str(source) if source is not None else "PATH", "--step-range", top.name]
-    )
+    command = _step_range_command(source, top.name)
     return [
         f"the one step calls one compiled graph {top.count} times (torch.compile's range {top.name}): to time "
         f"each call as a step (a diffusion model's denoising step, say): `{command}`"

@@ -183,13 +183,12 @@ def verdict(
             thresholds=thresholds(),
         )
     if d.kind == "communication-bound":
-        comm = [k for k in group.kinds if k.kind == "communication"]
         top_comm = next((k.short_name for k in anatomy.top_kernels if k.kind == "communication"), "")
         return Verdict(
             kind="communication-bound",
             text=(
                 f"{head}; communication kernels ({top_comm or 'collectives'}, "
-                f"{_ms_text(sum(k.ms_per_step for k in comm))} a step) run with no other kernel at least "
+                f"{_ms_text(d.comm_ms)} a step) run with no other kernel at least "
                 f"{units.percent(d.comm_pct)} of the step: communication-bound (>= {ALONE_BOUND_PCT:g}% alone) {RULE}"
             ),
             next_step=(
